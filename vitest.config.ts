@@ -1,0 +1,17 @@
+import { defineConfig } from "vitest/config";
+import { projects } from "./vitest.workspace.js";
+
+export default defineConfig({
+  resolve: {
+    // Run every package from its TypeScript source: no build step between an edit and a test.
+    conditions: ["dev-source"],
+  },
+  ssr: { resolve: { conditions: ["dev-source"], externalConditions: ["dev-source"] } },
+  test: {
+    projects,
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    // better-sqlite3 and node:crypto keys work in forks; worker threads would share OpenSSL locks.
+    pool: "forks",
+  },
+});

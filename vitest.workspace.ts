@@ -1,0 +1,23 @@
+/**
+ * The test projects of the monorepo, one per package. Shared by `vitest.config.ts`
+ * (which hands them to `test.projects`) and by anyone running a single project:
+ * `pnpm vitest run --project core`.
+ */
+const packages = ["core", "storage-sql", "storage-sqlite", "storage-postgres", "server", "client"] as const;
+
+export const projects = [
+  ...packages.map((name) => ({
+    extends: true as const,
+    test: {
+      name,
+      root: `packages/${name}`,
+      include: ["src/**/*.test.ts", "test/**/*.test.ts"],
+    },
+  })),
+  {
+    extends: true as const,
+    test: { name: "examples", root: "examples", include: ["**/*.test.ts"] },
+  },
+];
+
+export default projects;
