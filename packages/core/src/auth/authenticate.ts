@@ -1,0 +1,88 @@
+import type { Caller } from "../context.js";
+import { UnauthenticatedError } from "../errors.js";
+import type { Services } from "../operations/services.js";
+import {
+  parseServiceAccountToken,
+  secretMatches,
+  serviceAccountTokenPrefix,
+} from "./service-account-tokens.js";
+
+/** The credentials a request carried, as the transport found them. */
+export interface Credentials {
+  /** The value after `Authorization: Bearer `. */
+  readonly bearer?: string | undefined;
+  /** The `session` cookie. */
+  readonly sessionCookie?: string | undefined;
+}
+
+/** How the caller proved who it is; the server uses it for CSRF rules (cookies need them). */
+export type CredentialSource = "none" | "bearer" | "cookie";
+
+/**
+ * Resolves credentials to a caller. No credential at all is the anonymous caller; a credential
+ * that is present but not valid is an error, never a silent downgrade to anonymous.
+ */
+export async function authenticate(
+  services: Services,
+  credentials: Credentials,
+): Promise<{ caller: Caller; source: CredentialSource }> {
+  const now = services.clock.now();
+  if (credentials.bearer !== undefined) {
+    const bearer = credentials.bearer.trim();
+    if (bearer.startsWith(serviceAccountTokenPrefix)) {
+      return { caller: await authenticateServiceAccount(services, bearer, now), source: "bearer" };
+    }
+    return { caller: await authenticateUser(services, bearer, now), source: "bearer" };
+  }
+  if (credentials.sessionCookie !== undefined && credentials.sessionCookie !== "") {
+    return { caller: await authenticateUser(services, credentials.sessionCookie, now), source: "cookie" };
+  }
+  return { caller: { kind: "anonymous" }, source: "none" };
+}
+
+async function authenticateUser(services: Services, token: string, now: Date): Promise<Caller> {
+  let claims: Awaited<ReturnType<Services["accessTokens"]["verify"]>>;
+  try {
+    claims = await services.accessTokens.verify(token, now);
+  } catch (cause) {
+    throw new UnauthenticatedError("the access token is invalid or expired; sign in again or refresh it", {
+      reason: "INVALID_ACCESS_TOKEN",
+      cause,
+    });
+  }
+  // Access tokens are short-lived, but signing out must take effect at once: check the session.
+  const session = await services.storage.authSessions.findById(claims.sessionId);
+  if (
+    !session ||
+    session.revokedAt !== null ||
+    session.expiresAt <= now ||
+    session.userId !== claims.userId
+  ) {
+    throw new UnauthenticatedError("this session has ended; sign in again", { reason: "SESSION_ENDED" });
+  }
+  return { kind: "user", userId: claims.userId, sessionId: claims.sessionId };
+}
+
+async function authenticateServiceAccount(services: Services, token: string, now: Date): Promise<Caller> {
+  const invalid = () =>
+    new UnauthenticatedError("the service account token is invalid, expired or revoked", {
+      reason: "INVALID_SERVICE_ACCOUNT_TOKEN",
+    });
+  const parsed = parseServiceAccountToken(token);
+  if (!parsed) throw invalid();
+  const account = await services.storage.serviceAccounts.findByIdForAuthentication(parsed.accountId);
+  if (!account || !secretMatches(parsed.secret, account.tokenHash)) throw invalid();
+  if (account.expiresAt !== null && account.expiresAt <= now) throw invalid();
+  // Written at most once per resolution period: a busy automation would otherwise turn every
+  // read into a write.
+  const resolutionMs = services.config.lastUsedResolutionSeconds * 1000;
+  if (account.lastUsedAt === null || now.getTime() - account.lastUsedAt.getTime() >= resolutionMs) {
+    await services.storage.serviceAccounts.touchLastUsed(account.id, now);
+  }
+  return {
+    kind: "service_account",
+    serviceAccountId: account.id,
+    workspaceId: account.workspaceId,
+    role: account.role,
+  };
+}

@@ -1,0 +1,213 @@
+/**
+ * Sign-up, sign-in and sessions: Register, Login, RefreshToken, Logout (AuthService) and Whoami
+ * (UserService).
+ *
+ * A login creates a session (a family of refresh tokens). Access tokens name their session, so
+ * Logout, and the reuse of a spent refresh token, end it at once everywhere.
+ *
+ * @module
+ */
+import * as z from "zod";
+import { AuthService } from "../gen/platform/v1/auth_pb.js";
+import { UserService } from "../gen/platform/v1/user_pb.js";
+import { NotFoundError, UnauthenticatedError } from "../errors.js";
+import { defineOperation } from "../operations/operation.js";
+import type { Services } from "../operations/services.js";
+import type { UserRecord } from "../storage/records.js";
+import { UniqueViolationError } from "../storage/storage.js";
+import { newPassword, personName, username } from "../validation/bounds.js";
+import { email, text } from "../validation/rules.js";
+import { hashSecret } from "./service-account-tokens.js";
+import { toHex } from "../lib/bytes.js";
+import { toUserMessage } from "./messages.js";
+import { AlreadyExistsError } from "../errors.js";
+
+const refreshTokenPrefix = "wapr_";
+
+/** Creates a session for `user` and its first tokens. */
+async function startSession(
+  services: Services,
+  user: UserRecord,
+  meta: { ipAddress: string; userAgent: string },
+) {
+  const now = services.clock.now();
+  const sessionId = services.random.uuid();
+  const expiresAt = new Date(now.getTime() + services.config.refreshTokenTtlSeconds * 1000);
+  const refresh = mintRefreshToken(services);
+  await services.storage.transaction(async (tx) => {
+    await tx.authSessions.insert({
+      id: sessionId,
+      userId: user.id,
+      createdAt: now,
+      expiresAt,
+      revokedAt: null,
+      ...meta,
+    });
+    await tx.refreshTokens.insert({
+      id: services.random.uuid(),
+      sessionId,
+      tokenHash: refresh.tokenHash,
+      createdAt: now,
+      expiresAt,
+      rotatedAt: null,
+    });
+    await tx.auditEvents.append({
+      id: services.random.uuid(),
+      workspaceId: null,
+      actorId: user.id,
+      actorType: "user",
+      action: "user.login",
+      resource: `session:${sessionId}`,
+      ipAddress: meta.ipAddress,
+      userAgent: meta.userAgent,
+      statusCode: "ok",
+      requestId: "",
+      timestamp: now,
+    });
+  });
+  const access = await services.accessTokens.issue(user.id, sessionId, now);
+  return { accessToken: access.token, refreshToken: refresh.token, sessionId };
+}
+
+function mintRefreshToken(services: Services) {
+  const secret = toHex(services.random.bytes(32));
+  return { token: `${refreshTokenPrefix}${secret}`, tokenHash: hashSecret(secret) };
+}
+
+// Explicit presence makes every field optional on the wire; registration needs them all.
+const registerInput = z.object({ name: personName, email, username, password: newPassword });
+
+export const register = defineOperation({
+  method: AuthService.method.register,
+  access: { kind: "public" },
+  input: registerInput,
+  async run({ input, services, now, ctx }) {
+    const required = input;
+    const emailKey = required.email.toLowerCase();
+    // The same answer whether or not the email is taken: registration must not reveal accounts.
+    if (await services.storage.users.findByEmail(emailKey)) return {};
+    const passwordHash = await services.passwords.hash(required.password);
+    const user: UserRecord = {
+      id: services.random.uuid(),
+      name: required.name,
+      username: required.username,
+      email: emailKey,
+      emailVerified: false,
+      picture: "",
+      passwordHash,
+      enableEmailRecovery: false,
+      createdAt: now,
+      updatedAt: now,
+    };
+    try {
+      await services.storage.transaction(async (tx) => {
+        await tx.users.insert(user);
+        await tx.auditEvents.append({
+          id: services.random.uuid(),
+          workspaceId: null,
+          actorId: user.id,
+          actorType: "user",
+          action: "user.register",
+          resource: `user:${user.id}`,
+          ipAddress: ctx.ipAddress,
+          userAgent: ctx.userAgent,
+          statusCode: "ok",
+          requestId: ctx.requestId,
+          timestamp: now,
+        });
+      });
+    } catch (error) {
+      if (error instanceof UniqueViolationError && error.constraint === "users.username") {
+        throw new AlreadyExistsError(`the username '${required.username}' is taken`, {
+          reason: "USERNAME_TAKEN",
+        });
+      }
+      // A concurrent registration with the same email: same silent answer as above.
+      if (error instanceof UniqueViolationError && error.constraint === "users.email") return {};
+      throw error;
+    }
+    return {};
+  },
+});
+
+export const login = defineOperation({
+  method: AuthService.method.login,
+  access: { kind: "public" },
+  input: z.object({ email: email.optional(), password: text({ min: 1, max: 4096 }).optional() }),
+  async run({ input, services, ctx }) {
+    const invalid = () => new UnauthenticatedError("invalid email or password", { reason: "INVALID_LOGIN" });
+    if (input.email === undefined || input.password === undefined) throw invalid();
+    const user = await services.storage.users.findByEmail(input.email.toLowerCase());
+    if (!user || user.passwordHash === null) {
+      await services.passwords.burn(input.password);
+      throw invalid();
+    }
+    if (!(await services.passwords.verify(user.passwordHash, input.password))) throw invalid();
+    const session = await startSession(services, user, ctx);
+    return { accessToken: session.accessToken, refreshToken: session.refreshToken };
+  },
+});
+
+export const refreshToken = defineOperation({
+  method: AuthService.method.refreshToken,
+  access: { kind: "public" },
+  input: z.object({ refreshToken: z.string().max(512).optional() }),
+  async run({ input, services, now }) {
+    const invalid = () =>
+      new UnauthenticatedError("the refresh token is invalid, expired or already used; sign in again", {
+        reason: "INVALID_REFRESH_TOKEN",
+      });
+    const presented = input.refreshToken ?? "";
+    if (!presented.startsWith(refreshTokenPrefix)) throw invalid();
+    const stored = await services.storage.refreshTokens.findByHash(
+      hashSecret(presented.slice(refreshTokenPrefix.length)),
+    );
+    if (!stored || stored.expiresAt <= now) throw invalid();
+    const session = await services.storage.authSessions.findById(stored.sessionId);
+    if (!session || session.revokedAt !== null || session.expiresAt <= now) throw invalid();
+    const next = mintRefreshToken(services);
+    const rotated = await services.storage.transaction(async (tx) => {
+      if (!(await tx.refreshTokens.markRotated(stored.id, now))) return false;
+      await tx.refreshTokens.insert({
+        id: services.random.uuid(),
+        sessionId: session.id,
+        tokenHash: next.tokenHash,
+        createdAt: now,
+        expiresAt: session.expiresAt,
+        rotatedAt: null,
+      });
+      return true;
+    });
+    if (!rotated) {
+      // A spent token came back: whoever holds it may have stolen it. End the whole session.
+      await services.storage.authSessions.revoke(session.id, now);
+      throw invalid();
+    }
+    const access = await services.accessTokens.issue(session.userId, session.id, now);
+    return { accessToken: access.token, refreshToken: next.token };
+  },
+});
+
+export const logout = defineOperation({
+  method: AuthService.method.logout,
+  access: { kind: "caller", callers: ["user"] },
+  input: z.object({}),
+  async run({ ctx, services, now }) {
+    if (ctx.caller.kind === "user") await services.storage.authSessions.revoke(ctx.caller.sessionId, now);
+    return {};
+  },
+});
+
+export const whoami = defineOperation({
+  method: UserService.method.whoami,
+  access: { kind: "caller", callers: ["user"] },
+  input: z.object({}),
+  async run({ ctx, services }) {
+    const userId = ctx.caller.kind === "user" ? ctx.caller.userId : "";
+    const user = await services.storage.users.findById(userId);
+    if (!user) throw new NotFoundError("the signed-in user no longer exists");
+    return { user: toUserMessage(user) };
+  },
+});
+
+export const authOperations = [register, login, refreshToken, logout, whoami];

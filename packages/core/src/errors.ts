@@ -1,0 +1,143 @@
+/**
+ * Errors raised by core operations.
+ *
+ * Every error a caller can see is a {@link PlatformError}: a Connect code, a message that is safe
+ * to show to the caller, a stable machine-readable `reason`, and optional details. Anything else
+ * thrown inside an operation is an internal fault: the server logs it and answers `internal`
+ * with a generic message.
+ *
+ * @module
+ */
+
+/** The Connect error codes, as the protocol names them on the wire. */
+export const errorCodes = [
+  "canceled",
+  "unknown",
+  "invalid_argument",
+  "deadline_exceeded",
+  "not_found",
+  "already_exists",
+  "permission_denied",
+  "resource_exhausted",
+  "failed_precondition",
+  "aborted",
+  "out_of_range",
+  "unimplemented",
+  "internal",
+  "unavailable",
+  "data_loss",
+  "unauthenticated",
+] as const;
+
+/** One of the sixteen Connect error codes. */
+export type ErrorCode = (typeof errorCodes)[number];
+
+/** One field that failed validation: a dotted path into the request (`userMaxTtl`, `tags.2`) and why. */
+export interface FieldViolation {
+  readonly field: string;
+  readonly description: string;
+}
+
+/** Options shared by every platform error. */
+export interface PlatformErrorOptions {
+  /** Stable identifier of the condition, e.g. `CA_NAME_TAKEN`. Clients may switch on it. */
+  readonly reason?: string;
+  /** Per-field problems (validation errors only). */
+  readonly violations?: readonly FieldViolation[];
+  /** Extra headers the transport should send with the error (e.g. `Retry-After`). */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** The internal cause. Logged by the server, never sent to the caller. */
+  readonly cause?: unknown;
+}
+
+/** The base class of every error an operation reports to its caller. */
+export class PlatformError extends Error {
+  readonly code: ErrorCode;
+  readonly reason: string;
+  readonly violations: readonly FieldViolation[];
+  readonly headers: Readonly<Record<string, string>>;
+
+  constructor(code: ErrorCode, message: string, options: PlatformErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.reason = options.reason ?? code.toUpperCase();
+    this.violations = options.violations ?? [];
+    this.headers = options.headers ?? {};
+  }
+}
+
+/** The request is malformed: a field is missing, out of bounds or of the wrong shape. */
+export class InvalidArgumentError extends PlatformError {
+  constructor(message: string, options: PlatformErrorOptions = {}) {
+    super("invalid_argument", message, { reason: "INVALID_ARGUMENT", ...options });
+  }
+}
+
+/** The named resource does not exist, or the caller may not know that it exists. */
+export class NotFoundError extends PlatformError {
+  constructor(message: string, options: PlatformErrorOptions = {}) {
+    super("not_found", message, { reason: "NOT_FOUND", ...options });
+  }
+}
+
+/** A resource with the same unique key exists already. */
+export class AlreadyExistsError extends PlatformError {
+  constructor(message: string, options: PlatformErrorOptions = {}) {
+    super("already_exists", message, { reason: "ALREADY_EXISTS", ...options });
+  }
+}
+
+/** The caller is known but not allowed to do this. */
+export class PermissionDeniedError extends PlatformError {
+  constructor(message: string, options: PlatformErrorOptions = {}) {
+    super("permission_denied", message, { reason: "PERMISSION_DENIED", ...options });
+  }
+}
+
+/** The request carries no valid credential. */
+export class UnauthenticatedError extends PlatformError {
+  constructor(message: string, options: PlatformErrorOptions = {}) {
+    super("unauthenticated", message, { reason: "UNAUTHENTICATED", ...options });
+  }
+}
+
+/** The request is well-formed but the system is not in a state that allows it. */
+export class FailedPreconditionError extends PlatformError {
+  constructor(message: string, options: PlatformErrorOptions = {}) {
+    super("failed_precondition", message, { reason: "FAILED_PRECONDITION", ...options });
+  }
+}
+
+/** A quota or rate limit was hit. */
+export class ResourceExhaustedError extends PlatformError {
+  constructor(message: string, options: PlatformErrorOptions = {}) {
+    super("resource_exhausted", message, { reason: "RESOURCE_EXHAUSTED", ...options });
+  }
+}
+
+/** A dependency (usually the database) cannot be reached; the request may be retried. */
+export class UnavailableError extends PlatformError {
+  constructor(message: string, options: PlatformErrorOptions = {}) {
+    super("unavailable", message, { reason: "UNAVAILABLE", ...options });
+  }
+}
+
+/** The caller's deadline passed or the request was cancelled before the operation finished. */
+export class DeadlineExceededError extends PlatformError {
+  constructor(message: string, options: PlatformErrorOptions = {}) {
+    super("deadline_exceeded", message, { reason: "DEADLINE_EXCEEDED", ...options });
+  }
+}
+
+/** The operation exists in the contract but this server does not implement it yet. */
+export class UnimplementedError extends PlatformError {
+  constructor(message: string, options: PlatformErrorOptions = {}) {
+    super("unimplemented", message, { reason: "UNIMPLEMENTED", ...options });
+  }
+}
+
+/** True when `value` is an error the caller may see as it is. */
+export function isPlatformError(value: unknown): value is PlatformError {
+  return value instanceof PlatformError;
+}

@@ -1,0 +1,61 @@
+/**
+ * @wap/core: every operation, validation rule and SSH/X.509 issuance of the Workspace Access
+ * Platform, against a storage interface. No HTTP, no SQL driver.
+ *
+ * The API messages and service descriptors are in `@wap/core/api`; the storage port for adapter
+ * authors in `@wap/core/storage`; the adapter contract suite in `@wap/core/testing`.
+ *
+ * @module
+ */
+
+// For applications
+export { createPlatform, procedureOf } from "./platform.js";
+export type { Platform, PlatformOptions } from "./platform.js";
+export { anonymous, createCallContext, actorOf, workspaceRoles } from "./context.js";
+export type {
+  AnonymousCaller,
+  CallContext,
+  Caller,
+  CallerKind,
+  DaemonCaller,
+  ServiceAccountCaller,
+  UserCaller,
+  WorkspaceRole,
+} from "./context.js";
+export type { CredentialSource, Credentials } from "./auth/authenticate.js";
+export {
+  AlreadyExistsError,
+  DeadlineExceededError,
+  errorCodes,
+  FailedPreconditionError,
+  InvalidArgumentError,
+  isPlatformError,
+  NotFoundError,
+  PermissionDeniedError,
+  PlatformError,
+  ResourceExhaustedError,
+  UnauthenticatedError,
+  UnavailableError,
+  UnimplementedError,
+} from "./errors.js";
+export type { ErrorCode, FieldViolation, PlatformErrorOptions } from "./errors.js";
+export { createManualClock, systemClock, systemRandom } from "./runtime.js";
+export type { Clock, Random } from "./runtime.js";
+export {
+  createMasterKeyStore,
+  formatMasterKey,
+  generateMasterKey,
+  InvalidMasterKeyError,
+  parseMasterKey,
+  SealedDataError,
+} from "./crypto/key-store.js";
+export type { KeyStore } from "./crypto/key-store.js";
+export { createArgon2PasswordHasher } from "./auth/passwords.js";
+export type { PasswordHasher } from "./auth/passwords.js";
+export { defaultPlatformConfig } from "./operations/services.js";
+export type { PlatformConfig, Services } from "./operations/services.js";
+export { permissions, roleAllows, roles } from "./access/permissions.js";
+export type { Permission, RoleDefinition } from "./access/permissions.js";
+
+// For transport authors (the server package, other adapters)
+export type { Access, AnyOperation, Operation } from "./operations/operation.js";

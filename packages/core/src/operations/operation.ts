@@ -1,0 +1,85 @@
+/**
+ * How an operation is declared: the RPC it serves, who may call it, the schema of its input, and
+ * the function that does the work. Authorization and validation happen before `run`, in one
+ * place ({@link ../platform.ts}), never inside handlers.
+ *
+ * @module
+ */
+import type { DescMessage, DescMethodUnary, MessageInitShape } from "@bufbuild/protobuf";
+import type * as z from "zod";
+import type { Permission } from "../access/permissions.js";
+import type { CallContext, CallerKind, WorkspaceRole } from "../context.js";
+import type { Repositories } from "../storage/storage.js";
+import type { Services } from "./services.js";
+
+/** Who may call an operation. */
+export type Access =
+  /** Anyone, with or without credentials. */
+  | { readonly kind: "public" }
+  /** Any caller of the listed kinds; no workspace involved (e.g. Whoami, ListWorkspaces). */
+  | { readonly kind: "caller"; readonly callers: readonly CallerKind[] }
+  /**
+   * A caller acting inside the workspace named by the request's `workspaceId` (or, for service
+   * accounts and daemons that leave it out, their own), holding `permission` there.
+   */
+  | { readonly kind: "workspace"; readonly permission: Permission; readonly callers?: readonly CallerKind[] };
+
+/** The workspace an operation runs in, as established by the access check. */
+export interface WorkspaceScope {
+  readonly workspaceId: string;
+  /** The caller's role there (a daemon acts with no role: `null`). */
+  readonly role: WorkspaceRole | null;
+}
+
+/** What an audit entry says beyond who, when and from where. */
+export interface AuditEntry {
+  /** e.g. `certificate_authority.create`. */
+  readonly action: string;
+  /** e.g. `certificate_authority:<id>`. */
+  readonly resource: string;
+  /** The workspace, when the operation has none in scope (e.g. CreateWorkspace). */
+  readonly workspaceId?: string;
+}
+
+/** Everything `run` receives. */
+export interface OperationCall<In> {
+  readonly ctx: CallContext;
+  readonly input: In;
+  readonly services: Services;
+  /** The time this call started, from the injected clock. */
+  readonly now: Date;
+  /** Set for operations with `workspace` access. */
+  readonly workspace: WorkspaceScope;
+  /** Records an audit event, in the same transaction as the change it describes. */
+  audit(tx: Repositories, entry: AuditEntry): Promise<void>;
+}
+
+/** A unary operation of the platform. */
+export interface Operation<
+  I extends DescMessage = DescMessage,
+  O extends DescMessage = DescMessage,
+  In = unknown,
+> {
+  readonly method: DescMethodUnary<I, O>;
+  readonly access: Access;
+  readonly input: z.ZodType<In, unknown>;
+  run(call: OperationCall<In>): Promise<MessageInitShape<O>>;
+}
+
+/** Declares an operation; the input type of `run` follows from the schema. */
+export function defineOperation<
+  I extends DescMessage,
+  O extends DescMessage,
+  S extends z.ZodType,
+>(operation: {
+  readonly method: DescMethodUnary<I, O>;
+  readonly access: Access;
+  readonly input: S;
+  run(call: OperationCall<z.output<S>>): Promise<MessageInitShape<O>>;
+}): Operation<I, O, z.output<S>> {
+  return operation as Operation<I, O, z.output<S>>;
+}
+
+/** Any operation, whatever its message types. */
+// biome-ignore lint/suspicious/noExplicitAny: a registry holds operations of every shape.
+export type AnyOperation = Operation<any, any, any>;

@@ -1,0 +1,32 @@
+import type { AccessTokens } from "../auth/access-tokens.js";
+import type { PasswordHasher } from "../auth/passwords.js";
+import type { KeyStore } from "../crypto/key-store.js";
+import type { Clock, Random } from "../runtime.js";
+import type { Storage } from "../storage/storage.js";
+
+/** Settings of a platform instance; every field has a documented default. */
+export interface PlatformConfig {
+  /** Lifetime of PASETO access tokens. Default 900 s (15 minutes). */
+  readonly accessTokenTtlSeconds: number;
+  /** Lifetime of a login session and its refresh tokens. Default 30 days. */
+  readonly refreshTokenTtlSeconds: number;
+  /** How often a service account's `lastUsedAt` is written at most. Default 60 s. */
+  readonly lastUsedResolutionSeconds: number;
+}
+
+export const defaultPlatformConfig: PlatformConfig = {
+  accessTokenTtlSeconds: 900,
+  refreshTokenTtlSeconds: 30 * 24 * 3600,
+  lastUsedResolutionSeconds: 60,
+};
+
+/** The dependencies operations run on; built once by `createPlatform`. */
+export interface Services {
+  readonly storage: Storage;
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly keyStore: KeyStore;
+  readonly accessTokens: AccessTokens;
+  readonly passwords: PasswordHasher;
+  readonly config: PlatformConfig;
+}

@@ -1,0 +1,173 @@
+/**
+ * The records core keeps in storage. Times are `Date`s, durations are seconds, maps and lists
+ * are plain objects and arrays; adapters decide how to lay them out in tables.
+ *
+ * @module
+ */
+import type { WorkspaceRole } from "../context.js";
+
+export interface UserRecord {
+  readonly id: string;
+  readonly name: string;
+  readonly username: string;
+  /** Stored lower-cased; unique. */
+  readonly email: string;
+  readonly emailVerified: boolean;
+  readonly picture: string;
+  /** argon2id PHC string, or null for accounts that sign in another way. */
+  readonly passwordHash: string | null;
+  readonly enableEmailRecovery: boolean;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+}
+
+/** One sign-in: the family of refresh tokens issued from one Login. Revoking it signs out. */
+export interface AuthSessionRecord {
+  readonly id: string;
+  readonly userId: string;
+  readonly createdAt: Date;
+  readonly expiresAt: Date;
+  readonly revokedAt: Date | null;
+  readonly ipAddress: string;
+  readonly userAgent: string;
+}
+
+/** A refresh token, kept only as a hash. Each is used once, then rotated. */
+export interface RefreshTokenRecord {
+  readonly id: string;
+  readonly sessionId: string;
+  /** SHA-256 of the token, hex. */
+  readonly tokenHash: string;
+  readonly createdAt: Date;
+  readonly expiresAt: Date;
+  readonly rotatedAt: Date | null;
+}
+
+export interface WorkspaceRecord {
+  readonly id: string;
+  readonly name: string;
+  readonly description: string;
+  readonly createdBy: string;
+  readonly enrollAutoApprove: boolean;
+  readonly enrollExpiresAt: Date | null;
+  readonly inviteExpiresAt: Date | null;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+}
+
+export interface MemberRecord {
+  readonly workspaceId: string;
+  readonly userId: string;
+  readonly role: WorkspaceRole;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+}
+
+export type AuthorityKind = "ssh" | "x509";
+export type KeyAlgorithm = "rsa" | "ecdsa" | "ed25519";
+
+export interface CertificateAuthorityRecord {
+  readonly id: string;
+  readonly workspaceId: string;
+  readonly name: string;
+  readonly description: string;
+  readonly authorityType: AuthorityKind;
+  readonly keyType: KeyAlgorithm;
+  readonly keyBits: number;
+  /** PEM certificate (X.509 authorities); empty for SSH authorities. */
+  readonly certificate: string;
+  /** authorized_keys line (SSH) or SPKI PEM (X.509). */
+  readonly publicKey: string;
+  readonly serialNumber: string;
+  readonly subject: string;
+  readonly notBefore: Date;
+  readonly notAfter: Date;
+  readonly isActive: boolean;
+  readonly isDefault: boolean;
+  readonly allowedKeyTypes: readonly KeyAlgorithm[];
+  readonly lifetimeSeconds: number;
+  readonly userDefaultTtlSeconds: number;
+  readonly userMaxTtlSeconds: number;
+  readonly hostDefaultTtlSeconds: number;
+  readonly hostMaxTtlSeconds: number;
+  readonly userExtensions: Readonly<Record<string, string>>;
+  readonly userCriticalOptions: Readonly<Record<string, string>>;
+  /** The PKCS#8 private key, sealed by the key store with the CA id as context. */
+  readonly sealedPrivateKey: Uint8Array;
+  /** Starts at 1; rollover increments it. */
+  readonly keyVersion: number;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+}
+
+export type ServiceAccountRole = Extract<WorkspaceRole, "viewer" | "editor">;
+
+export interface ServiceAccountRecord {
+  readonly id: string;
+  readonly workspaceId: string;
+  readonly name: string;
+  readonly description: string;
+  readonly role: ServiceAccountRole;
+  readonly tags: readonly string[];
+  /** SHA-256 of the token's secret part, hex. */
+  readonly tokenHash: string;
+  readonly expiresAt: Date | null;
+  readonly lastUsedAt: Date | null;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+}
+
+export type DaemonStatusValue = "pending" | "accepted" | "rejected";
+
+export interface DaemonRecord {
+  readonly id: string;
+  readonly workspaceId: string;
+  readonly targetId: string | null;
+  readonly name: string;
+  readonly status: DaemonStatusValue;
+  readonly recordSessions: boolean;
+  readonly metadata: Readonly<Record<string, string>>;
+  /** PEM SPKI of the key the daemon signs its requests with. */
+  readonly authPublicKey: string;
+  readonly authMethod: string;
+  /** When a control stream was last seen open; null when offline. */
+  readonly onlineSince: Date | null;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+}
+
+export interface AuditEventRecord {
+  readonly id: string;
+  /** Null for events outside any workspace (sign-in, registration). */
+  readonly workspaceId: string | null;
+  readonly actorId: string;
+  readonly actorType: string;
+  /** `<service>.<method>`-style verb, e.g. `certificate_authority.create`. */
+  readonly action: string;
+  /** What the action touched, e.g. `certificate_authority:<id>`. */
+  readonly resource: string;
+  readonly ipAddress: string;
+  readonly userAgent: string;
+  readonly statusCode: string;
+  readonly requestId: string;
+  readonly timestamp: Date;
+}
+
+/** A sealed server secret (e.g. the token signing key), shared by every instance. */
+export interface SecretRecord {
+  readonly name: string;
+  readonly sealed: Uint8Array;
+  readonly createdAt: Date;
+}
+
+/** Offset paging as the API defines it. */
+export interface PageRequest {
+  readonly limit: number;
+  readonly offset: number;
+}
+
+/** One page of a list and the total number of matching rows. */
+export interface Page<T> {
+  readonly items: T[];
+  readonly total: number;
+}

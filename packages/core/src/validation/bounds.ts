@@ -1,0 +1,44 @@
+/**
+ * Every bound the contract puts on a field, by meaning. Operation schemas import these.
+ *
+ * @module
+ */
+import { text } from "./rules.js";
+
+/** `^[a-zA-Z0-9][a-zA-Z0-9-_]*$`: service-account and target names. */
+export const resourceNamePattern = /^[a-zA-Z0-9][a-zA-Z0-9_-]*$/;
+
+export const workspaceName = text({ min: 3, max: 256 });
+/** Team, certificate authority names. */
+export const plainName = text({ min: 1, max: 256 });
+/** Service-account and target names. */
+export const resourceName = text({
+  min: 1,
+  max: 256,
+  pattern: resourceNamePattern,
+  patternHint: "must start with a letter or digit and contain only letters, digits, '-' and '_'",
+});
+export const description = text({ max: 1000 });
+/** Service-account roles: empty (the default, viewer), viewer or editor. */
+export const serviceAccountRoleName = text({
+  max: 6,
+  pattern: /^(viewer|editor)?$/,
+  patternHint: "must be 'viewer', 'editor' or empty",
+});
+
+/** Certificate authority lifetime: 730h to 87600h. */
+export const caLifetimeBounds = { min: 2_628_000, max: 315_360_000 } as const;
+/** Certificate TTLs (user/host default and max, signing ttl): 1m to 8760h. */
+export const certificateTtlBounds = { min: 60, max: 31_536_000 } as const;
+/** Enrolment and invitation token expiry: 5m to 30 days. */
+export const tokenExpiryBounds = { min: 300, max: 2_592_000 } as const;
+
+/** Register: user name 3-256, username 3-32 with a pattern, password 8-256. */
+export const personName = text({ min: 3, max: 256 });
+export const username = text({
+  min: 3,
+  max: 32,
+  pattern: /^[a-zA-Z0-9]([a-zA-Z0-9_-])*[a-zA-Z0-9]$/,
+  patternHint: "must start and end with a letter or digit and contain only letters, digits, '-' and '_'",
+});
+export const newPassword = text({ min: 8, max: 256 });

@@ -1,0 +1,114 @@
+/**
+ * The validation rules of the contract, written once. Operation schemas are composed from these
+ * so that each bound of the spec lives in exactly one place (and one property test).
+ *
+ * Lengths count Unicode code points, as the contract defines them, not UTF-16 units.
+ *
+ * @module
+ */
+import type { DescEnum } from "@bufbuild/protobuf";
+import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
+import * as z from "zod";
+
+/** Number of Unicode code points in `value`. */
+export function codePointLength(value: string): number {
+  let count = 0;
+  for (const _ of value) count++;
+  return count;
+}
+
+/** A string of `min` to `max` code points, optionally matching `pattern`. */
+export function text(options: { min?: number; max: number; pattern?: RegExp; patternHint?: string }) {
+  const min = options.min ?? 0;
+  let schema = z.string().superRefine((value, ctx) => {
+    const length = codePointLength(value);
+    if (length < min || length > options.max) {
+      ctx.addIssue({
+        code: "custom",
+        message:
+          min === 0
+            ? `must be at most ${options.max} characters (got ${length})`
+            : `must be ${min} to ${options.max} characters (got ${length})`,
+      });
+    }
+  });
+  if (options.pattern) {
+    const pattern = options.pattern;
+    schema = schema.refine((value) => pattern.test(value), {
+      message: options.patternHint ?? `must match ${pattern.source}`,
+    });
+  }
+  return schema;
+}
+
+const uuidPattern = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
+/** A UUID in the 8-4-4-4-12 hex form, any case; normalised to lower case. */
+export const uuid = z
+  .string()
+  .refine((value) => uuidPattern.test(value), { message: "must be a UUID (8-4-4-4-12 hex digits)" })
+  .transform((value) => value.toLowerCase());
+
+/** A duration bounded inclusively, read as a number of seconds. */
+export function durationSeconds(bounds: { min: number; max: number }) {
+  return z
+    .custom<Duration>((value) => typeof value === "object" && value !== null)
+    .transform((value, ctx) => {
+      const seconds = Number(value.seconds) + value.nanos / 1e9;
+      if (seconds < bounds.min || seconds > bounds.max) {
+        ctx.addIssue({
+          code: "custom",
+          message: `must be between ${bounds.min}s and ${bounds.max}s (got ${seconds}s)`,
+        });
+        return z.NEVER;
+      }
+      return seconds;
+    });
+}
+
+/** A timestamp, read as a Date. */
+export const timestamp = z
+  .custom<Timestamp>((value) => typeof value === "object" && value !== null)
+  .transform((value) => new Date(Number(value.seconds) * 1000 + Math.floor(value.nanos / 1e6)));
+
+/**
+ * An enum value. `definedOnly` rejects numbers the contract does not define (enums are open on
+ * the wire); `notUnspecified` rejects the zero value.
+ */
+export function enumValue(desc: DescEnum, options: { definedOnly?: boolean; notUnspecified?: boolean } = {}) {
+  const defined = new Set(desc.values.map((v) => v.number));
+  return z.number().superRefine((value, ctx) => {
+    if (options.definedOnly && !defined.has(value)) {
+      ctx.addIssue({
+        code: "custom",
+        message: `must be one of ${desc.values.map((v) => v.name).join(", ")}`,
+      });
+    } else if (options.notUnspecified && value === 0) {
+      ctx.addIssue({ code: "custom", message: `must be set (not ${desc.values[0]?.name ?? "0"})` });
+    }
+  });
+}
+
+/**
+ * The WHATWG "valid email address" (what protovalidate's `email` rule checks), at most 256
+ * characters as the spec's limits table says for every email.
+ */
+const emailPattern =
+  /^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$/;
+export const email = text({ max: 256 }).refine((value) => emailPattern.test(value), {
+  message: "must be an email address",
+});
+
+/** A paging limit (1 to 100) and offset (at least 0), each checked only when sent. */
+export const paging = {
+  limit: z
+    .number()
+    .int()
+    .min(1, "must be between 1 and 100")
+    .max(100, "must be between 1 and 100")
+    .optional(),
+  offset: z.number().int().min(0, "must be at least 0").optional(),
+};
+
+/** The defaults of a list call that did not say how much it wants. */
+export const defaultPage = { limit: 50, offset: 0 } as const;
