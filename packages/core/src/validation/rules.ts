@@ -49,13 +49,19 @@ export const uuid = z
   .refine((value) => uuidPattern.test(value), { message: "must be a UUID (8-4-4-4-12 hex digits)" })
   .transform((value) => value.toLowerCase());
 
-/** A duration bounded inclusively, read as a number of seconds. */
+/**
+ * A duration bounded inclusively, read as a number of seconds. The bound check is exact (in
+ * nanoseconds): a nanosecond past a bound is out of bounds, which a float sum would round away.
+ */
 export function durationSeconds(bounds: { min: number; max: number }) {
+  const minNanos = BigInt(bounds.min) * 1_000_000_000n;
+  const maxNanos = BigInt(bounds.max) * 1_000_000_000n;
   return z
     .custom<Duration>((value) => typeof value === "object" && value !== null)
     .transform((value, ctx) => {
+      const nanos = value.seconds * 1_000_000_000n + BigInt(value.nanos);
       const seconds = Number(value.seconds) + value.nanos / 1e9;
-      if (seconds < bounds.min || seconds > bounds.max) {
+      if (nanos < minNanos || nanos > maxNanos) {
         ctx.addIssue({
           code: "custom",
           message: `must be between ${bounds.min}s and ${bounds.max}s (got ${seconds}s)`,

@@ -1,0 +1,172 @@
+import { create } from "@bufbuild/protobuf";
+import { DurationSchema } from "@bufbuild/protobuf/wkt";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import type * as z from "zod";
+import {
+  caLifetimeBounds,
+  certificateTtlBounds,
+  description,
+  newPassword,
+  personName,
+  plainName,
+  resourceName,
+  serviceAccountRoleName,
+  tokenExpiryBounds,
+  username,
+  workspaceName,
+} from "./bounds.js";
+import { codePointLength, durationSeconds, email, paging, uuid } from "./rules.js";
+
+/** Strings of exactly `length` code points, including astral characters (2 UTF-16 units each). */
+const stringOfLength = (
+  length: number,
+  chars = fc.oneof(
+    fc.constantFrom("a", "Z", "7"),
+    fc.string({ unit: "grapheme-ascii", minLength: 1, maxLength: 1 }),
+    fc.constantFrom("é", "😀", "中"),
+  ),
+) => fc.array(chars, { minLength: length, maxLength: length }).map((parts) => parts.join(""));
+
+const accepts = (schema: z.ZodType, value: unknown) => schema.safeParse(value).success;
+
+const lengthBounds: Array<[string, z.ZodType, number, number]> = [
+  ["workspace name", workspaceName, 3, 256],
+  ["team/CA name", plainName, 1, 256],
+  ["description", description, 0, 1000],
+  ["person name", personName, 3, 256],
+  ["new password", newPassword, 8, 256],
+];
+
+describe("length bounds count code points and are inclusive", () => {
+  for (const [label, schema, min, max] of lengthBounds) {
+    it(`${label}: ${min} to ${max}`, () => {
+      fc.assert(
+        fc.property(fc.integer({ min, max }), fc.nat(), (length, seed) => {
+          const value = fc.sample(stringOfLength(length), { seed, numRuns: 1 })[0]!;
+          expect(codePointLength(value)).toBe(length);
+          expect(accepts(schema, value)).toBe(true);
+        }),
+        { numRuns: 60 },
+      );
+      if (min > 0) expect(accepts(schema, "x".repeat(min - 1))).toBe(false);
+      expect(accepts(schema, "x".repeat(max + 1))).toBe(false);
+      // 256 astral characters are 512 UTF-16 units but still 256 characters.
+      expect(accepts(schema, "😀".repeat(max))).toBe(max >= min);
+    });
+  }
+});
+
+describe("resource names (service accounts, targets)", () => {
+  const validName = fc
+    .tuple(fc.constantFrom(..."abcXYZ019"), fc.array(fc.constantFrom(..."abcXYZ019-_"), { maxLength: 255 }))
+    .map(([first, rest]) => first + rest.join(""));
+  it("accepts 1 to 256 characters of the pattern", () => {
+    fc.assert(
+      fc.property(validName, (name) => {
+        expect(accepts(resourceName, name)).toBe(true);
+      }),
+    );
+  });
+  it("rejects a leading '-' or '_', other characters, empty and 257 characters", () => {
+    fc.assert(
+      fc.property(validName, fc.constantFrom("-", "_", ".", " ", "é", "/"), (name, bad) => {
+        expect(accepts(resourceName, bad + name)).toBe(false);
+        if (bad !== "-" && bad !== "_") expect(accepts(resourceName, name + bad)).toBe(false);
+      }),
+    );
+    expect(accepts(resourceName, "")).toBe(false);
+    expect(accepts(resourceName, "a".repeat(256))).toBe(true);
+    expect(accepts(resourceName, "a".repeat(257))).toBe(false);
+  });
+});
+
+describe("service-account role names", () => {
+  it("are empty, viewer or editor", () => {
+    for (const ok of ["", "viewer", "editor"]) expect(accepts(serviceAccountRoleName, ok)).toBe(true);
+    fc.assert(
+      fc.property(fc.string(), (value) => {
+        expect(accepts(serviceAccountRoleName, value)).toBe(["", "viewer", "editor"].includes(value));
+      }),
+    );
+  });
+});
+
+describe("usernames (Register)", () => {
+  it("are 3 to 32 characters, starting and ending with a letter or digit", () => {
+    expect(accepts(username, "ab")).toBe(false);
+    expect(accepts(username, "abc")).toBe(true);
+    expect(accepts(username, "a".repeat(32))).toBe(true);
+    expect(accepts(username, "a".repeat(33))).toBe(false);
+    expect(accepts(username, "a-b_c")).toBe(true);
+    expect(accepts(username, "-abc")).toBe(false);
+    expect(accepts(username, "abc_")).toBe(false);
+  });
+});
+
+describe("durations", () => {
+  const bounds: Array<[string, { min: number; max: number }]> = [
+    ["CA lifetime 730h..87600h", caLifetimeBounds],
+    ["certificate TTLs 1m..8760h", certificateTtlBounds],
+    ["token expiry 5m..30d", tokenExpiryBounds],
+  ];
+  const duration = (seconds: number, nanos = 0) =>
+    create(DurationSchema, { seconds: BigInt(seconds), nanos });
+  for (const [label, range] of bounds) {
+    it(label, () => {
+      const schema = durationSeconds(range);
+      fc.assert(
+        fc.property(fc.integer({ min: range.min, max: range.max }), (seconds) => {
+          expect(schema.parse(duration(seconds))).toBe(seconds);
+        }),
+      );
+      fc.assert(
+        fc.property(fc.integer({ min: 1, max: 1_000_000 }), (past) => {
+          expect(accepts(schema, duration(range.min - past))).toBe(false);
+          expect(accepts(schema, duration(range.max + past))).toBe(false);
+        }),
+      );
+      // A nanosecond either side of a bound counts.
+      expect(accepts(schema, duration(range.min - 1, 999_999_999))).toBe(false);
+      expect(accepts(schema, duration(range.max, 1))).toBe(false);
+    });
+  }
+});
+
+describe("uuids, emails and paging", () => {
+  it("uuids are 8-4-4-4-12 hex in any case and come out lower-case", () => {
+    fc.assert(
+      fc.property(fc.uuid(), (value) => {
+        expect(uuid.parse(value.toUpperCase())).toBe(value.toLowerCase());
+      }),
+    );
+    for (const bad of [
+      "",
+      "not-a-uuid",
+      "0000000-0000-0000-0000-000000000000",
+      "00000000-0000-0000-0000-0000000000000",
+      "g0000000-0000-0000-0000-000000000000",
+    ]) {
+      expect(accepts(uuid, bad)).toBe(false);
+    }
+  });
+  it("emails are at most 256 characters", () => {
+    const domainOf = (length: number) =>
+      `${"b".repeat(60)}.${"c".repeat(60)}.${"d".repeat(60)}.${"e".repeat(length - 183)}`;
+    const at256 = `${"a".repeat(64)}@${domainOf(191)}`;
+    expect(at256.length).toBe(256);
+    expect(accepts(email, "ada@example.com")).toBe(true);
+    expect(accepts(email, at256)).toBe(true);
+    expect(accepts(email, `a${at256}`)).toBe(false);
+    for (const bad of ["", "ada", "ada@", "@example.com", "a b@example.com"])
+      expect(accepts(email, bad)).toBe(false);
+  });
+  it("limit is 1 to 100 and offset at least 0", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: -1000, max: 1000 }), (n) => {
+        expect(accepts(paging.limit, n)).toBe(n >= 1 && n <= 100);
+        expect(accepts(paging.offset, n)).toBe(n >= 0);
+      }),
+    );
+  });
+});
