@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { webcrypto } from "node:crypto";
+import { createPrivateKey, createPublicKey, webcrypto } from "node:crypto";
 import {
   ClaimValidationError,
   InvalidTokenError,
@@ -66,7 +66,10 @@ export class InvalidAccessTokenError extends Error {
 
 export interface AccessTokenSigner {
   readonly keyId: string;
-  sign(claims: AccessTokenClaims, options: { readonly now: Date; readonly ttlSeconds: number }): Promise<string>;
+  sign(
+    claims: AccessTokenClaims,
+    options: { readonly now: Date; readonly ttlSeconds: number },
+  ): Promise<string>;
 }
 
 export interface AccessTokenVerifier {
@@ -96,6 +99,22 @@ function assertKeyId(keyId: string): void {
   }
 }
 
+/** Fails at construction, not on the first request, when configuration holds a non-Ed25519 key. */
+function assertEd25519(der: Uint8Array, kind: "pkcs8" | "spki"): void {
+  let type: string | undefined;
+  try {
+    const key = Buffer.from(der);
+    type = (
+      kind === "pkcs8"
+        ? createPrivateKey({ key, format: "der", type: "pkcs8" })
+        : createPublicKey({ key, format: "der", type: "spki" })
+    ).asymmetricKeyType;
+  } catch (cause) {
+    throw new TypeError(`access token key is not a valid ${kind} DER key`, { cause });
+  }
+  if (type !== "ed25519") throw new TypeError(`access token keys must be Ed25519 (got ${type})`);
+}
+
 function footerFor(keyId: string): Uint8Array {
   return utf8(JSON.stringify({ kid: keyId }));
 }
@@ -110,6 +129,7 @@ function footerFor(keyId: string): Uint8Array {
 export function createAccessTokenSigner(options: AccessTokenSignerOptions): AccessTokenSigner {
   const { keyId } = options;
   assertKeyId(keyId);
+  assertEd25519(options.privateKeyPkcs8Der, "pkcs8");
   const footer = footerFor(keyId);
   let secretKey: Promise<SecretKey> | undefined;
   // paseto derives the public half by exporting a JWK: Node 20 has no SubtleCrypto.getPublicKey,
@@ -124,7 +144,8 @@ export function createAccessTokenSigner(options: AccessTokenSignerOptions): Acce
   return {
     keyId,
     async sign(claims, { now, ttlSeconds }) {
-      if (!Number.isInteger(ttlSeconds) || ttlSeconds <= 0) throw new RangeError("ttlSeconds must be a positive integer");
+      if (!Number.isInteger(ttlSeconds) || ttlSeconds <= 0)
+        throw new RangeError("ttlSeconds must be a positive integer");
       if (claims.typ !== "access") throw new TypeError('typ must be "access"');
       if (claims.sub === "" || claims.sid === "") throw new TypeError("sub and sid must not be empty");
       return v4.Sign(
@@ -189,6 +210,7 @@ export function createAccessTokenVerifier(options: AccessTokenVerifierOptions): 
   for (const { keyId, publicKeySpkiDer } of options.keys) {
     assertKeyId(keyId);
     if (keys.has(keyId)) throw new TypeError(`duplicate keyId ${keyId}`);
+    assertEd25519(publicKeySpkiDer, "spki");
     keys.set(keyId, { spki: publicKeySpkiDer });
   }
 
@@ -202,7 +224,8 @@ export function createAccessTokenVerifier(options: AccessTokenVerifierOptions): 
   async function verify(token: string, now: Date): Promise<VerifiedAccessToken> {
     const kid = readKeyId(token);
     const entry = keys.get(kid);
-    if (entry === undefined) throw new InvalidAccessTokenError("unknown_key", "token is signed with an unknown key");
+    if (entry === undefined)
+      throw new InvalidAccessTokenError("unknown_key", "token is signed with an unknown key");
 
     let claims: Record<string, unknown>;
     try {
@@ -218,7 +241,8 @@ export function createAccessTokenVerifier(options: AccessTokenVerifierOptions): 
       claims = result.claims;
     } catch (cause) {
       if (cause instanceof ClaimValidationError) {
-        if (cause.claim === "exp") throw new InvalidAccessTokenError("expired", "token has expired", { cause });
+        if (cause.claim === "exp")
+          throw new InvalidAccessTokenError("expired", "token has expired", { cause });
         throw new InvalidAccessTokenError("claims", "token claims are not valid", { cause });
       }
       if (cause instanceof InvalidTokenError) {
@@ -231,7 +255,8 @@ export function createAccessTokenVerifier(options: AccessTokenVerifierOptions): 
     const exp = claimDate(claims.exp);
     const iat = claimDate(claims.iat);
     const { sub, sid, typ } = claims;
-    if (exp === undefined || iat === undefined) throw new InvalidAccessTokenError("claims", "token has no valid iat/exp");
+    if (exp === undefined || iat === undefined)
+      throw new InvalidAccessTokenError("claims", "token has no valid iat/exp");
     // The library still accepts a token at exactly exp, and stretches exp by the clock tolerance.
     if (now.getTime() >= exp.getTime()) throw new InvalidAccessTokenError("expired", "token has expired");
     if (typ !== "access") throw new InvalidAccessTokenError("claims", "token is not an access token");

@@ -93,7 +93,7 @@ export function sshPublicKeyBlob(key: Uint8Array | KeyObject): Uint8Array {
   return w.bytes();
 }
 
-/** The key algorithm name of an SSH public key blob, read from its first field. */
+/** The SSH key algorithm name for a key, e.g. `ecdsa-sha2-nistp384`. */
 export function sshKeyAlgorithmOf(key: Uint8Array | KeyObject): SshKeyAlgorithm {
   const jwk = toPublicKeyObject(key).export({ format: "jwk" });
   return writePublicFields(new SshWriter(), jwk);

@@ -105,6 +105,21 @@ describe("createCaCertificate", () => {
     expect(ca.subject).toBe("CN=Only CN");
   });
 
+  it("encodes names literally, with no DN-string parsing of quotes, backslashes or a leading #", async () => {
+    for (const commonName of ['A+B=C "q"', "x\\y", "#not-hex", " lead", "日本語 CA"]) {
+      const ca = await createCaCertificate({
+        key: key(),
+        subject: { commonName, organization: "#org" },
+        notBefore,
+        notAfter,
+        serialNumber: serial(),
+      });
+      // node's legacy object holds the decoded attribute values, without RFC 4514 escaping.
+      const { subject } = new X509Certificate(ca.pem).toLegacyObject();
+      expect(subject).toEqual({ O: "#org", CN: commonName });
+    }
+  });
+
   it("encodes validity after 2049 as GeneralizedTime", async () => {
     const late = new Date("2060-06-30T12:00:00Z");
     const ca = await createCaCertificate({

@@ -35,9 +35,9 @@ export interface CreateCaCertificateParams {
 /** A created CA certificate. */
 export interface CaCertificate {
   readonly pem: string;
-  /** The serial as minimal lower-case hex, as `openssl x509 -serial` prints it (but lower-case). */
+  /** The serial as lower-case hex of its minimal bytes; `openssl x509 -serial` prints the same in upper case. */
   readonly serialHex: string;
-  /** The subject as an RFC 4514 string, e.g. `CN=Example CA, O=Example`. */
+  /** The subject in certificate order with RFC 4514 escaping, e.g. `O=Example\\, Inc., CN=Example CA`. */
   readonly subject: string;
   /** Validity as encoded in the certificate (whole seconds). */
   readonly notBefore: Date;
@@ -113,16 +113,18 @@ export async function createCaCertificate(params: CreateCaCertificateParams): Pr
   const keys = await importSigningKeyPair(key);
   const { signingAlgorithm } = webCryptoAlgorithms(key.spec);
 
-  const name: x509.JsonName = [];
+  // The object form keeps values literal: plain strings are parsed by @peculiar/x509 (a leading
+  // "#" is read as hex DER, quotes and backslashes are unescaped), so user-chosen names would change.
+  const name: x509.JsonNameParams = [];
   if (subject.organization !== undefined && subject.organization !== "") {
-    name.push({ O: [subject.organization] });
+    name.push({ O: [{ utf8String: subject.organization }] });
   }
-  name.push({ CN: [subject.commonName] });
+  name.push({ CN: [{ utf8String: subject.commonName }] });
 
   const cert = await x509.X509CertificateGenerator.createSelfSigned(
     {
       serialNumber: serialHex,
-      name,
+      name: new x509.Name(name),
       notBefore,
       notAfter,
       keys,
