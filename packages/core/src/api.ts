@@ -613,3 +613,5 @@ export type {
   WorkspaceMember,
   WorkspaceSettings,
 } from "./gen/platform/v1/workspace_pb.js";
+export { http as httpRule } from "./gen/google/api/annotations_pb.js";
+export type { HttpRule } from "./gen/google/api/http_pb.js";

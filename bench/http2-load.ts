@@ -1,0 +1,75 @@
+/**
+ * A small closed-loop HTTP/2 load generator: `concurrency` requests in flight on one connection
+ * for `seconds`, then rate and latency percentiles. Both sides of a comparison go through this
+ * same code, so client overhead cancels out of the ratio.
+ */
+import http2 from "node:http2";
+
+export interface LoadResult {
+  readonly requests: number;
+  readonly errors: number;
+  readonly seconds: number;
+  readonly perSecond: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+}
+
+export interface RequestSpec {
+  readonly method: "GET" | "POST";
+  readonly path: string;
+  readonly headers?: Record<string, string>;
+  readonly body?: string;
+}
+
+export async function runLoad(baseUrl: string, spec: RequestSpec, options: { seconds: number; concurrency: number }): Promise<LoadResult> {
+  const session = http2.connect(baseUrl);
+  await new Promise<void>((resolve, reject) => session.once("connect", () => resolve()).once("error", reject));
+  const latencies: number[] = [];
+  let errors = 0;
+  const deadline = performance.now() + options.seconds * 1000;
+  const body = spec.body === undefined ? undefined : Buffer.from(spec.body);
+
+  const one = () =>
+    new Promise<number>((resolve) => {
+      const started = performance.now();
+      const stream = session.request({
+        ":method": spec.method,
+        ":path": spec.path,
+        ...(body && { "content-length": String(body.length) }),
+        ...spec.headers,
+      });
+      let status = 0;
+      stream.on("response", (headers) => {
+        status = Number(headers[":status"]);
+      });
+      stream.on("data", () => {});
+      stream.on("end", () => {
+        if (status !== 200) errors++;
+        resolve(performance.now() - started);
+      });
+      stream.on("error", () => {
+        errors++;
+        resolve(performance.now() - started);
+      });
+      stream.end(body);
+    });
+
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: options.concurrency }, async () => {
+      while (performance.now() < deadline) latencies.push(await one());
+    }),
+  );
+  const elapsed = (performance.now() - started) / 1000;
+  session.close();
+  latencies.sort((a, b) => a - b);
+  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
+  return {
+    requests: latencies.length,
+    errors,
+    seconds: elapsed,
+    perSecond: latencies.length / elapsed,
+    p50Ms: at(0.5),
+    p99Ms: at(0.99),
+  };
+}

@@ -1,0 +1,90 @@
+import { create, type DescService } from "@bufbuild/protobuf";
+import { type ErrorCode, errorCodes } from "@wap/core";
+import {
+  BillingService,
+  GetBillingResponseSchema,
+  SubscribeWorkspaceEventsResponseSchema,
+  UpdateCertificateAuthorityResponseSchema,
+  WorkspaceService,
+  CertificateService,
+} from "@wap/core/api";
+import { describe, expect, it } from "vitest";
+import { httpStatusOf, restErrorBody, rpcCodeOf, writeResponse } from "./index.js";
+
+describe("httpStatusOf", () => {
+  it("maps the 16 Connect codes as REFERENCE §1.4 says", () => {
+    const expected: Record<ErrorCode, number> = {
+      canceled: 499,
+      unknown: 500,
+      invalid_argument: 400,
+      deadline_exceeded: 504,
+      not_found: 404,
+      already_exists: 409,
+      permission_denied: 403,
+      resource_exhausted: 429,
+      failed_precondition: 400,
+      aborted: 409,
+      out_of_range: 400,
+      unimplemented: 501,
+      internal: 500,
+      unavailable: 503,
+      data_loss: 500,
+      unauthenticated: 401,
+    };
+    expect(errorCodes).toHaveLength(16);
+    for (const code of errorCodes) expect(httpStatusOf(code), code).toBe(expected[code]);
+  });
+});
+
+describe("restErrorBody", () => {
+  it("is a google.rpc.Status with the numeric google.rpc.Code", () => {
+    expect(restErrorBody("unauthenticated", "sign in")).toEqual({
+      code: 16,
+      message: "sign in",
+      details: [],
+    });
+    expect(restErrorBody("permission_denied", "no").code).toBe(7);
+    expect(restErrorBody("invalid_argument", "bad").code).toBe(3);
+    expect(restErrorBody("not_found", "gone").code).toBe(5);
+    // google.rpc.Code follows the Connect code order: canceled = 1 ... unauthenticated = 16.
+    for (const [i, code] of errorCodes.entries()) expect(rpcCodeOf(code)).toBe(i + 1);
+  });
+
+  it("carries details as JSON Any values", () => {
+    const detail = { "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "CA_NAME_TAKEN" };
+    const body = restErrorBody("already_exists", "taken", [detail]);
+    expect(JSON.parse(JSON.stringify(body))).toEqual({ code: 6, message: "taken", details: [detail] });
+  });
+});
+
+describe("writeResponse", () => {
+  const method = (service: DescService, name: string) => service.methods.find((m) => m.name === name)!;
+
+  it("writes canonical JSON: int64 as strings, unset fields omitted", () => {
+    const getBilling = method(BillingService, "GetBilling");
+    expect(writeResponse(getBilling, create(GetBillingResponseSchema, {}))).toBe("{}");
+    const msg = create(GetBillingResponseSchema, {
+      billingEnabled: false,
+      counts: { members: 3n, teams: 0n },
+      currentPeriodEnd: { seconds: 1_767_225_600n, nanos: 0 },
+    });
+    expect(JSON.parse(writeResponse(getBilling, msg))).toEqual({
+      // Set to false: explicit presence keeps it.
+      billingEnabled: false,
+      counts: { members: "3", teams: "0" },
+      currentPeriodEnd: "2026-01-01T00:00:00Z",
+    });
+  });
+
+  it("honours the payload json_name override", () => {
+    const subscribe = method(WorkspaceService, "SubscribeWorkspaceEvents");
+    const msg = create(SubscribeWorkspaceEventsResponseSchema, { payloadJson: '{"a":1}' });
+    expect(JSON.parse(writeResponse(subscribe, msg))).toEqual({ payload: '{"a":1}' });
+  });
+
+  it("refuses a message of another type", () => {
+    const update = method(CertificateService, "UpdateCertificateAuthority");
+    expect(() => writeResponse(update, create(GetBillingResponseSchema, {}))).toThrow(TypeError);
+    expect(writeResponse(update, create(UpdateCertificateAuthorityResponseSchema, {}))).toBe("{}");
+  });
+});
