@@ -21,6 +21,11 @@ export function codePointLength(value: string): number {
 export function text(options: { min?: number; max: number; pattern?: RegExp; patternHint?: string }) {
   const min = options.min ?? 0;
   let schema = z.string().superRefine((value, ctx) => {
+    // NUL cannot be stored in PostgreSQL text, and no name or description needs it.
+    if (value.includes("\u0000")) {
+      ctx.addIssue({ code: "custom", message: "must not contain NUL characters" });
+      return;
+    }
     const length = codePointLength(value);
     if (length < min || length > options.max) {
       ctx.addIssue({

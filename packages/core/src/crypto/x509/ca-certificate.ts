@@ -78,7 +78,7 @@ export async function importSigningKeyPair(key: GeneratedKey): Promise<CryptoKey
 }
 
 /** A positive, minimally encoded serial: top bit cleared, leading zero bytes dropped. */
-function positiveSerial(bytes: Uint8Array): Uint8Array {
+export function positiveSerial(bytes: Uint8Array): Uint8Array {
   if (bytes.length === 0 || bytes.length > 20) {
     throw new RangeError("serialNumber must be 1 to 20 bytes (RFC 5280 section 4.1.2.2)");
   }

@@ -1,0 +1,256 @@
+/**
+ * Parsing of OpenSSH public keys in authorized_keys form, strict enough to hand the result to the
+ * certificate encoder: every length, curve, point and exponent is checked here once.
+ *
+ * @module
+ */
+import { createPublicKey, type JsonWebKey } from "node:crypto";
+import { decodeBase64Lenient, encodeBase64Url } from "../../lib/base64.js";
+import { fromUtf8 } from "../../lib/bytes.js";
+import { SshReader } from "../../lib/ssh-wire.js";
+import { type SshKeyAlgorithm, sshFingerprintSha256 } from "./public-key.js";
+
+/** A validated SSH public key. */
+export interface ParsedSshPublicKey {
+  readonly algorithm: SshKeyAlgorithm;
+  readonly keyType: "ed25519" | "ecdsa" | "rsa";
+  /** 256 for Ed25519, the curve size for ECDSA, the modulus length for RSA. */
+  readonly bits: number;
+  /** The SSH wire-format public key (the decoded base64 field). */
+  readonly blob: Uint8Array;
+  /** `SHA256:<base64>`, as `ssh-keygen -l` prints it. */
+  readonly fingerprint: string;
+  /** The text after the key, trimmed; empty when there is none. */
+  readonly comment: string;
+}
+
+/**
+ * An SSH public key that cannot be used. `reason` is meant for the developer who sent it and is
+ * safe to return in an `invalid_argument` message: it never echoes key material.
+ */
+export class SshKeyParseError extends Error {
+  readonly reason: string;
+
+  constructor(reason: string, options?: { cause?: unknown }) {
+    super(reason, options);
+    this.name = new.target.name;
+    this.reason = reason;
+  }
+}
+
+/** RSA moduli below this are refused (NIST SP 800-131A); above the maximum OpenSSH refuses them itself. */
+export const MIN_RSA_BITS = 2048;
+const MAX_RSA_BITS = 16384;
+// The longest valid line (RSA-16384 with a long comment) stays far below this.
+const MAX_LINE_LENGTH = 16384;
+const MAX_COMMENT_LENGTH = 1024;
+
+const ecdsaCurves = {
+  "ecdsa-sha2-nistp256": { name: "nistp256", jwk: "P-256", size: 32, bits: 256 },
+  "ecdsa-sha2-nistp384": { name: "nistp384", jwk: "P-384", size: 48, bits: 384 },
+  "ecdsa-sha2-nistp521": { name: "nistp521", jwk: "P-521", size: 66, bits: 521 },
+} as const;
+type EcdsaAlgorithm = keyof typeof ecdsaCurves;
+
+// Field primes: coordinates must be reduced, which JWK import alone does not guarantee for every curve.
+const fieldPrimes: Readonly<Record<EcdsaAlgorithm, bigint>> = {
+  "ecdsa-sha2-nistp256": 2n ** 256n - 2n ** 224n + 2n ** 192n + 2n ** 96n - 1n,
+  "ecdsa-sha2-nistp384": 2n ** 384n - 2n ** 128n - 2n ** 96n + 2n ** 32n - 1n,
+  "ecdsa-sha2-nistp521": 2n ** 521n - 1n,
+};
+
+const supported: ReadonlySet<string> = new Set<SshKeyAlgorithm>([
+  "ssh-ed25519",
+  "ecdsa-sha2-nistp256",
+  "ecdsa-sha2-nistp384",
+  "ecdsa-sha2-nistp521",
+  "ssh-rsa",
+]);
+
+/** Why a key type we recognise is still refused. */
+function refusedType(type: string): string | undefined {
+  if (type.endsWith("-cert-v01@openssh.com")) {
+    return "certificates are not accepted here: send the plain public key (the .pub file, not -cert.pub)";
+  }
+  if (type.startsWith("sk-")) {
+    return `security-key (FIDO) keys such as ${type} are not supported: use an ed25519, ecdsa or rsa key`;
+  }
+  if (type === "ssh-dss") return "DSA (ssh-dss) keys are not supported: use an ed25519, ecdsa or rsa key";
+  if (type.startsWith("ecdsa-sha2-")) return `unsupported ECDSA curve in key type ${type}`;
+  return undefined;
+}
+
+function looksLikeKeyType(token: string): boolean {
+  return supported.has(token) || refusedType(token) !== undefined || token === "ssh-ed448";
+}
+
+/** Input echoed into a reason: printable ASCII only, and short, so a hostile line cannot shape the message. */
+function clip(text: string): string {
+  const printable = text.replace(/[^\x20-\x7e]/g, "?");
+  return printable.length > 40 ? `${printable.slice(0, 40)}...` : printable;
+}
+
+function fail(reason: string): never {
+  throw new SshKeyParseError(reason);
+}
+
+/** Unsigned big-endian bytes of an SSH mpint that must be positive and minimally encoded. */
+function positiveMpint(bytes: Uint8Array, what: string): Uint8Array {
+  if (bytes.length === 0) fail(`RSA ${what} is zero`);
+  if ((bytes[0]! & 0x80) !== 0) fail(`RSA ${what} is negative`);
+  if (bytes[0] === 0) {
+    if (bytes.length === 1 || (bytes[1]! & 0x80) === 0) fail(`RSA ${what} has a non-minimal mpint encoding`);
+    return bytes.subarray(1);
+  }
+  return bytes;
+}
+
+function bitLength(unsigned: Uint8Array): number {
+  const top = unsigned[0]!;
+  return (unsigned.length - 1) * 8 + (32 - Math.clz32(top));
+}
+
+function toBigInt(unsigned: Uint8Array): bigint {
+  let out = 0n;
+  for (const b of unsigned) out = (out << 8n) | BigInt(b);
+  return out;
+}
+
+function importJwk(jwk: JsonWebKey, what: string): void {
+  try {
+    createPublicKey({ key: jwk, format: "jwk" });
+  } catch (cause) {
+    throw new SshKeyParseError(`${what} is not a valid public key`, { cause });
+  }
+}
+
+interface BlobFields {
+  readonly keyType: ParsedSshPublicKey["keyType"];
+  readonly bits: number;
+}
+
+function parseEd25519(r: SshReader): BlobFields {
+  const key = r.string();
+  // As in OpenSSH, only the length is checked: node would import any 32 bytes, and bytes that are
+  // not a curve point make a key that can never produce a valid signature.
+  if (key.length !== 32) fail(`ssh-ed25519 key must be 32 bytes (got ${key.length})`);
+  return { keyType: "ed25519", bits: 256 };
+}
+
+function parseEcdsa(r: SshReader, algorithm: EcdsaAlgorithm): BlobFields {
+  const curve = ecdsaCurves[algorithm];
+  const name = r.string();
+  if (fromUtf8(name) !== curve.name) fail(`${algorithm} key names curve "${clip(fromUtf8(name))}", not ${curve.name}`);
+  const point = r.string();
+  if (point.length !== 1 + 2 * curve.size || point[0] !== 0x04) {
+    fail(`${algorithm} key must be an uncompressed ${curve.name} point of ${1 + 2 * curve.size} bytes`);
+  }
+  const x = point.subarray(1, 1 + curve.size);
+  const y = point.subarray(1 + curve.size);
+  const p = fieldPrimes[algorithm];
+  if (toBigInt(x) >= p || toBigInt(y) >= p) fail(`${algorithm} point coordinates are out of range`);
+  // OpenSSL's JWK import checks that the point lies on the curve (and is not the point at infinity).
+  importJwk({ kty: "EC", crv: curve.jwk, x: encodeBase64Url(x), y: encodeBase64Url(y) }, `${algorithm} point`);
+  return { keyType: "ecdsa", bits: curve.bits };
+}
+
+function parseRsa(r: SshReader): BlobFields {
+  const e = positiveMpint(r.string(), "exponent");
+  const n = positiveMpint(r.string(), "modulus");
+  // Go's x/crypto/ssh (the daemon) refuses exponents over 24 bits, so we refuse them before signing.
+  if (bitLength(e) > 24) fail("RSA exponent is too large (at most 24 bits)");
+  const exponent = Number(toBigInt(e));
+  if (exponent < 3 || exponent % 2 === 0) fail("RSA exponent must be odd and at least 3");
+  const bits = bitLength(n);
+  if (bits < MIN_RSA_BITS) fail(`RSA keys must have at least ${MIN_RSA_BITS} bits (got ${bits})`);
+  if (bits > MAX_RSA_BITS) fail(`RSA keys must have at most ${MAX_RSA_BITS} bits (got ${bits})`);
+  if ((n[n.length - 1]! & 1) === 0) fail("RSA modulus is even");
+  importJwk({ kty: "RSA", n: encodeBase64Url(n), e: encodeBase64Url(e) }, "ssh-rsa key");
+  return { keyType: "rsa", bits };
+}
+
+/** Validates a wire-format blob whose outer line named `algorithm`. */
+function parseBlob(blob: Uint8Array, algorithm: SshKeyAlgorithm): BlobFields {
+  const r = new SshReader(blob);
+  const inner = r.string();
+  const innerName = fromUtf8(inner);
+  if (innerName !== algorithm) fail(`the key data is of type "${clip(innerName)}" but the line says ${algorithm}`);
+  let fields: BlobFields;
+  switch (algorithm) {
+    case "ssh-ed25519":
+      fields = parseEd25519(r);
+      break;
+    case "ssh-rsa":
+      fields = parseRsa(r);
+      break;
+    default:
+      fields = parseEcdsa(r, algorithm);
+  }
+  if (r.remaining !== 0) fail(`${r.remaining} unexpected bytes after the ${algorithm} key`);
+  return fields;
+}
+
+function parseLine(line: string): ParsedSshPublicKey {
+  if (line.length > MAX_LINE_LENGTH) fail(`public key line is longer than ${MAX_LINE_LENGTH} characters`);
+  const text = line.trim();
+  if (text === "") fail("public key is empty");
+  if (/[\r\n]/.test(text)) fail("expected exactly one public key line");
+
+  const tokens = text.split(/[ \t]+/);
+  const type = tokens[0]!;
+  if (!supported.has(type)) {
+    const refused = refusedType(type);
+    if (refused !== undefined) fail(refused);
+    if (type.startsWith("@")) fail(`known_hosts markers such as ${clip(type)} are not accepted`);
+    // Options (`command="..."`, `no-pty`, `restrict`) come before the key type in authorized_keys.
+    if (tokens.slice(1).some(looksLikeKeyType)) {
+      fail("authorized_keys options before the key type are not accepted: send only `<type> <base64> [comment]`");
+    }
+    fail(`unsupported or unrecognised key type "${clip(type)}"`);
+  }
+  const algorithm = type as SshKeyAlgorithm;
+
+  const encoded = tokens[1];
+  if (encoded === undefined) fail(`missing base64 key data after ${algorithm}`);
+  // OpenSSH writes padded standard base64; the shared decoder would also take base64url.
+  if (encoded.length % 4 !== 0 || !/^[A-Za-z0-9+/]+={0,2}$/.test(encoded)) {
+    fail("key data is not valid base64");
+  }
+  const blob = decodeBase64Lenient(encoded);
+  if (blob === undefined) fail("key data is not valid base64");
+
+  const { keyType, bits } = parseBlob(blob, algorithm);
+
+  const commentStart = text.indexOf(encoded, type.length) + encoded.length;
+  const comment = text.slice(commentStart).trim();
+  if (comment.length > MAX_COMMENT_LENGTH) fail(`comment is longer than ${MAX_COMMENT_LENGTH} characters`);
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is being refused.
+  if (/[\u0000-\u0008\u000a-\u001f\u007f]/.test(comment)) fail("comment contains control characters");
+
+  return { algorithm, keyType, bits, blob, fingerprint: sshFingerprintSha256(blob), comment };
+}
+
+/**
+ * Parses one public key in authorized_keys / `.pub` form, `<type> <base64> [comment]`, with
+ * surrounding whitespace (a trailing newline) allowed. Supported: ssh-ed25519,
+ * ecdsa-sha2-nistp256/384/521 and ssh-rsa with at least 2048 bits. Refused with a reason:
+ * certificates, sk- (FIDO) keys, DSA, authorized_keys options, and any malformed key data.
+ *
+ * @throws {SshKeyParseError} for every input that is not such a key, and never any other error.
+ *
+ * @example
+ * const key = parseSshPublicKey("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAA... alice@laptop\n");
+ * key.keyType; // "ed25519"
+ * key.fingerprint; // "SHA256:..."
+ */
+export function parseSshPublicKey(line: string): ParsedSshPublicKey {
+  try {
+    if (typeof line !== "string") fail("public key must be a string");
+    return parseLine(line);
+  } catch (err) {
+    if (err instanceof SshKeyParseError) throw err;
+    // The wire reader throws RangeError on truncation, and strict UTF-8 decoding throws TypeError.
+    if (err instanceof RangeError) throw new SshKeyParseError("key data is truncated", { cause: err });
+    throw new SshKeyParseError("key data is malformed", { cause: err });
+  }
+}

@@ -1,0 +1,432 @@
+/**
+ * A real OpenSSH sshd on a loopback port for tests, started the way STACK.md describes: the
+ * Debian package unpacked into a cache folder (nothing installed, no user added), run in a private
+ * mount namespace that sees a copy of /etc/passwd with the `sshd` privilege-separation user and a
+ * fresh tmpfs on /run. As a non-root user, sshd runs without privilege separation and needs neither.
+ *
+ * When sshd cannot be run at all, `startSshd` throws and says what is missing: tests that use it
+ * fail rather than skip.
+ */
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { createPrivateKey } from "node:crypto";
+import { access, constants, mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir, userInfo } from "node:os";
+import { delimiter, join } from "node:path";
+import { generateKeyPair } from "../../src/crypto/generate-key.js";
+import { opensshPrivateKey, sshPublicKeyLine } from "../../src/crypto/ssh/public-key.js";
+
+/** Where the unpacked openssh-server package is kept between runs. */
+export const OPENSSH_CACHE_DIR = join(tmpdir(), "wap-openssh");
+
+const INSTALL_HINT =
+  "On Debian/Ubuntu: `apt-get install -y openssh-client util-linux` and either `apt-get install -y " +
+  "--no-install-recommends openssh-server` or let this harness run `apt-get download openssh-server libwrap0`; " +
+  "or set WAP_SSHD to an sshd binary.";
+
+export interface StartSshdOptions {
+  /** authorized_keys lines of the CAs sshd trusts for user certificates (TrustedUserCAKeys). */
+  readonly trustedUserCaKeys: readonly string[];
+  /** The AuthorizedPrincipalsFile contents per login user. */
+  readonly principalsForUser: Readonly<Record<string, readonly string[]>>;
+  /** PKCS#8 DER of the host key; a fresh Ed25519 key when omitted. */
+  readonly hostKeyPkcs8?: Uint8Array;
+  /** A host certificate line for that host key (HostCertificate). */
+  readonly hostCertificate?: string;
+}
+
+export interface SshArgs {
+  /** Path of the private key (openssh-key-v1, mode 0600). */
+  readonly identityFile: string;
+  /** Path of the `-cert.pub` file. */
+  readonly certificateFile: string;
+  /** A known_hosts line (e.g. `@cert-authority * <ca>`): StrictHostKeyChecking=yes with only that line. Without it, host keys are not checked. */
+  readonly knownHostsLine?: string;
+  /** The name the host certificate must carry as principal (the CLI sets HostKeyAlias to the target id). */
+  readonly hostKeyAlias?: string;
+  /** Login user; the user sshd runs as when omitted. */
+  readonly user?: string;
+  readonly command: string;
+}
+
+export interface SshResult {
+  /** Exit code of `ssh`; 255 means ssh itself failed (refused login, host key mismatch). */
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export interface RunningSshd {
+  readonly host: string;
+  readonly port: number;
+  /** The login user the principals files are meant for: the user running the tests. */
+  readonly user: string;
+  /** The host key as an authorized_keys line. */
+  readonly hostKeyLine: string;
+  /** sshd's own log so far (LogLevel VERBOSE), for assertions and failure messages. */
+  logs(): string;
+  ssh(args: SshArgs): Promise<SshResult>;
+  stop(): Promise<void>;
+}
+
+interface SshdBinary {
+  readonly path: string;
+  /** LD_LIBRARY_PATH entries for an unpacked package (libwrap). */
+  readonly libraryPath: readonly string[];
+}
+
+class SshdUnavailableError extends Error {
+  constructor(message: string) {
+    super(`cannot run a real sshd for tests: ${message}`);
+    this.name = "SshdUnavailableError";
+  }
+}
+
+function run(
+  file: string,
+  args: readonly string[],
+  options: { cwd?: string; timeoutMs?: number; env?: NodeJS.ProcessEnv } = {},
+): Promise<{ code: number; stdout: string; stderr: string; error?: NodeJS.ErrnoException }> {
+  return new Promise((resolve) => {
+    execFile(
+      file,
+      args,
+      { cwd: options.cwd, timeout: options.timeoutMs ?? 120_000, env: options.env, maxBuffer: 16 << 20 },
+      (error, stdout, stderr) => {
+        const err = error as (NodeJS.ErrnoException & { code?: number | string }) | null;
+        const code = err === null ? 0 : typeof err.code === "number" ? err.code : -1;
+        resolve({ code, stdout, stderr, ...(err !== null && typeof err.code === "string" ? { error: err } : {}) });
+      },
+    );
+  });
+}
+
+async function isExecutable(path: string): Promise<boolean> {
+  try {
+    await access(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function libraryDirs(root: string): Promise<string[]> {
+  const dirs: string[] = [];
+  for (const base of ["usr/lib", "lib"]) {
+    const entries = await readdir(join(root, base)).catch(() => [] as string[]);
+    for (const entry of entries) if (entry.includes("-linux-")) dirs.push(join(root, base, entry));
+  }
+  return dirs;
+}
+
+/** Downloads and unpacks openssh-server and libwrap0 into the cache, without installing anything. */
+async function unpackOpenSshServer(): Promise<void> {
+  await mkdir(OPENSSH_CACHE_DIR, { recursive: true });
+  const work = await mkdtemp(join(OPENSSH_CACHE_DIR, "download-"));
+  try {
+    const download = () => run("apt-get", ["download", "openssh-server", "libwrap0"], { cwd: work });
+    let result = await download();
+    if (result.error?.code === "ENOENT") {
+      throw new SshdUnavailableError(`sshd is not installed and apt-get is not available. ${INSTALL_HINT}`);
+    }
+    if (result.code !== 0) {
+      // Fresh containers have no package lists yet.
+      const update = await run("apt-get", ["update"], { timeoutMs: 300_000 });
+      if (update.code !== 0) {
+        throw new SshdUnavailableError(
+          `\`apt-get download openssh-server libwrap0\` failed (${result.stderr.trim()}) and \`apt-get update\` failed too (${update.stderr.trim()}). ${INSTALL_HINT}`,
+        );
+      }
+      result = await download();
+      if (result.code !== 0) {
+        throw new SshdUnavailableError(
+          `\`apt-get download openssh-server libwrap0\` failed: ${result.stderr.trim()}. ${INSTALL_HINT}`,
+        );
+      }
+    }
+    const root = join(work, "root");
+    for (const deb of (await readdir(work)).filter((f) => f.endsWith(".deb"))) {
+      const unpacked = await run("dpkg-deb", ["-x", join(work, deb), root]);
+      if (unpacked.code !== 0) {
+        throw new SshdUnavailableError(
+          `\`dpkg-deb -x ${deb}\` failed: ${unpacked.error?.code === "ENOENT" ? "dpkg-deb is not installed" : unpacked.stderr.trim()}`,
+        );
+      }
+    }
+    // Parallel test files may race here; rename is atomic and the loser's copy is dropped.
+    await rename(root, join(OPENSSH_CACHE_DIR, "root")).catch(async (err: NodeJS.ErrnoException) => {
+      if (err.code !== "ENOTEMPTY" && err.code !== "EEXIST") throw err;
+    });
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+let binary: Promise<SshdBinary> | undefined;
+
+/**
+ * Finds sshd: `WAP_SSHD`, then PATH (and the sbin folders), then the cache; otherwise unpacks the
+ * Debian package into the cache.
+ */
+export function findOrInstallSshd(): Promise<SshdBinary> {
+  binary ??= (async () => {
+    const fromEnv = process.env.WAP_SSHD;
+    if (fromEnv !== undefined && fromEnv !== "") {
+      if (!(await isExecutable(fromEnv))) throw new SshdUnavailableError(`WAP_SSHD=${fromEnv} is not executable`);
+      return { path: fromEnv, libraryPath: [] };
+    }
+    const dirs = [...(process.env.PATH ?? "").split(delimiter), "/usr/sbin", "/usr/local/sbin", "/sbin"];
+    for (const dir of dirs) {
+      if (dir !== "" && dir.startsWith("/") && (await isExecutable(join(dir, "sshd")))) {
+        return { path: join(dir, "sshd"), libraryPath: [] };
+      }
+    }
+    const cached = join(OPENSSH_CACHE_DIR, "root", "usr", "sbin", "sshd");
+    if (!(await isExecutable(cached))) await unpackOpenSshServer();
+    if (!(await isExecutable(cached))) throw new SshdUnavailableError(`unpacking did not produce ${cached}`);
+    return { path: cached, libraryPath: await libraryDirs(join(OPENSSH_CACHE_DIR, "root")) };
+  })();
+  // A failed lookup is retried by the next caller rather than cached.
+  binary.catch(() => {
+    binary = undefined;
+  });
+  return binary;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => {
+        if (address !== null && typeof address === "object") resolve(address.port);
+        else reject(new Error("no port"));
+      });
+    });
+  });
+}
+
+/** /etc/passwd plus the `sshd` user that privilege separation drops to, under an unused uid. */
+async function passwdWithSshdUser(): Promise<string> {
+  const passwd = await readFile("/etc/passwd", "utf8");
+  const lines = passwd.split("\n").filter((l) => l !== "");
+  if (lines.some((l) => l.startsWith("sshd:"))) return `${lines.join("\n")}\n`;
+  const used = new Set(lines.map((l) => Number(l.split(":")[2])));
+  let uid = 100;
+  while (used.has(uid)) uid++;
+  return `${[...lines, `sshd:x:${uid}:65534:sshd privilege separation:/run/sshd:/usr/sbin/nologin`].join("\n")}\n`;
+}
+
+const running = new Set<ChildProcess>();
+process.once("exit", () => {
+  for (const child of running) child.kill("SIGKILL");
+});
+
+// Inside the namespace: a private /run with the privsep chroot, the passwd copy, then sshd itself.
+const NAMESPACE_SCRIPT = [
+  "set -e",
+  "mount -t tmpfs -o mode=755 tmpfs /run",
+  "mkdir -m 755 /run/sshd",
+  'mount --bind "$1" /etc/passwd',
+  'exec "$2" -D -e -f "$3"',
+].join("\n");
+
+interface Started {
+  readonly child: ChildProcess;
+  readonly log: () => string;
+}
+
+function launch(bin: SshdBinary, config: string, passwdFile: string, port: number): Promise<Started> {
+  const asRoot = process.getuid?.() === 0;
+  const env = { ...process.env };
+  if (bin.libraryPath.length > 0) {
+    env.LD_LIBRARY_PATH = [...bin.libraryPath, env.LD_LIBRARY_PATH ?? ""].filter((p) => p !== "").join(":");
+  }
+  const [file, args] = asRoot
+    ? ([
+        "unshare",
+        ["-m", "--propagation", "private", "sh", "-c", NAMESPACE_SCRIPT, "sh", passwdFile, bin.path, config],
+      ] as const)
+    : ([bin.path, ["-D", "-e", "-f", config]] as const);
+  const child = spawn(file, args, { env, stdio: ["ignore", "ignore", "pipe"] });
+  running.add(child);
+  let log = "";
+  child.stderr?.setEncoding("utf8");
+
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new SshdUnavailableError(`sshd did not report listening within 15 s. Its log:\n${log}`));
+    }, 15_000);
+    const onData = (chunk: string) => {
+      log += chunk;
+      if (log.includes(`Server listening on 127.0.0.1 port ${port}.`)) {
+        clearTimeout(timer);
+        resolve({ child, log: () => log });
+      }
+    };
+    child.stderr?.on("data", onData);
+    child.once("error", (err: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      running.delete(child);
+      reject(
+        new SshdUnavailableError(
+          err.code === "ENOENT" ? `\`${file}\` is not installed (${asRoot ? "util-linux" : "sshd"})` : err.message,
+        ),
+      );
+    });
+    child.once("exit", (code, signal) => {
+      clearTimeout(timer);
+      running.delete(child);
+      if (/^(unshare|mount|mkdir|sh):/m.test(log)) {
+        reject(
+          new SshdUnavailableError(
+            `the private mount namespace could not be set up (\`unshare -m\`, mount tmpfs /run, bind-mount /etc/passwd): ${log.trim()}. ` +
+              "Run the tests as root with CAP_SYS_ADMIN (e.g. a privileged container) or as a non-root user.",
+          ),
+        );
+        return;
+      }
+      reject(Object.assign(new Error(`sshd exited (${code ?? signal}) before listening:\n${log}`), { log }));
+    });
+  });
+}
+
+/**
+ * Starts sshd on a free loopback port trusting `trustedUserCaKeys`, and returns a handle whose
+ * `ssh` runs the real OpenSSH client against it. Always `stop()` it (afterAll).
+ *
+ * @example
+ * const sshd = await startSshd({ trustedUserCaKeys: [ca.publicKeyLine], principalsForUser: { root: [userId] } });
+ * const { stdout } = await sshd.ssh({ identityFile, certificateFile, command: "echo ok" });
+ */
+export async function startSshd(options: StartSshdOptions): Promise<RunningSshd> {
+  const ssh = await run("ssh", ["-V"]);
+  if (ssh.error?.code === "ENOENT") throw new SshdUnavailableError(`the ssh client is not installed. ${INSTALL_HINT}`);
+  const bin = await findOrInstallSshd();
+
+  const dir = await mkdtemp(join(tmpdir(), "wap-sshd-"));
+  const user = userInfo().username;
+  const hostKeyPkcs8 = options.hostKeyPkcs8 ?? (await generateKeyPair({ type: "ed25519" })).privateKeyPkcs8Der;
+  const hostKeyFile = join(dir, "host_key");
+  await writeFile(hostKeyFile, opensshPrivateKey(hostKeyPkcs8), { mode: 0o600 });
+  const hostKeyLine = sshPublicKeyLine(
+    createPrivateKey({ key: Buffer.from(hostKeyPkcs8), format: "der", type: "pkcs8" }),
+  );
+
+  const caFile = join(dir, "trusted_user_ca_keys");
+  await writeFile(caFile, options.trustedUserCaKeys.map((l) => `${l}\n`).join(""));
+  await mkdir(join(dir, "principals"));
+  for (const [name, principals] of Object.entries(options.principalsForUser)) {
+    await writeFile(join(dir, "principals", name), principals.map((p) => `${p}\n`).join(""));
+  }
+  const passwdFile = join(dir, "passwd");
+  await writeFile(passwdFile, await passwdWithSshdUser());
+  let hostCertificateLine = "";
+  if (options.hostCertificate !== undefined) {
+    await writeFile(join(dir, "host_key-cert.pub"), `${options.hostCertificate.trim()}\n`);
+    hostCertificateLine = `HostCertificate ${join(dir, "host_key-cert.pub")}\n`;
+  }
+
+  let started: Started | undefined;
+  let port = 0;
+  for (let attempt = 0; started === undefined; attempt++) {
+    port = await freePort();
+    const config = join(dir, "sshd_config");
+    await writeFile(
+      config,
+      [
+        `ListenAddress 127.0.0.1:${port}`,
+        `HostKey ${hostKeyFile}`,
+        hostCertificateLine.trimEnd(),
+        `TrustedUserCAKeys ${caFile}`,
+        `AuthorizedPrincipalsFile ${join(dir, "principals")}/%u`,
+        "AuthorizedKeysFile none",
+        "PubkeyAuthentication yes",
+        "PasswordAuthentication no",
+        "KbdInteractiveAuthentication no",
+        "UsePAM no",
+        "StrictModes no",
+        "PermitRootLogin prohibit-password",
+        "UseDNS no",
+        "PrintMotd no",
+        "PrintLastLog no",
+        `PidFile ${join(dir, "sshd.pid")}`,
+        "LogLevel VERBOSE",
+        "",
+      ]
+        .filter((l, i, all) => l !== "" || i === all.length - 1)
+        .join("\n"),
+    );
+    try {
+      started = await launch(bin, config, passwdFile, port);
+    } catch (err) {
+      // Another process may have taken the port between freePort() and bind().
+      const log = (err as { log?: string }).log ?? "";
+      if (attempt < 4 && /Address already in use|Cannot bind any address/.test(log)) continue;
+      await rm(dir, { recursive: true, force: true });
+      throw err;
+    }
+  }
+  const { child, log } = started;
+  let calls = 0;
+
+  return {
+    host: "127.0.0.1",
+    port,
+    user,
+    hostKeyLine,
+    logs: log,
+    async ssh(args) {
+      const knownHosts = join(dir, `known_hosts-${++calls}`);
+      await writeFile(knownHosts, args.knownHostsLine === undefined ? "" : `${args.knownHostsLine}\n`);
+      const options = [
+        "-F",
+        "/dev/null",
+        "-p",
+        String(port),
+        "-l",
+        args.user ?? user,
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        "IdentitiesOnly=yes",
+        "-o",
+        `IdentityFile=${args.identityFile}`,
+        "-o",
+        `CertificateFile=${args.certificateFile}`,
+        "-o",
+        "PreferredAuthentications=publickey",
+        "-o",
+        `UserKnownHostsFile=${knownHosts}`,
+        "-o",
+        "GlobalKnownHostsFile=/dev/null",
+        "-o",
+        `StrictHostKeyChecking=${args.knownHostsLine === undefined ? "no" : "yes"}`,
+        "-o",
+        "UpdateHostKeys=no",
+        "-o",
+        "ConnectTimeout=10",
+        ...(args.hostKeyAlias === undefined ? [] : ["-o", `HostKeyAlias=${args.hostKeyAlias}`]),
+        "127.0.0.1",
+        args.command,
+      ];
+      const env = { ...process.env };
+      delete env.SSH_AUTH_SOCK;
+      const result = await run("ssh", options, { env, timeoutMs: 30_000 });
+      return { code: result.code, stdout: result.stdout, stderr: result.stderr };
+    },
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+        child.kill("SIGTERM");
+        const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+        await exited;
+        clearTimeout(timer);
+      }
+      running.delete(child);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}

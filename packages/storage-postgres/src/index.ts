@@ -1,0 +1,14 @@
+/**
+ * PostgreSQL storage for the Workspace Access Platform: the scale-out backend.
+ *
+ * For applications: `createPostgresStorage` and its options, and `SchemaVersionError` (the
+ * database was migrated by a newer release). For adapter authors: `postgresTraits`, the dialect of
+ * the shared query layer.
+ *
+ * @module
+ */
+
+export { SchemaVersionError } from "@wap/storage-sql";
+export { postgresTraits } from "./dialect.js";
+export type { PgPoolLike, PostgresStorageOptions } from "./postgres-storage.js";
+export { createPostgresStorage } from "./postgres-storage.js";

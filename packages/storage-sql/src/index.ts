@@ -1,0 +1,36 @@
+/**
+ * The Kysely query layer shared by the SQL storage adapters of the Workspace Access Platform:
+ * schema, migrations, row mapping and every query, written once for SQLite and PostgreSQL.
+ * For adapter authors; applications use `@wap/storage-sqlite` or `@wap/storage-postgres`.
+ *
+ * @module
+ */
+
+// --- for adapter authors ---
+export type { DriverErrorKind, SqlDialectName, SqlDialectTraits } from "./dialect.js";
+export { translateError as translateDriverError } from "./lib/errors.js";
+export type { MigrateOptions } from "./migrations/index.js";
+export {
+  createMigrations,
+  migrateToLatest,
+  migrationLockTableName,
+  migrationTableName,
+  SchemaVersionError,
+} from "./migrations/index.js";
+export type { QueryRunner } from "./repositories.js";
+export { createRepositories } from "./repositories.js";
+export type {
+  AuditEventsTable,
+  AuthSessionsTable,
+  CertificateAuthoritiesTable,
+  DaemonsTable,
+  Database,
+  RefreshTokensTable,
+  SecretsTable,
+  ServiceAccountsTable,
+  UsersTable,
+  WorkspaceMembersTable,
+  WorkspacesTable,
+} from "./schema.js";
+export type { SqlStorageOptions } from "./storage.js";
+export { createSqlRepositories, createSqlStorage } from "./storage.js";

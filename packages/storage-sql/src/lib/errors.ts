@@ -1,0 +1,71 @@
+/**
+ * Driver errors -> port errors. The dialect reads its driver's error; this file names the rule.
+ *
+ * @module
+ */
+import { StorageUnavailableError, UniqueViolationError } from "@wap/core/storage";
+import type { SqlDialectTraits } from "../dialect.js";
+
+interface UniqueRule {
+  /** Index or constraint name, as migrations create it (what pg reports). */
+  readonly index: string;
+  /** `table.column` list, as SQLite reports it. */
+  readonly columns: readonly string[];
+  /** What the port reports: `<table>.<column>`. */
+  readonly rule: string;
+}
+
+const rule = (index: string, table: string, columns: string[], ruleColumn: string): UniqueRule => ({
+  index,
+  columns: columns.map((c) => `${table}.${c}`),
+  rule: `${table}.${ruleColumn}`,
+});
+
+const uniqueRules: readonly UniqueRule[] = [
+  rule("users_pkey", "users", ["id"], "id"),
+  rule("users_email_key", "users", ["email"], "email"),
+  rule("users_username_key", "users", ["username"], "username"),
+  rule("auth_sessions_pkey", "auth_sessions", ["id"], "id"),
+  rule("refresh_tokens_pkey", "refresh_tokens", ["id"], "id"),
+  rule("refresh_tokens_token_hash_key", "refresh_tokens", ["token_hash"], "token_hash"),
+  rule("workspaces_pkey", "workspaces", ["id"], "id"),
+  rule("workspace_members_pkey", "workspace_members", ["workspace_id", "user_id"], "user_id"),
+  rule("certificate_authorities_pkey", "certificate_authorities", ["id"], "id"),
+  rule(
+    "certificate_authorities_workspace_name_key",
+    "certificate_authorities",
+    ["workspace_id", "name"],
+    "name",
+  ),
+  rule(
+    "certificate_authorities_one_default_idx",
+    "certificate_authorities",
+    ["workspace_id", "authority_type"],
+    "is_default",
+  ),
+  rule("service_accounts_pkey", "service_accounts", ["id"], "id"),
+  rule("service_accounts_workspace_name_key", "service_accounts", ["workspace_id", "name"], "name"),
+  rule("daemons_pkey", "daemons", ["id"], "id"),
+  rule("audit_events_id_key", "audit_events", ["id"], "id"),
+  rule("secrets_pkey", "secrets", ["name"], "name"),
+];
+
+function sameColumns(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((c) => b.includes(c));
+}
+
+/** Our error for a driver error, or the error itself when it is not one we translate. */
+export function translateError(dialect: SqlDialectTraits, error: unknown): unknown {
+  if (error instanceof UniqueViolationError || error instanceof StorageUnavailableError) return error;
+  const kind = dialect.classifyError(error);
+  if (kind === undefined) return error;
+  if (kind.kind === "unavailable") {
+    const detail = error instanceof Error ? error.message : String(error);
+    return new StorageUnavailableError(`storage unavailable: ${detail}`, { cause: error });
+  }
+  const found =
+    uniqueRules.find((r) => kind.constraint !== undefined && r.index === kind.constraint) ??
+    uniqueRules.find((r) => kind.columns !== undefined && sameColumns(r.columns, kind.columns));
+  const name = found?.rule ?? kind.columns?.[kind.columns.length - 1] ?? kind.constraint ?? "unknown";
+  return new UniqueViolationError(name, { cause: error });
+}

@@ -1,0 +1,89 @@
+/**
+ * The schema's history as an ordered list of migrations, applied by Kysely's Migrator.
+ *
+ * @module
+ */
+import { type Kysely, type Migration, type MigrationProvider, Migrator } from "kysely";
+import type { SqlDialectName } from "../dialect.js";
+import { initialMigration } from "./001-initial.js";
+
+/** Our own bookkeeping tables, so an application's Kysely migrations in the same schema never collide. */
+export const migrationTableName = "wap_schema_migration";
+export const migrationLockTableName = "wap_schema_migration_lock";
+
+/** Every migration this code knows, keyed by name; names sort in the order they apply. */
+export function createMigrations(dialect: SqlDialectName): Record<string, Migration> {
+  return {
+    "001_initial": initialMigration(dialect),
+  };
+}
+
+/** The database was migrated by a newer release than this one (or by something else entirely). */
+export class SchemaVersionError extends Error {
+  /** Migrations recorded in the database that this code does not know. */
+  readonly unknownMigrations: readonly string[];
+  constructor(unknownMigrations: readonly string[], latestKnown: string) {
+    super(
+      `the database schema is newer than this version of the Workspace Access Platform: it has ` +
+        `migration(s) ${unknownMigrations.join(", ")}, and the latest this version knows is ` +
+        `${latestKnown}. Upgrade the server (downgrades are not supported).`,
+    );
+    this.name = "SchemaVersionError";
+    this.unknownMigrations = unknownMigrations;
+  }
+}
+
+export interface MigrateOptions {
+  /** The schema holding the migration tables (pg); default: the connection's current schema. */
+  readonly schema?: string;
+}
+
+/**
+ * Applies every pending migration. Throws {@link SchemaVersionError} when the database holds
+ * migrations this code does not know, before touching anything.
+ */
+export async function migrateToLatest(
+  db: Kysely<unknown>,
+  dialect: SqlDialectName,
+  options: MigrateOptions = {},
+): Promise<{ readonly applied: readonly string[] }> {
+  const migrations = createMigrations(dialect);
+  const known = Object.keys(migrations).sort();
+  const latest = known[known.length - 1] ?? "(none)";
+
+  const executed = await executedMigrations(db, options.schema);
+  const unknown = executed.filter((name) => !known.includes(name));
+  if (unknown.length > 0) throw new SchemaVersionError(unknown, latest);
+
+  const provider: MigrationProvider = { getMigrations: async () => migrations };
+  const migrator = new Migrator({
+    db,
+    provider,
+    migrationTableName,
+    migrationLockTableName,
+    ...(options.schema === undefined ? {} : { migrationTableSchema: options.schema }),
+  });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error !== undefined) {
+    // A newer instance may have migrated between our check and the Migrator's.
+    const again = await executedMigrations(db, options.schema).catch(() => []);
+    const unknownNow = again.filter((name) => !known.includes(name));
+    if (unknownNow.length > 0) throw new SchemaVersionError(unknownNow, latest);
+    throw error;
+  }
+  return {
+    applied: (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName),
+  };
+}
+
+async function executedMigrations(db: Kysely<unknown>, schema: string | undefined): Promise<string[]> {
+  const typed = db as Kysely<{ [migrationTableName]: { name: string } }>;
+  const scoped = schema === undefined ? typed : typed.withSchema(schema);
+  try {
+    const rows = await scoped.selectFrom(migrationTableName).select("name").execute();
+    return rows.map((r) => r.name);
+  } catch {
+    // No migration table yet: a new database. Real connection problems resurface in the Migrator.
+    return [];
+  }
+}

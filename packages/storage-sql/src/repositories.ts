@@ -1,0 +1,576 @@
+/**
+ * Every query of the port, written once for both dialects.
+ *
+ * @module
+ */
+import type {
+  AuditEventFilter,
+  AuthorityKind,
+  DaemonFilter,
+  DaemonRecord,
+  Repositories,
+  ServiceAccountFilter,
+  ServiceAccountRecord,
+} from "@wap/core/storage";
+import {
+  type Expression,
+  type ExpressionBuilder,
+  type Kysely,
+  type SqlBool,
+  sql,
+  type Updateable,
+} from "kysely";
+import type { SqlDialectTraits } from "./dialect.js";
+import {
+  auditEventToRow,
+  authorityToRow,
+  daemonToRow,
+  fold,
+  fromDate,
+  fromDateOrNull,
+  likeContains,
+  memberToRow,
+  refreshTokenToRow,
+  rowToAuditEvent,
+  rowToAuthority,
+  rowToDaemon,
+  rowToMember,
+  rowToRefreshToken,
+  rowToSecret,
+  rowToServiceAccount,
+  rowToSession,
+  rowToUser,
+  rowToWorkspace,
+  secretToRow,
+  serviceAccountToRow,
+  sessionToRow,
+  toFlag,
+  toJson,
+  toNumber,
+  userToRow,
+  workspaceToRow,
+} from "./lib/mapping.js";
+import type {
+  CertificateAuthoritiesTable,
+  DaemonsTable,
+  Database,
+  ServiceAccountsTable,
+  WorkspacesTable,
+} from "./schema.js";
+
+/**
+ * Runs one repository call on the right connection (the pool, or the current transaction) and
+ * translates driver errors. `write` marks statements that may fail on a constraint.
+ */
+export interface QueryRunner {
+  read<T>(fn: (db: Kysely<Database>) => Promise<T>): Promise<T>;
+  write<T>(fn: (db: Kysely<Database>) => Promise<T>): Promise<T>;
+}
+
+/** `name like '%q%'` on a folded column; `!` escapes the wildcards (see likeContains). */
+function foldedContains(column: string, query: string): Expression<SqlBool> {
+  return sql<SqlBool>`${sql.ref(column)} like ${likeContains(fold(query))} escape '!'`;
+}
+
+/** Builds the repositories over a runner. */
+export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits): Repositories {
+  return {
+    users: {
+      async insert(user) {
+        await run.write((db) => db.insertInto("users").values(userToRow(user)).execute());
+      },
+      async findById(id) {
+        const row = await run.read((db) =>
+          db.selectFrom("users").selectAll().where("id", "=", id).executeTakeFirst(),
+        );
+        return row ? rowToUser(row) : null;
+      },
+      async findByEmail(email) {
+        // Emails are stored lower-cased; lower-case the lookup too so callers cannot miss by case.
+        const row = await run.read((db) =>
+          db.selectFrom("users").selectAll().where("email", "=", email.toLowerCase()).executeTakeFirst(),
+        );
+        return row ? rowToUser(row) : null;
+      },
+      async findByUsername(username) {
+        const row = await run.read((db) =>
+          db.selectFrom("users").selectAll().where("username", "=", username).executeTakeFirst(),
+        );
+        return row ? rowToUser(row) : null;
+      },
+    },
+
+    authSessions: {
+      async insert(session) {
+        await run.write((db) => db.insertInto("auth_sessions").values(sessionToRow(session)).execute());
+      },
+      async findById(id) {
+        const row = await run.read((db) =>
+          db.selectFrom("auth_sessions").selectAll().where("id", "=", id).executeTakeFirst(),
+        );
+        return row ? rowToSession(row) : null;
+      },
+      async revoke(id, at) {
+        // Idempotent: the first revocation time stands.
+        await run.write((db) =>
+          db
+            .updateTable("auth_sessions")
+            .set({ revoked_at: fromDate(at) })
+            .where("id", "=", id)
+            .where("revoked_at", "is", null)
+            .execute(),
+        );
+      },
+    },
+
+    refreshTokens: {
+      async insert(token) {
+        await run.write((db) => db.insertInto("refresh_tokens").values(refreshTokenToRow(token)).execute());
+      },
+      async findByHash(tokenHash) {
+        const row = await run.read((db) =>
+          db.selectFrom("refresh_tokens").selectAll().where("token_hash", "=", tokenHash).executeTakeFirst(),
+        );
+        return row ? rowToRefreshToken(row) : null;
+      },
+      async markRotated(id, at) {
+        // One conditional UPDATE: the database decides the single winner, on every engine.
+        const result = await run.write((db) =>
+          db
+            .updateTable("refresh_tokens")
+            .set({ rotated_at: fromDate(at) })
+            .where("id", "=", id)
+            .where("rotated_at", "is", null)
+            .executeTakeFirst(),
+        );
+        return result.numUpdatedRows > 0n;
+      },
+    },
+
+    workspaces: {
+      async insert(workspace) {
+        await run.write((db) => db.insertInto("workspaces").values(workspaceToRow(workspace)).execute());
+      },
+      async findById(id) {
+        const row = await run.read((db) =>
+          db.selectFrom("workspaces").selectAll().where("id", "=", id).executeTakeFirst(),
+        );
+        return row ? rowToWorkspace(row) : null;
+      },
+      async listForUser(userId) {
+        const rows = await run.read((db) =>
+          db
+            .selectFrom("workspaces")
+            .innerJoin("workspace_members", "workspace_members.workspace_id", "workspaces.id")
+            .selectAll("workspaces")
+            .where("workspace_members.user_id", "=", userId)
+            .orderBy("workspaces.created_at")
+            .orderBy("workspaces.id")
+            .execute(),
+        );
+        return rows.map(rowToWorkspace);
+      },
+      async update(id, patch, updatedAt) {
+        const set: Updateable<WorkspacesTable> = { updated_at: fromDate(updatedAt) };
+        if (patch.name !== undefined) set.name = patch.name;
+        if (patch.description !== undefined) set.description = patch.description;
+        if (patch.enrollAutoApprove !== undefined) set.enroll_auto_approve = toFlag(patch.enrollAutoApprove);
+        if (patch.enrollExpiresAt !== undefined)
+          set.enroll_expires_at = fromDateOrNull(patch.enrollExpiresAt);
+        if (patch.inviteExpiresAt !== undefined)
+          set.invite_expires_at = fromDateOrNull(patch.inviteExpiresAt);
+        const row = await run.write((db) =>
+          db.updateTable("workspaces").set(set).where("id", "=", id).returningAll().executeTakeFirst(),
+        );
+        return row ? rowToWorkspace(row) : null;
+      },
+      async delete(id) {
+        // Foreign keys cascade to everything in the workspace, in this one statement.
+        const result = await run.write((db) =>
+          db.deleteFrom("workspaces").where("id", "=", id).executeTakeFirst(),
+        );
+        return result.numDeletedRows > 0n;
+      },
+    },
+
+    members: {
+      async insert(member) {
+        await run.write((db) => db.insertInto("workspace_members").values(memberToRow(member)).execute());
+      },
+      async find(workspaceId, userId) {
+        const row = await run.read((db) =>
+          db
+            .selectFrom("workspace_members")
+            .selectAll()
+            .where("workspace_id", "=", workspaceId)
+            .where("user_id", "=", userId)
+            .executeTakeFirst(),
+        );
+        return row ? rowToMember(row) : null;
+      },
+      async listByWorkspace(workspaceId) {
+        const rows = await run.read((db) =>
+          db
+            .selectFrom("workspace_members")
+            .selectAll()
+            .where("workspace_id", "=", workspaceId)
+            .orderBy("created_at")
+            .orderBy("user_id")
+            .execute(),
+        );
+        return rows.map(rowToMember);
+      },
+    },
+
+    certificateAuthorities: {
+      async insert(ca) {
+        await run.write((db) =>
+          db.insertInto("certificate_authorities").values(authorityToRow(ca)).execute(),
+        );
+      },
+      async findById(workspaceId, id) {
+        const row = await run.read((db) =>
+          db
+            .selectFrom("certificate_authorities")
+            .selectAll()
+            .where("workspace_id", "=", workspaceId)
+            .where("id", "=", id)
+            .executeTakeFirst(),
+        );
+        return row ? rowToAuthority(row) : null;
+      },
+      async list(workspaceId) {
+        const rows = await run.read((db) =>
+          db
+            .selectFrom("certificate_authorities")
+            .selectAll()
+            .where("workspace_id", "=", workspaceId)
+            .orderBy("created_at")
+            .orderBy("id")
+            .execute(),
+        );
+        return rows.map(rowToAuthority);
+      },
+      async update(workspaceId, id, patch, updatedAt) {
+        const set = authorityPatch(patch, updatedAt);
+        const row = await run.write((db) =>
+          db
+            .updateTable("certificate_authorities")
+            .set(set)
+            .where("workspace_id", "=", workspaceId)
+            .where("id", "=", id)
+            .returningAll()
+            .executeTakeFirst(),
+        );
+        return row ? rowToAuthority(row) : null;
+      },
+      async clearDefault(workspaceId, kind: AuthorityKind, updatedAt) {
+        await run.write((db) =>
+          db
+            .updateTable("certificate_authorities")
+            .set({ is_default: 0, updated_at: fromDate(updatedAt) })
+            .where("workspace_id", "=", workspaceId)
+            .where("authority_type", "=", kind)
+            .where("is_default", "=", 1)
+            .execute(),
+        );
+      },
+      async delete(workspaceId, id) {
+        const result = await run.write((db) =>
+          db
+            .deleteFrom("certificate_authorities")
+            .where("workspace_id", "=", workspaceId)
+            .where("id", "=", id)
+            .executeTakeFirst(),
+        );
+        return result.numDeletedRows > 0n;
+      },
+    },
+
+    serviceAccounts: {
+      async insert(account) {
+        await run.write((db) =>
+          db.insertInto("service_accounts").values(serviceAccountToRow(account)).execute(),
+        );
+      },
+      async findById(workspaceId, id) {
+        const row = await run.read((db) =>
+          db
+            .selectFrom("service_accounts")
+            .selectAll()
+            .where("workspace_id", "=", workspaceId)
+            .where("id", "=", id)
+            .executeTakeFirst(),
+        );
+        return row ? rowToServiceAccount(row) : null;
+      },
+      async findByIdForAuthentication(id) {
+        const row = await run.read((db) =>
+          db.selectFrom("service_accounts").selectAll().where("id", "=", id).executeTakeFirst(),
+        );
+        return row ? rowToServiceAccount(row) : null;
+      },
+      async list(workspaceId, filter) {
+        const where = serviceAccountWhere(dialect, workspaceId, filter);
+        return run.read(async (db) => {
+          const count = await db
+            .selectFrom("service_accounts")
+            .where(where)
+            .select((eb) => eb.fn.countAll().as("n"))
+            .executeTakeFirstOrThrow();
+          const rows = await db
+            .selectFrom("service_accounts")
+            .selectAll()
+            .where(where)
+            .orderBy("created_at")
+            .orderBy("id")
+            .limit(filter.limit)
+            .offset(filter.offset)
+            .execute();
+          return { items: rows.map(rowToServiceAccount), total: toNumber(count.n) };
+        });
+      },
+      async update(workspaceId, id, patch, updatedAt) {
+        const set = serviceAccountPatch(patch, updatedAt);
+        const row = await run.write((db) =>
+          db
+            .updateTable("service_accounts")
+            .set(set)
+            .where("workspace_id", "=", workspaceId)
+            .where("id", "=", id)
+            .returningAll()
+            .executeTakeFirst(),
+        );
+        return row ? rowToServiceAccount(row) : null;
+      },
+      async touchLastUsed(id, at) {
+        await run.write((db) =>
+          db
+            .updateTable("service_accounts")
+            .set({ last_used_at: fromDate(at) })
+            .where("id", "=", id)
+            .execute(),
+        );
+      },
+      async delete(workspaceId, id) {
+        const result = await run.write((db) =>
+          db
+            .deleteFrom("service_accounts")
+            .where("workspace_id", "=", workspaceId)
+            .where("id", "=", id)
+            .executeTakeFirst(),
+        );
+        return result.numDeletedRows > 0n;
+      },
+    },
+
+    daemons: {
+      async insert(daemon) {
+        await run.write((db) => db.insertInto("daemons").values(daemonToRow(daemon)).execute());
+      },
+      async findById(workspaceId, id) {
+        const row = await run.read((db) =>
+          db
+            .selectFrom("daemons")
+            .selectAll()
+            .where("workspace_id", "=", workspaceId)
+            .where("id", "=", id)
+            .executeTakeFirst(),
+        );
+        return row ? rowToDaemon(row) : null;
+      },
+      async list(workspaceId, filter) {
+        const where = daemonWhere(workspaceId, filter);
+        return run.read(async (db) => {
+          const count = await db
+            .selectFrom("daemons")
+            .where(where)
+            .select((eb) => eb.fn.countAll().as("n"))
+            .executeTakeFirstOrThrow();
+          const rows = await db
+            .selectFrom("daemons")
+            .selectAll()
+            .where(where)
+            .orderBy("created_at")
+            .orderBy("id")
+            .limit(filter.limit)
+            .offset(filter.offset)
+            .execute();
+          return { items: rows.map(rowToDaemon), total: toNumber(count.n) };
+        });
+      },
+      async update(workspaceId, id, patch, updatedAt) {
+        const set = daemonPatch(patch, updatedAt);
+        const row = await run.write((db) =>
+          db
+            .updateTable("daemons")
+            .set(set)
+            .where("workspace_id", "=", workspaceId)
+            .where("id", "=", id)
+            .returningAll()
+            .executeTakeFirst(),
+        );
+        return row ? rowToDaemon(row) : null;
+      },
+      async delete(workspaceId, id) {
+        const result = await run.write((db) =>
+          db
+            .deleteFrom("daemons")
+            .where("workspace_id", "=", workspaceId)
+            .where("id", "=", id)
+            .executeTakeFirst(),
+        );
+        return result.numDeletedRows > 0n;
+      },
+    },
+
+    auditEvents: {
+      async append(event) {
+        await run.write((db) => db.insertInto("audit_events").values(auditEventToRow(event)).execute());
+      },
+      async list(workspaceId, filter) {
+        const where = auditWhere(workspaceId, filter);
+        return run.read(async (db) => {
+          const count = await db
+            .selectFrom("audit_events")
+            .where(where)
+            .select((eb) => eb.fn.countAll().as("n"))
+            .executeTakeFirstOrThrow();
+          const rows = await db
+            .selectFrom("audit_events")
+            .selectAll()
+            .where(where)
+            .orderBy("occurred_at", "desc")
+            .orderBy("seq", "desc")
+            .limit(filter.limit)
+            .offset(filter.offset)
+            .execute();
+          return { items: rows.map(rowToAuditEvent), total: toNumber(count.n) };
+        });
+      },
+    },
+
+    secrets: {
+      async find(name) {
+        const row = await run.read((db) =>
+          db.selectFrom("secrets").selectAll().where("name", "=", name).executeTakeFirst(),
+        );
+        return row ? rowToSecret(row) : null;
+      },
+      async insertIfAbsent(secret) {
+        // Losers of a race insert nothing and read the winner's row.
+        const row = await run.write(async (db) => {
+          await db
+            .insertInto("secrets")
+            .values(secretToRow(secret))
+            .onConflict((oc) => oc.column("name").doNothing())
+            .execute();
+          return db
+            .selectFrom("secrets")
+            .selectAll()
+            .where("name", "=", secret.name)
+            .executeTakeFirstOrThrow();
+        });
+        return rowToSecret(row);
+      },
+    },
+  };
+}
+
+type AuthorityPatch = Parameters<Repositories["certificateAuthorities"]["update"]>[2];
+
+function authorityPatch(patch: AuthorityPatch, updatedAt: Date): Updateable<CertificateAuthoritiesTable> {
+  const set: Updateable<CertificateAuthoritiesTable> = { updated_at: fromDate(updatedAt) };
+  if (patch.name !== undefined) set.name = patch.name;
+  if (patch.description !== undefined) set.description = patch.description;
+  if (patch.isActive !== undefined) set.is_active = toFlag(patch.isActive);
+  if (patch.isDefault !== undefined) set.is_default = toFlag(patch.isDefault);
+  if (patch.allowedKeyTypes !== undefined) set.allowed_key_types = toJson(patch.allowedKeyTypes);
+  if (patch.lifetimeSeconds !== undefined) set.lifetime_seconds = patch.lifetimeSeconds;
+  if (patch.userDefaultTtlSeconds !== undefined) set.user_default_ttl_seconds = patch.userDefaultTtlSeconds;
+  if (patch.userMaxTtlSeconds !== undefined) set.user_max_ttl_seconds = patch.userMaxTtlSeconds;
+  if (patch.hostDefaultTtlSeconds !== undefined) set.host_default_ttl_seconds = patch.hostDefaultTtlSeconds;
+  if (patch.hostMaxTtlSeconds !== undefined) set.host_max_ttl_seconds = patch.hostMaxTtlSeconds;
+  if (patch.userExtensions !== undefined) set.user_extensions = toJson(patch.userExtensions);
+  if (patch.userCriticalOptions !== undefined) set.user_critical_options = toJson(patch.userCriticalOptions);
+  return set;
+}
+
+function serviceAccountPatch(
+  patch: Partial<Pick<ServiceAccountRecord, "name" | "description" | "role" | "tags">>,
+  updatedAt: Date,
+): Updateable<ServiceAccountsTable> {
+  const set: Updateable<ServiceAccountsTable> = { updated_at: fromDate(updatedAt) };
+  if (patch.name !== undefined) {
+    set.name = patch.name;
+    set.name_folded = fold(patch.name);
+  }
+  if (patch.description !== undefined) {
+    set.description = patch.description;
+    set.description_folded = fold(patch.description);
+  }
+  if (patch.role !== undefined) set.role = patch.role;
+  if (patch.tags !== undefined) set.tags = toJson(patch.tags);
+  return set;
+}
+
+function daemonPatch(
+  patch: Partial<
+    Pick<DaemonRecord, "status" | "recordSessions" | "metadata" | "name" | "targetId" | "onlineSince">
+  >,
+  updatedAt: Date,
+): Updateable<DaemonsTable> {
+  const set: Updateable<DaemonsTable> = { updated_at: fromDate(updatedAt) };
+  if (patch.status !== undefined) set.status = patch.status;
+  if (patch.recordSessions !== undefined) set.record_sessions = toFlag(patch.recordSessions);
+  if (patch.metadata !== undefined) set.metadata = toJson(patch.metadata);
+  if (patch.name !== undefined) {
+    set.name = patch.name;
+    set.name_folded = fold(patch.name);
+  }
+  if (patch.targetId !== undefined) set.target_id = patch.targetId;
+  if (patch.onlineSince !== undefined) set.online_since = fromDateOrNull(patch.onlineSince);
+  return set;
+}
+
+function serviceAccountWhere(dialect: SqlDialectTraits, workspaceId: string, filter: ServiceAccountFilter) {
+  return (eb: ExpressionBuilder<Database, "service_accounts">): Expression<SqlBool> => {
+    const conditions: Expression<SqlBool>[] = [eb("workspace_id", "=", workspaceId)];
+    if (filter.query) {
+      conditions.push(
+        eb.or([
+          foldedContains("name_folded", filter.query),
+          foldedContains("description_folded", filter.query),
+        ]),
+      );
+    }
+    if (filter.role) conditions.push(eb("role", "=", filter.role));
+    for (const tag of filter.tags ?? [])
+      conditions.push(dialect.jsonArrayContains("service_accounts.tags", tag));
+    return eb.and(conditions);
+  };
+}
+
+function daemonWhere(workspaceId: string, filter: DaemonFilter) {
+  return (eb: ExpressionBuilder<Database, "daemons">): Expression<SqlBool> => {
+    const conditions: Expression<SqlBool>[] = [eb("workspace_id", "=", workspaceId)];
+    if (filter.query) conditions.push(foldedContains("name_folded", filter.query));
+    if (filter.online !== undefined) {
+      conditions.push(eb("online_since", filter.online ? "is not" : "is", null));
+    }
+    if (filter.status !== undefined) conditions.push(eb("status", "=", filter.status));
+    return eb.and(conditions);
+  };
+}
+
+/** `since` is inclusive and `until` exclusive, so consecutive windows never overlap. */
+function auditWhere(workspaceId: string, filter: AuditEventFilter) {
+  return (eb: ExpressionBuilder<Database, "audit_events">): Expression<SqlBool> => {
+    const conditions: Expression<SqlBool>[] = [eb("workspace_id", "=", workspaceId)];
+    if (filter.since !== undefined) conditions.push(eb("occurred_at", ">=", fromDate(filter.since)));
+    if (filter.until !== undefined) conditions.push(eb("occurred_at", "<", fromDate(filter.until)));
+    if (filter.action) conditions.push(eb("action", "=", filter.action));
+    if (filter.actorId) conditions.push(eb("actor_id", "=", filter.actorId));
+    return eb.and(conditions);
+  };
+}

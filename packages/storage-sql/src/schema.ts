@@ -1,0 +1,170 @@
+/**
+ * The tables as Kysely sees them. Column names are snake_case; the mapping layer turns rows into
+ * the port's records.
+ *
+ * @module
+ */
+import type { ColumnType } from "kysely";
+
+/** Epoch milliseconds in a 64-bit column. pg returns int8 as a string; the mapping layer parses it. */
+export type MillisColumn = ColumnType<number | string | bigint, number, number>;
+export type NullableMillisColumn = ColumnType<number | string | bigint | null, number | null, number | null>;
+/** A 64-bit integer that is not a time (durations in seconds). */
+export type BigIntColumn = ColumnType<number | string | bigint, number, number>;
+/** A boolean as 0/1: better-sqlite3 cannot bind JS booleans, so both dialects store integers. */
+export type FlagColumn = ColumnType<number, 0 | 1, 0 | 1>;
+/** Bytes (blob / bytea). Drivers return Buffers; the mapping layer copies them into Uint8Arrays. */
+export type BytesColumn = ColumnType<Uint8Array, Uint8Array, Uint8Array>;
+/** JSON text (arrays and string maps). */
+export type JsonColumn = string;
+
+export interface UsersTable {
+  id: string;
+  name: string;
+  username: string;
+  email: string;
+  email_verified: FlagColumn;
+  picture: string;
+  password_hash: string | null;
+  enable_email_recovery: FlagColumn;
+  created_at: MillisColumn;
+  updated_at: MillisColumn;
+}
+
+export interface AuthSessionsTable {
+  id: string;
+  user_id: string;
+  created_at: MillisColumn;
+  expires_at: MillisColumn;
+  revoked_at: NullableMillisColumn;
+  ip_address: string;
+  user_agent: string;
+}
+
+export interface RefreshTokensTable {
+  id: string;
+  session_id: string;
+  token_hash: string;
+  created_at: MillisColumn;
+  expires_at: MillisColumn;
+  rotated_at: NullableMillisColumn;
+}
+
+export interface WorkspacesTable {
+  id: string;
+  name: string;
+  description: string;
+  created_by: string;
+  enroll_auto_approve: FlagColumn;
+  enroll_expires_at: NullableMillisColumn;
+  invite_expires_at: NullableMillisColumn;
+  created_at: MillisColumn;
+  updated_at: MillisColumn;
+}
+
+export interface WorkspaceMembersTable {
+  workspace_id: string;
+  user_id: string;
+  role: string;
+  created_at: MillisColumn;
+  updated_at: MillisColumn;
+}
+
+export interface CertificateAuthoritiesTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  description: string;
+  authority_type: string;
+  key_type: string;
+  key_bits: number;
+  certificate: string;
+  public_key: string;
+  serial_number: string;
+  subject: string;
+  not_before: MillisColumn;
+  not_after: MillisColumn;
+  is_active: FlagColumn;
+  is_default: FlagColumn;
+  allowed_key_types: JsonColumn;
+  lifetime_seconds: BigIntColumn;
+  user_default_ttl_seconds: BigIntColumn;
+  user_max_ttl_seconds: BigIntColumn;
+  host_default_ttl_seconds: BigIntColumn;
+  host_max_ttl_seconds: BigIntColumn;
+  user_extensions: JsonColumn;
+  user_critical_options: JsonColumn;
+  sealed_private_key: BytesColumn;
+  key_version: number;
+  created_at: MillisColumn;
+  updated_at: MillisColumn;
+}
+
+export interface ServiceAccountsTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  /** `name` case-folded by the query layer, for the portable case-insensitive `query` filter. */
+  name_folded: string;
+  description: string;
+  description_folded: string;
+  role: string;
+  tags: JsonColumn;
+  token_hash: string;
+  expires_at: NullableMillisColumn;
+  last_used_at: NullableMillisColumn;
+  created_at: MillisColumn;
+  updated_at: MillisColumn;
+}
+
+export interface DaemonsTable {
+  id: string;
+  workspace_id: string;
+  target_id: string | null;
+  name: string;
+  name_folded: string;
+  status: string;
+  record_sessions: FlagColumn;
+  metadata: JsonColumn;
+  auth_public_key: string;
+  auth_method: string;
+  online_since: NullableMillisColumn;
+  created_at: MillisColumn;
+  updated_at: MillisColumn;
+}
+
+export interface AuditEventsTable {
+  /** Assigned by the database in append order; never written. */
+  seq: ColumnType<number | string | bigint, never, never>;
+  id: string;
+  workspace_id: string | null;
+  actor_id: string;
+  actor_type: string;
+  action: string;
+  resource: string;
+  ip_address: string;
+  user_agent: string;
+  status_code: string;
+  request_id: string;
+  occurred_at: MillisColumn;
+}
+
+export interface SecretsTable {
+  name: string;
+  sealed: BytesColumn;
+  created_at: MillisColumn;
+}
+
+/** Every table of the schema, for `Kysely<Database>`. */
+export interface Database {
+  users: UsersTable;
+  auth_sessions: AuthSessionsTable;
+  refresh_tokens: RefreshTokensTable;
+  workspaces: WorkspacesTable;
+  workspace_members: WorkspaceMembersTable;
+  certificate_authorities: CertificateAuthoritiesTable;
+  service_accounts: ServiceAccountsTable;
+  daemons: DaemonsTable;
+  audit_events: AuditEventsTable;
+  secrets: SecretsTable;
+}

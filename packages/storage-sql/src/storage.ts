@@ -1,0 +1,207 @@
+/**
+ * A `Storage` over a Kysely instance: transactions, nesting, error translation.
+ *
+ * Transactions are explicit (`tx`), but the frame of the running transaction is also tracked with
+ * AsyncLocalStorage, for two reasons: a nested `storage.transaction()` must join the outer one,
+ * and a call on `storage` (not `tx`) made inside a transaction must not wait for a connection the
+ * transaction holds (SQLite has exactly one: that would hang forever).
+ *
+ * @module
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import type { Repositories, Storage, StorageCapabilities } from "@wap/core/storage";
+import { type Kysely, sql, type Transaction } from "kysely";
+import type { SqlDialectTraits } from "./dialect.js";
+import { translateError } from "./lib/errors.js";
+import { Mutex } from "./lib/mutex.js";
+import { createRepositories, type QueryRunner } from "./repositories.js";
+import type { Database } from "./schema.js";
+
+export interface SqlStorageOptions {
+  /** Owned by the storage from now on: `close()` destroys it. */
+  readonly db: Kysely<Database>;
+  readonly dialect: SqlDialectTraits;
+  readonly capabilities: StorageCapabilities;
+  /** Runs after the Kysely instance is destroyed (adapter-specific cleanup). */
+  readonly onClose?: () => Promise<void>;
+}
+
+/** One level of a transaction: the outermost one, or a savepoint inside it. */
+interface Frame {
+  readonly trx: Transaction<Database>;
+  readonly parent: Frame | undefined;
+  readonly root: RootState;
+  /** Serialises the statements of this level, so savepoints never interleave. */
+  readonly lock: Mutex;
+  done: boolean;
+}
+
+interface RootState {
+  savepoints: number;
+}
+
+/** The innermost frame of `frame`'s chain that is still running. */
+function live(frame: Frame | undefined): Frame | undefined {
+  let f = frame;
+  while (f?.done) f = f.parent;
+  return f;
+}
+
+/**
+ * Wraps a Kysely instance into a `Storage`. Each adapter calls this with its dialect traits after
+ * running the migrations.
+ */
+export function createSqlStorage(options: SqlStorageOptions): Storage {
+  const { db, dialect } = options;
+  const current = new AsyncLocalStorage<Frame>();
+  let closed = false;
+
+  const translate = (error: unknown) => translateError(dialect, error);
+
+  /** Which frame a call runs in: the running one of the same transaction, else the bound one. */
+  function frameFor(bound: Frame | undefined): Frame | undefined {
+    const active = live(current.getStore());
+    if (bound === undefined) return active;
+    if (active !== undefined && active.root === bound.root) return active;
+    const frame = live(bound);
+    if (frame === undefined) throw new Error("storage: this transaction has already finished");
+    return frame;
+  }
+
+  async function withSavepoint<T>(frame: Frame, fn: () => Promise<T>): Promise<T> {
+    const name = `wap_sp_${++frame.root.savepoints}`;
+    await sql`savepoint ${sql.id(name)}`.execute(frame.trx);
+    let result: T;
+    try {
+      result = await fn();
+    } catch (error) {
+      await sql`rollback to savepoint ${sql.id(name)}`.execute(frame.trx);
+      throw error;
+    }
+    await sql`release savepoint ${sql.id(name)}`.execute(frame.trx);
+    return result;
+  }
+
+  function runnerFor(bound: Frame | undefined): QueryRunner {
+    const exec = async <T>(write: boolean, fn: (db: Kysely<Database>) => Promise<T>): Promise<T> => {
+      if (closed) throw new Error("storage: closed");
+      try {
+        const frame = frameFor(bound);
+        if (frame === undefined) return await fn(db);
+        return await frame.lock.run(() =>
+          write && dialect.failedStatementAbortsTransaction
+            ? withSavepoint(frame, () => fn(frame.trx))
+            : fn(frame.trx),
+        );
+      } catch (error) {
+        throw translate(error);
+      }
+    };
+    return {
+      read: (fn) => exec(false, fn),
+      write: (fn) => exec(true, fn),
+    };
+  }
+
+  const rootRepositories = createRepositories(runnerFor(undefined), dialect);
+
+  async function nested<T>(parent: Frame, fn: (tx: Repositories) => Promise<T>): Promise<T> {
+    // The parent's lock is held for the whole nested run: statements of the parent level issued
+    // meanwhile wait, so a rollback to this savepoint can only undo the nested work.
+    return parent.lock.run(async () => {
+      const child: Frame = { trx: parent.trx, parent, root: parent.root, lock: new Mutex(), done: false };
+      try {
+        return await withSavepointTranslated(child, () =>
+          current.run(child, () => fn(createRepositories(runnerFor(child), dialect))),
+        );
+      } finally {
+        child.done = true;
+      }
+    });
+  }
+
+  /** Savepoint statements' own failures are driver errors; the callback's errors pass through. */
+  async function withSavepointTranslated<T>(frame: Frame, fn: () => Promise<T>): Promise<T> {
+    let failure: { error: unknown } | undefined;
+    try {
+      return await withSavepoint(frame, async () => {
+        try {
+          return await fn();
+        } catch (error) {
+          failure = { error };
+          throw error;
+        }
+      });
+    } catch (error) {
+      if (failure !== undefined && failure.error === error) throw error;
+      throw translate(error);
+    }
+  }
+
+  return {
+    ...rootRepositories,
+    capabilities: Object.freeze({ ...options.capabilities }),
+
+    async transaction<T>(fn: (tx: Repositories) => Promise<T>): Promise<T> {
+      if (closed) throw new Error("storage: closed");
+      const parent = live(current.getStore());
+      if (parent !== undefined) return nested(parent, fn);
+
+      let failure: { error: unknown } | undefined;
+      try {
+        return await db.transaction().execute(async (trx) => {
+          const frame: Frame = {
+            trx,
+            parent: undefined,
+            root: { savepoints: 0 },
+            lock: new Mutex(),
+            done: false,
+          };
+          try {
+            return await current.run(frame, () => fn(createRepositories(runnerFor(frame), dialect)));
+          } catch (error) {
+            failure = { error };
+            throw error;
+          } finally {
+            frame.done = true;
+          }
+        });
+      } catch (error) {
+        // The callback's own error is rethrown untouched; BEGIN/COMMIT/ROLLBACK failures are ours.
+        if (failure !== undefined && failure.error === error) throw error;
+        throw translate(error);
+      }
+    },
+
+    async ping() {
+      if (closed) throw new Error("storage: closed");
+      try {
+        await sql`select 1`.execute(db);
+      } catch (error) {
+        throw translate(error);
+      }
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      await db.destroy();
+      await options.onClose?.();
+    },
+  };
+}
+
+/**
+ * The repositories over a Kysely instance or transaction, without transaction support: for
+ * adapter authors who manage transactions themselves.
+ */
+export function createSqlRepositories(db: Kysely<Database>, dialect: SqlDialectTraits): Repositories {
+  const exec = async <T>(fn: (db: Kysely<Database>) => Promise<T>): Promise<T> => {
+    try {
+      return await fn(db);
+    } catch (error) {
+      throw translateError(dialect, error);
+    }
+  };
+  return createRepositories({ read: exec, write: exec }, dialect);
+}

@@ -1,0 +1,89 @@
+/**
+ * The embedded storage: one better-sqlite3 connection in WAL mode.
+ *
+ * @module
+ */
+import type { Storage } from "@wap/core/storage";
+import { createSqlStorage, type Database, migrateToLatest, translateDriverError } from "@wap/storage-sql";
+import BetterSqlite3 from "better-sqlite3";
+import { Kysely, type SqliteDatabase, SqliteDialect, sql } from "kysely";
+import { sqliteTraits } from "./dialect.js";
+
+/** The few better-sqlite3 `Database` methods the adapter calls. */
+export interface SqliteDatabaseLike extends SqliteDatabase {
+  pragma(source: string, options?: { simple?: boolean }): unknown;
+}
+
+export type SqliteStorageOptions =
+  /** A file to open (created if missing), or ":memory:". The storage owns and closes it. */
+  | { readonly filename: string; readonly busyTimeoutMs?: number }
+  /**
+   * A database the application opened. Its pragmas are set as the storage needs them; the
+   * application keeps ownership: `close()` leaves it open.
+   */
+  | { readonly database: SqliteDatabaseLike; readonly busyTimeoutMs?: number };
+
+const defaultBusyTimeoutMs = 5000;
+
+/**
+ * Opens SQLite storage and brings its schema up to date.
+ *
+ * @example
+ * ```ts
+ * const storage = await createSqliteStorage({ filename: "/var/lib/wap/wap.db" });
+ * ```
+ */
+export async function createSqliteStorage(options: SqliteStorageOptions): Promise<Storage> {
+  const owned = "filename" in options;
+  const database: SqliteDatabaseLike = owned ? new BetterSqlite3(options.filename) : options.database;
+  try {
+    configure(database, options.busyTimeoutMs ?? defaultBusyTimeoutMs);
+  } catch (error) {
+    if (owned) database.close();
+    throw error;
+  }
+
+  // Kysely closes the database on destroy(); a lent one must stay open.
+  const forKysely: SqliteDatabase = owned
+    ? database
+    : { prepare: (source) => database.prepare(source), close: () => undefined };
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: forKysely }) });
+
+  try {
+    await migrate(db);
+  } catch (error) {
+    await db.destroy();
+    throw translateDriverError(sqliteTraits, error);
+  }
+  return createSqlStorage({ db, dialect: sqliteTraits, capabilities: { multiInstance: false } });
+}
+
+function configure(database: SqliteDatabaseLike, busyTimeoutMs: number): void {
+  // WAL lets readers of other processes (backups, sqlite3 CLI) work alongside the server.
+  database.pragma("journal_mode = WAL");
+  // NORMAL may lose the last commits on power loss in WAL mode; an acknowledged write must survive.
+  database.pragma("synchronous = FULL");
+  // Workspace deletion relies on ON DELETE CASCADE, which SQLite enforces only when asked.
+  database.pragma("foreign_keys = ON");
+  database.pragma(`busy_timeout = ${Math.max(0, Math.trunc(busyTimeoutMs))}`);
+  if (Number(database.pragma("foreign_keys", { simple: true })) !== 1) {
+    throw new Error(
+      "storage-sqlite: could not enable foreign_keys (is a transaction open on this database?)",
+    );
+  }
+}
+
+/**
+ * Kysely does not wrap SQLite migrations in a transaction; we do, with BEGIN IMMEDIATE, so a crash
+ * leaves the old schema intact and two processes opening one file never migrate it twice.
+ */
+async function migrate(db: Kysely<Database>): Promise<void> {
+  await sql`begin immediate`.execute(db);
+  try {
+    await migrateToLatest(db as Kysely<unknown>, "sqlite");
+    await sql`commit`.execute(db);
+  } catch (error) {
+    await sql`rollback`.execute(db).catch(() => undefined);
+    throw error;
+  }
+}

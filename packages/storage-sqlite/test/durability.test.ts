@@ -1,0 +1,126 @@
+import { execFile } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import type { UserRecord } from "@wap/core/storage";
+import { createSqliteStorage, SchemaVersionError } from "@wap/storage-sqlite";
+import Database from "better-sqlite3";
+import { afterAll, describe, expect, it } from "vitest";
+
+const dir = mkdtempSync(join(tmpdir(), "wap-sqlite-durability-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const file = () => join(dir, `${randomUUID()}.db`);
+
+const user = (id = randomUUID()): UserRecord => ({
+  id,
+  name: "Grace Hopper",
+  username: `grace-${id}`,
+  email: `grace-${id}@example.com`,
+  emailVerified: true,
+  picture: "",
+  passwordHash: null,
+  enableEmailRecovery: false,
+  createdAt: new Date(1_700_000_000_123),
+  updatedAt: new Date(1_700_000_000_456),
+});
+
+describe("sqlite durability", () => {
+  it("a write acknowledged before the process is killed (SIGKILL, no close) is there on reopen", async () => {
+    const filename = file();
+    const entry = pathToFileURL(fileURLToPath(new URL("../src/index.ts", import.meta.url))).href;
+    const tsx = createRequire(import.meta.url).resolve("tsx");
+    // The child writes, reports, then dies without closing the database or checkpointing the WAL.
+    const script = `
+      const { createSqliteStorage } = await import(${JSON.stringify(entry)});
+      const storage = await createSqliteStorage({ filename: ${JSON.stringify(filename)} });
+      const u = JSON.parse(process.env.WAP_USER, (k, v) => (k.endsWith("At") ? new Date(v) : v));
+      await storage.transaction(async (tx) => { await tx.users.insert(u); });
+      process.stdout.write("written\\n");
+      process.kill(process.pid, "SIGKILL");
+    `;
+    const record = user();
+    const { stdout, signal } = await new Promise<{ stdout: string; signal: NodeJS.Signals | null }>(
+      (resolve) => {
+        const child = execFile(
+          process.execPath,
+          [
+            "--conditions=dev-source",
+            "--import",
+            pathToFileURL(tsx).href,
+            "--input-type=module",
+            "-e",
+            script,
+          ],
+          { env: { ...process.env, WAP_USER: JSON.stringify(record) } },
+          (_error, out) => resolve({ stdout: out, signal: child.signalCode }),
+        );
+      },
+    );
+    expect(stdout).toBe("written\n");
+    expect(signal).toBe("SIGKILL");
+
+    const reopened = await createSqliteStorage({ filename });
+    try {
+      expect(await reopened.users.findById(record.id)).toEqual(record);
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it("a second connection to the same file sees committed writes while the first stays open", async () => {
+    const filename = file();
+    const first = await createSqliteStorage({ filename });
+    const second = await createSqliteStorage({ filename });
+    try {
+      const record = user();
+      await first.users.insert(record);
+      expect(await second.users.findById(record.id)).toEqual(record);
+    } finally {
+      await first.close();
+      await second.close();
+    }
+  });
+
+  it("opening a database whose schema is newer than the code fails with a clear error", async () => {
+    const filename = file();
+    await (await createSqliteStorage({ filename })).close();
+    const raw = new Database(filename);
+    raw
+      .prepare("insert into wap_schema_migration (name, timestamp) values (?, ?)")
+      .run("999_from_the_future", new Date().toISOString());
+    raw.close();
+
+    const error = await createSqliteStorage({ filename }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(SchemaVersionError);
+    expect((error as Error).message).toMatch(/newer than this version.*999_from_the_future.*001_initial/);
+  });
+});
+
+describe("sqlite configuration", () => {
+  it("sets WAL, synchronous=FULL, foreign keys and a busy timeout; a lent database stays open", async () => {
+    const database = new Database(file());
+    const storage = await createSqliteStorage({ database });
+    expect(storage.capabilities.multiInstance).toBe(false);
+    expect(database.pragma("journal_mode", { simple: true })).toBe("wal");
+    expect(database.pragma("synchronous", { simple: true })).toBe(2); // FULL
+    expect(database.pragma("foreign_keys", { simple: true })).toBe(1);
+    expect(database.pragma("busy_timeout", { simple: true })).toBe(5000);
+    await storage.close();
+    expect(database.open).toBe(true);
+    expect(database.prepare("select count(*) as n from users").get()).toEqual({ n: 0 });
+    database.close();
+  });
+
+  it("closing twice is harmless; calls after close fail", async () => {
+    const storage = await createSqliteStorage({ filename: ":memory:" });
+    await storage.close();
+    await storage.close();
+    await expect(storage.users.findById("x")).rejects.toThrow(/closed/);
+  });
+});
