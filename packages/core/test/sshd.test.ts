@@ -51,7 +51,10 @@ let fileCounter = 0;
 async function writeUserKey(key: GeneratedKey, name: string): Promise<UserKey> {
   const identityFile = join(dir, `${name}-key`);
   await writeFile(identityFile, opensshPrivateKey(key.privateKeyPkcs8Der), { mode: 0o600 });
-  return { parsed: parseSshPublicKey(`${sshPublicKeyLine(key.publicKeySpkiDer, `${name}@platform`)}\n`), identityFile };
+  return {
+    parsed: parseSshPublicKey(`${sshPublicKeyLine(key.publicKeySpkiDer, `${name}@platform`)}\n`),
+    identityFile,
+  };
 }
 
 /** Signs a user certificate valid from 5 minutes ago for an hour, and writes it next to nothing else. */
@@ -119,9 +122,9 @@ describe("user certificates against a real sshd", () => {
   );
 
   // Concurrent (vitest runs 5 at a time): each login is a full handshake, ~0.4 s on these machines.
-  it.concurrent.each(combinations)(
+  it.concurrent.for(combinations)(
     "logs in with a user certificate from a %s CA for a %s key",
-    async (ca, user, { expect }) => {
+    async ([ca, user], { expect }) => {
       const key = userKeys.get(user)!;
       const result = await login(await userCertificate(ca, key), key);
       expect(result, sshd.logs()).toMatchObject({ code: 0, stdout: "ok\n" });

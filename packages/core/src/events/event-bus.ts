@@ -48,8 +48,8 @@ export function createSubscriberTable(
   const handlers = new Map<string, Set<EventHandler>>();
   return {
     add(topic: string, handler: EventHandler): () => void {
-      let set = handlers.get(topic);
-      if (!set) handlers.set(topic, (set = new Set()));
+      const set = handlers.get(topic) ?? new Set<EventHandler>();
+      handlers.set(topic, set);
       set.add(handler);
       return () => {
         set.delete(handler);

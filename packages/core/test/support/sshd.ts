@@ -9,7 +9,17 @@
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { createPrivateKey } from "node:crypto";
-import { access, constants, mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import {
+  access,
+  constants,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  rename,
+  rm,
+  writeFile,
+} from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir, userInfo } from "node:os";
 import { delimiter, join } from "node:path";
@@ -95,7 +105,12 @@ function run(
       (error, stdout, stderr) => {
         const err = error as (NodeJS.ErrnoException & { code?: number | string }) | null;
         const code = err === null ? 0 : typeof err.code === "number" ? err.code : -1;
-        resolve({ code, stdout, stderr, ...(err !== null && typeof err.code === "string" ? { error: err } : {}) });
+        resolve({
+          code,
+          stdout,
+          stderr,
+          ...(err !== null && typeof err.code === "string" ? { error: err } : {}),
+        });
       },
     );
   });
@@ -172,7 +187,8 @@ export function findOrInstallSshd(): Promise<SshdBinary> {
   binary ??= (async () => {
     const fromEnv = process.env.WAP_SSHD;
     if (fromEnv !== undefined && fromEnv !== "") {
-      if (!(await isExecutable(fromEnv))) throw new SshdUnavailableError(`WAP_SSHD=${fromEnv} is not executable`);
+      if (!(await isExecutable(fromEnv)))
+        throw new SshdUnavailableError(`WAP_SSHD=${fromEnv} is not executable`);
       return { path: fromEnv, libraryPath: [] };
     }
     const dirs = [...(process.env.PATH ?? "").split(delimiter), "/usr/sbin", "/usr/local/sbin", "/sbin"];
@@ -272,7 +288,9 @@ function launch(bin: SshdBinary, config: string, passwdFile: string, port: numbe
       running.delete(child);
       reject(
         new SshdUnavailableError(
-          err.code === "ENOENT" ? `\`${file}\` is not installed (${asRoot ? "util-linux" : "sshd"})` : err.message,
+          err.code === "ENOENT"
+            ? `\`${file}\` is not installed (${asRoot ? "util-linux" : "sshd"})`
+            : err.message,
         ),
       );
     });
@@ -303,12 +321,14 @@ function launch(bin: SshdBinary, config: string, passwdFile: string, port: numbe
  */
 export async function startSshd(options: StartSshdOptions): Promise<RunningSshd> {
   const ssh = await run("ssh", ["-V"]);
-  if (ssh.error?.code === "ENOENT") throw new SshdUnavailableError(`the ssh client is not installed. ${INSTALL_HINT}`);
+  if (ssh.error?.code === "ENOENT")
+    throw new SshdUnavailableError(`the ssh client is not installed. ${INSTALL_HINT}`);
   const bin = await findOrInstallSshd();
 
   const dir = await mkdtemp(join(tmpdir(), "wap-sshd-"));
   const user = userInfo().username;
-  const hostKeyPkcs8 = options.hostKeyPkcs8 ?? (await generateKeyPair({ type: "ed25519" })).privateKeyPkcs8Der;
+  const hostKeyPkcs8 =
+    options.hostKeyPkcs8 ?? (await generateKeyPair({ type: "ed25519" })).privateKeyPkcs8Der;
   const hostKeyFile = join(dir, "host_key");
   await writeFile(hostKeyFile, opensshPrivateKey(hostKeyPkcs8), { mode: 0o600 });
   const hostKeyLine = sshPublicKeyLine(

@@ -152,7 +152,8 @@ function seconds(date: Date, what: string): bigint {
 function keyFields(publicKey: ParsedSshPublicKey): Uint8Array {
   const r = new SshReader(publicKey.blob);
   const name = r.string();
-  if (fromUtf8(name) !== publicKey.algorithm) throw new TypeError("publicKey.blob does not match its algorithm");
+  if (fromUtf8(name) !== publicKey.algorithm)
+    throw new TypeError("publicKey.blob does not match its algorithm");
   return publicKey.blob.subarray(4 + name.length);
 }
 
@@ -224,10 +225,7 @@ export function createSshCertificateSigner(
         .string(new Uint8Array(0)) // reserved
         .string(publicKeyBlob)
         .bytes();
-      const signature = new SshWriter()
-        .string(method.signatureAlgorithm)
-        .string(method.sign(body))
-        .bytes();
+      const signature = new SshWriter().string(method.signatureAlgorithm).string(method.sign(body)).bytes();
       const cert = new SshWriter().raw(body).string(signature).bytes();
 
       const comment = params.comment ?? publicKey.comment;

@@ -72,15 +72,18 @@ describe("keys written by ssh-keygen", () => {
     ["ecdsa", ["-b", "521"], "ecdsa-sha2-nistp521", 521],
     ["rsa", ["-b", "2048"], "ssh-rsa", 2048],
     ["rsa", ["-b", "3072"], "ssh-rsa", 3072],
-  ] as const)("parses a %s %j key with the fingerprint ssh-keygen -l prints", async (type, args, algorithm, bits) => {
-    const file = join(dir, `keygen-${type}-${args.join("")}`);
-    await run("ssh-keygen", ["-q", "-t", type, ...args, "-N", "", "-C", "bob@host two words", "-f", file]);
-    const line = await readFile(`${file}.pub`, "utf8");
-    const parsed = parseSshPublicKey(line);
-    expect(parsed).toMatchObject({ algorithm, bits, comment: "bob@host two words" });
-    const { stdout } = await run("ssh-keygen", ["-l", "-E", "sha256", "-f", `${file}.pub`]);
-    expect(stdout.split(" ")[1]).toBe(parsed.fingerprint);
-  });
+  ] as const)(
+    "parses a %s %j key with the fingerprint ssh-keygen -l prints",
+    async (type, args, algorithm, bits) => {
+      const file = join(dir, `keygen-${type}-${args.join("")}`);
+      await run("ssh-keygen", ["-q", "-t", type, ...args, "-N", "", "-C", "bob@host two words", "-f", file]);
+      const line = await readFile(`${file}.pub`, "utf8");
+      const parsed = parseSshPublicKey(line);
+      expect(parsed).toMatchObject({ algorithm, bits, comment: "bob@host two words" });
+      const { stdout } = await run("ssh-keygen", ["-l", "-E", "sha256", "-f", `${file}.pub`]);
+      expect(stdout.split(" ")[1]).toBe(parsed.fingerprint);
+    },
+  );
 });
 
 describe("line syntax", () => {
@@ -116,7 +119,9 @@ describe("line syntax", () => {
     "no-pty,no-port-forwarding ",
     'from="10.0.0.0/8",no-agent-forwarding ',
   ])("refuses authorized_keys options %j", (options) => {
-    expect(parseError(`${options}${ed()} alice`).reason).toMatch(/options before the key type are not accepted/);
+    expect(parseError(`${options}${ed()} alice`).reason).toMatch(
+      /options before the key type are not accepted/,
+    );
   });
 
   it("refuses base64url and unpadded data", () => {
@@ -124,7 +129,10 @@ describe("line syntax", () => {
     const url = data.replace(/\+/g, "-").replace(/\//g, "_");
     if (url !== data) expect(parseError(`${type} ${url}`).reason).toMatch(/base64/);
     // A P-256 blob is 104 bytes, so its base64 ends in one "=".
-    const [p256, padded] = sshPublicKeyLine(keys.get("ecdsa-P-256")!.publicKeySpkiDer).split(" ") as [string, string];
+    const [p256, padded] = sshPublicKeyLine(keys.get("ecdsa-P-256")!.publicKeySpkiDer).split(" ") as [
+      string,
+      string,
+    ];
     expect(padded.endsWith("=")).toBe(true);
     expect(parseError(`${p256} ${padded.slice(0, -1)}`).reason).toMatch(/base64/);
   });
@@ -143,7 +151,8 @@ describe("line syntax", () => {
 
 describe("key data", () => {
   const ed25519Key = () => new SshReader(sshPublicKeyBlob(keys.get("ed25519")!.publicKeySpkiDer));
-  const rsaJwk = () => generateKeyPairSync("rsa", { modulusLength: 2048 }).publicKey.export({ format: "jwk" });
+  const rsaJwk = () =>
+    generateKeyPairSync("rsa", { modulusLength: 2048 }).publicKey.export({ format: "jwk" });
   const bytes = (b64url: string | undefined) => decodeBase64Url(b64url!)!;
   const rsaBlob = (e: Uint8Array, n: Uint8Array, raw = false) => {
     const w = new SshWriter().string("ssh-rsa");
@@ -153,7 +162,9 @@ describe("key data", () => {
 
   it("refuses a blob whose inner type differs from the line", () => {
     const blob = sshPublicKeyBlob(keys.get("ed25519")!.publicKeySpkiDer);
-    expect(parseError(lineOf("ssh-rsa", blob)).reason).toMatch(/of type "ssh-ed25519" but the line says ssh-rsa/);
+    expect(parseError(lineOf("ssh-rsa", blob)).reason).toMatch(
+      /of type "ssh-ed25519" but the line says ssh-rsa/,
+    );
   });
 
   it("refuses truncated data and trailing bytes", () => {
@@ -195,7 +206,9 @@ describe("key data", () => {
     it("refuses a point that is not on the curve", () => {
       const p = new Uint8Array(point());
       p[64] = p[64]! ^ 1;
-      expect(parseError(lineOf("ecdsa-sha2-nistp256", ecBlob("nistp256", p))).reason).toMatch(/not a valid public key/);
+      expect(parseError(lineOf("ecdsa-sha2-nistp256", ecBlob("nistp256", p))).reason).toMatch(
+        /not a valid public key/,
+      );
     });
 
     it("refuses the all-zero point, compressed points and wrong lengths", () => {
@@ -237,7 +250,9 @@ describe("key data", () => {
       ] as const) {
         expect(parseError(lineOf("ssh-rsa", rsaBlob(e, n))).reason).toMatch(reason);
       }
-      expect(parseError(lineOf("ssh-rsa", rsaBlob(new Uint8Array(0), n, true))).reason).toMatch(/exponent is zero/);
+      expect(parseError(lineOf("ssh-rsa", rsaBlob(new Uint8Array(0), n, true))).reason).toMatch(
+        /exponent is zero/,
+      );
     });
 
     it("refuses negative and non-minimal mpints and an even modulus", () => {

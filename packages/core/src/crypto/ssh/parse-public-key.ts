@@ -140,7 +140,8 @@ function parseEd25519(r: SshReader): BlobFields {
 function parseEcdsa(r: SshReader, algorithm: EcdsaAlgorithm): BlobFields {
   const curve = ecdsaCurves[algorithm];
   const name = r.string();
-  if (fromUtf8(name) !== curve.name) fail(`${algorithm} key names curve "${clip(fromUtf8(name))}", not ${curve.name}`);
+  if (fromUtf8(name) !== curve.name)
+    fail(`${algorithm} key names curve "${clip(fromUtf8(name))}", not ${curve.name}`);
   const point = r.string();
   if (point.length !== 1 + 2 * curve.size || point[0] !== 0x04) {
     fail(`${algorithm} key must be an uncompressed ${curve.name} point of ${1 + 2 * curve.size} bytes`);
@@ -150,7 +151,10 @@ function parseEcdsa(r: SshReader, algorithm: EcdsaAlgorithm): BlobFields {
   const p = fieldPrimes[algorithm];
   if (toBigInt(x) >= p || toBigInt(y) >= p) fail(`${algorithm} point coordinates are out of range`);
   // OpenSSL's JWK import checks that the point lies on the curve (and is not the point at infinity).
-  importJwk({ kty: "EC", crv: curve.jwk, x: encodeBase64Url(x), y: encodeBase64Url(y) }, `${algorithm} point`);
+  importJwk(
+    { kty: "EC", crv: curve.jwk, x: encodeBase64Url(x), y: encodeBase64Url(y) },
+    `${algorithm} point`,
+  );
   return { keyType: "ecdsa", bits: curve.bits };
 }
 
@@ -174,7 +178,8 @@ function parseBlob(blob: Uint8Array, algorithm: SshKeyAlgorithm): BlobFields {
   const r = new SshReader(blob);
   const inner = r.string();
   const innerName = fromUtf8(inner);
-  if (innerName !== algorithm) fail(`the key data is of type "${clip(innerName)}" but the line says ${algorithm}`);
+  if (innerName !== algorithm)
+    fail(`the key data is of type "${clip(innerName)}" but the line says ${algorithm}`);
   let fields: BlobFields;
   switch (algorithm) {
     case "ssh-ed25519":
@@ -204,7 +209,9 @@ function parseLine(line: string): ParsedSshPublicKey {
     if (type.startsWith("@")) fail(`known_hosts markers such as ${clip(type)} are not accepted`);
     // Options (`command="..."`, `no-pty`, `restrict`) come before the key type in authorized_keys.
     if (tokens.slice(1).some(looksLikeKeyType)) {
-      fail("authorized_keys options before the key type are not accepted: send only `<type> <base64> [comment]`");
+      fail(
+        "authorized_keys options before the key type are not accepted: send only `<type> <base64> [comment]`",
+      );
     }
     fail(`unsupported or unrecognised key type "${clip(type)}"`);
   }

@@ -5,7 +5,14 @@
  * @module
  */
 import "reflect-metadata";
-import { createHash, createPrivateKey, createPublicKey, type KeyObject, verify, webcrypto } from "node:crypto";
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  type KeyObject,
+  verify,
+  webcrypto,
+} from "node:crypto";
 import { isIP } from "node:net";
 import * as x509 from "@peculiar/x509";
 import { encodeBase64NoPad } from "../../lib/base64.js";
@@ -70,16 +77,17 @@ const MIN_RSA_BITS = 2048;
 const MAX_RSA_BITS = 16384;
 
 // DER contents of the signature algorithm OIDs we verify; RSA-PSS and SHA-1 are refused.
-const signatureAlgorithms: Readonly<Record<string, { keyType: "ed25519" | "ecdsa" | "rsa"; hash: string | null }>> =
-  {
-    "2b6570": { keyType: "ed25519", hash: null }, // 1.3.101.112 Ed25519
-    "2a8648ce3d040302": { keyType: "ecdsa", hash: "sha256" }, // ecdsa-with-SHA256
-    "2a8648ce3d040303": { keyType: "ecdsa", hash: "sha384" },
-    "2a8648ce3d040304": { keyType: "ecdsa", hash: "sha512" },
-    "2a864886f70d01010b": { keyType: "rsa", hash: "sha256" }, // sha256WithRSAEncryption
-    "2a864886f70d01010c": { keyType: "rsa", hash: "sha384" },
-    "2a864886f70d01010d": { keyType: "rsa", hash: "sha512" },
-  };
+const signatureAlgorithms: Readonly<
+  Record<string, { keyType: "ed25519" | "ecdsa" | "rsa"; hash: string | null }>
+> = {
+  "2b6570": { keyType: "ed25519", hash: null }, // 1.3.101.112 Ed25519
+  "2a8648ce3d040302": { keyType: "ecdsa", hash: "sha256" }, // ecdsa-with-SHA256
+  "2a8648ce3d040303": { keyType: "ecdsa", hash: "sha384" },
+  "2a8648ce3d040304": { keyType: "ecdsa", hash: "sha512" },
+  "2a864886f70d01010b": { keyType: "rsa", hash: "sha256" }, // sha256WithRSAEncryption
+  "2a864886f70d01010c": { keyType: "rsa", hash: "sha384" },
+  "2a864886f70d01010d": { keyType: "rsa", hash: "sha512" },
+};
 
 const curveBits: Readonly<Record<string, number>> = { prime256v1: 256, secp384r1: 384, secp521r1: 521 };
 
@@ -117,13 +125,19 @@ function expectTag(tlv: Tlv, tag: number, what: string): Tlv {
 }
 
 /** The pieces of `CertificationRequest` (RFC 2986) needed to verify it, sliced from the exact input bytes. */
-function splitCsr(der: Uint8Array): { tbs: Uint8Array; spki: Uint8Array; algorithmOid: string; signature: Uint8Array } {
+function splitCsr(der: Uint8Array): {
+  tbs: Uint8Array;
+  spki: Uint8Array;
+  algorithmOid: string;
+  signature: Uint8Array;
+} {
   const outer = expectTag(readTlv(der, 0, der.length), 0x30, "structure");
   if (outer.end !== der.length) fail("unexpected bytes after the CSR");
 
   const info = expectTag(readTlv(der, outer.contentStart, outer.end), 0x30, "info");
   const version = expectTag(readTlv(der, info.contentStart, info.end), 0x02, "version");
-  if (version.end - version.contentStart !== 1 || der[version.contentStart] !== 0) fail("CSR version must be 1 (0)");
+  if (version.end - version.contentStart !== 1 || der[version.contentStart] !== 0)
+    fail("CSR version must be 1 (0)");
   const subject = expectTag(readTlv(der, version.end, info.end), 0x30, "subject");
   const spki = expectTag(readTlv(der, subject.end, info.end), 0x30, "public key");
 
@@ -139,6 +153,15 @@ function splitCsr(der: Uint8Array): { tbs: Uint8Array; spki: Uint8Array; algorit
     algorithmOid: toHex(der.subarray(oid.contentStart, oid.end)),
     signature: der.subarray(bits.contentStart + 1, bits.end),
   };
+}
+
+/** The number of elements of a DER SEQUENCE that fills `der` exactly. */
+function countSequenceItems(der: Uint8Array): number {
+  const seq = expectTag(readTlv(der, 0, der.length), 0x30, "subjectAltName");
+  if (seq.end !== der.length) fail("CSR subjectAltName is malformed");
+  let count = 0;
+  for (let at = seq.contentStart; at < seq.end; count++) at = readTlv(der, at, seq.end).end;
+  return count;
 }
 
 function checkPublicKey(key: KeyObject): { keyType: "ed25519" | "ecdsa" | "rsa"; bits: number } {
@@ -181,7 +204,11 @@ function readSans(csr: x509.Pkcs10CertificateRequest): SubjectAltNames {
   try {
     names = new x509.SubjectAlternativeNameExtension(extension.rawData).names.toJSON();
   } catch (cause) {
-    throw new CsrParseError("CSR subjectAltName is malformed or has unsupported name types", { cause });
+    throw new CsrParseError("CSR subjectAltName is malformed", { cause });
+  }
+  // @peculiar/x509 silently drops names it cannot show (otherName, x400Address, ...): count them ourselves.
+  if (names.length !== countSequenceItems(new Uint8Array(extension.value))) {
+    fail("CSR requests a subjectAltName of unsupported type: use DNS, IP, email or URI");
   }
   for (const { type, value } of names) {
     if (value === "" || controlCharacters.test(value) || /\s/.test(value)) {
@@ -217,18 +244,18 @@ function parseCsrPem(pem: string): ParsedCsr {
   if (der.length === 0) fail("CSR is empty");
 
   const parts = splitCsr(der);
-  const algorithm = signatureAlgorithms[parts.algorithmOid];
-  if (algorithm === undefined) {
-    fail("unsupported CSR signature algorithm: use Ed25519, ECDSA with SHA-2, or RSA PKCS#1 v1.5 with SHA-2");
-  }
-
   let key: KeyObject;
   try {
     key = createPublicKey({ key: Buffer.from(parts.spki), format: "der", type: "spki" });
   } catch (cause) {
     throw new CsrParseError("CSR public key is malformed", { cause });
   }
+  // The key first: "unsupported key type" is the more useful message when both are wrong.
   const { keyType, bits } = checkPublicKey(key);
+  const algorithm = signatureAlgorithms[parts.algorithmOid];
+  if (algorithm === undefined) {
+    fail("unsupported CSR signature algorithm: use Ed25519, ECDSA with SHA-2, or RSA PKCS#1 v1.5 with SHA-2");
+  }
   if (keyType !== algorithm.keyType) fail("CSR signature algorithm does not match its public key");
   let valid: boolean;
   try {
@@ -355,8 +382,16 @@ function sanList(sans: SubjectAltNames): x509.JsonGeneralNames {
  */
 export async function createX509LeafSigner(ca: X509LeafCa): Promise<X509LeafSigner> {
   const caCert = new x509.X509Certificate(ca.certificatePem);
-  const privateKey = createPrivateKey({ key: Buffer.from(ca.privateKeyPkcs8Der), format: "der", type: "pkcs8" });
-  const certKey = createPublicKey({ key: Buffer.from(caCert.publicKey.rawData), format: "der", type: "spki" });
+  const privateKey = createPrivateKey({
+    key: Buffer.from(ca.privateKeyPkcs8Der),
+    format: "der",
+    type: "pkcs8",
+  });
+  const certKey = createPublicKey({
+    key: Buffer.from(caCert.publicKey.rawData),
+    format: "der",
+    type: "spki",
+  });
   if (!createPublicKey(privateKey).equals(certKey)) {
     throw new TypeError("the CA private key does not belong to the CA certificate");
   }
@@ -381,8 +416,10 @@ export async function createX509LeafSigner(ca: X509LeafCa): Promise<X509LeafSign
     async issue(params) {
       const { csr, subject, notBefore, notAfter } = params;
       if (subject.commonName === "") throw new TypeError("subject.commonName must not be empty");
-      if (!(notBefore.getTime() < notAfter.getTime())) throw new RangeError("notBefore must be before notAfter");
-      if (notAfter.getTime() > caNotAfter) throw new RangeError("notAfter must not be later than the CA's notAfter");
+      if (!(notBefore.getTime() < notAfter.getTime()))
+        throw new RangeError("notBefore must be before notAfter");
+      if (notAfter.getTime() > caNotAfter)
+        throw new RangeError("notAfter must not be later than the CA's notAfter");
       const serialHex = toHex(positiveSerial(params.serialNumber));
 
       const name: x509.JsonNameParams = [];
