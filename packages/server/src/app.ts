@@ -1,0 +1,186 @@
+/**
+ * The Hono app: everything that is not a Connect procedure path. Health probes, and the REST
+ * paths of the google.api.http annotations, transcoded by `./rest/` and run through the same edge
+ * and `platform.invoke` as Connect.
+ *
+ * @module
+ */
+import type { DescMethod, DescMethodUnary } from "@bufbuild/protobuf";
+import type { Http2Bindings, HttpBindings } from "@hono/node-server";
+import {
+  DeadlineExceededError,
+  NotFoundError,
+  PlatformError,
+  UnavailableError,
+  UnimplementedError,
+} from "@wap/core";
+import type { Storage } from "@wap/core/storage";
+import { Hono } from "hono";
+import { callerFor, callPlatform, type EdgeRequest, type EdgeSettings, edgeOf } from "./edge.js";
+import { type PublicError, restDetailsOf, toPublicError } from "./errors.js";
+import { BodyTooLargeError, readBodyText } from "./read-body.js";
+import { buildRequest, createRestRoutes, httpStatusOf, restErrorBody, writeResponse } from "./rest/index.js";
+import { platformServices } from "./services.js";
+import { parseTimeoutMs } from "./timeout.js";
+
+export interface AppSettings {
+  readonly edge: EdgeSettings;
+  readonly storage: Pick<Storage, "ping">;
+  /** Largest request body accepted, in bytes. */
+  readonly bodyLimitBytes: number;
+  /** Aborted when the server shuts down for good: running REST calls answer `unavailable`. */
+  readonly shutdownSignal: AbortSignal;
+}
+
+type Env = { Bindings: HttpBindings | Http2Bindings };
+
+/** Paths that skip the edge: no credentials, no rate limit, no database (except /readyz's ping). */
+export const probePaths: ReadonlySet<string> = new Set(["/healthz", "/readyz"]);
+
+const readinessTimeoutMs = 2_000;
+
+export function createApp(settings: AppSettings): Hono<Env> {
+  const routes = createRestRoutes(platformServices);
+  const app = new Hono<Env>();
+
+  app.get("/healthz", (c) => c.json({ status: "ok" }));
+  app.get("/readyz", async (c) => {
+    try {
+      await withTimeout(settings.storage.ping(), readinessTimeoutMs);
+      return c.json({ status: "ready" });
+    } catch (error) {
+      settings.edge.logger.warn("readiness check failed", { error: String(error) });
+      return c.json({ status: "unavailable" }, 503);
+    }
+  });
+
+  app.all("*", async (c) => {
+    const edge = edgeOf(c.env.incoming);
+    if (!edge) throw new Error("request reached the REST app without passing the edge");
+    const url = new URL(c.req.url);
+    const respond = (body: string, status: number, headers: Record<string, string> = {}) =>
+      new Response(body, { status, headers: { "Content-Type": "application/json", ...headers } });
+    const fail = (error: unknown, status?: number) => {
+      const answer = toPublicError(error, edge.requestId, settings.edge.logger);
+      edge.code = answer.code;
+      return respond(JSON.stringify(errorBody(answer)), status ?? httpStatusOf(answer.code), {
+        ...answer.headers,
+      });
+    };
+
+    try {
+      const match = routes.match(c.req.method, url.pathname);
+      if (match === null) {
+        return fail(
+          new NotFoundError(`no REST route for ${c.req.method} ${url.pathname}`, { reason: "NO_ROUTE" }),
+        );
+      }
+      if ("allowedMethods" in match) {
+        const allow = match.allowedMethods.join(", ");
+        const error = new UnimplementedError(
+          `${c.req.method} is not allowed on ${url.pathname}; allowed: ${allow}`,
+          {
+            reason: "METHOD_NOT_ALLOWED",
+            headers: { Allow: allow },
+          },
+        );
+        return fail(error, 405);
+      }
+      const method = match.method;
+      edge.rpc = `/${method.parent.typeName}/${method.name}`;
+      if (method.methodKind !== "unary") return fail(refuseStream(edge, settings.edge, method));
+
+      // Refusals (rate limit, CSRF, bad credential) come before reading a body we would not use.
+      callerFor(edge, settings.edge, method);
+      const timeoutMs = parseTimeoutMs(c.req.header("connect-timeout-ms"));
+      // The deadline runs from here, as on the Connect paths: reading the body counts.
+      const deadline = callSignal(c.env.outgoing, timeoutMs, settings.shutdownSignal);
+      try {
+        const body = await readBodyText(c.req.raw, settings.bodyLimitBytes);
+        const request = buildRequest(match, { query: url.searchParams, bodyText: body });
+        // The route table only holds methods of the contract; unary was checked above.
+        const unary = method as DescMethodUnary;
+        const { response, setCookie } = await callPlatform(
+          edge,
+          settings.edge,
+          unary,
+          request,
+          deadline.signal,
+        );
+        edge.code = "ok";
+        return respond(writeResponse(method, response), 200, setCookie ? { "Set-Cookie": setCookie } : {});
+      } finally {
+        deadline.dispose();
+      }
+    } catch (error) {
+      return fail(error, error instanceof BodyTooLargeError ? 413 : undefined);
+    }
+  });
+
+  return app;
+}
+
+function errorBody(error: PublicError) {
+  return restErrorBody(error.code, error.message, restDetailsOf(error));
+}
+
+/** Streaming RPCs have REST paths in the contract but no REST framing here yet. */
+function refuseStream(edge: EdgeRequest, settings: EdgeSettings, method: DescMethod): unknown {
+  try {
+    callerFor(edge, settings, method);
+  } catch (error) {
+    return error;
+  }
+  return new UnimplementedError(
+    `${method.parent.typeName}/${method.name} is a streaming RPC: call it over Connect or gRPC; its REST form is not implemented yet`,
+  );
+}
+
+/**
+ * The signal a REST call runs under: the client's deadline, the client going away, or the
+ * server shutting down, whichever comes first.
+ */
+function callSignal(
+  outgoing: { once(event: "close", listener: () => void): unknown; writableFinished: boolean },
+  timeoutMs: number | undefined,
+  shutdownSignal: AbortSignal,
+) {
+  const controller = new AbortController();
+  const abort = (reason: PlatformError) => {
+    if (!controller.signal.aborted) controller.abort(reason);
+  };
+  const timer =
+    timeoutMs === undefined
+      ? undefined
+      : setTimeout(
+          () => abort(new DeadlineExceededError(`the deadline of ${timeoutMs} ms passed`)),
+          timeoutMs,
+        );
+  const onShutdown = () => abort(new UnavailableError("the server is shutting down; retry"));
+  if (shutdownSignal.aborted) onShutdown();
+  else shutdownSignal.addEventListener("abort", onShutdown, { once: true });
+  outgoing.once("close", () => {
+    if (!outgoing.writableFinished) {
+      abort(new PlatformError("canceled", "the client closed the request", { reason: "CANCELED" }));
+    }
+  });
+  return {
+    signal: controller.signal,
+    dispose() {
+      clearTimeout(timer);
+      shutdownSignal.removeEventListener("abort", onShutdown);
+    },
+  };
+}
+
+async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

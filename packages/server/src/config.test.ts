@@ -1,0 +1,61 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError, defaultConfig, helpText, parseConfig, settings } from "./config.js";
+
+describe("parseConfig", () => {
+  it("has the documented defaults", () => {
+    const { config, help } = parseConfig([], {});
+    expect(help).toBe(false);
+    expect(config).toEqual(defaultConfig);
+    expect(config).toMatchObject({
+      host: "127.0.0.1",
+      port: 8080,
+      dataDir: "./.wap-data",
+      bodyLimitBytes: 1048576,
+      trustProxyHops: 0,
+      rateLimit: { authenticatedPoints: 600, anonymousPoints: 120, windowSeconds: 60 },
+    });
+  });
+
+  it("reads WAP_* variables, and flags win over them", () => {
+    const env = { WAP_PORT: "9000", WAP_HOST: "0.0.0.0", WAP_RATE_LIMIT: "10", WAP_BODY_LIMIT: "2mb" };
+    const { config } = parseConfig(["--port", "9100", "--rate-limit-anonymous=5", "--trust-proxy"], env);
+    expect(config.port).toBe(9100);
+    expect(config.host).toBe("0.0.0.0");
+    expect(config.rateLimit).toEqual({ authenticatedPoints: 10, anonymousPoints: 5, windowSeconds: 60 });
+    expect(config.bodyLimitBytes).toBe(2 * 1024 * 1024);
+    expect(config.trustProxyHops).toBe(1);
+    expect(parseConfig(["--trust-proxy", "2"]).config.trustProxyHops).toBe(2);
+    expect(parseConfig([], { WAP_TRUST_PROXY: "false" }).config.trustProxyHops).toBe(0);
+  });
+
+  it("reads every setting from both its variable and its flag", () => {
+    for (const setting of settings) {
+      expect(setting.env).toMatch(/^WAP_[A-Z_]+$/);
+      expect(setting.flag).toMatch(/^--[a-z-]+$/);
+      expect(helpText()).toContain(setting.env);
+      expect(helpText()).toContain(setting.flag);
+    }
+  });
+
+  it("parses allowed origins and refuses paths", () => {
+    const { config } = parseConfig(["--allowed-origins", "https://a.example, http://b.example:8080"]);
+    expect(config.allowedOrigins).toEqual(["https://a.example", "http://b.example:8080"]);
+    expect(() => parseConfig(["--allowed-origins", "https://a.example/app"])).toThrow(ConfigError);
+    expect(() => parseConfig(["--allowed-origins", "not a url"])).toThrow(/not an origin/);
+  });
+
+  it("explains what is wrong", () => {
+    expect(() => parseConfig(["--port", "http"])).toThrow(/--port must be a whole number/);
+    expect(() => parseConfig([], { WAP_PORT: "70000" })).toThrow(/WAP_PORT must be between 0 and 65535/);
+    expect(() => parseConfig(["--nope"])).toThrow(/unknown argument "--nope"/);
+    expect(() => parseConfig(["--log-level", "loud"])).toThrow(/--log-level must be one of/);
+    expect(() => parseConfig(["--body-limit", "1tb"])).toThrow(/--body-limit/);
+    expect(() => parseConfig(["--port"])).toThrow(/--port needs a value/);
+    expect(() => parseConfig(["--tls-cert", "cert.pem"])).toThrow(/both a certificate and a key/);
+  });
+
+  it("recognises --help", () => {
+    expect(parseConfig(["--help"]).help).toBe(true);
+    expect(parseConfig(["-h"]).help).toBe(true);
+  });
+});

@@ -1,0 +1,346 @@
+/**
+ * Server settings: every one by a `WAP_*` environment variable and by a flag (the flag wins),
+ * from one table that also writes `--help`.
+ *
+ * @module
+ */
+import { type LogLevel, logLevels } from "./logger.js";
+import { defaultRateLimitSettings, type RateLimitSettings } from "./rate-limit.js";
+
+export interface ServerConfig {
+  readonly host: string;
+  readonly port: number;
+  /** Where the embedded database and the generated master key live. */
+  readonly dataDir: string;
+  /** `sqlite:<path>` (or a plain path); unset means `<dataDir>/wap.db`. */
+  readonly databaseUrl: string | undefined;
+  /** Base64 master key; unset means the key file (generated on first start). */
+  readonly masterKey: string | undefined;
+  /** File holding the base64 master key; unset means `<dataDir>/master.key`. */
+  readonly masterKeyFile: string | undefined;
+  /** PEM certificate chain and private key files; both or neither. */
+  readonly tlsCert: string | undefined;
+  readonly tlsKey: string | undefined;
+  readonly rateLimit: RateLimitSettings;
+  readonly bodyLimitBytes: number;
+  /** Origins (besides our own) whose pages may use the session cookie. */
+  readonly allowedOrigins: readonly string[];
+  /** How many proxies in front of the server to believe in `X-Forwarded-*` (0: none). */
+  readonly trustProxyHops: number;
+  readonly logLevel: LogLevel;
+  /** How long a shutdown waits for open requests before cutting them. */
+  readonly shutdownGraceSeconds: number;
+}
+
+export const defaultConfig: ServerConfig = {
+  host: "127.0.0.1",
+  port: 8080,
+  dataDir: "./.wap-data",
+  databaseUrl: undefined,
+  masterKey: undefined,
+  masterKeyFile: undefined,
+  tlsCert: undefined,
+  tlsKey: undefined,
+  rateLimit: defaultRateLimitSettings,
+  bodyLimitBytes: 1024 * 1024,
+  allowedOrigins: [],
+  trustProxyHops: 0,
+  logLevel: "info",
+  shutdownGraceSeconds: 10,
+};
+
+/** A setting that is missing, malformed or inconsistent; the message says which and how to fix it. */
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] extends object ? Mutable<T[K]> : T[K] };
+
+interface Setting {
+  readonly env: string;
+  readonly flag: string;
+  readonly value: string;
+  readonly defaultText: string;
+  readonly help: string;
+  /** Value of the flag given with no argument. */
+  readonly bare?: string;
+  apply(config: Mutable<ServerConfig>, text: string, source: string): void;
+}
+
+/** Every setting, in `--help` order. */
+export const settings: readonly Setting[] = [
+  {
+    env: "WAP_HOST",
+    flag: "--host",
+    value: "<address>",
+    defaultText: "127.0.0.1",
+    help: "Address to listen on (0.0.0.0 for every interface).",
+    apply: (c, t) => {
+      c.host = t;
+    },
+  },
+  {
+    env: "WAP_PORT",
+    flag: "--port",
+    value: "<port>",
+    defaultText: "8080",
+    help: "TCP port for everything: HTTP/1.1, h2c and, with TLS, HTTPS (0 picks a free port).",
+    apply: (c, t, s) => {
+      c.port = integer(t, s, 0, 65535);
+    },
+  },
+  {
+    env: "WAP_DATA_DIR",
+    flag: "--data-dir",
+    value: "<dir>",
+    defaultText: "./.wap-data",
+    help: "Directory of the embedded SQLite database and the generated master key.",
+    apply: (c, t) => {
+      c.dataDir = t;
+    },
+  },
+  {
+    env: "WAP_DATABASE_URL",
+    flag: "--database-url",
+    value: "<url>",
+    defaultText: "sqlite:<data dir>/wap.db",
+    help: "Database: sqlite:<path> (or a plain file path). PostgreSQL URLs are not supported yet.",
+    apply: (c, t) => {
+      c.databaseUrl = t;
+    },
+  },
+  {
+    env: "WAP_MASTER_KEY",
+    flag: "--master-key",
+    value: "<base64>",
+    defaultText: "generated into <data dir>/master.key",
+    help: "32-byte master key (base64) sealing CA keys and signing keys. Prefer the env var or a key file: flags show in `ps`.",
+    apply: (c, t) => {
+      c.masterKey = t;
+    },
+  },
+  {
+    env: "WAP_MASTER_KEY_FILE",
+    flag: "--master-key-file",
+    value: "<file>",
+    defaultText: "<data dir>/master.key",
+    help: "File holding the base64 master key; created (mode 0600) on first start if missing.",
+    apply: (c, t) => {
+      c.masterKeyFile = t;
+    },
+  },
+  {
+    env: "WAP_TLS_CERT",
+    flag: "--tls-cert",
+    value: "<file>",
+    defaultText: "none (cleartext)",
+    help: "PEM certificate chain. With --tls-key, the port serves TLS (h2 and http/1.1 by ALPN).",
+    apply: (c, t) => {
+      c.tlsCert = t;
+    },
+  },
+  {
+    env: "WAP_TLS_KEY",
+    flag: "--tls-key",
+    value: "<file>",
+    defaultText: "none",
+    help: "PEM private key of the TLS certificate.",
+    apply: (c, t) => {
+      c.tlsKey = t;
+    },
+  },
+  {
+    env: "WAP_RATE_LIMIT",
+    flag: "--rate-limit",
+    value: "<n>",
+    defaultText: "600",
+    help: "Requests per window per signed-in user, service account or daemon (0: unlimited).",
+    apply: (c, t, s) => {
+      c.rateLimit.authenticatedPoints = integer(t, s, 0, 1e9);
+    },
+  },
+  {
+    env: "WAP_RATE_LIMIT_ANONYMOUS",
+    flag: "--rate-limit-anonymous",
+    value: "<n>",
+    defaultText: "120",
+    help: "Requests per window per anonymous client address (IPv6: per /64; 0: unlimited).",
+    apply: (c, t, s) => {
+      c.rateLimit.anonymousPoints = integer(t, s, 0, 1e9);
+    },
+  },
+  {
+    env: "WAP_RATE_LIMIT_WINDOW",
+    flag: "--rate-limit-window",
+    value: "<seconds>",
+    defaultText: "60",
+    help: "Length of the rate-limit window.",
+    apply: (c, t, s) => {
+      c.rateLimit.windowSeconds = integer(t, s, 1, 86_400);
+    },
+  },
+  {
+    env: "WAP_BODY_LIMIT",
+    flag: "--body-limit",
+    value: "<bytes>",
+    defaultText: "1mb",
+    help: "Largest request message accepted (e.g. 1048576, 512kb, 2mb).",
+    apply: (c, t, s) => {
+      c.bodyLimitBytes = byteSize(t, s);
+    },
+  },
+  {
+    env: "WAP_ALLOWED_ORIGINS",
+    flag: "--allowed-origins",
+    value: "<origins>",
+    defaultText: "none",
+    help: "Comma-separated origins (https://app.example.com) whose pages may make cookie-authenticated calls.",
+    apply: (c, t, s) => {
+      c.allowedOrigins = origins(t, s);
+    },
+  },
+  {
+    env: "WAP_TRUST_PROXY",
+    flag: "--trust-proxy",
+    value: "[true|false|<hops>]",
+    defaultText: "false",
+    bare: "true",
+    help: "Believe X-Forwarded-For/-Proto/-Host from this many proxies in front (true = 1).",
+    apply: (c, t, s) => {
+      c.trustProxyHops = trustProxy(t, s);
+    },
+  },
+  {
+    env: "WAP_LOG_LEVEL",
+    flag: "--log-level",
+    value: "<level>",
+    defaultText: "info",
+    help: `One of ${logLevels.join(", ")}. Logs are JSON lines on stderr; info logs every request.`,
+    apply: (c, t, s) => {
+      if (!(logLevels as readonly string[]).includes(t)) {
+        throw new ConfigError(`${s} must be one of ${logLevels.join(", ")}: got "${t}"`);
+      }
+      c.logLevel = t as LogLevel;
+    },
+  },
+  {
+    env: "WAP_SHUTDOWN_GRACE",
+    flag: "--shutdown-grace",
+    value: "<seconds>",
+    defaultText: "10",
+    help: "On SIGTERM/SIGINT, how long open requests may run before they are cut.",
+    apply: (c, t, s) => {
+      c.shutdownGraceSeconds = integer(t, s, 0, 3600);
+    },
+  },
+];
+
+export interface ParsedCommandLine {
+  readonly config: ServerConfig;
+  readonly help: boolean;
+}
+
+/**
+ * Reads the settings from the environment, then the command line (which wins).
+ * @throws ConfigError for an unknown flag or a malformed value.
+ */
+export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}): ParsedCommandLine {
+  const config = structuredClone(defaultConfig) as Mutable<ServerConfig>;
+  for (const setting of settings) {
+    const text = env[setting.env];
+    if (text !== undefined && text !== "") setting.apply(config, text.trim(), setting.env);
+  }
+  let help = false;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--help" || arg === "-h") {
+      help = true;
+      continue;
+    }
+    const eq = arg.indexOf("=");
+    const flag = eq >= 0 ? arg.slice(0, eq) : arg;
+    const setting = settings.find((s) => s.flag === flag);
+    if (!setting) throw new ConfigError(`unknown argument "${arg}" (see --help)`);
+    let text: string | undefined = eq >= 0 ? arg.slice(eq + 1) : undefined;
+    if (text === undefined) {
+      const next = argv[i + 1];
+      if (next !== undefined && (!next.startsWith("--") || setting.bare === undefined)) {
+        text = next;
+        i++;
+      } else text = setting.bare;
+    }
+    if (text === undefined) throw new ConfigError(`${flag} needs a value: ${flag} ${setting.value}`);
+    setting.apply(config, text.trim(), flag);
+  }
+  if ((config.tlsCert === undefined) !== (config.tlsKey === undefined)) {
+    throw new ConfigError(
+      "TLS needs both a certificate and a key: set WAP_TLS_CERT and WAP_TLS_KEY (or neither)",
+    );
+  }
+  return { config, help };
+}
+
+/** The `--help` text. */
+export function helpText(): string {
+  const rows = settings.map((s) => {
+    const left = `  ${s.flag} ${s.value}`;
+    return `${left.padEnd(36)}${s.help}\n${"".padEnd(36)}env ${s.env}; default: ${s.defaultText}`;
+  });
+  return [
+    "wap-server: the Workspace Access Platform API (Connect, gRPC, gRPC-Web and REST on one port)",
+    "",
+    "Usage: wap-server [options]",
+    "",
+    "Every option can also be set by its environment variable; a flag wins over the variable.",
+    "",
+    ...rows,
+    `  ${"--help, -h".padEnd(34)}Show this help and exit.`,
+    "",
+  ].join("\n");
+}
+
+function integer(text: string, source: string, min: number, max: number): number {
+  if (!/^\d+$/.test(text)) throw new ConfigError(`${source} must be a whole number: got "${text}"`);
+  const value = Number(text);
+  if (value < min || value > max)
+    throw new ConfigError(`${source} must be between ${min} and ${max}: got ${value}`);
+  return value;
+}
+
+function byteSize(text: string, source: string): number {
+  const match = /^(\d+)\s*(b|kb|k|kib|mb|m|mib)?$/i.exec(text);
+  if (!match) throw new ConfigError(`${source} must be a size such as 1048576, 512kb or 2mb: got "${text}"`);
+  const unit = (match[2] ?? "b").toLowerCase();
+  const factor = unit.startsWith("k") ? 1024 : unit.startsWith("m") ? 1024 * 1024 : 1;
+  const value = Number(match[1]) * factor;
+  if (value < 1024 || value > 64 * 1024 * 1024) {
+    throw new ConfigError(`${source} must be between 1kb and 64mb: got "${text}"`);
+  }
+  return value;
+}
+
+function origins(text: string, source: string): string[] {
+  const list = text
+    .split(",")
+    .map((o) => o.trim())
+    .filter((o) => o !== "");
+  for (const origin of list) {
+    let url: URL;
+    try {
+      url = new URL(origin);
+    } catch {
+      throw new ConfigError(`${source}: "${origin}" is not an origin such as https://app.example.com`);
+    }
+    if (url.origin === "null" || url.pathname.length > 1 || url.search || url.hash) {
+      throw new ConfigError(`${source}: "${origin}" must be an origin only (scheme://host[:port]), no path`);
+    }
+  }
+  return list;
+}
+
+function trustProxy(text: string, source: string): number {
+  const lowered = text.toLowerCase();
+  if (["true", "yes", "on"].includes(lowered)) return 1;
+  if (["false", "no", "off", ""].includes(lowered)) return 0;
+  return integer(text, source, 0, 10);
+}

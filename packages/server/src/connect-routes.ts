@@ -1,0 +1,94 @@
+/**
+ * The Connect routes: every method of the 18 services, for the Connect (JSON and binary), gRPC
+ * and gRPC-Web protocols. Unary methods run through the edge into `platform.invoke` (which
+ * answers `unimplemented` for RPCs that have no operation yet); streaming methods answer
+ * `unimplemented` after the edge has had its say.
+ *
+ * @module
+ */
+import type {
+  DescMessage,
+  DescMethod,
+  DescMethodBiDiStreaming,
+  DescMethodUnary,
+  MessageShape,
+} from "@bufbuild/protobuf";
+import {
+  type ConnectRouter,
+  type ContextValues,
+  createContextKey,
+  createContextValues,
+  type HandlerContext,
+} from "@connectrpc/connect";
+import { UnimplementedError } from "@wap/core";
+import { callerFor, callPlatform, type EdgeRequest, type EdgeSettings, edgeOf } from "./edge.js";
+import { toConnectError, toPublicError } from "./errors.js";
+import { platformServices } from "./services.js";
+
+const edgeKey = createContextKey<EdgeRequest | undefined>(undefined, { description: "wap edge request" });
+
+/** Hands the edge state of a Node request to its Connect handler. */
+export function connectContextValues(req: object): ContextValues {
+  return createContextValues().set(edgeKey, edgeOf(req));
+}
+
+/** Registers every method of the contract on `router`. */
+export function registerConnectRoutes(router: ConnectRouter, settings: EdgeSettings): void {
+  for (const service of platformServices) {
+    for (const method of service.methods) {
+      // DescMethod does not narrow on methodKind; the casts restate what the branch checked.
+      if (method.methodKind === "unary") {
+        const unary = method as DescMethodUnary;
+        router.rpc(unary, unaryHandler(unary, settings));
+      } else {
+        router.rpc(method as DescMethodBiDiStreaming, streamingHandler(method, settings));
+      }
+    }
+  }
+}
+
+function unaryHandler<I extends DescMessage, O extends DescMessage>(
+  method: DescMethodUnary<I, O>,
+  settings: EdgeSettings,
+) {
+  return async (request: MessageShape<I>, context: HandlerContext): Promise<MessageShape<O>> => {
+    const edge = requireEdge(context);
+    try {
+      const { response, setCookie } = await callPlatform(edge, settings, method, request, context.signal);
+      if (setCookie !== undefined) context.responseHeader.append("Set-Cookie", setCookie);
+      edge.code = "ok";
+      return response;
+    } catch (error) {
+      throw answer(edge, settings, error);
+    }
+  };
+}
+
+function streamingHandler(method: DescMethod, settings: EdgeSettings) {
+  // biome-ignore lint/correctness/useYield: it refuses before the first message.
+  return async function* (_input: unknown, context: HandlerContext): AsyncGenerator<never> {
+    const edge = requireEdge(context);
+    edge.rpc = `/${method.parent.typeName}/${method.name}`;
+    try {
+      callerFor(edge, settings, method);
+      throw new UnimplementedError(
+        `${method.parent.typeName}/${method.name} is a streaming RPC this server does not implement yet`,
+      );
+    } catch (error) {
+      throw answer(edge, settings, error);
+    }
+  };
+}
+
+function answer(edge: EdgeRequest, settings: EdgeSettings, error: unknown) {
+  const publicError = toPublicError(error, edge.requestId, settings.logger);
+  edge.code = publicError.code;
+  return toConnectError(publicError);
+}
+
+function requireEdge(context: HandlerContext): EdgeRequest {
+  const edge = context.values.get(edgeKey);
+  // Every request passes the edge before routing; reaching this would be a wiring bug.
+  if (!edge) throw new Error("request reached a Connect handler without passing the edge");
+  return edge;
+}

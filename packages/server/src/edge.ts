@@ -1,0 +1,320 @@
+/**
+ * The request edge, shared by Connect and REST: everything decided about a request before an
+ * operation runs. It reads the request id, client address and credentials, authenticates, counts
+ * the request against the rate limit, checks CSRF and the Connect protocol version, and sets the
+ * response headers every answer carries. Refusals are kept, not answered here, so that each
+ * protocol answers them in its own wire format when the handler runs ({@link callPlatform}).
+ *
+ * @module
+ */
+import { randomUUID } from "node:crypto";
+import type { IncomingHttpHeaders } from "node:http";
+import type { DescMessage, DescMethod, DescMethodUnary, MessageShape } from "@bufbuild/protobuf";
+import { ConnectError } from "@connectrpc/connect";
+import {
+  type Caller,
+  type CredentialSource,
+  createCallContext,
+  DeadlineExceededError,
+  type ErrorCode,
+  InvalidArgumentError,
+  type Platform,
+  PlatformError,
+  procedureOf,
+  ResourceExhaustedError,
+} from "@wap/core";
+import { clientAddress } from "./client-address.js";
+import { checkCsrf } from "./csrf.js";
+import type { Logger } from "./logger.js";
+import { type RateLimiters, rateLimitHeaders, rateLimitKey } from "./rate-limit.js";
+import {
+  type CookieSettings,
+  clearedSessionCookie,
+  readSessionCookie,
+  sessionCookieAfter,
+} from "./session-cookie.js";
+
+export interface EdgeSettings {
+  readonly platform: Platform;
+  readonly rateLimiters: RateLimiters;
+  /** Proxies trusted to append to `X-Forwarded-For` (0: trust none). */
+  readonly trustedProxyHops: number;
+  /** Origins other than our own that may use the session cookie (lower case, no trailing slash). */
+  readonly allowedOrigins: ReadonlySet<string>;
+  /** The server speaks TLS: cookies get `Secure`, our origin is https. */
+  readonly secure: boolean;
+  readonly logger: Logger;
+}
+
+/** What the edge established about one request. */
+export interface EdgeRequest {
+  readonly requestId: string;
+  readonly ipAddress: string;
+  readonly userAgent: string;
+  readonly caller: Caller;
+  readonly source: CredentialSource;
+  /** Set when the request must be refused whatever it calls (rate limit, CSRF, protocol version). */
+  readonly refusal: PlatformError | undefined;
+  /** Set when a credential was sent but did not authenticate. */
+  readonly authFailure: unknown;
+  /** Only the session cookie was refused: public operations (Login...) still run, as anonymous. */
+  readonly onlyCookieFailed: boolean;
+  /** For the request log: the RPC served and the code answered. */
+  rpc?: string;
+  code?: ErrorCode | "ok";
+}
+
+/** Minimal view of a Node request (HTTP/1.1 or HTTP/2 compatibility API). */
+export interface NodeRequestLike {
+  readonly method?: string | undefined;
+  readonly url?: string | undefined;
+  readonly headers: IncomingHttpHeaders;
+  readonly socket: { readonly remoteAddress?: string | undefined };
+}
+
+/** Minimal view of a Node response. */
+export interface NodeResponseLike {
+  setHeader(name: string, value: string | readonly string[]): unknown;
+}
+
+const edges = new WeakMap<object, EdgeRequest>();
+
+/** The edge state of a request that went through {@link admitRequest}. */
+export function edgeOf(req: object): EdgeRequest | undefined {
+  return edges.get(req);
+}
+
+const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * Runs the edge for one request and sets the headers every answer carries (`X-Request-Id`,
+ * `X-RateLimit-*`). Never throws: whatever goes wrong becomes a refusal.
+ */
+export async function admitRequest(
+  req: NodeRequestLike,
+  res: NodeResponseLike,
+  settings: EdgeSettings,
+): Promise<EdgeRequest> {
+  const headers = req.headers;
+  const incomingId = first(headers["x-request-id"]);
+  const requestId = incomingId !== undefined && requestIdPattern.test(incomingId) ? incomingId : randomUUID();
+  res.setHeader("X-Request-Id", requestId);
+  const ipAddress = clientAddress(
+    req.socket.remoteAddress,
+    headers["x-forwarded-for"],
+    settings.trustedProxyHops,
+  );
+  const userAgent = (first(headers["user-agent"]) ?? "").slice(0, 512);
+
+  const bearer = bearerOf(first(headers.authorization));
+  const sessionCookie = readSessionCookie(headers.cookie);
+  let caller: Caller = { kind: "anonymous" };
+  let source: CredentialSource = "none";
+  let authFailure: unknown;
+  try {
+    ({ caller, source } = await settings.platform.authenticate({ bearer, sessionCookie }));
+  } catch (error) {
+    authFailure = error;
+  }
+  // Only a cookie that was judged invalid: not one we could not check (database down).
+  const staleCookie =
+    bearer === undefined && authFailure instanceof PlatformError && authFailure.code === "unauthenticated";
+  // A stale cookie would otherwise be sent again and again; tell the browser to drop it.
+  if (staleCookie) res.setHeader("Set-Cookie", clearedSessionCookie(settings));
+
+  const refusals: (PlatformError | undefined)[] = [];
+  const limiter =
+    caller.kind === "anonymous" ? settings.rateLimiters.anonymous : settings.rateLimiters.authenticated;
+  try {
+    const decision = await limiter.consume(rateLimitKey(caller, ipAddress));
+    const limitHeaders = rateLimitHeaders(decision);
+    for (const [name, value] of Object.entries(limitHeaders)) res.setHeader(name, value);
+    if (!decision.allowed) {
+      refusals.push(
+        new ResourceExhaustedError(
+          `rate limit exceeded: ${decision.limit} requests per window; retry after ${limitHeaders["Retry-After"]} s`,
+          { reason: "RATE_LIMITED", headers: { "Retry-After": limitHeaders["Retry-After"] ?? "1" } },
+        ),
+      );
+    }
+  } catch (error) {
+    // A broken limiter store must not take the API down with it.
+    settings.logger.warn("rate limiter failed; request let through", { requestId, error: String(error) });
+  }
+
+  const version = first(headers["connect-protocol-version"]);
+  if (version !== undefined && version !== "1") {
+    refusals.push(
+      new InvalidArgumentError(`Connect-Protocol-Version must be "1": got "${version}"`, {
+        reason: "UNSUPPORTED_PROTOCOL_VERSION",
+      }),
+    );
+  }
+  // Connect GET carries the version as a query parameter instead.
+  const versionParam =
+    req.method === "GET" && procedurePath.test(pathOf(req.url)) ? connectQueryVersion(req.url) : undefined;
+  if (versionParam !== undefined && versionParam !== "v1") {
+    refusals.push(
+      new InvalidArgumentError(`the connect query parameter must be "v1": got "${versionParam}"`, {
+        reason: "UNSUPPORTED_PROTOCOL_VERSION",
+      }),
+    );
+  }
+
+  if (source === "cookie") {
+    refusals.push(
+      checkCsrf(
+        {
+          method: (req.method ?? "GET").toUpperCase(),
+          ownOrigin: ownOrigin(headers, settings),
+          origin: first(headers.origin),
+          secFetchSite: first(headers["sec-fetch-site"]),
+          contentType: first(headers["content-type"]),
+          hasConnectProtocolVersion: version !== undefined,
+        },
+        settings.allowedOrigins,
+      ),
+    );
+  }
+
+  const edge: EdgeRequest = {
+    requestId,
+    ipAddress,
+    userAgent,
+    caller,
+    source,
+    refusal: refusals.find((r) => r !== undefined),
+    authFailure,
+    onlyCookieFailed: staleCookie,
+  };
+  edges.set(req, edge);
+  return edge;
+}
+
+/**
+ * The caller a call of `method` runs as, or the refusal to answer with. A failed session cookie
+ * does not block public operations: a browser holding a stale cookie must still be able to sign in.
+ */
+export function callerFor(edge: EdgeRequest, settings: EdgeSettings, method: DescMethod): Caller {
+  if (edge.refusal) throw edge.refusal;
+  if (edge.authFailure !== undefined) {
+    const operation = settings.platform.operations.get(procedureOf(method));
+    if (!(edge.onlyCookieFailed && operation?.access.kind === "public")) throw edge.authFailure;
+  }
+  return edge.caller;
+}
+
+/** The outcome of one platform call through the edge. */
+export interface EdgeCallResult<O extends DescMessage> {
+  readonly response: MessageShape<O>;
+  /** `Set-Cookie` to answer with (Login, RefreshToken, Logout). */
+  readonly setCookie: string | undefined;
+}
+
+/**
+ * Runs one unary RPC for a request: refusals first, then the operation, bounded by `signal`
+ * (the client's deadline, its disconnect, server shutdown). When the signal fires first, the
+ * answer is `deadline_exceeded` (or `canceled`) even if the operation is still running.
+ */
+export async function callPlatform<I extends DescMessage, O extends DescMessage>(
+  edge: EdgeRequest,
+  settings: EdgeSettings,
+  method: DescMethodUnary<I, O>,
+  request: MessageShape<I>,
+  signal: AbortSignal,
+): Promise<EdgeCallResult<O>> {
+  edge.rpc = procedureOf(method);
+  const caller = callerFor(edge, settings, method);
+  const ctx = createCallContext(caller, {
+    requestId: edge.requestId,
+    signal,
+    ipAddress: edge.ipAddress,
+    userAgent: edge.userAgent,
+  });
+  const response = await untilAborted(settings.platform.invoke(method, ctx, request), signal, (late) =>
+    settings.logger.error("operation failed after its request was answered", {
+      requestId: edge.requestId,
+      error: String(late),
+    }),
+  );
+  return { response, setCookie: sessionCookieAfter(method, response, cookieSettings(settings)) };
+}
+
+/** Cookie attributes for this server. */
+export function cookieSettings(settings: EdgeSettings): CookieSettings {
+  return { secure: settings.secure, maxAgeSeconds: settings.platform.services.config.accessTokenTtlSeconds };
+}
+
+/** The error a fired abort signal stands for. */
+export function abortReason(signal: AbortSignal): unknown {
+  const reason: unknown = signal.reason;
+  if (reason instanceof PlatformError || reason instanceof ConnectError) return reason;
+  if (reason instanceof Error && reason.name === "TimeoutError") {
+    return new DeadlineExceededError("the request deadline (Connect-Timeout-Ms) passed");
+  }
+  return new PlatformError("canceled", "the request was cancelled", { reason: "CANCELED" });
+}
+
+function untilAborted<T>(
+  work: Promise<T>,
+  signal: AbortSignal,
+  onLateFault: (error: unknown) => void,
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let settled = false;
+    const onAbort = () => {
+      settled = true;
+      reject(abortReason(signal));
+    };
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        if (!settled) resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        if (!settled) reject(error);
+        else if (!(error instanceof PlatformError)) onLateFault(error);
+      },
+    );
+  });
+}
+
+const procedurePath = /^\/[A-Za-z0-9_.]+\/[A-Za-z0-9_]+$/;
+
+function pathOf(url: string | undefined): string {
+  return url?.split("?", 1)[0] ?? "/";
+}
+
+function connectQueryVersion(url: string | undefined): string | undefined {
+  const query = url?.split("?", 2)[1];
+  return query === undefined ? undefined : (new URLSearchParams(query).get("connect") ?? undefined);
+}
+
+function bearerOf(authorization: string | undefined): string | undefined {
+  if (authorization === undefined) return undefined;
+  const match = /^Bearer(?:\s+(.*))?$/i.exec(authorization.trim());
+  // Other schemes (the CLI's signed challenges) are not bearer tokens; they are not ours to judge here.
+  return match ? (match[1] ?? "").trim() : undefined;
+}
+
+function ownOrigin(headers: IncomingHttpHeaders, settings: EdgeSettings): string {
+  const trusted = settings.trustedProxyHops > 0;
+  const proto =
+    (trusted ? firstListed(headers["x-forwarded-proto"]) : undefined) ?? (settings.secure ? "https" : "http");
+  const host =
+    (trusted ? firstListed(headers["x-forwarded-host"]) : undefined) ??
+    first(headers.host) ??
+    first(headers[":authority"]);
+  return `${proto}://${host ?? ""}`;
+}
+
+function first(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function firstListed(value: string | string[] | undefined): string | undefined {
+  return first(value)?.split(",")[0]?.trim() || undefined;
+}

@@ -1,0 +1,58 @@
+import http2 from "node:http2";
+import net from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Listener, listen } from "./listener.js";
+
+describe("listen (cleartext)", () => {
+  let listener: Listener;
+  beforeAll(async () => {
+    listener = await listen({
+      host: "127.0.0.1",
+      port: 0,
+      handler: (req, res) => {
+        res.writeHead(200, { "content-type": "text/plain" });
+        res.end(`HTTP/${req.httpVersion} ${req.method} ${req.url}`);
+      },
+    });
+  });
+  afterAll(async () => {
+    await listener.close(1000);
+  });
+
+  it("tells HTTP/1.1 from the HTTP/2 preface even when the first bytes trickle in", async () => {
+    const socket = net.connect(listener.port, "127.0.0.1");
+    let answer = "";
+    socket.setEncoding("utf8");
+    socket.on("data", (chunk: string) => (answer += chunk));
+    const ended = new Promise((resolve) => socket.on("end", resolve));
+    // "P" could still start "PRI * HTTP/2.0"; the listener must wait for more before deciding.
+    for (const part of [
+      "P",
+      "O",
+      "ST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    ]) {
+      socket.write(part);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await ended;
+    expect(answer).toMatch(/^HTTP\/1\.1 200/);
+    expect(answer).toContain("HTTP/1.1 POST /x");
+  });
+
+  it("serves h2c with prior knowledge on the same port", async () => {
+    const session = http2.connect(`http://127.0.0.1:${listener.port}`);
+    try {
+      const text = await new Promise<string>((resolve, reject) => {
+        const req = session.request({ ":path": "/y", ":method": "GET" });
+        let body = "";
+        req.setEncoding("utf8");
+        req.on("data", (chunk: string) => (body += chunk));
+        req.on("end", () => resolve(body));
+        req.on("error", reject);
+      });
+      expect(text).toBe("HTTP/2.0 GET /y");
+    } finally {
+      session.close();
+    }
+  });
+});

@@ -1,0 +1,231 @@
+/**
+ * One port for every protocol. Cleartext connections are sniffed: the HTTP/2 connection preface
+ * goes to an h2c server (prior knowledge, as gRPC and the agent daemon use), anything else to an
+ * HTTP/1.1 server (browsers, curl, gRPC-Web). With TLS, ALPN picks h2 or http/1.1.
+ *
+ * Nothing here cuts a long stream: there is no socket idle timeout while a stream is open, and
+ * idle HTTP/2 sessions get keepalive PINGs (CLIENTS.md §6: quiet control streams, 8 h sessions).
+ *
+ * @module
+ */
+import http from "node:http";
+import http2 from "node:http2";
+import net from "node:net";
+import type { Duplex } from "node:stream";
+import type tls from "node:tls";
+
+/** The request handler both servers share; it receives HTTP/1.1 and HTTP/2 requests alike. */
+export type NodeHandler = (
+  req: http.IncomingMessage | http2.Http2ServerRequest,
+  res: http.ServerResponse | http2.Http2ServerResponse,
+) => void;
+
+export interface TlsFiles {
+  readonly cert: string | Buffer;
+  readonly key: string | Buffer;
+}
+
+export interface ListenerOptions {
+  readonly handler: NodeHandler;
+  readonly host: string;
+  readonly port: number;
+  readonly tls?: TlsFiles | undefined;
+  /** Concurrent HTTP/2 streams per connection. CLIENTS.md §6 asks for at least 100. */
+  readonly maxConcurrentStreams?: number;
+  /** How often an HTTP/2 session is PINGed so that proxies and NATs keep it open. */
+  readonly keepaliveIntervalMs?: number;
+  /** An HTTP/2 session with no open stream for this long is closed (GOAWAY). */
+  readonly idleSessionTimeoutMs?: number;
+}
+
+export interface Listener {
+  readonly port: number;
+  readonly host: string;
+  /**
+   * Stops accepting connections, lets open requests finish for up to `graceMs`, then destroys
+   * what is left. `beforeForce` runs when the grace period ends with requests still open.
+   */
+  close(graceMs: number, beforeForce?: () => void): Promise<void>;
+}
+
+const preface = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+const sniffTimeoutMs = 60_000;
+const defaults = {
+  maxConcurrentStreams: 256,
+  keepaliveIntervalMs: 60_000,
+  idleSessionTimeoutMs: 15 * 60_000,
+};
+
+/** Starts listening; resolves once the port is bound (port 0 picks a free one). */
+export async function listen(options: ListenerOptions): Promise<Listener> {
+  const settings = { ...defaults, ...stripUndefined(options) };
+  const sockets = new Set<Duplex>();
+  const sessions = new Set<http2.Http2Session>();
+  // Requests in flight per HTTP/1.1 socket, so that closing can drop the idle ones at once.
+  const busy = new WeakMap<Duplex, number>();
+  let closing = false;
+
+  const onRequest: NodeHandler = (req, res) => {
+    if (req.httpVersionMajor === 1) {
+      const socket = req.socket;
+      busy.set(socket, (busy.get(socket) ?? 0) + 1);
+      res.once("close", () => {
+        busy.set(socket, (busy.get(socket) ?? 1) - 1);
+        if (closing && busy.get(socket) === 0) socket.end();
+      });
+      if (closing) res.setHeader("Connection", "close");
+    }
+    options.handler(req, res);
+  };
+
+  const http2Options = {
+    settings: { maxConcurrentStreams: settings.maxConcurrentStreams },
+    // Room for many concurrent streams with request bodies (Node's default is 10 MB per session).
+    maxSessionMemory: 64,
+  };
+  const h2 = options.tls
+    ? http2.createSecureServer({
+        ...http2Options,
+        cert: options.tls.cert,
+        key: options.tls.key,
+        allowHTTP1: true,
+        ALPNProtocols: ["h2", "http/1.1"],
+        minVersion: "TLSv1.2",
+      })
+    : http2.createServer(http2Options);
+  h2.on("request", onRequest);
+  // Long streams must not be cut by a socket timeout; idle sessions are handled below instead.
+  h2.setTimeout(0);
+  h2.on("session", (session) => {
+    sessions.add(session);
+    watchSession(session, settings.keepaliveIntervalMs, settings.idleSessionTimeoutMs);
+    session.once("close", () => sessions.delete(session));
+    if (closing) session.close();
+  });
+
+  const h1 = http.createServer({
+    // The time to receive a whole request; 0 so that slow uploads and streams are not cut.
+    requestTimeout: 0,
+    headersTimeout: 60_000,
+    keepAliveTimeout: 5_000,
+  });
+  h1.on("request", onRequest);
+  h1.setTimeout(0);
+
+  // With TLS the secure server also serves HTTP/1.1 (allowHTTP1); cleartext needs sniffing.
+  const front = options.tls
+    ? h2
+    : net.createServer((socket) => {
+        track(socket);
+        sniff(socket, (isHttp2) => {
+          if (!isHttp2) busy.set(socket, 0);
+          (isHttp2 ? h2 : h1).emit("connection", socket);
+        });
+      });
+  if (options.tls) {
+    h2.on("connection", (socket: Duplex) => track(socket));
+    h2.on("secureConnection", (socket: tls.TLSSocket) => {
+      if (socket.alpnProtocol !== "h2") busy.set(socket, 0);
+    });
+  }
+
+  function track(socket: Duplex) {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    front.once("error", reject);
+    front.listen(options.port, options.host, () => {
+      front.off("error", reject);
+      resolve();
+    });
+  });
+  const address = front.address() as net.AddressInfo;
+
+  return {
+    port: address.port,
+    host: options.host,
+    async close(graceMs, beforeForce) {
+      closing = true;
+      const stopped = new Promise<void>((resolve) => front.close(() => resolve()));
+      // GOAWAY lets open streams finish while refusing new ones; idle HTTP/1.1 sockets go now.
+      for (const session of sessions) session.close();
+      for (const socket of sockets) {
+        if (busy.get(socket) === 0) socket.destroy();
+      }
+      const drained = Promise.race([
+        stopped.then(() => true),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(false), graceMs).unref()),
+      ]);
+      if (!(await drained)) {
+        beforeForce?.();
+        // Give aborted handlers a moment to answer before the sockets go.
+        await new Promise((resolve) => setTimeout(resolve, Math.min(250, graceMs)).unref());
+        for (const socket of sockets) socket.destroy();
+        for (const session of sessions) session.destroy();
+        await stopped;
+      }
+    },
+  };
+}
+
+/** Waits for enough bytes to tell the HTTP/2 preface from HTTP/1.1, then hands the socket over. */
+function sniff(socket: net.Socket, route: (isHttp2: boolean) => void) {
+  let seen = Buffer.alloc(0);
+  const onReadable = () => {
+    let chunk: Buffer | null;
+    // biome-ignore lint/suspicious/noAssignInExpressions: the standard stream read loop.
+    while ((chunk = socket.read() as Buffer | null) !== null) seen = Buffer.concat([seen, chunk]);
+    const compared = Math.min(seen.length, preface.length);
+    const matches = seen.subarray(0, compared).equals(preface.subarray(0, compared));
+    if (matches && seen.length < preface.length) return; // could still be either: wait for more
+    socket.off("readable", onReadable);
+    socket.off("end", onEnd);
+    socket.setTimeout(0);
+    socket.unshift(seen);
+    route(matches);
+  };
+  const onEnd = () => socket.destroy();
+  // A connection that never says anything must not be held open forever.
+  socket.setTimeout(sniffTimeoutMs, () => socket.destroy());
+  socket.on("readable", onReadable);
+  socket.once("end", onEnd);
+  socket.on("error", () => socket.destroy());
+}
+
+/** PINGs a session while it lives, and closes it after a long time without any open stream. */
+function watchSession(session: http2.Http2Session, keepaliveMs: number, idleMs: number) {
+  let openStreams = 0;
+  let idleSince = Date.now();
+  session.on("stream", (stream: http2.ServerHttp2Stream) => {
+    openStreams++;
+    stream.once("close", () => {
+      openStreams--;
+      if (openStreams === 0) idleSince = Date.now();
+    });
+  });
+  const timer = setInterval(
+    () => {
+      if (session.closed || session.destroyed) return;
+      if (openStreams === 0 && Date.now() - idleSince >= idleMs) {
+        session.close();
+        return;
+      }
+      try {
+        session.ping(() => {});
+      } catch {
+        // The session is going away; its close event clears the timer.
+      }
+    },
+    Math.min(keepaliveMs, idleMs),
+  );
+  timer.unref();
+  session.once("close", () => clearInterval(timer));
+  // A failed PING or a reset connection must not crash the process.
+  session.on("error", () => {});
+}
+
+function stripUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

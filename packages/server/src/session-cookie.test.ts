@@ -1,0 +1,26 @@
+import { AuthService, UserService } from "@wap/core/api";
+import { describe, expect, it } from "vitest";
+import { readSessionCookie, sessionCookieAfter } from "./session-cookie.js";
+
+describe("the session cookie", () => {
+  it("is read from the Cookie header among others", () => {
+    expect(readSessionCookie("a=1; session=tok.en; b=2")).toBe("tok.en");
+    expect(readSessionCookie(["a=1", "session=x"])).toBe("x");
+    expect(readSessionCookie("sessionx=1")).toBeUndefined();
+    expect(readSessionCookie(undefined)).toBeUndefined();
+  });
+
+  it("is set after sign-in and refresh, cleared after logout, untouched otherwise", () => {
+    const settings = { secure: true, maxAgeSeconds: 900 };
+    expect(sessionCookieAfter(AuthService.method.login, { accessToken: "t1" }, settings)).toBe(
+      "session=t1; HttpOnly; SameSite=Lax; Path=/; Max-Age=900; Secure",
+    );
+    expect(sessionCookieAfter(AuthService.method.refreshToken, { accessToken: "t2" }, settings)).toContain(
+      "session=t2;",
+    );
+    expect(sessionCookieAfter(AuthService.method.logout, {}, { ...settings, secure: false })).toBe(
+      "session=; HttpOnly; SameSite=Lax; Path=/; Max-Age=0",
+    );
+    expect(sessionCookieAfter(UserService.method.whoami, { accessToken: "t" }, settings)).toBeUndefined();
+  });
+});

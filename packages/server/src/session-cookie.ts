@@ -1,0 +1,78 @@
+/**
+ * The `session` cookie: the access token for browsers. Set by Login and RefreshToken, cleared by
+ * Logout, on Connect and REST alike. HttpOnly so scripts cannot read it, SameSite=Lax so other
+ * sites cannot send it with their POSTs, Secure whenever the server speaks TLS.
+ *
+ * @module
+ */
+import type { DescMethod } from "@bufbuild/protobuf";
+import { procedureOf } from "@wap/core";
+import { AuthService } from "@wap/core/api";
+
+export const sessionCookieName = "session";
+
+/** The value of the `session` cookie in a `Cookie` header, if any. */
+export function readSessionCookie(cookieHeader: string | string[] | undefined): string | undefined {
+  const headers = Array.isArray(cookieHeader) ? cookieHeader : cookieHeader ? [cookieHeader] : [];
+  for (const header of headers) {
+    for (const pair of header.split(";")) {
+      const eq = pair.indexOf("=");
+      if (eq < 0 || pair.slice(0, eq).trim() !== sessionCookieName) continue;
+      const value = pair.slice(eq + 1).trim();
+      return value.startsWith('"') && value.endsWith('"') ? value.slice(1, -1) : value;
+    }
+  }
+  return undefined;
+}
+
+export interface CookieSettings {
+  /** Add `Secure` (the server speaks TLS). */
+  readonly secure: boolean;
+  /** `Max-Age` of a new cookie: the access-token lifetime. */
+  readonly maxAgeSeconds: number;
+}
+
+/** `Set-Cookie` holding a fresh access token. */
+export function sessionCookie(token: string, settings: CookieSettings): string {
+  return serialize(token, Math.max(0, Math.floor(settings.maxAgeSeconds)), settings.secure);
+}
+
+/** `Set-Cookie` that removes the cookie. */
+export function clearedSessionCookie(settings: Pick<CookieSettings, "secure">): string {
+  return serialize("", 0, settings.secure);
+}
+
+function serialize(value: string, maxAge: number, secure: boolean): string {
+  const attributes = [
+    `${sessionCookieName}=${value}`,
+    "HttpOnly",
+    "SameSite=Lax",
+    "Path=/",
+    `Max-Age=${maxAge}`,
+  ];
+  if (secure) attributes.push("Secure");
+  return attributes.join("; ");
+}
+
+const signIns = new Set([
+  procedureOf(AuthService.method.login),
+  procedureOf(AuthService.method.loginWithBackupCode),
+  procedureOf(AuthService.method.refreshToken),
+]);
+const logout = procedureOf(AuthService.method.logout);
+
+/**
+ * The `Set-Cookie` header a successful call of `method` answers with: the new access token after
+ * Login, LoginWithBackupCode and RefreshToken, a cleared cookie after Logout, nothing otherwise.
+ */
+export function sessionCookieAfter(
+  method: DescMethod,
+  response: unknown,
+  settings: CookieSettings,
+): string | undefined {
+  const procedure = procedureOf(method);
+  if (procedure === logout) return clearedSessionCookie(settings);
+  if (!signIns.has(procedure)) return undefined;
+  const token = (response as { accessToken?: unknown }).accessToken;
+  return typeof token === "string" && token !== "" ? sessionCookie(token, settings) : undefined;
+}

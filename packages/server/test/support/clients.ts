@@ -1,0 +1,59 @@
+/**
+ * connect-node transports for every protocol the server speaks, and typed clients over them.
+ */
+import type { DescService } from "@bufbuild/protobuf";
+import { type CallOptions, type Client, createClient, type Transport } from "@connectrpc/connect";
+import {
+  createConnectTransport,
+  createGrpcTransport,
+  createGrpcWebTransport,
+} from "@connectrpc/connect-node";
+
+export type Protocol =
+  | "connect-json-h2"
+  | "connect-binary-h2"
+  | "connect-json-h1"
+  | "grpc-h2"
+  | "grpc-web-h1";
+
+export const protocols: readonly Protocol[] = [
+  "connect-json-h2",
+  "connect-binary-h2",
+  "connect-json-h1",
+  "grpc-h2",
+  "grpc-web-h1",
+];
+
+export function transportFor(
+  protocol: Protocol,
+  baseUrl: string,
+  nodeOptions?: { ca?: string | Buffer },
+): Transport {
+  const common = { baseUrl, ...(nodeOptions && { nodeOptions }) };
+  switch (protocol) {
+    case "connect-json-h2":
+      return createConnectTransport({ ...common, httpVersion: "2" });
+    case "connect-binary-h2":
+      return createConnectTransport({ ...common, httpVersion: "2", useBinaryFormat: true });
+    case "connect-json-h1":
+      return createConnectTransport({ ...common, httpVersion: "1.1" });
+    case "grpc-h2":
+      return createGrpcTransport({ ...common, httpVersion: "2" } as Parameters<
+        typeof createGrpcTransport
+      >[0]);
+    case "grpc-web-h1":
+      return createGrpcWebTransport({ ...common, httpVersion: "1.1" });
+  }
+}
+
+export function clientFor<S extends DescService>(service: S, transport: Transport): Client<S> {
+  return createClient(service, transport);
+}
+
+/** Call options carrying a bearer token. */
+export function bearer(token: string, extra: CallOptions = {}): CallOptions {
+  return {
+    ...extra,
+    headers: { ...(extra.headers as Record<string, string>), authorization: `Bearer ${token}` },
+  };
+}
