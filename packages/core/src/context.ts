@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { DeadlineExceededError } from "./errors.js";
 
 /** The roles a workspace member or service account can hold, strongest first. */
 export const workspaceRoles = ["owner", "admin", "editor", "viewer"] as const;
@@ -49,6 +50,14 @@ export interface CallContext {
   /** The client's address as the server saw it (after trusted proxies), for audit and rate limits. */
   readonly ipAddress: string;
   readonly userAgent: string;
+}
+
+/**
+ * Throws when the caller has gone away or its deadline passed. Long operations call it before
+ * they commit, so a write is never made for a request that has already been answered.
+ */
+export function throwIfCancelled(ctx: Pick<CallContext, "signal">): void {
+  if (ctx.signal.aborted) throw new DeadlineExceededError("the request was cancelled or its deadline passed");
 }
 
 /** The anonymous caller. */

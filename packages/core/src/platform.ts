@@ -10,11 +10,10 @@ import { roleAllows } from "./access/permissions.js";
 import { type AccessTokens, loadAccessTokens } from "./auth/access-tokens.js";
 import { authenticate, type CredentialSource, type Credentials } from "./auth/authenticate.js";
 import { createArgon2PasswordHasher, type PasswordHasher } from "./auth/passwords.js";
-import { actorOf, type CallContext, type Caller } from "./context.js";
+import { actorOf, type CallContext, type Caller, throwIfCancelled } from "./context.js";
 import type { KeyStore } from "./crypto/key-store.js";
 import {
   AlreadyExistsError,
-  DeadlineExceededError,
   InvalidArgumentError,
   NotFoundError,
   PermissionDeniedError,
@@ -138,7 +137,7 @@ async function runOperation(services: Services, operation: AnyOperation, ctx: Ca
     access.kind === "workspace"
       ? await authorizeWorkspace(services, caller, input, access.permission)
       : noWorkspace;
-  if (ctx.signal.aborted) throw new DeadlineExceededError("the request was cancelled or its deadline passed");
+  throwIfCancelled(ctx);
   const now = services.clock.now();
   const call: OperationCall<unknown> = {
     ctx,

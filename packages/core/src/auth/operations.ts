@@ -28,7 +28,7 @@ const refreshTokenPrefix = "wapr_";
 async function startSession(
   services: Services,
   user: UserRecord,
-  meta: { ipAddress: string; userAgent: string },
+  meta: { ipAddress: string; userAgent: string; requestId: string },
 ) {
   const now = services.clock.now();
   const sessionId = services.random.uuid();
@@ -61,7 +61,7 @@ async function startSession(
       ipAddress: meta.ipAddress,
       userAgent: meta.userAgent,
       statusCode: "ok",
-      requestId: "",
+      requestId: meta.requestId,
       timestamp: now,
     });
   });

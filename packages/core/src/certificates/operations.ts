@@ -6,6 +6,7 @@
  * @module
  */
 import * as z from "zod";
+import { throwIfCancelled } from "../context.js";
 import { AlreadyExistsError, NotFoundError } from "../errors.js";
 import {
   AuthorityType,
@@ -81,7 +82,7 @@ export const createCertificateAuthority = defineOperation({
     authorityType: enumValue(AuthorityTypeSchema, { definedOnly: true }).optional(),
     ...settingsFields,
   }),
-  async run({ input, workspace, services, now, audit }) {
+  async run({ input, workspace, services, now, audit, ctx }) {
     const kind: AuthorityKind = input.authorityType === AuthorityType.X509 ? "x509" : "ssh";
     const settings = {
       lifetimeSeconds: input.lifetime ?? caDefaults.lifetimeSeconds,
@@ -110,6 +111,8 @@ export const createCertificateAuthority = defineOperation({
       random: services.random,
     });
     const sealedPrivateKey = await services.keyStore.seal(key.privateKeyPkcs8Der, `ca:${id}`);
+    // Key generation can take seconds (RSA 4096): the client may have given up meanwhile.
+    throwIfCancelled(ctx);
     try {
       const created = await withDefaultRetry(services, async (tx) => {
         const existing = await tx.certificateAuthorities.list(workspace.workspaceId);
