@@ -73,3 +73,23 @@ export async function runLoad(baseUrl: string, spec: RequestSpec, options: { sec
     p99Ms: at(0.99),
   };
 }
+
+/** Runs {@link runLoad} in a child process (see load-worker.ts) and returns its figures. */
+export async function runLoadInChild(
+  baseUrl: string,
+  spec: RequestSpec,
+  options: { seconds: number; concurrency: number },
+): Promise<LoadResult> {
+  const { fork } = await import("node:child_process");
+  const child = fork(new URL("./load-worker.ts", import.meta.url), {
+    execArgv: ["--conditions=dev-source", "--import", "tsx"],
+  });
+  return new Promise((resolve, reject) => {
+    child.once("message", (result) => resolve(result as LoadResult));
+    child.once("error", reject);
+    child.once("exit", (code) => {
+      if (code !== 0) reject(new Error(`load generator exited with ${code}`));
+    });
+    child.send({ baseUrl, spec, ...options });
+  });
+}

@@ -44,9 +44,12 @@ export async function createSqliteStorage(options: SqliteStorageOptions): Promis
   }
 
   // Kysely closes the database on destroy(); a lent one must stay open.
-  const forKysely: SqliteDatabase = owned
-    ? database
-    : { prepare: (source) => database.prepare(source), close: () => undefined };
+  const forKysely: SqliteDatabase = {
+    prepare: cachedStatements(database),
+    close: () => {
+      if (owned) database.close();
+    },
+  };
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: forKysely }) });
 
   try {
@@ -56,6 +59,24 @@ export async function createSqliteStorage(options: SqliteStorageOptions): Promis
     throw translateDriverError(sqliteTraits, error);
   }
   return createSqlStorage({ db, dialect: sqliteTraits, capabilities: { multiInstance: false } });
+}
+
+/**
+ * Kysely prepares every query anew; compiling SQL is a large share of a simple read. The queries
+ * come from a fixed set of builders, so their texts repeat and their statements can be reused
+ * (better-sqlite3 statements are synchronous, so one is never used by two queries at once).
+ */
+function cachedStatements(database: SqliteDatabaseLike, capacity = 512): SqliteDatabase["prepare"] {
+  const statements = new Map<string, ReturnType<SqliteDatabase["prepare"]>>();
+  return (source) => {
+    let statement = statements.get(source);
+    if (statement === undefined) {
+      statement = database.prepare(source);
+      if (statements.size >= capacity) statements.delete(statements.keys().next().value as string);
+      statements.set(source, statement);
+    }
+    return statement;
+  };
 }
 
 function configure(database: SqliteDatabaseLike, busyTimeoutMs: number): void {

@@ -18,6 +18,7 @@ import {
   readFile,
   rename,
   rm,
+  stat,
   writeFile,
 } from "node:fs/promises";
 import { createServer } from "node:net";
@@ -79,7 +80,7 @@ export interface RunningSshd {
   stop(): Promise<void>;
 }
 
-interface SshdBinary {
+export interface SshdBinary {
   readonly path: string;
   /** LD_LIBRARY_PATH entries for an unpacked package (libwrap). */
   readonly libraryPath: readonly string[];
@@ -169,11 +170,23 @@ async function unpackOpenSshServer(): Promise<void> {
       }
     }
     // Parallel test files may race here; rename is atomic and the loser's copy is dropped.
-    await rename(root, join(OPENSSH_CACHE_DIR, "root")).catch(async (err: NodeJS.ErrnoException) => {
+    await rename(root, join(OPENSSH_CACHE_DIR, "root")).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== "ENOTEMPTY" && err.code !== "EEXIST") throw err;
     });
   } finally {
     await rm(work, { recursive: true, force: true });
+  }
+}
+
+/** The private mount namespace could not be set up (no CAP_SYS_ADMIN, e.g. an unprivileged container). */
+class NamespaceError extends SshdUnavailableError {
+  constructor(log: string) {
+    super(
+      `the private mount namespace could not be set up (\`unshare -m\`, mount tmpfs /run, bind-mount /etc/passwd): ${log}. ` +
+        "Run the tests as root with CAP_SYS_ADMIN (e.g. a privileged container), as a non-root user, or as root " +
+        "with openssh-server installed (`apt-get install -y openssh-server && mkdir -p /run/sshd`).",
+    );
+    this.name = "NamespaceError";
   }
 }
 
@@ -253,18 +266,56 @@ interface Started {
   readonly log: () => string;
 }
 
-function launch(bin: SshdBinary, config: string, passwdFile: string, port: number): Promise<Started> {
-  const asRoot = process.getuid?.() === 0;
+/**
+ * `namespace`: root, in a private mount namespace (STACK.md). `direct`: sshd as is, either as a
+ * non-root user (no privilege separation) or as root on a machine whose openssh-server install
+ * already provides the `sshd` user and /run/sshd.
+ */
+type LaunchMode = "namespace" | "direct";
+
+/** Whether root can run sshd without the namespace: the package's own privsep user and folder exist. */
+async function systemPrivsepReady(): Promise<boolean> {
+  const passwd = await readFile("/etc/passwd", "utf8").catch(() => "");
+  const hasUser = passwd.split("\n").some((l) => l.startsWith("sshd:"));
+  return hasUser && (await isDirectory("/run/sshd"));
+}
+
+async function isDirectory(path: string): Promise<boolean> {
+  return stat(path).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
+}
+
+function launch(
+  bin: SshdBinary,
+  config: string,
+  passwdFile: string,
+  port: number,
+  mode: LaunchMode,
+): Promise<Started> {
   const env = { ...process.env };
   if (bin.libraryPath.length > 0) {
     env.LD_LIBRARY_PATH = [...bin.libraryPath, env.LD_LIBRARY_PATH ?? ""].filter((p) => p !== "").join(":");
   }
-  const [file, args] = asRoot
-    ? ([
-        "unshare",
-        ["-m", "--propagation", "private", "sh", "-c", NAMESPACE_SCRIPT, "sh", passwdFile, bin.path, config],
-      ] as const)
-    : ([bin.path, ["-D", "-e", "-f", config]] as const);
+  const [file, args] =
+    mode === "namespace"
+      ? ([
+          "unshare",
+          [
+            "-m",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            NAMESPACE_SCRIPT,
+            "sh",
+            passwdFile,
+            bin.path,
+            config,
+          ],
+        ] as const)
+      : ([bin.path, ["-D", "-e", "-f", config]] as const);
   const child = spawn(file, args, { env, stdio: ["ignore", "ignore", "pipe"] });
   running.add(child);
   let log = "";
@@ -289,7 +340,7 @@ function launch(bin: SshdBinary, config: string, passwdFile: string, port: numbe
       reject(
         new SshdUnavailableError(
           err.code === "ENOENT"
-            ? `\`${file}\` is not installed (${asRoot ? "util-linux" : "sshd"})`
+            ? `\`${file}\` is not installed (${mode === "namespace" ? "util-linux" : "sshd"})`
             : err.message,
         ),
       );
@@ -297,13 +348,8 @@ function launch(bin: SshdBinary, config: string, passwdFile: string, port: numbe
     child.once("exit", (code, signal) => {
       clearTimeout(timer);
       running.delete(child);
-      if (/^(unshare|mount|mkdir|sh):/m.test(log)) {
-        reject(
-          new SshdUnavailableError(
-            `the private mount namespace could not be set up (\`unshare -m\`, mount tmpfs /run, bind-mount /etc/passwd): ${log.trim()}. ` +
-              "Run the tests as root with CAP_SYS_ADMIN (e.g. a privileged container) or as a non-root user.",
-          ),
-        );
+      if (mode === "namespace" && /^(unshare|mount|mkdir|sh):/m.test(log)) {
+        reject(new NamespaceError(log.trim()));
         return;
       }
       reject(Object.assign(new Error(`sshd exited (${code ?? signal}) before listening:\n${log}`), { log }));
@@ -351,6 +397,7 @@ export async function startSshd(options: StartSshdOptions): Promise<RunningSshd>
 
   let started: Started | undefined;
   let port = 0;
+  let mode: LaunchMode = process.getuid?.() === 0 ? "namespace" : "direct";
   for (let attempt = 0; started === undefined; attempt++) {
     port = await freePort();
     const config = join(dir, "sshd_config");
@@ -380,8 +427,12 @@ export async function startSshd(options: StartSshdOptions): Promise<RunningSshd>
         .join("\n"),
     );
     try {
-      started = await launch(bin, config, passwdFile, port);
+      started = await launch(bin, config, passwdFile, port, mode);
     } catch (err) {
+      if (err instanceof NamespaceError && mode === "namespace" && (await systemPrivsepReady())) {
+        mode = "direct";
+        continue;
+      }
       // Another process may have taken the port between freePort() and bind().
       const log = (err as { log?: string }).log ?? "";
       if (attempt < 4 && /Address already in use|Cannot bind any address/.test(log)) continue;
