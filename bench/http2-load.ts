@@ -21,9 +21,15 @@ export interface RequestSpec {
   readonly body?: string;
 }
 
-export async function runLoad(baseUrl: string, spec: RequestSpec, options: { seconds: number; concurrency: number }): Promise<LoadResult> {
+export async function runLoad(
+  baseUrl: string,
+  spec: RequestSpec,
+  options: { seconds: number; concurrency: number },
+): Promise<LoadResult> {
   const session = http2.connect(baseUrl);
-  await new Promise<void>((resolve, reject) => session.once("connect", () => resolve()).once("error", reject));
+  await new Promise<void>((resolve, reject) =>
+    session.once("connect", () => resolve()).once("error", reject),
+  );
   const latencies: number[] = [];
   let errors = 0;
   const deadline = performance.now() + options.seconds * 1000;

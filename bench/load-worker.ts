@@ -4,7 +4,10 @@
  */
 import { type RequestSpec, runLoad } from "./http2-load.js";
 
-process.once("message", async (message: { baseUrl: string; spec: RequestSpec; seconds: number; concurrency: number }) => {
-  const result = await runLoad(message.baseUrl, message.spec, message);
-  process.send?.(result, () => process.exit(0));
-});
+process.once(
+  "message",
+  async (message: { baseUrl: string; spec: RequestSpec; seconds: number; concurrency: number }) => {
+    const result = await runLoad(message.baseUrl, message.spec, message);
+    process.send?.(result, () => process.exit(0));
+  },
+);

@@ -31,7 +31,12 @@ const server = await createServer({
 
 try {
   const client = createPlatformClient({ baseUrl: server.url });
-  await client.auth.register({ name: "Bench Mark", email: "bench@example.com", username: "bench", password: "benchmark password" });
+  await client.auth.register({
+    name: "Bench Mark",
+    email: "bench@example.com",
+    username: "bench",
+    password: "benchmark password",
+  });
   const { accessToken } = await client.login("bench@example.com", "benchmark password");
   const { workspace } = await client.workspaces.createWorkspace({ name: "bench" });
   const { certificateAuthority } = await client.certificates.createCertificateAuthority({
@@ -62,12 +67,16 @@ try {
   const baseline = await measure(healthz);
   const subject = await measure(getCa);
 
-  console.log(`\nHTTP/2, ${concurrency} concurrent requests on one connection, ${seconds}s each (Node ${process.version})\n`);
+  console.log(
+    `\nHTTP/2, ${concurrency} concurrent requests on one connection, ${seconds}s each (Node ${process.version})\n`,
+  );
   printTable([
     ["bare Hono route GET /healthz (baseline)", baseline],
     ["authenticated GetCertificateAuthority (Connect JSON)", subject],
   ]);
-  console.log(`\nratio GetCertificateAuthority / baseline: ${(subject.perSecond / baseline.perSecond).toFixed(3)}`);
+  console.log(
+    `\nratio GetCertificateAuthority / baseline: ${(subject.perSecond / baseline.perSecond).toFixed(3)}`,
+  );
   if (subject.errors + baseline.errors > 0) {
     console.error(`\n${subject.errors + baseline.errors} requests failed: the figures above are not valid`);
     process.exitCode = 1;
@@ -89,7 +98,8 @@ function printTable(rows: Array<[string, LoadResult & { serverCpuUsPerRequest: n
     String(r.errors),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
-  const format = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
+  const format = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
   console.log(format(header));
   for (const line of lines) console.log(format(line));
 }

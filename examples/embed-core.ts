@@ -7,8 +7,8 @@
 import { create } from "@bufbuild/protobuf";
 import { createCallContext, createMasterKeyStore, createPlatform, generateMasterKey } from "@wap/core";
 import {
-  AuthService,
   AuthorityType,
+  AuthService,
   CertificateKeyType,
   CertificateService,
   WorkspaceService,

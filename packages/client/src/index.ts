@@ -4,11 +4,12 @@
  *
  * @module
  */
-export { createPlatformClient } from "./client.js";
-export type { PlatformClient, PlatformClientOptions } from "./client.js";
-export { createServiceClients } from "./clients.js";
-export type { ServiceClients } from "./clients.js";
-export { createAuthInterceptor, createMemoryTokenStore } from "./session.js";
-export type { TokenStore, Tokens } from "./session.js";
-export { paginate } from "./paginate.js";
+
 export { Code, ConnectError } from "@connectrpc/connect";
+export type { PlatformClient, PlatformClientOptions } from "./client.js";
+export { createPlatformClient } from "./client.js";
+export type { ServiceClients } from "./clients.js";
+export { createServiceClients } from "./clients.js";
+export { paginate } from "./paginate.js";
+export type { TokenStore, Tokens } from "./session.js";
+export { createAuthInterceptor, createMemoryTokenStore } from "./session.js";

@@ -8,10 +8,11 @@
  * @module
  */
 
-// For applications
-export { createPlatform, procedureOf } from "./platform.js";
-export type { Platform, PlatformOptions } from "./platform.js";
-export { anonymous, createCallContext, actorOf, workspaceRoles } from "./context.js";
+export type { Permission, RoleDefinition } from "./access/permissions.js";
+export { permissions, roleAllows, roles } from "./access/permissions.js";
+export type { CredentialSource, Credentials } from "./auth/authenticate.js";
+export type { PasswordHasher } from "./auth/passwords.js";
+export { createArgon2PasswordHasher } from "./auth/passwords.js";
 export type {
   AnonymousCaller,
   CallContext,
@@ -22,7 +23,17 @@ export type {
   UserCaller,
   WorkspaceRole,
 } from "./context.js";
-export type { CredentialSource, Credentials } from "./auth/authenticate.js";
+export { actorOf, anonymous, createCallContext, workspaceRoles } from "./context.js";
+export type { KeyStore } from "./crypto/key-store.js";
+export {
+  createMasterKeyStore,
+  formatMasterKey,
+  generateMasterKey,
+  InvalidMasterKeyError,
+  parseMasterKey,
+  SealedDataError,
+} from "./crypto/key-store.js";
+export type { ErrorCode, FieldViolation, PlatformErrorOptions } from "./errors.js";
 export {
   AlreadyExistsError,
   DeadlineExceededError,
@@ -38,27 +49,19 @@ export {
   UnavailableError,
   UnimplementedError,
 } from "./errors.js";
-export type { ErrorCode, FieldViolation, PlatformErrorOptions } from "./errors.js";
-export { createManualClock, systemClock, systemRandom } from "./runtime.js";
-export type { Clock, Random } from "./runtime.js";
-export {
-  createMasterKeyStore,
-  formatMasterKey,
-  generateMasterKey,
-  InvalidMasterKeyError,
-  parseMasterKey,
-  SealedDataError,
-} from "./crypto/key-store.js";
-export type { KeyStore } from "./crypto/key-store.js";
-export { createArgon2PasswordHasher } from "./auth/passwords.js";
-export type { PasswordHasher } from "./auth/passwords.js";
-export { defaultPlatformConfig } from "./operations/services.js";
-export type { PlatformConfig, Services } from "./operations/services.js";
-export { permissions, roleAllows, roles } from "./access/permissions.js";
-export type { Permission, RoleDefinition } from "./access/permissions.js";
-
-export { createInProcessEventBus, createSubscriberTable, encodeEvent, maxEventBytes } from "./events/event-bus.js";
 export type { EventBus, EventHandler, EventPayload } from "./events/event-bus.js";
-
+export {
+  createInProcessEventBus,
+  createSubscriberTable,
+  encodeEvent,
+  maxEventBytes,
+} from "./events/event-bus.js";
 // For transport authors (the server package, other adapters)
 export type { Access, AnyOperation, Operation } from "./operations/operation.js";
+export type { PlatformConfig, Services } from "./operations/services.js";
+export { defaultPlatformConfig } from "./operations/services.js";
+export type { Platform, PlatformOptions } from "./platform.js";
+// For applications
+export { createPlatform, procedureOf } from "./platform.js";
+export type { Clock, Random } from "./runtime.js";
+export { createManualClock, systemClock, systemRandom } from "./runtime.js";

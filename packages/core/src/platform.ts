@@ -23,8 +23,8 @@ import {
   UnimplementedError,
 } from "./errors.js";
 import { presentFields } from "./lib/presence.js";
-import { allOperations } from "./operations/registry.js";
 import type { AnyOperation, AuditEntry, OperationCall, WorkspaceScope } from "./operations/operation.js";
+import { allOperations } from "./operations/registry.js";
 import { defaultPlatformConfig, type PlatformConfig, type Services } from "./operations/services.js";
 import { type Clock, type Random, systemClock, systemRandom } from "./runtime.js";
 import {

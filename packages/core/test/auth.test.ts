@@ -129,7 +129,7 @@ describe("sessions", () => {
     await expectCode(t.platform.authenticate({ bearer: "v4.public.garbage" }), "unauthenticated");
     await expectCode(t.platform.authenticate({ sessionCookie: "nope" }), "unauthenticated");
     await expectCode(
-      t.platform.authenticate({ bearer: "wapsa_00000000-0000-0000-0000-000000000000_" + "0".repeat(64) }),
+      t.platform.authenticate({ bearer: `wapsa_00000000-0000-0000-0000-000000000000_${"0".repeat(64)}` }),
       "unauthenticated",
     );
     expect((await t.platform.authenticate({})).caller.kind).toBe("anonymous");

@@ -148,7 +148,10 @@ describe("Update, Get and Delete", () => {
   it("does not reach authorities of another workspace", async () => {
     const { certificateAuthority: ca } = await create({ name: "mine" });
     const bob = await t.owner();
-    const methods = [CertificateService.method.getCertificateAuthority, CertificateService.method.deleteCertificateAuthority];
+    const methods = [
+      CertificateService.method.getCertificateAuthority,
+      CertificateService.method.deleteCertificateAuthority,
+    ];
     for (const method of methods as Array<typeof CertificateService.method.getCertificateAuthority>) {
       await expectCode(t.call(bob.caller, method, { workspaceId: bob.workspaceId, id: ca!.id }), "not_found");
       await expectCode(t.call(bob.caller, method, { workspaceId: ada.workspaceId, id: ca!.id }), "not_found");

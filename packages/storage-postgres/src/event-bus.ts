@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { createSubscriberTable, encodeEvent, type EventBus, type EventPayload } from "@wap/core";
+import { createSubscriberTable, type EventBus, type EventPayload, encodeEvent } from "@wap/core";
 import pg from "pg";
 
 const channel = "wap_events";

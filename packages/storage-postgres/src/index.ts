@@ -10,7 +10,7 @@
 
 export { SchemaVersionError } from "@wap/storage-sql";
 export { postgresTraits } from "./dialect.js";
+export type { PostgresEventBusOptions } from "./event-bus.js";
+export { createPostgresEventBus } from "./event-bus.js";
 export type { PgPoolLike, PostgresStorageOptions } from "./postgres-storage.js";
 export { createPostgresStorage } from "./postgres-storage.js";
-export { createPostgresEventBus } from "./event-bus.js";
-export type { PostgresEventBusOptions } from "./event-bus.js";

@@ -1,8 +1,8 @@
 import {
   createHash,
-  generateKeyPair as generateKeyPairCallback,
   createPrivateKey,
   createPublicKey,
+  generateKeyPair as generateKeyPairCallback,
 } from "node:crypto";
 import { promisify } from "node:util";
 import type { KeyStore } from "../crypto/key-store.js";

@@ -1,6 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { UserSchema } from "../gen/platform/v1/user_pb.js";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { UserSchema } from "../gen/platform/v1/user_pb.js";
 import type { UserRecord } from "../storage/records.js";
 
 /** The API's view of a user. */

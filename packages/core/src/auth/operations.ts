@@ -8,19 +8,18 @@
  * @module
  */
 import * as z from "zod";
+import { AlreadyExistsError, NotFoundError, UnauthenticatedError } from "../errors.js";
 import { AuthService } from "../gen/platform/v1/auth_pb.js";
 import { UserService } from "../gen/platform/v1/user_pb.js";
-import { NotFoundError, UnauthenticatedError } from "../errors.js";
+import { toHex } from "../lib/bytes.js";
 import { defineOperation } from "../operations/operation.js";
 import type { Services } from "../operations/services.js";
 import type { UserRecord } from "../storage/records.js";
 import { UniqueViolationError } from "../storage/storage.js";
 import { newPassword, personName, username } from "../validation/bounds.js";
 import { email, text } from "../validation/rules.js";
-import { hashSecret } from "./service-account-tokens.js";
-import { toHex } from "../lib/bytes.js";
 import { toUserMessage } from "./messages.js";
-import { AlreadyExistsError } from "../errors.js";
+import { hashSecret } from "./service-account-tokens.js";
 
 const refreshTokenPrefix = "wapr_";
 

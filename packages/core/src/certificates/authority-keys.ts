@@ -1,5 +1,5 @@
-import { type CaKeyType, KeySpecError, keyBitsOf, resolveKeySpec } from "../crypto/key-types.js";
 import { generateKeyPair } from "../crypto/generate-key.js";
+import { type CaKeyType, KeySpecError, keyBitsOf, resolveKeySpec } from "../crypto/key-types.js";
 import { sshPublicKeyLine } from "../crypto/ssh/public-key.js";
 import { createCaCertificate } from "../crypto/x509/ca-certificate.js";
 import { InvalidArgumentError } from "../errors.js";

@@ -1,6 +1,6 @@
 import * as fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { allCaKeySpecs, keyBitsOf, KeySpecError, keyTypeOf, resolveKeySpec } from "./key-types.js";
+import { allCaKeySpecs, KeySpecError, keyBitsOf, keyTypeOf, resolveKeySpec } from "./key-types.js";
 
 describe("resolveKeySpec", () => {
   it("applies the defaults when keyBits is unset or 0", () => {

@@ -5,8 +5,8 @@
  */
 export type {
   AuditEventRecord,
-  AuthSessionRecord,
   AuthorityKind,
+  AuthSessionRecord,
   CertificateAuthorityRecord,
   DaemonRecord,
   DaemonStatusValue,

@@ -14,8 +14,8 @@
  */
 import type {
   AuditEventRecord,
-  AuthSessionRecord,
   AuthorityKind,
+  AuthSessionRecord,
   CertificateAuthorityRecord,
   DaemonRecord,
   DaemonStatusValue,

@@ -2,11 +2,11 @@ import { create, type DescService } from "@bufbuild/protobuf";
 import { type ErrorCode, errorCodes } from "@wap/core";
 import {
   BillingService,
+  CertificateService,
   GetBillingResponseSchema,
   SubscribeWorkspaceEventsResponseSchema,
   UpdateCertificateAuthorityResponseSchema,
   WorkspaceService,
-  CertificateService,
 } from "@wap/core/api";
 import { describe, expect, it } from "vitest";
 import { httpStatusOf, restErrorBody, rpcCodeOf, writeResponse } from "./index.js";

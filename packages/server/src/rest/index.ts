@@ -4,10 +4,11 @@
  *
  * @module
  */
-export { httpStatusOf, restErrorBody, rpcCodeOf } from "./errors.js";
+
 export type { RestErrorBody, RestErrorDetail } from "./errors.js";
-export { buildRequest, parseJsonBody } from "./request.js";
+export { httpStatusOf, restErrorBody, rpcCodeOf } from "./errors.js";
 export type { RestRequestInput } from "./request.js";
+export { buildRequest, parseJsonBody } from "./request.js";
 export { writeResponse } from "./response.js";
-export { createRestRoutes } from "./routes.js";
 export type { RestMatch, RestMethodNotAllowed, RestRoute, RestRoutes } from "./routes.js";
+export { createRestRoutes } from "./routes.js";

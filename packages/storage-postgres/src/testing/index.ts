@@ -3,5 +3,6 @@
  *
  * @module
  */
-export { freePort, startTestPostgres } from "./test-postgres.js";
+
 export type { TestPostgres } from "./test-postgres.js";
+export { freePort, startTestPostgres } from "./test-postgres.js";

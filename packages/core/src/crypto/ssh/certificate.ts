@@ -59,7 +59,6 @@ export const standardUserExtensions: Readonly<Record<string, string>> = Object.f
   "permit-user-rc": "",
 });
 
-
 interface SigningMethod {
   readonly signatureAlgorithm: string;
   sign(data: Uint8Array): Uint8Array;
