@@ -3,7 +3,7 @@
  * make sure a workspace and an SSH CA exist, and print the CA's public key for sshd's
  * TrustedUserCAKeys.
  *
- * Run against `pnpm start`: `pnpm exec tsx examples/client-script.ts http://127.0.0.1:8080`
+ * Run against `pnpm start`: `node --conditions=dev-source --import tsx examples/client-script.ts http://127.0.0.1:8080`
  */
 import { Code, ConnectError, createPlatformClient } from "@wap/client";
 import { CertificateKeyType } from "@wap/core/api";

@@ -2,7 +2,7 @@
  * Embedding the platform in your own Node service: no HTTP server, just the core over the
  * embedded SQLite storage. Every RPC of the contract is `platform.invoke(method, ctx, request)`.
  *
- * Run: `pnpm exec tsx examples/embed-core.ts`
+ * Run: `node --conditions=dev-source --import tsx examples/embed-core.ts`
  */
 import { create } from "@bufbuild/protobuf";
 import { createCallContext, createMasterKeyStore, createPlatform, generateMasterKey } from "@wap/core";
