@@ -2,6 +2,7 @@ import { authOperations } from "../auth/operations.js";
 import { certificateOperations } from "../certificates/operations.js";
 import { daemonOperations } from "../daemons/operations.js";
 import { serviceAccountOperations } from "../service-accounts/operations.js";
+import { utilOperations } from "../util/operations.js";
 import { workspaceOperations } from "../workspaces/operations.js";
 import type { AnyOperation } from "./operation.js";
 
@@ -12,4 +13,5 @@ export const allOperations: readonly AnyOperation[] = [
   ...certificateOperations,
   ...serviceAccountOperations,
   ...daemonOperations,
+  ...utilOperations,
 ];
