@@ -4,11 +4,15 @@
  * 1. Authenticated GetCertificateAuthority (Connect JSON over HTTP/2: bearer check, session
  *    lookup, rate limiter, validation, workspace access, storage read) against a bare Hono route
  *    (`GET /healthz`) on the same server, through the same HTTP/2 client.
+ * 2. SignSSHCertificate end to end (the same path, plus key parsing, an Ed25519 signature, and the
+ *    ledger entry and audit event committed to the SQLite file before the answer) against raw
+ *    `crypto.sign` Ed25519 over a certificate-sized message, measured in the same process.
  *
  * The load generator runs in a child process, so the server keeps one of the two cores.
  *
  * Settings: BENCH_SECONDS (default 5), BENCH_CONCURRENCY (default 32).
  */
+import { generateKeyPairSync, sign } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -56,6 +60,17 @@ try {
     body: JSON.stringify({ workspaceId: workspace!.id, id: certificateAuthority!.id }),
   };
   const healthz: RequestSpec = { method: "GET", path: "/healthz" };
+  const signSsh: RequestSpec = {
+    method: "POST",
+    path: "/platform.v1.CertificateService/SignSSHCertificate",
+    headers: getCa.headers,
+    body: JSON.stringify({
+      workspaceId: workspace!.id,
+      caId: certificateAuthority!.id,
+      type: "CERTIFICATE_TYPE_USER",
+      publicKey: ed25519PublicKeyLine("bench@platform"),
+    }),
+  };
 
   const measure = async (spec: RequestSpec) => {
     await runLoadInChild(server.url, spec, { seconds: 1, concurrency }); // warm-up: JIT, caches, connections
@@ -66,6 +81,16 @@ try {
   };
   const baseline = await measure(healthz);
   const subject = await measure(getCa);
+  const storage = server.platform.services.storage;
+  const ledgerBefore = (await storage.issuedCertificates.list(workspace!.id, { limit: 1, offset: 0 })).total;
+  const signing = await measure(signSsh);
+  const ledgerAfter = (await storage.issuedCertificates.list(workspace!.id, { limit: 1, offset: 0 })).total;
+  const audited = await storage.auditEvents.list(workspace!.id, {
+    limit: 1,
+    offset: 0,
+    action: "certificate.sign_ssh_user",
+  });
+  const rawSign = measureRawEd25519(seconds);
 
   console.log(
     `\nHTTP/2, ${concurrency} concurrent requests on one connection, ${seconds}s each (Node ${process.version})\n`,
@@ -77,13 +102,58 @@ try {
   console.log(
     `\nratio GetCertificateAuthority / baseline: ${(subject.perSecond / baseline.perSecond).toFixed(3)}`,
   );
-  if (subject.errors + baseline.errors > 0) {
-    console.error(`\n${subject.errors + baseline.errors} requests failed: the figures above are not valid`);
+
+  console.log("\nSSH certificates per second (Ed25519 CA, Ed25519 user key)\n");
+  printTable([["SignSSHCertificate end to end (Connect JSON, ledger + audit committed)", signing]]);
+  console.log(`raw crypto.sign Ed25519 (one core, same process): ${rawSign.toFixed(0)} signatures/s`);
+  console.log(`ratio SignSSHCertificate / raw Ed25519 signing: ${(signing.perSecond / rawSign).toFixed(3)}`);
+  // Warm-up requests are signed too: every answered request must have its ledger and audit rows.
+  console.log(
+    `ledger entries written in the run: ${ledgerAfter - ledgerBefore}; audit events of issuance in total: ${audited.total}`,
+  );
+  const failed = subject.errors + baseline.errors + signing.errors;
+  if (failed > 0) {
+    console.error(`\n${failed} requests failed: the figures above are not valid`);
+    process.exitCode = 1;
+  }
+  if (ledgerAfter - ledgerBefore < signing.requests || audited.total !== ledgerAfter) {
+    console.error("\nsome certificates were answered without their ledger entry or audit event");
     process.exitCode = 1;
   }
 } finally {
   await server.close();
   await rm(dataDir, { recursive: true, force: true });
+}
+
+/** An OpenSSH authorized_keys line for a fresh Ed25519 key. */
+function ed25519PublicKeyLine(comment: string): string {
+  const spki = generateKeyPairSync("ed25519").publicKey.export({ type: "spki", format: "der" });
+  const field = (bytes: Buffer) => {
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(bytes.length);
+    return Buffer.concat([length, bytes]);
+  };
+  const blob = Buffer.concat([field(Buffer.from("ssh-ed25519")), field(spki.subarray(spki.length - 32))]);
+  return `ssh-ed25519 ${blob.toString("base64")} ${comment}`;
+}
+
+/** Ed25519 signatures per second over a certificate-sized message, on this thread. */
+function measureRawEd25519(seconds: number): number {
+  const { privateKey } = generateKeyPairSync("ed25519");
+  const message = Buffer.alloc(330, 7);
+  const run = (ms: number) => {
+    let count = 0;
+    const end = performance.now() + ms;
+    while (performance.now() < end) {
+      for (let i = 0; i < 100; i++) sign(null, message, privateKey);
+      count += 100;
+    }
+    return count;
+  };
+  run(500);
+  const started = performance.now();
+  const count = run(seconds * 1000);
+  return count / ((performance.now() - started) / 1000);
 }
 
 function printTable(rows: Array<[string, LoadResult & { serverCpuUsPerRequest: number }]>) {

@@ -8,6 +8,10 @@
 export { http as httpRule } from "./gen/google/api/annotations_pb.js";
 export type { HttpRule } from "./gen/google/api/http_pb.js";
 export type {
+  BeginPasskeyLoginRequest,
+  BeginPasskeyLoginResponse,
+  FinishPasskeyLoginRequest,
+  FinishPasskeyLoginResponse,
   ForgotPasswordRequest,
   ForgotPasswordResponse,
   LoginRequest,
@@ -33,6 +37,10 @@ export type {
 } from "./gen/platform/v1/auth_pb.js";
 export {
   AuthService,
+  BeginPasskeyLoginRequestSchema,
+  BeginPasskeyLoginResponseSchema,
+  FinishPasskeyLoginRequestSchema,
+  FinishPasskeyLoginResponseSchema,
   ForgotPasswordRequestSchema,
   ForgotPasswordResponseSchema,
   file_platform_v1_auth,
@@ -131,6 +139,8 @@ export {
 } from "./gen/platform/v1/certificates_pb.js";
 export type {
   BackupCode,
+  BeginPasskeyRegistrationRequest,
+  BeginPasskeyRegistrationResponse,
   CreateBackupCodesRequest,
   CreateBackupCodesResponse,
   DeleteBackupCodesRequest,
@@ -139,6 +149,8 @@ export type {
   DeletePasskeyResponse,
   DeletePasswordRequest,
   DeletePasswordResponse,
+  FinishPasskeyRegistrationRequest,
+  FinishPasskeyRegistrationResponse,
   ListBackupCodesRequest,
   ListBackupCodesResponse,
   ListPasskeysRequest,
@@ -151,6 +163,8 @@ export type {
 } from "./gen/platform/v1/credential_pb.js";
 export {
   BackupCodeSchema,
+  BeginPasskeyRegistrationRequestSchema,
+  BeginPasskeyRegistrationResponseSchema,
   CreateBackupCodesRequestSchema,
   CreateBackupCodesResponseSchema,
   CredentialService,
@@ -160,6 +174,8 @@ export {
   DeletePasskeyResponseSchema,
   DeletePasswordRequestSchema,
   DeletePasswordResponseSchema,
+  FinishPasskeyRegistrationRequestSchema,
+  FinishPasskeyRegistrationResponseSchema,
   file_platform_v1_credential,
   ListBackupCodesRequestSchema,
   ListBackupCodesResponseSchema,

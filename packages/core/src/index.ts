@@ -10,6 +10,8 @@
 
 export type { Permission, RoleDefinition } from "./access/permissions.js";
 export { permissions, roleAllows, roles } from "./access/permissions.js";
+export type { AccountConfig } from "./auth/account-config.js";
+export { defaultAccountConfig } from "./auth/account-config.js";
 export type { CredentialSource, Credentials } from "./auth/authenticate.js";
 export type { PasswordHasher } from "./auth/passwords.js";
 export { createArgon2PasswordHasher } from "./auth/passwords.js";
@@ -33,6 +35,11 @@ export {
   parseMasterKey,
   SealedDataError,
 } from "./crypto/key-store.js";
+// For transport authors (the server package, other adapters)
+export type { DeviceChallengeInput, PlatformChallenge } from "./devices/challenge.js";
+export { authenticateDevice, parsePlatformChallenge } from "./devices/challenge.js";
+export type { CliLoginOptions, CliLoginRequest, PendingCliLogin } from "./devices/cli-login.js";
+export { cliLoginStream, startCliLogin } from "./devices/cli-login.js";
 export type { ErrorCode, FieldViolation, PlatformErrorOptions } from "./errors.js";
 export {
   AlreadyExistsError,
@@ -56,7 +63,14 @@ export {
   encodeEvent,
   maxEventBytes,
 } from "./events/event-bus.js";
-// For transport authors (the server package, other adapters)
+export type { AnyStreamingOperation, StreamingOperation } from "./events/streaming-operation.js";
+export type { WorkspaceEvent } from "./events/workspace-events.js";
+export { workspaceEventOf, workspaceTopic } from "./events/workspace-events.js";
+export type { Mailer, MailMessage } from "./mail/mailer.js";
+export type { OutboxMailerOptions } from "./mail/outbox.js";
+export { createOutboxMailer } from "./mail/outbox.js";
+export type { SmtpMailerOptions } from "./mail/smtp.js";
+export { createSmtpMailer } from "./mail/smtp.js";
 export type { Access, AnyOperation, Operation } from "./operations/operation.js";
 export type { PlatformConfig, Services } from "./operations/services.js";
 export { defaultPlatformConfig } from "./operations/services.js";
@@ -65,3 +79,4 @@ export type { Platform, PlatformOptions } from "./platform.js";
 export { createPlatform, procedureOf } from "./platform.js";
 export type { Clock, Random } from "./runtime.js";
 export { createManualClock, systemClock, systemRandom } from "./runtime.js";
+export { apiVersion, platformVersion } from "./version.js";

@@ -1,11 +1,18 @@
 /**
  * `createPlatform`: the whole platform as a library. It holds the operations of every RPC and
  * runs each call through the same steps: find the operation, check the caller kind, validate
- * the request, check workspace access, run, and translate storage faults.
+ * the request, check workspace access, run, and translate storage faults. After a call whose
+ * changes committed, it publishes one workspace event per audit entry on the event bus.
  *
  * @module
  */
-import { create, type DescMessage, type DescMethodUnary, type MessageShape } from "@bufbuild/protobuf";
+import {
+  create,
+  type DescMessage,
+  type DescMethodServerStreaming,
+  type DescMethodUnary,
+  type MessageShape,
+} from "@bufbuild/protobuf";
 import { roleAllows } from "./access/permissions.js";
 import { type AccessTokens, loadAccessTokens } from "./auth/access-tokens.js";
 import { authenticate, type CredentialSource, type Credentials } from "./auth/authenticate.js";
@@ -22,7 +29,13 @@ import {
   UnavailableError,
   UnimplementedError,
 } from "./errors.js";
+import { type AfterCommitEvents, createAfterCommitEvents, type StagedEvent } from "./events/after-commit.js";
+import { createInProcessEventBus, type EventBus } from "./events/event-bus.js";
+import type { AnyStreamingOperation, StreamingCall } from "./events/streaming-operation.js";
+import { streamingOperations } from "./events/subscribe-workspace-events.js";
+import { toEventPayload, workspaceTopic } from "./events/workspace-events.js";
 import { presentFields } from "./lib/presence.js";
+import type { Mailer } from "./mail/mailer.js";
 import type { AnyOperation, AuditEntry, OperationCall, WorkspaceScope } from "./operations/operation.js";
 import { allOperations } from "./operations/registry.js";
 import { defaultPlatformConfig, type PlatformConfig, type Services } from "./operations/services.js";
@@ -44,6 +57,18 @@ export interface PlatformOptions {
   readonly random?: Random;
   readonly passwords?: PasswordHasher;
   readonly config?: Partial<PlatformConfig>;
+  /**
+   * The event bus shared by the server instances (PostgreSQL LISTEN/NOTIFY when there are
+   * several). Default: a bus inside this process. `close()` closes it.
+   */
+  readonly events?: EventBus;
+  /**
+   * Told when publishing an event fails. The change itself has committed and its request
+   * succeeds; only subscribers miss the notice. Default: ignore.
+   */
+  readonly onPublishError?: (error: unknown, topic: string) => void;
+  /** Sends account mails (verification, password reset). Default: none; flows still work. */
+  readonly mailer?: Mailer;
 }
 
 /** The platform: every operation, callable without any transport. */
@@ -52,6 +77,8 @@ export interface Platform {
   readonly services: Services;
   /** Operations by procedure path, e.g. `/platform.v1.WorkspaceService/CreateWorkspace`. */
   readonly operations: ReadonlyMap<string, AnyOperation>;
+  /** Server-streaming operations by procedure path. */
+  readonly streams: ReadonlyMap<string, AnyStreamingOperation>;
   /** Resolves the credentials of a request to a caller. */
   authenticate(credentials: Credentials): Promise<{ caller: Caller; source: CredentialSource }>;
   /** Runs one unary RPC. Throws only {@link PlatformError}s for conditions the caller can act on. */
@@ -60,6 +87,19 @@ export interface Platform {
     ctx: CallContext,
     request: MessageShape<I>,
   ): Promise<MessageShape<O>>;
+  /**
+   * Runs one server-streaming RPC. Access and validation are checked on the first read; the
+   * stream ends when the operation is done or `ctx.signal` fires. Throws only
+   * {@link PlatformError}s for conditions the caller can act on. `onReady` runs once the stream
+   * is in effect (for event streams: later events will be delivered).
+   */
+  stream<I extends DescMessage, O extends DescMessage>(
+    method: DescMethodServerStreaming<I, O>,
+    ctx: CallContext,
+    request: MessageShape<I>,
+    options?: { readonly onReady?: () => void },
+  ): AsyncIterable<MessageShape<O>>;
+  /** Waits for events still being published, then closes the event bus and the storage. */
   close(): Promise<void>;
 }
 
@@ -90,13 +130,19 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
     accessTokens,
     passwords: options.passwords ?? createArgon2PasswordHasher(),
     config,
+    events: options.events ?? createInProcessEventBus(),
+    ...(options.mailer && { mailer: options.mailer }),
   };
   const operations = new Map<string, AnyOperation>();
   for (const operation of allOperations) operations.set(procedureOf(operation.method), operation);
+  const streams = new Map<string, AnyStreamingOperation>();
+  for (const operation of streamingOperations) streams.set(procedureOf(operation.method), operation);
+  const publisher = createPublisher(services.events, options.onPublishError);
 
   return {
     services,
     operations,
+    streams,
     authenticate: (credentials) => translateFaults(() => authenticate(services, credentials)),
     async invoke(method, ctx, request) {
       const operation = operations.get(procedureOf(method));
@@ -105,10 +151,72 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
           `${method.parent.typeName}/${method.name} is not implemented by this server`,
         );
       }
-      const result = await translateFaults(() => runOperation(services, operation, ctx, request));
+      const events = createAfterCommitEvents(services.storage);
+      const result = await translateFaults(() => runOperation(services, operation, ctx, request, events));
+      publisher.publish(events.committed());
       return create(method.output, result as never) as MessageShape<typeof method.output>;
     },
-    close: () => options.storage.close(),
+    async *stream(method, ctx, request, options = {}) {
+      const operation = streams.get(procedureOf(method));
+      if (!operation) {
+        throw new UnimplementedError(
+          `${method.parent.typeName}/${method.name} is not implemented by this server`,
+        );
+      }
+      const prepared = await translateFaults(() => prepareCall(services, operation, ctx, request));
+      let readied = false;
+      const ready = () => {
+        if (readied) return;
+        readied = true;
+        options.onReady?.();
+      };
+      const messages = operation.run({ ...prepared, ready })[Symbol.asyncIterator]();
+      try {
+        for (;;) {
+          const next = await translateFaults(() => messages.next());
+          if (next.done) return;
+          yield create(method.output, next.value as never) as MessageShape<typeof method.output>;
+        }
+      } finally {
+        // The reader stopped early (client gone): let the operation release its subscription.
+        await messages.return?.();
+      }
+    },
+    async close() {
+      await publisher.drain();
+      try {
+        await services.events.close();
+      } finally {
+        await options.storage.close();
+      }
+    },
+  };
+}
+
+/**
+ * Publishes the events of each call in order, without making the call wait: a slow or broken
+ * bus must not fail or delay a change that has already committed.
+ */
+function createPublisher(bus: EventBus, onError: PlatformOptions["onPublishError"]) {
+  const inFlight = new Set<Promise<void>>();
+  return {
+    publish(events: readonly StagedEvent[]) {
+      if (events.length === 0) return;
+      const sending = (async () => {
+        for (const { topic, payload } of events) {
+          try {
+            await bus.publish(topic, payload);
+          } catch (error) {
+            onError?.(error, topic);
+          }
+        }
+      })();
+      inFlight.add(sending);
+      void sending.finally(() => inFlight.delete(sending));
+    },
+    async drain() {
+      await Promise.allSettled([...inFlight]);
+    },
   };
 }
 
@@ -117,7 +225,31 @@ export function procedureOf(method: { parent: { typeName: string }; name: string
   return `/${method.parent.typeName}/${method.name}`;
 }
 
-async function runOperation(services: Services, operation: AnyOperation, ctx: CallContext, request: unknown) {
+async function runOperation(
+  services: Services,
+  operation: AnyOperation,
+  ctx: CallContext,
+  request: unknown,
+  events: AfterCommitEvents,
+) {
+  const prepared = await prepareCall(services, operation, ctx, request);
+  // The operation's transactions go through `events.storage`, which knows which ones committed.
+  const watched: Services = { ...services, storage: events.storage };
+  const call: OperationCall<unknown> = {
+    ...prepared,
+    services: watched,
+    audit: (tx, entry) => recordAudit(services, tx, ctx, prepared.now, prepared.workspace, entry, events),
+  };
+  return operation.run(call);
+}
+
+/** The checks every call passes before its operation runs: caller kind, input, workspace access. */
+async function prepareCall(
+  services: Services,
+  operation: Pick<AnyOperation | AnyStreamingOperation, "access" | "input" | "method">,
+  ctx: CallContext,
+  request: unknown,
+): Promise<Omit<StreamingCall<unknown>, "ready">> {
   const { access } = operation;
   const caller = ctx.caller;
   if (access.kind !== "public") {
@@ -138,16 +270,7 @@ async function runOperation(services: Services, operation: AnyOperation, ctx: Ca
       ? await authorizeWorkspace(services, caller, input, access.permission)
       : noWorkspace;
   throwIfCancelled(ctx);
-  const now = services.clock.now();
-  const call: OperationCall<unknown> = {
-    ctx,
-    input,
-    services,
-    now,
-    workspace,
-    audit: (tx, entry) => recordAudit(services, tx, ctx, now, workspace, entry),
-  };
-  return operation.run(call);
+  return { ctx, input, services, now: services.clock.now(), workspace };
 }
 
 const noWorkspace: WorkspaceScope = Object.freeze({ workspaceId: "", role: null });
@@ -207,11 +330,13 @@ async function recordAudit(
   now: Date,
   workspace: WorkspaceScope,
   entry: AuditEntry,
+  events: AfterCommitEvents,
 ): Promise<void> {
   const { actorId, actorType } = actorOf(ctx.caller);
   const workspaceId = entry.workspaceId ?? workspace.workspaceId;
+  const id = services.random.uuid();
   await tx.auditEvents.append({
-    id: services.random.uuid(),
+    id,
     workspaceId: workspaceId === "" ? null : workspaceId,
     actorId,
     actorType,
@@ -223,6 +348,19 @@ async function recordAudit(
     requestId: ctx.requestId,
     timestamp: now,
   });
+  // A deleted workspace's audit row is kept outside it, but its subscribers still hear of it.
+  const topicWorkspace = entry.workspaceId || workspace.workspaceId;
+  if (topicWorkspace !== "") {
+    events.stage(tx, {
+      topic: workspaceTopic(topicWorkspace),
+      payload: toEventPayload({
+        id,
+        type: entry.action,
+        resource: entry.resource,
+        createdAt: now.toISOString(),
+      }),
+    });
+  }
 }
 
 /** Storage faults become errors the caller can act on; platform errors pass through. */

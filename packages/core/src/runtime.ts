@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { randomBytes as nodeRandomBytes, randomUUID } from "node:crypto";
+import { randomBytes as nodeRandomBytes, randomFillSync, randomUUID } from "node:crypto";
 
 /** Tells the time. */
 export interface Clock {
@@ -20,9 +20,25 @@ export interface Random {
 /** The system clock. */
 export const systemClock: Clock = { now: () => new Date() };
 
+// Small draws (serials, nonces) come from a pooled CSPRNG buffer: one call into OpenSSL per 4 KiB
+// instead of one per certificate. Each draw is copied out, so no two callers share bytes.
+const pool = new Uint8Array(4096);
+let poolOffset = pool.length;
+
 /** The operating system's CSPRNG. */
 export const systemRandom: Random = {
-  bytes: (length) => new Uint8Array(nodeRandomBytes(length)),
+  bytes(length) {
+    if (length > 256) return new Uint8Array(nodeRandomBytes(length));
+    if (poolOffset + length > pool.length) {
+      randomFillSync(pool);
+      poolOffset = 0;
+    }
+    const out = pool.slice(poolOffset, poolOffset + length);
+    // Drawn bytes are wiped from the pool, so a later draw can never return them again.
+    pool.fill(0, poolOffset, poolOffset + length);
+    poolOffset += length;
+    return out;
+  },
   uuid: () => randomUUID(),
 };
 

@@ -16,10 +16,10 @@ import { createMasterKeyStore, generateMasterKey } from "../src/crypto/key-store
 import { PlatformError } from "../src/errors.js";
 import { AuthService } from "../src/gen/platform/v1/auth_pb.js";
 import { WorkspaceService } from "../src/gen/platform/v1/workspace_pb.js";
-import { createPlatform, type Platform } from "../src/platform.js";
+import { createPlatform, type Platform, type PlatformOptions } from "../src/platform.js";
 import { createManualClock } from "../src/runtime.js";
 
-export async function createTestPlatform() {
+export async function createTestPlatform(options: Partial<PlatformOptions> = {}) {
   const storage = await createSqliteStorage({ filename: ":memory:" });
   const clock = createManualClock(new Date("2026-11-21T12:00:00Z"));
   const platform = await createPlatform({
@@ -27,6 +27,7 @@ export async function createTestPlatform() {
     keyStore: createMasterKeyStore({ masterKey: generateMasterKey() }),
     clock,
     passwords: createArgon2PasswordHasher({ memoryCost: 1024, timeCost: 1 }),
+    ...options,
   });
   return { platform, storage, clock, ...callers(platform) };
 }

@@ -1,16 +1,17 @@
 /**
  * The Hono app: everything that is not a Connect procedure path. Health probes, and the REST
  * paths of the google.api.http annotations, transcoded by `./rest/` and run through the same edge
- * and `platform.invoke` as Connect.
+ * and `platform.invoke` as Connect (server streams: `platform.stream`, as NDJSON).
  *
  * @module
  */
-import type { DescMethod, DescMethodUnary } from "@bufbuild/protobuf";
+import type { DescMethod, DescMethodServerStreaming, DescMethodUnary } from "@bufbuild/protobuf";
 import type { Http2Bindings, HttpBindings } from "@hono/node-server";
 import {
   DeadlineExceededError,
   NotFoundError,
   PlatformError,
+  procedureOf,
   UnavailableError,
   UnimplementedError,
 } from "@wap/core";
@@ -18,6 +19,7 @@ import type { Storage } from "@wap/core/storage";
 import { Hono } from "hono";
 import { callerFor, callPlatform, type EdgeRequest, type EdgeSettings, edgeOf } from "./edge.js";
 import { type PublicError, restDetailsOf, toPublicError } from "./errors.js";
+import { ndjsonStream } from "./ndjson-stream.js";
 import { BodyTooLargeError, readBodyText } from "./read-body.js";
 import { buildRequest, createRestRoutes, httpStatusOf, restErrorBody, writeResponse } from "./rest/index.js";
 import { platformServices } from "./services.js";
@@ -87,7 +89,32 @@ export function createApp(settings: AppSettings): Hono<Env> {
         return fail(error, 405);
       }
       const method = match.method;
-      edge.rpc = `/${method.parent.typeName}/${method.name}`;
+      edge.rpc = procedureOf(method);
+      if (method.methodKind === "server_streaming" && settings.edge.platform.streams.has(edge.rpc)) {
+        callerFor(edge, settings.edge, method);
+        const timeoutMs = parseTimeoutMs(c.req.header("connect-timeout-ms"));
+        // A stream also ends as soon as the server starts shutting down, not after the grace period.
+        const stopping = settings.edge.closing
+          ? AbortSignal.any([settings.shutdownSignal, settings.edge.closing])
+          : settings.shutdownSignal;
+        const deadline = callSignal(c.env.outgoing, timeoutMs, stopping);
+        try {
+          const body = await readBodyText(c.req.raw, settings.bodyLimitBytes);
+          const request = buildRequest(match, { query: url.searchParams, bodyText: body });
+          return await ndjsonStream({
+            edge,
+            settings: settings.edge,
+            method: method as DescMethodServerStreaming,
+            request,
+            signal: deadline.signal,
+            onEnd: () => deadline.dispose(),
+            fail,
+          });
+        } catch (error) {
+          deadline.dispose();
+          throw error;
+        }
+      }
       if (method.methodKind !== "unary") return fail(refuseStream(edge, settings.edge, method));
 
       // Refusals (rate limit, CSRF, bad credential) come before reading a body we would not use.

@@ -1,12 +1,16 @@
 /**
- * The `wap-server` command: starts the server with settings from `WAP_*` variables and flags (see --help),
- * and shuts it down gracefully on SIGINT/SIGTERM.
+ * The `wap-server` command: serves with settings from `WAP_*` variables and flags (see --help)
+ * and shuts down gracefully on SIGINT/SIGTERM; `migrate` brings the database schema up to date
+ * and exits; `master-key` prints a new master key.
  *
  * @module
  */
-import { ConfigError, helpText, parseConfig } from "./config.js";
-import { createJsonLogger } from "./logger.js";
+import { formatMasterKey, generateMasterKey } from "@wap/core";
+import { ConfigError, helpText, parseConfig, type ServerConfig } from "./config.js";
+import { createJsonLogger, type Logger } from "./logger.js";
+import { databaseTargetOf, openStorageOnly } from "./open-storage.js";
 import { createServer } from "./server.js";
+import { StartupError } from "./startup-error.js";
 
 /** Runs the command; resolves to the process exit code. */
 export async function main(): Promise<number> {
@@ -22,13 +26,21 @@ export async function main(): Promise<number> {
     process.stdout.write(helpText());
     return 0;
   }
+  if (parsed.command === "master-key") {
+    process.stdout.write(`${formatMasterKey(generateMasterKey())}\n`);
+    return 0;
+  }
   const logger = createJsonLogger(parsed.config.logLevel);
+  if (parsed.command === "migrate") return migrate(parsed.config, logger);
+  return serve(parsed.config, logger);
+}
+
+async function serve(config: ServerConfig, logger: Logger): Promise<number> {
   let server: Awaited<ReturnType<typeof createServer>>;
   try {
-    server = await createServer({ ...parsed.config, logger });
+    server = await createServer({ ...config, logger });
   } catch (error) {
-    const message = error instanceof ConfigError ? error.message : String(error);
-    logger.error("failed to start", { error: message });
+    logger.error("failed to start", { error: describe(error) });
     return 1;
   }
   await new Promise<void>((resolve) => {
@@ -46,4 +58,28 @@ export async function main(): Promise<number> {
     process.once("SIGTERM", () => stop("SIGTERM"));
   });
   return 0;
+}
+
+/** Opening the storage runs the pending migrations (under a lock on PostgreSQL). */
+async function migrate(config: ServerConfig, logger: Logger): Promise<number> {
+  try {
+    const target = databaseTargetOf(config.databaseUrl, config.dataDir);
+    const started = performance.now();
+    const storage = await openStorageOnly(target);
+    await storage.close();
+    logger.info("database schema is up to date", {
+      backend: target.kind,
+      ms: Math.round(performance.now() - started),
+    });
+    return 0;
+  } catch (error) {
+    logger.error("migration failed", { error: describe(error) });
+    return 1;
+  }
+}
+
+/** Our own errors carry a message meant for the operator. */
+function describe(error: unknown): string {
+  if (error instanceof ConfigError || error instanceof StartupError) return error.message;
+  return String(error);
 }

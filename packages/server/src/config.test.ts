@@ -54,6 +54,23 @@ describe("parseConfig", () => {
     expect(() => parseConfig(["--tls-cert", "cert.pem"])).toThrow(/both a certificate and a key/);
   });
 
+  it("reads the command first, serve by default", () => {
+    expect(parseConfig([]).command).toBe("serve");
+    expect(parseConfig(["migrate", "--database-url", "postgres://db/wap"])).toMatchObject({
+      command: "migrate",
+      config: { databaseUrl: "postgres://db/wap" },
+    });
+    expect(parseConfig(["master-key"]).command).toBe("master-key");
+    expect(() => parseConfig(["mgirate"])).toThrow(/unknown command "mgirate"/);
+    expect(() => parseConfig(["--port", "1", "migrate"])).toThrow(/unknown argument "migrate"/);
+  });
+
+  it("sizes the PostgreSQL pool", () => {
+    expect(parseConfig([]).config.databasePoolSize).toBe(10);
+    expect(parseConfig([], { WAP_DATABASE_POOL_SIZE: "25" }).config.databasePoolSize).toBe(25);
+    expect(() => parseConfig(["--database-pool-size", "0"])).toThrow(/between 1 and 1000/);
+  });
+
   it("recognises --help", () => {
     expect(parseConfig(["--help"]).help).toBe(true);
     expect(parseConfig(["-h"]).help).toBe(true);

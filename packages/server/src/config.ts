@@ -12,8 +12,10 @@ export interface ServerConfig {
   readonly port: number;
   /** Where the embedded database and the generated master key live. */
   readonly dataDir: string;
-  /** `sqlite:<path>` (or a plain path); unset means `<dataDir>/wap.db`. */
+  /** `postgres://...`, `sqlite:<path>` (or a plain path); unset means `<dataDir>/wap.db`. */
   readonly databaseUrl: string | undefined;
+  /** Most PostgreSQL connections this instance opens for requests (storage and rate limits). */
+  readonly databasePoolSize: number;
   /** Base64 master key; unset means the key file (generated on first start). */
   readonly masterKey: string | undefined;
   /** File holding the base64 master key; unset means `<dataDir>/master.key`. */
@@ -37,6 +39,7 @@ export const defaultConfig: ServerConfig = {
   port: 8080,
   dataDir: "./.wap-data",
   databaseUrl: undefined,
+  databasePoolSize: 10,
   masterKey: undefined,
   masterKeyFile: undefined,
   tlsCert: undefined,
@@ -104,17 +107,27 @@ export const settings: readonly Setting[] = [
     flag: "--database-url",
     value: "<url>",
     defaultText: "sqlite:<data dir>/wap.db",
-    help: "Database: sqlite:<path> (or a plain file path). PostgreSQL URLs are not supported yet.",
+    help: "Database: postgres://user:password@host:5432/db (several instances may share it), or sqlite:<path> (one instance).",
     apply: (c, t) => {
       c.databaseUrl = t;
+    },
+  },
+  {
+    env: "WAP_DATABASE_POOL_SIZE",
+    flag: "--database-pool-size",
+    value: "<n>",
+    defaultText: "10",
+    help: "PostgreSQL only: connections this instance may open for requests (the event bus adds 3 more).",
+    apply: (c, t, s) => {
+      c.databasePoolSize = integer(t, s, 1, 1000);
     },
   },
   {
     env: "WAP_MASTER_KEY",
     flag: "--master-key",
     value: "<base64>",
-    defaultText: "generated into <data dir>/master.key",
-    help: "32-byte master key (base64) sealing CA keys and signing keys. Prefer the env var or a key file: flags show in `ps`.",
+    defaultText: "generated into <data dir>/master.key (SQLite only)",
+    help: "32-byte master key (base64) sealing CA keys and signing keys; `wap-server master-key` prints a new one. Every instance over one PostgreSQL needs the same key. Prefer the env var or a key file: flags show in `ps`.",
     apply: (c, t) => {
       c.masterKey = t;
     },
@@ -124,7 +137,7 @@ export const settings: readonly Setting[] = [
     flag: "--master-key-file",
     value: "<file>",
     defaultText: "<data dir>/master.key",
-    help: "File holding the base64 master key; created (mode 0600) on first start if missing.",
+    help: "File holding the base64 master key; on SQLite created (mode 0600) on first start if missing, on PostgreSQL it must exist.",
     apply: (c, t) => {
       c.masterKeyFile = t;
     },
@@ -235,7 +248,12 @@ export const settings: readonly Setting[] = [
   },
 ];
 
+/** What `wap-server` does: serve (the default), migrate the database and exit, or print a new master key. */
+export const commands = ["serve", "migrate", "master-key"] as const;
+export type Command = (typeof commands)[number];
+
 export interface ParsedCommandLine {
+  readonly command: Command;
   readonly config: ServerConfig;
   readonly help: boolean;
 }
@@ -251,7 +269,17 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     if (text !== undefined && text !== "") setting.apply(config, text.trim(), setting.env);
   }
   let help = false;
-  for (let i = 0; i < argv.length; i++) {
+  let command: Command = "serve";
+  let start = 0;
+  const first = argv[0];
+  if (first !== undefined && !first.startsWith("-")) {
+    if (!(commands as readonly string[]).includes(first)) {
+      throw new ConfigError(`unknown command "${first}": use one of ${commands.join(", ")} (see --help)`);
+    }
+    command = first as Command;
+    start = 1;
+  }
+  for (let i = start; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === "--help" || arg === "-h") {
       help = true;
@@ -277,7 +305,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
       "TLS needs both a certificate and a key: set WAP_TLS_CERT and WAP_TLS_KEY (or neither)",
     );
   }
-  return { config, help };
+  return { command, config, help };
 }
 
 /** The `--help` text. */
@@ -289,7 +317,12 @@ export function helpText(): string {
   return [
     "wap-server: the Workspace Access Platform API (Connect, gRPC, gRPC-Web and REST on one port)",
     "",
-    "Usage: wap-server [options]",
+    "Usage: wap-server [command] [options]",
+    "",
+    "Commands:",
+    `  ${"serve".padEnd(34)}Migrate the database if needed, then serve (the default).`,
+    `  ${"migrate".padEnd(34)}Bring the database schema up to date and exit.`,
+    `  ${"master-key".padEnd(34)}Print a new random master key (base64) and exit.`,
     "",
     "Every option can also be set by its environment variable; a flag wins over the variable.",
     "",

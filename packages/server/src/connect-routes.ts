@@ -1,8 +1,9 @@
 /**
  * The Connect routes: every method of the 18 services, for the Connect (JSON and binary), gRPC
  * and gRPC-Web protocols. Unary methods run through the edge into `platform.invoke` (which
- * answers `unimplemented` for RPCs that have no operation yet); streaming methods answer
- * `unimplemented` after the edge has had its say.
+ * answers `unimplemented` for RPCs that have no operation yet); server-streaming methods the
+ * platform implements run through the edge into `platform.stream`; the other streaming methods
+ * answer `unimplemented` after the edge has had its say.
  *
  * @module
  */
@@ -10,6 +11,7 @@ import type {
   DescMessage,
   DescMethod,
   DescMethodBiDiStreaming,
+  DescMethodServerStreaming,
   DescMethodUnary,
   MessageShape,
 } from "@bufbuild/protobuf";
@@ -20,7 +22,7 @@ import {
   createContextValues,
   type HandlerContext,
 } from "@connectrpc/connect";
-import { UnimplementedError } from "@wap/core";
+import { createCallContext, procedureOf, UnavailableError, UnimplementedError } from "@wap/core";
 import { callerFor, callPlatform, type EdgeRequest, type EdgeSettings, edgeOf } from "./edge.js";
 import { toConnectError, toPublicError } from "./errors.js";
 import { platformServices } from "./services.js";
@@ -40,6 +42,12 @@ export function registerConnectRoutes(router: ConnectRouter, settings: EdgeSetti
       if (method.methodKind === "unary") {
         const unary = method as DescMethodUnary;
         router.rpc(unary, unaryHandler(unary, settings));
+      } else if (
+        method.methodKind === "server_streaming" &&
+        settings.platform.streams.has(procedureOf(method))
+      ) {
+        const streaming = method as DescMethodServerStreaming;
+        router.rpc(streaming, serverStreamingHandler(streaming, settings));
       } else {
         router.rpc(method as DescMethodBiDiStreaming, streamingHandler(method, settings));
       }
@@ -62,6 +70,39 @@ function unaryHandler<I extends DescMessage, O extends DescMessage>(
       throw answer(edge, settings, error);
     }
   };
+}
+
+function serverStreamingHandler<I extends DescMessage, O extends DescMessage>(
+  method: DescMethodServerStreaming<I, O>,
+  settings: EdgeSettings,
+) {
+  return async function* (
+    request: MessageShape<I>,
+    context: HandlerContext,
+  ): AsyncGenerator<MessageShape<O>> {
+    const edge = requireEdge(context);
+    edge.rpc = procedureOf(method);
+    // The client leaving, its deadline, or this server starting to shut down.
+    const signal = settings.closing ? AbortSignal.any([context.signal, settings.closing]) : context.signal;
+    try {
+      const ctx = createCallContext(callerFor(edge, settings, method), {
+        requestId: edge.requestId,
+        signal,
+        ipAddress: edge.ipAddress,
+        userAgent: edge.userAgent,
+      });
+      yield* settings.platform.stream(method, ctx, request);
+      if (settings.closing?.aborted && !context.signal.aborted) throw shuttingDown();
+      edge.code = context.signal.aborted ? "canceled" : "ok";
+    } catch (error) {
+      throw answer(edge, settings, error);
+    }
+  };
+}
+
+/** Why an event stream ended early: the client should subscribe again (on another instance). */
+export function shuttingDown(): UnavailableError {
+  return new UnavailableError("the server is shutting down; subscribe again", { reason: "SHUTTING_DOWN" });
 }
 
 function streamingHandler(method: DescMethod, settings: EdgeSettings) {

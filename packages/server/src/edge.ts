@@ -22,6 +22,7 @@ import {
   PlatformError,
   procedureOf,
   ResourceExhaustedError,
+  UnavailableError,
 } from "@wap/core";
 import { clientAddress } from "./client-address.js";
 import { checkCsrf } from "./csrf.js";
@@ -44,6 +45,8 @@ export interface EdgeSettings {
   /** The server speaks TLS: cookies get `Secure`, our origin is https. */
   readonly secure: boolean;
   readonly logger: Logger;
+  /** Aborted when the server starts shutting down: open event streams end at once. */
+  readonly closing?: AbortSignal;
 }
 
 /** What the edge established about one request. */
@@ -138,8 +141,15 @@ export async function admitRequest(
       );
     }
   } catch (error) {
-    // A broken limiter store must not take the API down with it.
-    settings.logger.warn("rate limiter failed; request let through", { requestId, error: String(error) });
+    // Fail closed: a request we cannot count is refused as `unavailable` (retry later), never let
+    // through unlimited. The store is the database the request would need anyway.
+    settings.logger.warn("rate limiter store failed; request refused", { requestId, error: String(error) });
+    refusals.push(
+      new UnavailableError("the rate limiter cannot count this request right now; retry shortly", {
+        reason: "RATE_LIMITER_UNAVAILABLE",
+        headers: { "Retry-After": "1" },
+      }),
+    );
   }
 
   const version = first(headers["connect-protocol-version"]);

@@ -56,3 +56,21 @@ describe("listen (cleartext)", () => {
     }
   });
 });
+
+describe("listen: closing", () => {
+  it("does not wait for connections that never sent a byte", async () => {
+    const listener = await listen({
+      host: "127.0.0.1",
+      port: 0,
+      handler: (_req, res) => res.end("ok"),
+    });
+    const silent = net.connect(listener.port, "127.0.0.1");
+    silent.on("error", () => {});
+    await new Promise((resolve) => silent.once("connect", resolve));
+    const closedByServer = new Promise((resolve) => silent.once("close", resolve));
+    const started = performance.now();
+    await listener.close(5_000);
+    expect(performance.now() - started).toBeLessThan(1_000);
+    await closedByServer;
+  });
+});

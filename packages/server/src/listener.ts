@@ -63,6 +63,8 @@ export async function listen(options: ListenerOptions): Promise<Listener> {
   const sessions = new Set<http2.Http2Session>();
   // Requests in flight per HTTP/1.1 socket, so that closing can drop the idle ones at once.
   const busy = new WeakMap<Duplex, number>();
+  // Connections that have not said a word yet (clients open spare ones): nothing to wait for.
+  const silent = new Set<Duplex>();
   let closing = false;
 
   const onRequest: NodeHandler = (req, res) => {
@@ -117,7 +119,10 @@ export async function listen(options: ListenerOptions): Promise<Listener> {
     ? h2
     : net.createServer((socket) => {
         track(socket);
+        silent.add(socket);
+        socket.once("close", () => silent.delete(socket));
         sniff(socket, (isHttp2) => {
+          silent.delete(socket);
           if (!isHttp2) busy.set(socket, 0);
           (isHttp2 ? h2 : h1).emit("connection", socket);
         });
@@ -152,7 +157,7 @@ export async function listen(options: ListenerOptions): Promise<Listener> {
       // GOAWAY lets open streams finish while refusing new ones; idle HTTP/1.1 sockets go now.
       for (const session of sessions) session.close();
       for (const socket of sockets) {
-        if (busy.get(socket) === 0) socket.destroy();
+        if (busy.get(socket) === 0 || silent.has(socket)) socket.destroy();
       }
       const drained = Promise.race([
         stopped.then(() => true),

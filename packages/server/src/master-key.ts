@@ -13,8 +13,13 @@ import { ConfigError } from "./config.js";
 export interface MasterKeySource {
   /** The key itself (base64), e.g. from WAP_MASTER_KEY. Wins over the file. */
   readonly masterKey?: string | undefined;
-  /** The key file; generated if missing. */
+  /** The key file; generated if missing (unless `generate` is false). */
   readonly file: string;
+  /**
+   * Whether a missing key may be generated. Not with PostgreSQL: each instance would make its
+   * own, and none could open what another sealed.
+   */
+  readonly generate?: boolean;
 }
 
 /** Loads the master key, generating the key file when there is none. */
@@ -25,6 +30,11 @@ export async function loadMasterKey(
     return { masterKey: parse(source.masterKey, "WAP_MASTER_KEY"), generated: false };
   const existing = await readKeyFile(source.file);
   if (existing !== undefined) return { masterKey: parse(existing, source.file), generated: false };
+  if (source.generate === false) {
+    throw new ConfigError(
+      `no master key: every instance over one PostgreSQL database must use the same one. Set WAP_MASTER_KEY (or put it in ${source.file}, or point WAP_MASTER_KEY_FILE at it); print a new one with \`wap-server master-key\``,
+    );
+  }
 
   const masterKey = generateMasterKey();
   await mkdir(dirname(source.file), { recursive: true, mode: 0o700 });

@@ -1,24 +1,31 @@
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { sqliteFileOf } from "./open-storage.js";
+import { databaseTargetOf } from "./open-storage.js";
 
-describe("sqliteFileOf", () => {
+const sqlite = (file: string) => ({ kind: "sqlite", file });
+
+describe("databaseTargetOf", () => {
   it("defaults to wap.db in the data directory", () => {
-    expect(sqliteFileOf(undefined, "/var/lib/wap")).toBe("/var/lib/wap/wap.db");
+    expect(databaseTargetOf(undefined, "/var/lib/wap")).toEqual(sqlite("/var/lib/wap/wap.db"));
   });
 
   it("accepts sqlite: URLs and plain paths", () => {
-    expect(sqliteFileOf("sqlite:/srv/wap.db", "x")).toBe("/srv/wap.db");
-    expect(sqliteFileOf("sqlite://relative.db", "x")).toBe(resolve("relative.db"));
-    expect(sqliteFileOf("sqlite::memory:", "x")).toBe(":memory:");
-    expect(sqliteFileOf("/srv/other.db", "x")).toBe("/srv/other.db");
+    expect(databaseTargetOf("sqlite:/srv/wap.db", "x")).toEqual(sqlite("/srv/wap.db"));
+    expect(databaseTargetOf("sqlite://relative.db", "x")).toEqual(sqlite(resolve("relative.db")));
+    expect(databaseTargetOf("sqlite::memory:", "x")).toEqual(sqlite(":memory:"));
+    expect(databaseTargetOf("/srv/other.db", "x")).toEqual(sqlite("/srv/other.db"));
   });
 
-  it("refuses PostgreSQL for now, and unknown schemes, without echoing passwords", () => {
-    expect(() => sqliteFileOf("postgres://u:secret@db/wap", "x")).toThrow(
-      /PostgreSQL storage is not available/,
-    );
-    expect(() => sqliteFileOf("mysql://u:secret@db/wap", "x")).toThrow(/unsupported database URL scheme/);
-    expect(() => sqliteFileOf("mysql://u:secret@db/wap", "x")).not.toThrow(/secret/);
+  it("accepts postgres:// and postgresql:// URLs", () => {
+    for (const url of ["postgres://wap:pw@db:5432/wap", "postgresql://db/wap?sslmode=require"]) {
+      expect(databaseTargetOf(url, "x")).toEqual({ kind: "postgres", url });
+    }
+  });
+
+  it("refuses unknown schemes and malformed URLs without echoing passwords", () => {
+    expect(() => databaseTargetOf("mysql://u:secret@db/wap", "x")).toThrow(/unsupported database URL scheme/);
+    expect(() => databaseTargetOf("mysql://u:secret@db/wap", "x")).not.toThrow(/secret/);
+    expect(() => databaseTargetOf("postgres://u:secret@db:port/wap", "x")).toThrow(/not a valid URL/);
+    expect(() => databaseTargetOf("postgres://u:secret@db:port/wap", "x")).not.toThrow(/secret/);
   });
 });

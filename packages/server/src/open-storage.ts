@@ -1,45 +1,101 @@
 /**
- * Opens the storage a database URL names. The embedded default is SQLite in the data directory;
- * PostgreSQL arrives with a later issue.
+ * The backend a database URL names: PostgreSQL (any number of instances share it, and with it
+ * the rate-limit counters and the event bus), or SQLite, the embedded default for one instance
+ * (in-memory rate limits, the platform's in-process bus).
  *
  * @module
  */
 import { mkdir } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
+import type { EventBus } from "@wap/core";
 import type { Storage } from "@wap/core/storage";
-import { ConfigError } from "./config.js";
+import { ConfigError, type ServerConfig } from "./config.js";
+import type { Logger } from "./logger.js";
+import { createMemoryRateLimiters, type RateLimiters } from "./rate-limit.js";
 
-/** Where the database lives: a SQLite file path (PostgreSQL is refused for now). */
-export function sqliteFileOf(databaseUrl: string | undefined, dataDir: string): string {
-  if (databaseUrl === undefined || databaseUrl === "") return resolve(join(dataDir, "wap.db"));
+/** Where the data lives. */
+export type DatabaseTarget =
+  | { readonly kind: "sqlite"; readonly file: string }
+  | { readonly kind: "postgres"; readonly url: string };
+
+/** Reads a database URL; unset means SQLite in the data directory. */
+export function databaseTargetOf(databaseUrl: string | undefined, dataDir: string): DatabaseTarget {
+  if (databaseUrl === undefined || databaseUrl === "") {
+    return { kind: "sqlite", file: resolve(join(dataDir, "wap.db")) };
+  }
   if (/^postgres(ql)?:\/\//i.test(databaseUrl)) {
-    throw new ConfigError(
-      "WAP_DATABASE_URL: PostgreSQL storage is not available in this build yet; unset it to use the embedded SQLite database, or set sqlite:<path>",
-    );
+    try {
+      new URL(databaseUrl);
+    } catch {
+      throw new ConfigError(`WAP_DATABASE_URL: "${redactUrl(databaseUrl)}" is not a valid URL`);
+    }
+    return { kind: "postgres", url: databaseUrl };
   }
   if (/^sqlite:/i.test(databaseUrl)) {
     const path = databaseUrl.replace(/^sqlite:(\/\/)?/i, "");
     if (path === "")
       throw new ConfigError("WAP_DATABASE_URL: sqlite: needs a file path, e.g. sqlite:/var/lib/wap/wap.db");
-    return path === ":memory:" ? path : resolve(path);
+    return { kind: "sqlite", file: path === ":memory:" ? path : resolve(path) };
   }
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(databaseUrl)) {
     throw new ConfigError(
-      `WAP_DATABASE_URL: unsupported database URL scheme in "${redactUrl(databaseUrl)}"; use sqlite:<path>`,
+      `WAP_DATABASE_URL: unsupported database URL scheme in "${redactUrl(databaseUrl)}"; use postgres://... or sqlite:<path>`,
     );
   }
-  return resolve(databaseUrl);
+  return { kind: "sqlite", file: resolve(databaseUrl) };
 }
 
-/** Opens (and migrates) the database. */
-export async function openStorage(databaseUrl: string | undefined, dataDir: string): Promise<Storage> {
-  const filename = sqliteFileOf(databaseUrl, dataDir);
-  if (filename !== ":memory:") await mkdir(dirname(filename), { recursive: true, mode: 0o700 });
+/** An open backend: the storage and what goes with it. */
+export interface Backend {
+  readonly storage: Storage;
+  /** The cross-instance bus; undefined where the platform's in-process bus is right (SQLite). */
+  readonly events: EventBus | undefined;
+  readonly rateLimiters: RateLimiters;
+  /** What to log about it (never a password). */
+  readonly description: Readonly<Record<string, unknown>>;
+  /**
+   * Releases what the platform does not: the platform closes the storage and the bus, and this
+   * runs after, once nothing uses the connections any more (the PostgreSQL pool).
+   */
+  release(): Promise<void>;
+}
+
+/** Opens (and migrates) the backend the configuration names. */
+export async function openBackend(
+  target: DatabaseTarget,
+  config: Pick<ServerConfig, "databasePoolSize" | "rateLimit">,
+  logger: Logger,
+): Promise<Backend> {
+  if (target.kind === "postgres") {
+    // Loaded only when used: an embedded install never loads pg.
+    const { openPostgresBackend } = await import("./postgres-backend.js");
+    return openPostgresBackend(target.url, config, logger);
+  }
+  return {
+    storage: await openSqliteStorage(target.file),
+    events: undefined,
+    rateLimiters: createMemoryRateLimiters(config.rateLimit),
+    description: { sqlite: target.file },
+    release: async () => undefined,
+  };
+}
+
+/** Opens the storage alone, for `wap-server migrate`: migrations run on open. */
+export async function openStorageOnly(target: DatabaseTarget): Promise<Storage> {
+  if (target.kind === "postgres") {
+    const { openPostgresStorageOnly } = await import("./postgres-backend.js");
+    return openPostgresStorageOnly(target.url);
+  }
+  return openSqliteStorage(target.file);
+}
+
+async function openSqliteStorage(file: string): Promise<Storage> {
+  if (file !== ":memory:") await mkdir(dirname(file), { recursive: true, mode: 0o700 });
   const { createSqliteStorage } = await import("@wap/storage-sqlite");
-  return createSqliteStorage({ filename });
+  return createSqliteStorage({ filename: file });
 }
 
 /** A URL without its password, for messages. */
-function redactUrl(url: string): string {
+export function redactUrl(url: string): string {
   return url.replace(/\/\/([^:/@]+):[^@/]*@/, "//$1:***@");
 }

@@ -6,7 +6,13 @@
  */
 import { readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { createMasterKeyStore, createPlatform, type Platform, type PlatformOptions } from "@wap/core";
+import {
+  createMasterKeyStore,
+  createPlatform,
+  type Platform,
+  type PlatformOptions,
+  SealedDataError,
+} from "@wap/core";
 import type { Storage } from "@wap/core/storage";
 import { defaultConfig, type ServerConfig } from "./config.js";
 import { normalizeOrigins } from "./csrf.js";
@@ -14,9 +20,10 @@ import type { EdgeSettings } from "./edge.js";
 import { listen, type TlsFiles } from "./listener.js";
 import { createJsonLogger, type Logger } from "./logger.js";
 import { loadMasterKey } from "./master-key.js";
-import { openStorage, sqliteFileOf } from "./open-storage.js";
+import { type Backend, databaseTargetOf, openBackend } from "./open-storage.js";
 import { createMemoryRateLimiters, type RateLimiters, type RateLimitSettings } from "./rate-limit.js";
 import { createRequestHandler } from "./request-handler.js";
+import { StartupError } from "./startup-error.js";
 
 export interface ServerOptions extends Partial<Omit<ServerConfig, "rateLimit">> {
   readonly rateLimit?: Partial<RateLimitSettings>;
@@ -29,7 +36,10 @@ export interface ServerOptions extends Partial<Omit<ServerConfig, "rateLimit">> 
   readonly storage?: Storage;
   /** Extra options for the platform the server builds (clock, password hasher, token lifetimes). */
   readonly platformOptions?: Omit<PlatformOptions, "storage" | "keyStore">;
-  /** Replace the in-memory rate limiters (e.g. with a shared store for several instances). */
+  /**
+   * Replace the rate limiters: by default in memory on SQLite, and on PostgreSQL in the
+   * database, shared by every instance.
+   */
   readonly rateLimiters?: RateLimiters;
   /** Where logs go; default JSON lines on stderr at `logLevel`. */
   readonly logger?: Logger;
@@ -41,8 +51,9 @@ export interface RunningServer {
   readonly port: number;
   readonly platform: Platform;
   /**
-   * Stops accepting connections, lets open requests finish (up to `shutdownGraceSeconds`, then
-   * cuts them), and closes the storage it opened. Safe to call more than once.
+   * Stops accepting connections, ends open event streams (their clients reconnect elsewhere),
+   * lets open requests finish (up to `shutdownGraceSeconds`, then cuts them), then closes the
+   * event bus and the storage, and drains the connection pool. Safe to call more than once.
    */
   close(): Promise<void>;
 }
@@ -54,15 +65,19 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
   const tls = await readTls(config);
 
   const ownsPlatform = options.platform === undefined;
-  const platform = options.platform ?? (await buildPlatform(config, options, logger));
+  const built = options.platform ? undefined : await buildPlatform(config, options, logger);
+  const platform = options.platform ?? built!.platform;
+  const backend = built?.backend;
   const shutdown = new AbortController();
+  const closing = new AbortController();
   const edge: EdgeSettings = {
     platform,
-    rateLimiters: options.rateLimiters ?? createMemoryRateLimiters(config.rateLimit),
+    rateLimiters: options.rateLimiters ?? backend?.rateLimiters ?? createMemoryRateLimiters(config.rateLimit),
     trustedProxyHops: config.trustProxyHops,
     allowedOrigins: normalizeOrigins(config.allowedOrigins),
     secure: tls !== undefined,
     logger,
+    closing: closing.signal,
   };
   const handler = createRequestHandler({
     edge,
@@ -76,25 +91,31 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
     listener = await listen({ handler, host: config.host, port: config.port, tls });
   } catch (error) {
     if (ownsPlatform) await platform.close();
+    await backend?.release();
     throw error;
   }
   const url = `${tls ? "https" : "http"}://${urlHost(config.host)}:${listener.port}`;
   logger.info("listening", { url, tls: tls !== undefined, protocols: "HTTP/1.1, HTTP/2 (h2c/h2)" });
 
-  let closing: Promise<void> | undefined;
+  let stopping: Promise<void> | undefined;
   return {
     url,
     port: listener.port,
     platform,
     close() {
-      closing ??= (async () => {
+      stopping ??= (async () => {
         logger.info("shutting down", { graceSeconds: config.shutdownGraceSeconds });
+        // Event streams never finish on their own; ending them first lets the drain below finish.
+        closing.abort();
         await listener.close(config.shutdownGraceSeconds * 1000, () => shutdown.abort());
         shutdown.abort();
+        // In-flight requests are done: pending events go out, then the bus and storage close,
+        // then the pool they shared drains.
         if (ownsPlatform) await platform.close();
+        await backend?.release();
         logger.info("stopped");
       })();
-      return closing;
+      return stopping;
     },
   };
 }
@@ -103,23 +124,48 @@ async function buildPlatform(
   config: ServerConfig,
   options: ServerOptions,
   logger: Logger,
-): Promise<Platform> {
+): Promise<{ platform: Platform; backend: Backend }> {
   // Refuse a bad database URL before anything is written to the data directory.
-  const sqliteFile = options.storage ? undefined : sqliteFileOf(config.databaseUrl, config.dataDir);
+  const target = options.storage ? undefined : databaseTargetOf(config.databaseUrl, config.dataDir);
   const keyFile = resolve(config.masterKeyFile ?? join(config.dataDir, "master.key"));
-  const { masterKey, generated } = await loadMasterKey({ masterKey: config.masterKey, file: keyFile });
+  const { masterKey, generated } = await loadMasterKey({
+    masterKey: config.masterKey,
+    file: keyFile,
+    generate: target?.kind !== "postgres",
+  });
   if (generated)
     logger.warn("generated a new master key; back it up, it seals every CA key", { file: keyFile });
-  const storage = options.storage ?? (await openStorage(config.databaseUrl, config.dataDir));
-  if (sqliteFile) logger.info("storage opened", { sqlite: sqliteFile });
+  const started = performance.now();
+  const backend: Backend = target
+    ? await openBackend(target, config, logger)
+    : {
+        storage: options.storage!,
+        events: undefined,
+        rateLimiters: createMemoryRateLimiters(config.rateLimit),
+        description: { storage: "given" },
+        release: async () => undefined,
+      };
+  logger.info("storage opened", { ...backend.description, ms: Math.round(performance.now() - started) });
   try {
-    return await createPlatform({
+    const platform = await createPlatform({
+      onPublishError: (error, topic) =>
+        logger.warn("event not published; subscribers miss it", { topic, error: String(error) }),
       ...options.platformOptions,
-      storage,
+      storage: backend.storage,
       keyStore: createMasterKeyStore({ masterKey }),
+      ...(backend.events && { events: backend.events }),
     });
+    return { platform, backend };
   } catch (error) {
-    await storage.close();
+    await backend.events?.close().catch(() => undefined);
+    await backend.storage.close().catch(() => undefined);
+    await backend.release().catch(() => undefined);
+    if (error instanceof SealedDataError) {
+      throw new StartupError(
+        "the master key does not open the secrets stored in this database: every instance over one database must use the same WAP_MASTER_KEY",
+        { cause: error },
+      );
+    }
     throw error;
   }
 }

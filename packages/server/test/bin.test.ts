@@ -57,8 +57,38 @@ describe("wap-server", () => {
 
   it("prints --help", async () => {
     const { stdout } = await run(process.execPath, ["--import", "tsx", bin, "--help"], { cwd: repoRoot });
-    expect(stdout).toContain("Usage: wap-server [options]");
+    expect(stdout).toContain("Usage: wap-server [command] [options]");
     expect(stdout).toContain("WAP_DATABASE_URL");
+    expect(stdout).toContain("WAP_DATABASE_POOL_SIZE");
+    expect(stdout).toMatch(/migrate\s+Bring the database schema up to date/);
+    expect(stdout).toMatch(/master-key\s+Print a new random master key/);
+  });
+
+  it("prints a fresh 32-byte master key each time", async () => {
+    const { stdout } = await run(process.execPath, ["--import", "tsx", bin, "master-key"], { cwd: repoRoot });
+    const { stdout: other } = await run(process.execPath, ["--import", "tsx", bin, "master-key"], {
+      cwd: repoRoot,
+    });
+    expect(Buffer.from(stdout.trim(), "base64")).toHaveLength(32);
+    expect(other).not.toBe(stdout);
+  });
+
+  it("migrates and exits", async () => {
+    const { stderr } = await run(process.execPath, ["--import", "tsx", bin, "migrate"], {
+      cwd: repoRoot,
+      env: { ...process.env, WAP_DATA_DIR: join(dataDir, "migrated") },
+    });
+    expect(stderr).toContain("database schema is up to date");
+    await stat(join(dataDir, "migrated", "wap.db"));
+  });
+
+  it("refuses an unknown command", async () => {
+    const failed = await run(process.execPath, ["--import", "tsx", bin, "serve-all"], { cwd: repoRoot }).then(
+      () => undefined,
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(failed?.code).toBe(2);
+    expect(failed?.stderr).toContain('unknown command "serve-all"');
   });
 
   it("refuses a bad setting with a clear message and exit code 2", async () => {
@@ -72,20 +102,39 @@ describe("wap-server", () => {
     expect(failed?.stderr).toContain("--port must be a whole number");
   });
 
-  it("refuses PostgreSQL URLs for now", async () => {
+  it("on PostgreSQL, needs the shared master key and says how to make one", async () => {
     const failed = await run(
       process.execPath,
-      ["--import", "tsx", bin, "--port", "0", "--data-dir", dataDir],
+      ["--import", "tsx", bin, "--port", "0", "--data-dir", join(dataDir, "no-key")],
       {
         cwd: repoRoot,
-        env: { ...process.env, WAP_DATABASE_URL: "postgres://wap:hunter2@localhost/wap" },
+        env: { ...process.env, WAP_DATABASE_URL: "postgres://wap:hunter2@127.0.0.1:1/wap" },
       },
     ).then(
       () => undefined,
       (error: { code: number; stderr: string }) => error,
     );
     expect(failed?.code).toBe(1);
-    expect(failed?.stderr).toContain("PostgreSQL storage is not available");
+    expect(failed?.stderr).toContain("every instance over one PostgreSQL database must use the same one");
+    expect(failed?.stderr).toContain("wap-server master-key");
+    expect(failed?.stderr).not.toContain("hunter2");
+  });
+
+  it("says which PostgreSQL it cannot reach, without the password", async () => {
+    const failed = await run(process.execPath, ["--import", "tsx", bin, "--port", "0"], {
+      cwd: repoRoot,
+      env: {
+        ...process.env,
+        WAP_DATABASE_URL: "postgres://wap:hunter2@127.0.0.1:1/wap",
+        WAP_MASTER_KEY: Buffer.alloc(32, 7).toString("base64"),
+      },
+    }).then(
+      () => undefined,
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(failed?.code).toBe(1);
+    expect(failed?.stderr).toContain("cannot use PostgreSQL at 127.0.0.1:1/wap");
+    expect(failed?.stderr).toContain("ECONNREFUSED");
     expect(failed?.stderr).not.toContain("hunter2");
   });
 

@@ -52,6 +52,8 @@ function classifyError(error: unknown): DriverErrorKind | undefined {
 export const postgresTraits: SqlDialectTraits = Object.freeze({
   name: "postgres",
   failedStatementAbortsTransaction: true,
+  // A transaction-level advisory lock: released at commit or rollback, never leaked.
+  serializeOn: (key: string) => sql`select pg_advisory_xact_lock(hashtextextended(${key}, 0))`,
   jsonArrayContains(column: string, value: string): Expression<SqlBool> {
     return sql<SqlBool>`(${sql.ref(column)})::jsonb @> jsonb_build_array(${value}::text)`;
   },

@@ -4,12 +4,20 @@
  * with backoff when the connection drops; events published while it is down are lost for this
  * instance (the bus is a nudge; state lives in tables).
  *
+ * The channel is per schema, as the migrations are: several installations in one database (one
+ * schema each) do not hear each other's events.
+ *
  * @module
  */
+import { createHash } from "node:crypto";
 import { createSubscriberTable, type EventBus, type EventPayload, encodeEvent } from "@wap/core";
 import pg from "pg";
 
-const channel = "wap_events";
+/** The channel of a schema's installation. Channel names are identifiers: at most 63 bytes. */
+export function eventChannelOf(schema: string): string {
+  if (schema === "public") return "wap_events";
+  return `wap_events_${createHash("sha256").update(schema).digest("hex").slice(0, 16)}`;
+}
 
 export interface PostgresEventBusOptions {
   readonly connectionString: string;
@@ -29,9 +37,16 @@ export async function createPostgresEventBus(options: PostgresEventBusOptions): 
   let listener: pg.Client | undefined;
   let closed = false;
   let retryDelay = 100;
+  // Learnt on the first connection (the search_path of the connection string decides it).
+  let channel: string | undefined;
 
   const connect = async (): Promise<void> => {
-    const client = new pg.Client({ connectionString: options.connectionString });
+    const client = new pg.Client({
+      connectionString: options.connectionString,
+      connectionTimeoutMillis: 10_000,
+      // A LISTEN connection is quiet: TCP keepalive notices a peer that vanished without a word.
+      keepAlive: true,
+    });
     client.on("notification", (message) => {
       if (message.channel !== channel || !message.payload) return;
       try {
@@ -47,7 +62,11 @@ export async function createPostgresEventBus(options: PostgresEventBusOptions): 
     });
     client.on("end", () => scheduleReconnect(client));
     await client.connect();
-    await client.query(`LISTEN ${channel}`);
+    if (channel === undefined) {
+      const { rows } = await client.query<{ schema: string | null }>("select current_schema() as schema");
+      channel = eventChannelOf(rows[0]?.schema ?? "public");
+    }
+    await client.query(`LISTEN "${channel}"`);
     listener = client;
     retryDelay = 100;
   };
@@ -68,9 +87,10 @@ export async function createPostgresEventBus(options: PostgresEventBusOptions): 
   };
 
   await connect();
+  const listening = channel ?? "wap_events";
   return {
     async publish(topic, payload) {
-      await publisher.query("SELECT pg_notify($1, $2)", [channel, encodeEvent(topic, payload)]);
+      await publisher.query("SELECT pg_notify($1, $2)", [listening, encodeEvent(topic, payload)]);
     },
     async subscribe(topic, handler) {
       return table.add(topic, handler);

@@ -6,8 +6,9 @@
 import type { Storage } from "@wap/core/storage";
 import { createSqlStorage, type Database, migrateToLatest, translateDriverError } from "@wap/storage-sql";
 import { Kysely, PostgresDialect, type PostgresPool, sql } from "kysely";
-import pg from "pg";
+import type pg from "pg";
 import { postgresTraits } from "./dialect.js";
+import { createPostgresPool } from "./pool.js";
 
 /** The few `pg.Pool` methods the adapter calls. */
 export type PgPoolLike = PostgresPool;
@@ -37,15 +38,7 @@ export async function createPostgresStorage(options: PostgresStorageOptions): Pr
   let source: PostgresPool;
   let owned: pg.Pool | undefined;
   if ("connectionString" in options) {
-    owned = new pg.Pool({
-      connectionString: options.connectionString,
-      max: options.maxConnections ?? 10,
-      // Without a timeout a request waits forever for a dead server instead of failing.
-      connectionTimeoutMillis: 10_000,
-    });
-    // An idle client losing its connection emits "error" on the pool; unhandled, it kills the
-    // process. The pool drops that client and the next query reports any outage.
-    owned.on("error", () => undefined);
+    owned = createPostgresPool(options);
     source = owned;
   } else {
     source = options.pool;

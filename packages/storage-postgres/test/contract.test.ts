@@ -3,6 +3,7 @@ import { StorageUnavailableError } from "@wap/core/storage";
 import { runStorageContract } from "@wap/core/testing";
 import { createPostgresStorage, SchemaVersionError } from "@wap/storage-postgres";
 import { freePort, startTestPostgres, type TestPostgres } from "@wap/storage-postgres/testing";
+import { createMigrations } from "@wap/storage-sql";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -34,7 +35,8 @@ describe("postgres adapter", () => {
       expect(storages.every((s) => s.capabilities.multiInstance)).toBe(true);
       const schema = new URL(fresh).searchParams.get("application_name");
       const rows = await admin((c) => c.query(`select name from ${schema}.wap_schema_migration`));
-      expect(rows.rows).toEqual([{ name: "001_initial" }]);
+      const names = rows.rows.map((r: { name: string }) => r.name).sort();
+      expect(names).toEqual(Object.keys(createMigrations("postgres")).sort());
     } finally {
       await Promise.all(storages.map((s) => s.close()));
     }

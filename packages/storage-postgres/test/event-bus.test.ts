@@ -1,5 +1,5 @@
 import type { EventBus, EventPayload } from "@wap/core";
-import { createPostgresEventBus } from "@wap/storage-postgres";
+import { createPostgresEventBus, eventChannelOf } from "@wap/storage-postgres";
 import { startTestPostgres, type TestPostgres } from "@wap/storage-postgres/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -74,6 +74,21 @@ describe("PostgreSQL event bus", () => {
       return seen.length > 0;
     });
     expect(seen[0]).toBe("after-reconnect");
+  });
+
+  it("keeps installations in different schemas of one database apart", async () => {
+    const here = await bus("wap_bus_f");
+    const elsewhere = await createPostgresEventBus({ connectionString: await pgServer.freshSchema() });
+    buses.push(elsewhere);
+    const heardElsewhere: EventPayload[] = [];
+    await elsewhere.subscribe("workspace:1", (payload) => heardElsewhere.push(payload));
+    const heardHere = nextEvent(here, "workspace:1");
+    await here.publish("workspace:1", "only here");
+    expect(await heardHere).toBe("only here");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(heardElsewhere).toEqual([]);
+    expect(eventChannelOf("public")).toBe("wap_events");
+    expect(eventChannelOf("x".repeat(63)).length).toBeLessThanOrEqual(63);
   });
 
   it("refuses payloads larger than NOTIFY carries", async () => {

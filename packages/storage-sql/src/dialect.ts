@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Expression, SqlBool } from "kysely";
+import type { Expression, RawBuilder, SqlBool } from "kysely";
 
 export type SqlDialectName = "sqlite" | "postgres";
 
@@ -26,6 +26,11 @@ export interface SqlDialectTraits {
    * transaction usable, as it does on SQLite.
    */
   readonly failedStatementAbortsTransaction: boolean;
+  /**
+   * A statement that makes the rest of the current transaction wait for any other transaction
+   * holding the same key, or undefined when the engine already runs one writer at a time (SQLite).
+   */
+  serializeOn(key: string): RawBuilder<unknown> | undefined;
   /** True when `column` (JSON text of an array of strings) has an element equal to `value`. */
   jsonArrayContains(column: string, value: string): Expression<SqlBool>;
   /** Reads a driver error; `undefined` for anything else (it is rethrown as is). */

@@ -23,14 +23,28 @@ export type {
   AuditEventsTable,
   AuthSessionsTable,
   CertificateAuthoritiesTable,
+  CertificateAuthorityKeysTable,
   DaemonsTable,
   Database,
+  IssuedCertificatesTable,
   RefreshTokensTable,
   SecretsTable,
   ServiceAccountsTable,
+  TargetsTable,
   UsersTable,
   WorkspaceMembersTable,
   WorkspacesTable,
 } from "./schema.js";
+export type {
+  AccountTables,
+  BackupCodesTable,
+  CliLoginsTable,
+  LinkedAccountsTable,
+  LoginThrottlesTable,
+  OneTimeTokensTable,
+  PasskeysTable,
+  RequestNoncesTable,
+  UserDevicesTable,
+} from "./schema-accounts.js";
 export type { SqlStorageOptions } from "./storage.js";
 export { createSqlRepositories, createSqlStorage } from "./storage.js";

@@ -8,9 +8,12 @@ import type {
   AuthorityKind,
   DaemonFilter,
   DaemonRecord,
+  IssuedCertificateFilter,
   Repositories,
   ServiceAccountFilter,
   ServiceAccountRecord,
+  TargetFilter,
+  TargetRecord,
 } from "@wap/core/storage";
 import {
   type Expression,
@@ -21,40 +24,56 @@ import {
   type Updateable,
 } from "kysely";
 import type { SqlDialectTraits } from "./dialect.js";
+import { hot } from "./hot-queries.js";
 import {
   auditEventToRow,
   authorityToRow,
   daemonToRow,
   fold,
+  fromBytes,
   fromDate,
   fromDateOrNull,
+  issuedCertificateToRow,
   likeContains,
   memberToRow,
   refreshTokenToRow,
+  retiredKeyToRow,
   rowToAuditEvent,
   rowToAuthority,
   rowToDaemon,
+  rowToIssuedCertificate,
   rowToMember,
   rowToRefreshToken,
+  rowToRetiredKey,
   rowToSecret,
   rowToServiceAccount,
   rowToSession,
+  rowToTarget,
   rowToUser,
   rowToWorkspace,
   secretToRow,
   serviceAccountToRow,
   sessionToRow,
+  targetToRow,
+  toDate,
   toFlag,
   toJson,
   toNumber,
   userToRow,
   workspaceToRow,
 } from "./lib/mapping.js";
+import {
+  createAccountRepositories,
+  memberAccountQueries,
+  sessionAccountQueries,
+  userAccountQueries,
+} from "./repositories-accounts.js";
 import type {
   CertificateAuthoritiesTable,
   DaemonsTable,
   Database,
   ServiceAccountsTable,
+  TargetsTable,
   WorkspacesTable,
 } from "./schema.js";
 
@@ -75,7 +94,9 @@ function foldedContains(column: string, query: string): Expression<SqlBool> {
 /** Builds the repositories over a runner. */
 export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits): Repositories {
   return {
+    ...createAccountRepositories(run),
     users: {
+      ...userAccountQueries(run),
       async insert(user) {
         await run.write((db) => db.insertInto("users").values(userToRow(user)).execute());
       },
@@ -101,14 +122,13 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
     },
 
     authSessions: {
+      ...sessionAccountQueries(run),
       async insert(session) {
         await run.write((db) => db.insertInto("auth_sessions").values(sessionToRow(session)).execute());
       },
       async findById(id) {
-        const row = await run.read((db) =>
-          db.selectFrom("auth_sessions").selectAll().where("id", "=", id).executeTakeFirst(),
-        );
-        return row ? rowToSession(row) : null;
+        const { rows } = await run.read((db) => hot.sessionById.execute(db, dialect.name, id));
+        return rows[0] ? rowToSession(rows[0]) : null;
       },
       async revoke(id, at) {
         // Idempotent: the first revocation time stands.
@@ -194,19 +214,13 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
     },
 
     members: {
+      ...memberAccountQueries(run),
       async insert(member) {
         await run.write((db) => db.insertInto("workspace_members").values(memberToRow(member)).execute());
       },
       async find(workspaceId, userId) {
-        const row = await run.read((db) =>
-          db
-            .selectFrom("workspace_members")
-            .selectAll()
-            .where("workspace_id", "=", workspaceId)
-            .where("user_id", "=", userId)
-            .executeTakeFirst(),
-        );
-        return row ? rowToMember(row) : null;
+        const { rows } = await run.read((db) => hot.member.execute(db, dialect.name, workspaceId, userId));
+        return rows[0] ? rowToMember(rows[0]) : null;
       },
       async listByWorkspace(workspaceId) {
         const rows = await run.read((db) =>
@@ -229,15 +243,14 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
         );
       },
       async findById(workspaceId, id) {
-        const row = await run.read((db) =>
-          db
-            .selectFrom("certificate_authorities")
-            .selectAll()
-            .where("workspace_id", "=", workspaceId)
-            .where("id", "=", id)
-            .executeTakeFirst(),
+        const { rows } = await run.read((db) => hot.authorityById.execute(db, dialect.name, workspaceId, id));
+        return rows[0] ? rowToAuthority(rows[0]) : null;
+      },
+      async findDefault(workspaceId, kind) {
+        const { rows } = await run.read((db) =>
+          hot.defaultAuthority.execute(db, dialect.name, workspaceId, kind),
         );
-        return row ? rowToAuthority(row) : null;
+        return rows[0] ? rowToAuthority(rows[0]) : null;
       },
       async list(workspaceId) {
         const rows = await run.read((db) =>
@@ -265,6 +278,10 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
         return row ? rowToAuthority(row) : null;
       },
       async clearDefault(workspaceId, kind: AuthorityKind, updatedAt) {
+        // Concurrent "make this the default" transactions queue here instead of colliding on the
+        // one-default index, so none of them has to fail and retry.
+        const lock = dialect.serializeOn(`default-ca/${workspaceId}/${kind}`);
+        if (lock) await run.write((db) => lock.execute(db));
         await run.write((db) =>
           db
             .updateTable("certificate_authorities")
@@ -275,6 +292,31 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
             .execute(),
         );
       },
+      async replaceKey(workspaceId, id, expectedVersion, key, updatedAt) {
+        const row = await run.write((db) =>
+          db
+            .updateTable("certificate_authorities")
+            .set({
+              key_type: key.keyType,
+              key_bits: key.keyBits,
+              certificate: key.certificate,
+              public_key: key.publicKey,
+              serial_number: key.serialNumber,
+              subject: key.subject,
+              not_before: fromDate(key.notBefore),
+              not_after: fromDate(key.notAfter),
+              sealed_private_key: fromBytes(key.sealedPrivateKey),
+              key_version: expectedVersion + 1,
+              updated_at: fromDate(updatedAt),
+            })
+            .where("workspace_id", "=", workspaceId)
+            .where("id", "=", id)
+            .where("key_version", "=", expectedVersion)
+            .returningAll()
+            .executeTakeFirst(),
+        );
+        return row ? rowToAuthority(row) : null;
+      },
       async delete(workspaceId, id) {
         const result = await run.write((db) =>
           db
@@ -284,6 +326,148 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
             .executeTakeFirst(),
         );
         return result.numDeletedRows > 0n;
+      },
+    },
+
+    retiredAuthorityKeys: {
+      async insert(key) {
+        await run.write((db) =>
+          db.insertInto("certificate_authority_keys").values(retiredKeyToRow(key)).execute(),
+        );
+      },
+      async list(workspaceId, caId) {
+        const rows = await run.read((db) =>
+          db
+            .selectFrom("certificate_authority_keys")
+            .selectAll()
+            .where("workspace_id", "=", workspaceId)
+            .where("ca_id", "=", caId)
+            .orderBy("version", "desc")
+            .execute(),
+        );
+        return rows.map(rowToRetiredKey);
+      },
+    },
+
+    targets: {
+      async insert(target) {
+        await run.write((db) => db.insertInto("targets").values(targetToRow(target)).execute());
+      },
+      async findById(workspaceId, id) {
+        const row = await run.read((db) =>
+          db
+            .selectFrom("targets")
+            .selectAll()
+            .where("workspace_id", "=", workspaceId)
+            .where("id", "=", id)
+            .executeTakeFirst(),
+        );
+        return row ? rowToTarget(row) : null;
+      },
+      async list(workspaceId, filter) {
+        const where = targetWhere(workspaceId, filter);
+        return run.read(async (db) => {
+          const count = await db
+            .selectFrom("targets")
+            .where(where)
+            .select((eb) => eb.fn.countAll().as("n"))
+            .executeTakeFirstOrThrow();
+          const rows = await db
+            .selectFrom("targets")
+            .selectAll()
+            .where(where)
+            .orderBy("created_at")
+            .orderBy("id")
+            .limit(filter.limit)
+            .offset(filter.offset)
+            .execute();
+          return { items: rows.map(rowToTarget), total: toNumber(count.n) };
+        });
+      },
+      async update(workspaceId, id, patch, updatedAt) {
+        const row = await run.write((db) =>
+          db
+            .updateTable("targets")
+            .set(targetPatch(patch, updatedAt))
+            .where("workspace_id", "=", workspaceId)
+            .where("id", "=", id)
+            .returningAll()
+            .executeTakeFirst(),
+        );
+        return row ? rowToTarget(row) : null;
+      },
+      async delete(workspaceId, id) {
+        const result = await run.write((db) =>
+          db
+            .deleteFrom("targets")
+            .where("workspace_id", "=", workspaceId)
+            .where("id", "=", id)
+            .executeTakeFirst(),
+        );
+        return result.numDeletedRows > 0n;
+      },
+      async countByCa(workspaceId, caId) {
+        const row = await run.read((db) =>
+          db
+            .selectFrom("targets")
+            .where("workspace_id", "=", workspaceId)
+            .where("ca_id", "=", caId)
+            .select((eb) => eb.fn.countAll().as("n"))
+            .executeTakeFirstOrThrow(),
+        );
+        return toNumber(row.n);
+      },
+    },
+
+    issuedCertificates: {
+      async insert(certificate) {
+        await run.write((db) =>
+          hot.insertIssuedCertificate.execute(db, dialect.name, issuedCertificateToRow(certificate)),
+        );
+      },
+      async findBySerial(workspaceId, caId, serial) {
+        const row = await run.read((db) =>
+          db
+            .selectFrom("issued_certificates")
+            .selectAll()
+            .where("workspace_id", "=", workspaceId)
+            .where("ca_id", "=", caId)
+            .where("serial", "=", serial)
+            .executeTakeFirst(),
+        );
+        return row ? rowToIssuedCertificate(row) : null;
+      },
+      async list(workspaceId, filter) {
+        const where = issuedWhere(workspaceId, filter);
+        return run.read(async (db) => {
+          const count = await db
+            .selectFrom("issued_certificates")
+            .where(where)
+            .select((eb) => eb.fn.countAll().as("n"))
+            .executeTakeFirstOrThrow();
+          const rows = await db
+            .selectFrom("issued_certificates")
+            .selectAll()
+            .where(where)
+            .orderBy("created_at", "desc")
+            .orderBy("id", "desc")
+            .limit(filter.limit)
+            .offset(filter.offset)
+            .execute();
+          return { items: rows.map(rowToIssuedCertificate), total: toNumber(count.n) };
+        });
+      },
+      async latestExpiry(workspaceId, caId, caKeyVersion) {
+        const row = await run.read((db) =>
+          db
+            .selectFrom("issued_certificates")
+            .where("ca_id", "=", caId)
+            .where("ca_key_version", "=", caKeyVersion)
+            .where("workspace_id", "=", workspaceId)
+            .select((eb) => eb.fn.max("valid_before").as("latest"))
+            .executeTakeFirst(),
+        );
+        return row?.latest === null || row?.latest === undefined ? null : toDate(row.latest);
       },
     },
 
@@ -426,7 +610,7 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
 
     auditEvents: {
       async append(event) {
-        await run.write((db) => db.insertInto("audit_events").values(auditEventToRow(event)).execute());
+        await run.write((db) => hot.insertAuditEvent.execute(db, dialect.name, auditEventToRow(event)));
       },
       async list(workspaceId, filter) {
         const where = auditWhere(workspaceId, filter);
@@ -531,6 +715,45 @@ function daemonPatch(
   if (patch.targetId !== undefined) set.target_id = patch.targetId;
   if (patch.onlineSince !== undefined) set.online_since = fromDateOrNull(patch.onlineSince);
   return set;
+}
+
+function targetPatch(
+  patch: Partial<
+    Pick<TargetRecord, "caId" | "daemonId" | "name" | "description" | "tags" | "endpoints" | "metadata">
+  >,
+  updatedAt: Date,
+): Updateable<TargetsTable> {
+  const set: Updateable<TargetsTable> = { updated_at: fromDate(updatedAt) };
+  if (patch.caId !== undefined) set.ca_id = patch.caId;
+  if (patch.daemonId !== undefined) set.daemon_id = patch.daemonId;
+  if (patch.name !== undefined) {
+    set.name = patch.name;
+    set.name_folded = fold(patch.name);
+  }
+  if (patch.description !== undefined) set.description = patch.description;
+  if (patch.tags !== undefined) set.tags = toJson(patch.tags);
+  if (patch.endpoints !== undefined) set.endpoints = toJson(patch.endpoints);
+  if (patch.metadata !== undefined) set.metadata = toJson(patch.metadata);
+  return set;
+}
+
+function targetWhere(workspaceId: string, filter: TargetFilter) {
+  return (eb: ExpressionBuilder<Database, "targets">): Expression<SqlBool> => {
+    const conditions: Expression<SqlBool>[] = [eb("workspace_id", "=", workspaceId)];
+    if (filter.caId !== undefined) conditions.push(eb("ca_id", "=", filter.caId));
+    if (filter.daemonId !== undefined) conditions.push(eb("daemon_id", "=", filter.daemonId));
+    return eb.and(conditions);
+  };
+}
+
+function issuedWhere(workspaceId: string, filter: IssuedCertificateFilter) {
+  return (eb: ExpressionBuilder<Database, "issued_certificates">): Expression<SqlBool> => {
+    const conditions: Expression<SqlBool>[] = [eb("workspace_id", "=", workspaceId)];
+    if (filter.caId !== undefined) conditions.push(eb("ca_id", "=", filter.caId));
+    if (filter.kind !== undefined) conditions.push(eb("kind", "=", filter.kind));
+    if (filter.requesterId !== undefined) conditions.push(eb("requester_id", "=", filter.requesterId));
+    return eb.and(conditions);
+  };
 }
 
 function serviceAccountWhere(dialect: SqlDialectTraits, workspaceId: string, filter: ServiceAccountFilter) {

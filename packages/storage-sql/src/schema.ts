@@ -5,6 +5,7 @@
  * @module
  */
 import type { ColumnType } from "kysely";
+import type { AccountTables } from "./schema-accounts.js";
 
 /** Epoch milliseconds in a 64-bit column. pg returns int8 as a string; the mapping layer parses it. */
 export type MillisColumn = ColumnType<number | string | bigint, number, number>;
@@ -155,8 +156,57 @@ export interface SecretsTable {
   created_at: MillisColumn;
 }
 
+export interface TargetsTable {
+  id: string;
+  workspace_id: string;
+  ca_id: string;
+  daemon_id: string | null;
+  name: string;
+  name_folded: string;
+  description: string;
+  tags: JsonColumn;
+  endpoints: JsonColumn;
+  metadata: JsonColumn;
+  created_at: MillisColumn;
+  updated_at: MillisColumn;
+}
+
+export interface IssuedCertificatesTable {
+  id: string;
+  workspace_id: string;
+  ca_id: string;
+  ca_key_version: number;
+  kind: string;
+  serial: string;
+  key_fingerprint: string;
+  principals: JsonColumn;
+  valid_after: MillisColumn;
+  valid_before: MillisColumn;
+  requester_type: string;
+  requester_id: string;
+  target_id: string | null;
+  key_id: string;
+  created_at: MillisColumn;
+}
+
+export interface CertificateAuthorityKeysTable {
+  workspace_id: string;
+  ca_id: string;
+  version: number;
+  key_type: string;
+  key_bits: number;
+  public_key: string;
+  certificate: string;
+  serial_number: string;
+  not_before: MillisColumn;
+  not_after: MillisColumn;
+  created_at: MillisColumn;
+  retired_at: MillisColumn;
+  trusted_until: MillisColumn;
+}
+
 /** Every table of the schema, for `Kysely<Database>`. */
-export interface Database {
+export interface Database extends AccountTables {
   users: UsersTable;
   auth_sessions: AuthSessionsTable;
   refresh_tokens: RefreshTokensTable;
@@ -167,4 +217,7 @@ export interface Database {
   daemons: DaemonsTable;
   audit_events: AuditEventsTable;
   secrets: SecretsTable;
+  targets: TargetsTable;
+  issued_certificates: IssuedCertificatesTable;
+  certificate_authority_keys: CertificateAuthorityKeysTable;
 }

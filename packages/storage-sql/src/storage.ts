@@ -38,6 +38,14 @@ interface Frame {
 
 interface RootState {
   savepoints: number;
+  /**
+   * The repositories handed to every level of the transaction. Built once per transaction (it
+   * is a large object): they are bound to the outermost frame, and `frameFor` sends each call to
+   * the innermost level still running, so nested levels can share them.
+   */
+  repositories?: Repositories;
+  /** The level running now: nested levels run one at a time, each under its parent's lock. */
+  innermost?: Frame;
 }
 
 /** The innermost frame of `frame`'s chain that is still running. */
@@ -58,12 +66,15 @@ export function createSqlStorage(options: SqlStorageOptions): Storage {
 
   const translate = (error: unknown) => translateError(dialect, error);
 
-  /** Which frame a call runs in: the running one of the same transaction, else the bound one. */
+  /**
+   * Which frame a call runs in: the running one of the same transaction, else (a handle used
+   * outside the transaction's async context) its innermost level still running.
+   */
   function frameFor(bound: Frame | undefined): Frame | undefined {
     const active = live(current.getStore());
     if (bound === undefined) return active;
     if (active !== undefined && active.root === bound.root) return active;
-    const frame = live(bound);
+    const frame = live(bound.root.innermost ?? bound);
     if (frame === undefined) throw new Error("storage: this transaction has already finished");
     return frame;
   }
@@ -105,17 +116,30 @@ export function createSqlStorage(options: SqlStorageOptions): Storage {
 
   const rootRepositories = createRepositories(runnerFor(undefined), dialect);
 
+  function rootFrame(frame: Frame): Frame {
+    let f = frame;
+    while (f.parent !== undefined) f = f.parent;
+    return f;
+  }
+
+  function repositoriesOf(root: Frame): Repositories {
+    root.root.repositories ??= createRepositories(runnerFor(root), dialect);
+    return root.root.repositories;
+  }
+
   async function nested<T>(parent: Frame, fn: (tx: Repositories) => Promise<T>): Promise<T> {
     // The parent's lock is held for the whole nested run: statements of the parent level issued
     // meanwhile wait, so a rollback to this savepoint can only undo the nested work.
     return parent.lock.run(async () => {
       const child: Frame = { trx: parent.trx, parent, root: parent.root, lock: new Mutex(), done: false };
+      parent.root.innermost = child;
       try {
         return await withSavepointTranslated(child, () =>
-          current.run(child, () => fn(createRepositories(runnerFor(child), dialect))),
+          current.run(child, () => fn(repositoriesOf(rootFrame(child)))),
         );
       } finally {
         child.done = true;
+        parent.root.innermost = parent;
       }
     });
   }
@@ -158,7 +182,7 @@ export function createSqlStorage(options: SqlStorageOptions): Storage {
             done: false,
           };
           try {
-            return await current.run(frame, () => fn(createRepositories(runnerFor(frame), dialect)));
+            return await current.run(frame, () => fn(repositoriesOf(frame)));
           } catch (error) {
             failure = { error };
             throw error;

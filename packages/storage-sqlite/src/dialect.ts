@@ -32,6 +32,8 @@ export const sqliteTraits: SqlDialectTraits = Object.freeze({
   name: "sqlite",
   // A failed statement rolls back only itself; the transaction stays usable.
   failedStatementAbortsTransaction: false,
+  // SQLite runs one write transaction at a time already.
+  serializeOn: () => undefined,
   jsonArrayContains(column: string, value: string): Expression<SqlBool> {
     return sql<SqlBool>`exists (select 1 from json_each(${sql.ref(column)}) where json_each.value = ${value})`;
   },

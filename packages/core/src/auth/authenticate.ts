@@ -1,4 +1,5 @@
 import type { Caller } from "../context.js";
+import { authenticateDevice } from "../devices/challenge.js";
 import { UnauthenticatedError } from "../errors.js";
 import type { Services } from "../operations/services.js";
 import {
@@ -13,10 +14,16 @@ export interface Credentials {
   readonly bearer?: string | undefined;
   /** The `session` cookie. */
   readonly sessionCookie?: string | undefined;
+  /**
+   * A CLI device's signed challenge: the value after `Authorization: Platform `, and the path of
+   * the request it came with (the challenge is only good for that procedure). Leave it out on
+   * StreamCLILogin, where the CLI sends one before its key is registered.
+   */
+  readonly platformChallenge?: { readonly value: string; readonly procedure: string } | undefined;
 }
 
 /** How the caller proved who it is; the server uses it for CSRF rules (cookies need them). */
-export type CredentialSource = "none" | "bearer" | "cookie";
+export type CredentialSource = "none" | "bearer" | "cookie" | "device";
 
 /**
  * Resolves credentials to a caller. No credential at all is the anonymous caller; a credential
@@ -33,6 +40,10 @@ export async function authenticate(
       return { caller: await authenticateServiceAccount(services, bearer, now), source: "bearer" };
     }
     return { caller: await authenticateUser(services, bearer, now), source: "bearer" };
+  }
+  if (credentials.platformChallenge !== undefined) {
+    const { value, procedure } = credentials.platformChallenge;
+    return { caller: await authenticateDevice(services, { challenge: value, procedure }), source: "device" };
   }
   if (credentials.sessionCookie !== undefined && credentials.sessionCookie !== "") {
     return { caller: await authenticateUser(services, credentials.sessionCookie, now), source: "cookie" };

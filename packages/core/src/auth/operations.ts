@@ -11,67 +11,20 @@ import * as z from "zod";
 import { AlreadyExistsError, NotFoundError, UnauthenticatedError } from "../errors.js";
 import { AuthService } from "../gen/platform/v1/auth_pb.js";
 import { UserService } from "../gen/platform/v1/user_pb.js";
-import { toHex } from "../lib/bytes.js";
+import { sendInBackground } from "../mail/deliver.js";
+import { verifyEmailMail } from "../mail/templates.js";
 import { defineOperation } from "../operations/operation.js";
-import type { Services } from "../operations/services.js";
 import type { UserRecord } from "../storage/records.js";
 import { UniqueViolationError } from "../storage/storage.js";
-import { newPassword, personName, username } from "../validation/bounds.js";
-import { email, text } from "../validation/rules.js";
+import { currentPassword, newPassword, personName, username } from "../validation/bounds.js";
+import { email } from "../validation/rules.js";
+import { accountConfig, accountLink } from "./account-config.js";
+import { auditAccount } from "./audit.js";
 import { toUserMessage } from "./messages.js";
+import { issueOneTimeToken } from "./one-time-tokens.js";
 import { hashSecret } from "./service-account-tokens.js";
-
-const refreshTokenPrefix = "wapr_";
-
-/** Creates a session for `user` and its first tokens. */
-async function startSession(
-  services: Services,
-  user: UserRecord,
-  meta: { ipAddress: string; userAgent: string; requestId: string },
-) {
-  const now = services.clock.now();
-  const sessionId = services.random.uuid();
-  const expiresAt = new Date(now.getTime() + services.config.refreshTokenTtlSeconds * 1000);
-  const refresh = mintRefreshToken(services);
-  await services.storage.transaction(async (tx) => {
-    await tx.authSessions.insert({
-      id: sessionId,
-      userId: user.id,
-      createdAt: now,
-      expiresAt,
-      revokedAt: null,
-      ...meta,
-    });
-    await tx.refreshTokens.insert({
-      id: services.random.uuid(),
-      sessionId,
-      tokenHash: refresh.tokenHash,
-      createdAt: now,
-      expiresAt,
-      rotatedAt: null,
-    });
-    await tx.auditEvents.append({
-      id: services.random.uuid(),
-      workspaceId: null,
-      actorId: user.id,
-      actorType: "user",
-      action: "user.login",
-      resource: `session:${sessionId}`,
-      ipAddress: meta.ipAddress,
-      userAgent: meta.userAgent,
-      statusCode: "ok",
-      requestId: meta.requestId,
-      timestamp: now,
-    });
-  });
-  const access = await services.accessTokens.issue(user.id, sessionId, now);
-  return { accessToken: access.token, refreshToken: refresh.token, sessionId };
-}
-
-function mintRefreshToken(services: Services) {
-  const secret = toHex(services.random.bytes(32));
-  return { token: `${refreshTokenPrefix}${secret}`, tokenHash: hashSecret(secret) };
-}
+import { mintRefreshToken, refreshTokenPrefix, startSession } from "./sessions.js";
+import { admitAttempt, attemptFailed, attemptSucceeded } from "./throttle.js";
 
 // Explicit presence makes every field optional on the wire; registration needs them all.
 const registerInput = z.object({ name: personName, email, username, password: newPassword });
@@ -81,15 +34,16 @@ export const register = defineOperation({
   access: { kind: "public" },
   input: registerInput,
   async run({ input, services, now, ctx }) {
-    const required = input;
-    const emailKey = required.email.toLowerCase();
+    const emailKey = input.email.toLowerCase();
+    // Hash first, whatever comes next: the answer's timing must not tell whether the email is taken.
+    const passwordHash = await services.passwords.hash(input.password);
     // The same answer whether or not the email is taken: registration must not reveal accounts.
     if (await services.storage.users.findByEmail(emailKey)) return {};
-    const passwordHash = await services.passwords.hash(required.password);
+    const config = accountConfig(services);
     const user: UserRecord = {
       id: services.random.uuid(),
-      name: required.name,
-      username: required.username,
+      name: input.name,
+      username: input.username,
       email: emailKey,
       emailVerified: false,
       picture: "",
@@ -98,26 +52,27 @@ export const register = defineOperation({
       createdAt: now,
       updatedAt: now,
     };
+    let token: string;
     try {
-      await services.storage.transaction(async (tx) => {
+      token = await services.storage.transaction(async (tx) => {
         await tx.users.insert(user);
-        await tx.auditEvents.append({
-          id: services.random.uuid(),
-          workspaceId: null,
-          actorId: user.id,
-          actorType: "user",
+        await auditAccount(tx, services, ctx, {
+          userId: user.id,
           action: "user.register",
           resource: `user:${user.id}`,
-          ipAddress: ctx.ipAddress,
-          userAgent: ctx.userAgent,
-          statusCode: "ok",
-          requestId: ctx.requestId,
-          timestamp: now,
+          at: now,
+        });
+        return issueOneTimeToken(tx, services, {
+          purpose: "verify_email",
+          userId: user.id,
+          data: { email: emailKey },
+          ttlSeconds: config.emailVerificationTtlSeconds,
+          now,
         });
       });
     } catch (error) {
       if (error instanceof UniqueViolationError && error.constraint === "users.username") {
-        throw new AlreadyExistsError(`the username '${required.username}' is taken`, {
+        throw new AlreadyExistsError(`the username '${input.username}' is taken`, {
           reason: "USERNAME_TAKEN",
         });
       }
@@ -125,6 +80,8 @@ export const register = defineOperation({
       if (error instanceof UniqueViolationError && error.constraint === "users.email") return {};
       throw error;
     }
+    const link = accountLink(config, "/verify-email", { token });
+    sendInBackground(services, verifyEmailMail(emailKey, link, config.emailVerificationTtlSeconds));
     return {};
   },
 });
@@ -132,16 +89,21 @@ export const register = defineOperation({
 export const login = defineOperation({
   method: AuthService.method.login,
   access: { kind: "public" },
-  input: z.object({ email: email.optional(), password: text({ min: 1, max: 4096 }).optional() }),
-  async run({ input, services, ctx }) {
+  input: z.object({ email: email.optional(), password: currentPassword.optional() }),
+  async run({ input, services, ctx, now }) {
     const invalid = () => new UnauthenticatedError("invalid email or password", { reason: "INVALID_LOGIN" });
     if (input.email === undefined || input.password === undefined) throw invalid();
+    const subject = { account: input.email, ipAddress: ctx.ipAddress };
+    await admitAttempt(services, subject, now);
     const user = await services.storage.users.findByEmail(input.email.toLowerCase());
-    if (!user || user.passwordHash === null) {
-      await services.passwords.burn(input.password);
+    let ok = false;
+    if (!user || user.passwordHash === null) await services.passwords.burn(input.password);
+    else ok = await services.passwords.verify(user.passwordHash, input.password);
+    if (!user || !ok) {
+      await attemptFailed(services, subject, now);
       throw invalid();
     }
-    if (!(await services.passwords.verify(user.passwordHash, input.password))) throw invalid();
+    await attemptSucceeded(services, subject);
     const session = await startSession(services, user, ctx);
     return { accessToken: session.accessToken, refreshToken: session.refreshToken };
   },

@@ -19,6 +19,15 @@ export interface AuthorityKeyMaterial {
   readonly notAfter: Date;
 }
 
+/**
+ * The key store context a private key is sealed under: bound to the authority and its key
+ * version, so a sealed key copied into another row, or back over a newer version, does not open.
+ * Version 1 keeps the context of the first release.
+ */
+export function caKeyContext(caId: string, keyVersion: number): string {
+  return keyVersion === 1 ? `ca:${caId}` : `ca:${caId}:v${keyVersion}`;
+}
+
 const apiKeyType: Record<KeyAlgorithm, CaKeyType> = { rsa: "RSA", ecdsa: "ECDSA", ed25519: "ED25519" };
 
 /** Checks the key type and size before any work is done; throws invalid_argument. */

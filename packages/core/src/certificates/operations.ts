@@ -1,13 +1,14 @@
 /**
  * CertificateService, authority management: create, get, list, update and delete SSH and X.509
  * certificate authorities. At most one authority per workspace and kind is the default; the
- * first one of a kind becomes it.
+ * first one of a kind becomes it. An authority a target uses is not deleted. Rollover and
+ * signing are in rollover.ts, sign-ssh.ts and sign-x509.ts.
  *
  * @module
  */
 import * as z from "zod";
 import { throwIfCancelled } from "../context.js";
-import { AlreadyExistsError, NotFoundError } from "../errors.js";
+import { AlreadyExistsError, FailedPreconditionError, NotFoundError } from "../errors.js";
 import {
   AuthorityType,
   AuthorityTypeSchema,
@@ -25,9 +26,12 @@ import type {
 import { UniqueViolationError } from "../storage/storage.js";
 import { caLifetimeBounds, certificateTtlBounds, description, plainName } from "../validation/bounds.js";
 import { durationSeconds, enumValue, uuid } from "../validation/rules.js";
-import { createAuthorityKey } from "./authority-keys.js";
+import { caKeyContext, createAuthorityKey } from "./authority-keys.js";
 import { keyAlgorithmFromWire, toCertificateAuthorityMessage } from "./messages.js";
 import { caDefaults, checkCertificateOptions, checkTtlOrder } from "./policy.js";
+import { rolloverCertificateAuthority } from "./rollover.js";
+import { signSshCertificate } from "./sign-ssh.js";
+import { signX509Certificate } from "./sign-x509.js";
 
 const keyType = enumValue(CertificateKeyTypeSchema, { definedOnly: true, notUnspecified: true }).transform(
   (value) => keyAlgorithmFromWire.get(value) as KeyAlgorithm,
@@ -110,7 +114,7 @@ export const createCertificateAuthority = defineOperation({
       lifetimeSeconds: settings.lifetimeSeconds,
       random: services.random,
     });
-    const sealedPrivateKey = await services.keyStore.seal(key.privateKeyPkcs8Der, `ca:${id}`);
+    const sealedPrivateKey = await services.keyStore.seal(key.privateKeyPkcs8Der, caKeyContext(id, 1));
     // Key generation can take seconds (RSA 4096): the client may have given up meanwhile.
     throwIfCancelled(ctx);
     try {
@@ -251,6 +255,14 @@ export const deleteCertificateAuthority = defineOperation({
   input: z.object({ workspaceId: uuid.optional(), id: uuid }),
   async run({ input, workspace, services, audit }) {
     await services.storage.transaction(async (tx) => {
+      // Its targets' sshd trust it and their host certificates come from it: move them first.
+      const targets = await tx.targets.countByCa(workspace.workspaceId, input.id);
+      if (targets > 0) {
+        throw new FailedPreconditionError(
+          `certificate authority ${input.id} is in use by ${targets} target(s): give them another authority first`,
+          { reason: "CERTIFICATE_AUTHORITY_IN_USE" },
+        );
+      }
       if (!(await tx.certificateAuthorities.delete(workspace.workspaceId, input.id)))
         throw notFound(input.id);
       await audit(tx, {
@@ -268,4 +280,7 @@ export const certificateOperations = [
   listCertificateAuthorities,
   updateCertificateAuthority,
   deleteCertificateAuthority,
+  rolloverCertificateAuthority,
+  signSshCertificate,
+  signX509Certificate,
 ];

@@ -1,3 +1,4 @@
+import { accountOperations } from "../auth/account-operations.js";
 import { authOperations } from "../auth/operations.js";
 import { certificateOperations } from "../certificates/operations.js";
 import { daemonOperations } from "../daemons/operations.js";
@@ -9,6 +10,7 @@ import type { AnyOperation } from "./operation.js";
 /** Every operation this build implements. RPCs of the contract not listed answer `unimplemented`. */
 export const allOperations: readonly AnyOperation[] = [
   ...authOperations,
+  ...accountOperations,
   ...workspaceOperations,
   ...certificateOperations,
   ...serviceAccountOperations,

@@ -1,11 +1,14 @@
 import type { AccessTokens } from "../auth/access-tokens.js";
+import { type AccountConfig, defaultAccountConfig } from "../auth/account-config.js";
 import type { PasswordHasher } from "../auth/passwords.js";
 import type { KeyStore } from "../crypto/key-store.js";
+import type { EventBus } from "../events/event-bus.js";
+import type { Mailer } from "../mail/mailer.js";
 import type { Clock, Random } from "../runtime.js";
 import type { Storage } from "../storage/storage.js";
 
 /** Settings of a platform instance; every field has a documented default. */
-export interface PlatformConfig {
+export interface PlatformConfig extends AccountConfig {
   /** Lifetime of PASETO access tokens. Default 900 s (15 minutes). */
   readonly accessTokenTtlSeconds: number;
   /** Lifetime of a login session and its refresh tokens. Default 30 days. */
@@ -15,6 +18,7 @@ export interface PlatformConfig {
 }
 
 export const defaultPlatformConfig: PlatformConfig = {
+  ...defaultAccountConfig,
   accessTokenTtlSeconds: 900,
   refreshTokenTtlSeconds: 30 * 24 * 3600,
   lastUsedResolutionSeconds: 60,
@@ -29,4 +33,11 @@ export interface Services {
   readonly accessTokens: AccessTokens;
   readonly passwords: PasswordHasher;
   readonly config: PlatformConfig;
+  /**
+   * Tells every server instance what happened. Operations do not publish their own changes:
+   * the platform publishes a workspace event for each audited change once it has committed.
+   */
+  readonly events: EventBus;
+  /** Sends account mails. Without one, flows run but no mail leaves (embedding without mail). */
+  readonly mailer?: Mailer;
 }

@@ -100,6 +100,84 @@ export interface CertificateAuthorityRecord {
   readonly updatedAt: Date;
 }
 
+/**
+ * A key an authority used before a rollover. Only the public half is kept: nothing may be signed
+ * with a retired key again, so its private half is destroyed when it is retired.
+ */
+export interface RetiredAuthorityKeyRecord {
+  readonly workspaceId: string;
+  readonly caId: string;
+  /** The `keyVersion` the authority had while this key signed. */
+  readonly version: number;
+  readonly keyType: KeyAlgorithm;
+  readonly keyBits: number;
+  /** authorized_keys line (SSH) or SPKI PEM (X.509), as the authority carried it. */
+  readonly publicKey: string;
+  /** The CA certificate PEM (X.509); empty for SSH. */
+  readonly certificate: string;
+  readonly serialNumber: string;
+  readonly notBefore: Date;
+  readonly notAfter: Date;
+  /** When this key became the signing key. */
+  readonly createdAt: Date;
+  /** When the rollover replaced it. */
+  readonly retiredAt: Date;
+  /**
+   * Until when relying parties must keep trusting it: the expiry of the last certificate it can
+   * have signed. Lists of trusted keys drop it afterwards.
+   */
+  readonly trustedUntil: Date;
+}
+
+/** A target: a machine reachable through the platform, trusting one SSH authority. */
+export interface TargetRecord {
+  readonly id: string;
+  readonly workspaceId: string;
+  /** The authority that signs the target's host certificate and that its sshd trusts for users. */
+  readonly caId: string;
+  /** The daemon serving the target, if one is enrolled for it. */
+  readonly daemonId: string | null;
+  /** Unique in the workspace. */
+  readonly name: string;
+  readonly description: string;
+  readonly tags: readonly string[];
+  /** `host:port` or `host` strings, as daemons report them. */
+  readonly endpoints: readonly string[];
+  readonly metadata: Readonly<Record<string, string>>;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+}
+
+export type IssuedCertificateKind = "ssh_user" | "ssh_host" | "x509";
+
+/** One entry of the issuance ledger: a certificate the platform signed. Never updated. */
+export interface IssuedCertificateRecord {
+  readonly id: string;
+  readonly workspaceId: string;
+  readonly caId: string;
+  /** The authority's `keyVersion` that signed it. */
+  readonly caKeyVersion: number;
+  readonly kind: IssuedCertificateKind;
+  /**
+   * Unique per authority. SSH: the uint64 serial in decimal, as `ssh-keygen -L` prints it.
+   * X.509: lower-case hex of the serial's minimal bytes.
+   */
+  readonly serial: string;
+  /** `SHA256:<base64>` of the subject's public key (SSH blob, or X.509 SubjectPublicKeyInfo). */
+  readonly keyFingerprint: string;
+  /** SSH principals; for X.509 the subject CN then the SANs as `DNS:`, `IP:`, `email:`, `URI:`. */
+  readonly principals: readonly string[];
+  readonly validAfter: Date;
+  readonly validBefore: Date;
+  /** `user`, `service_account` or `daemon`, and its id. */
+  readonly requesterType: string;
+  readonly requesterId: string;
+  readonly targetId: string | null;
+  /** The SSH key id, or the X.509 subject; identifies the request in sshd and TLS logs. */
+  readonly keyId: string;
+  readonly createdAt: Date;
+}
+
 export type ServiceAccountRole = Extract<WorkspaceRole, "viewer" | "editor">;
 
 export interface ServiceAccountRecord {

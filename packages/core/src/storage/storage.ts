@@ -8,10 +8,12 @@
  *   another workspace, even when given the id of one.
  * - A write that breaks a uniqueness rule throws {@link UniqueViolationError} and changes nothing.
  * - `transaction(fn)` commits when `fn` resolves and rolls back, then rethrows, when it throws.
+ *   Once it resolves, the writes are durable: they survive a crash of the process or the machine.
  * - A lost database connection surfaces as {@link StorageUnavailableError}.
  *
  * @module
  */
+import type { AccountRepositories } from "./accounts.js";
 import type {
   AuditEventRecord,
   AuthorityKind,
@@ -19,12 +21,16 @@ import type {
   CertificateAuthorityRecord,
   DaemonRecord,
   DaemonStatusValue,
+  IssuedCertificateKind,
+  IssuedCertificateRecord,
   MemberRecord,
   Page,
   PageRequest,
   RefreshTokenRecord,
+  RetiredAuthorityKeyRecord,
   SecretRecord,
   ServiceAccountRecord,
+  TargetRecord,
   UserRecord,
   WorkspaceRecord,
 } from "./records.js";
@@ -38,6 +44,16 @@ export interface UserRepository {
   /** Looks up by the lower-cased email. */
   findByEmail(email: string): Promise<UserRecord | null>;
   findByUsername(username: string): Promise<UserRecord | null>;
+  update(
+    id: string,
+    patch: Patch<
+      UserRecord,
+      "name" | "username" | "email" | "emailVerified" | "picture" | "passwordHash" | "enableEmailRecovery"
+    >,
+    updatedAt: Date,
+  ): Promise<UserRecord | null>;
+  /** Deletes the user and, by cascade, their memberships, sessions, credentials and devices. */
+  delete(id: string): Promise<boolean>;
 }
 
 export interface AuthSessionRepository {
@@ -45,6 +61,10 @@ export interface AuthSessionRepository {
   findById(id: string): Promise<AuthSessionRecord | null>;
   /** Marks the session revoked (idempotent); its refresh tokens and access tokens stop working. */
   revoke(id: string, at: Date): Promise<void>;
+  /** The user's sessions that are neither revoked nor expired at `at`, oldest first. */
+  listActiveForUser(userId: string, at: Date): Promise<AuthSessionRecord[]>;
+  /** Revokes every live session of the user except `exceptId` (idempotent). */
+  revokeAllForUser(userId: string, at: Date, exceptId?: string): Promise<void>;
 }
 
 export interface RefreshTokenRepository {
@@ -78,6 +98,8 @@ export interface MemberRepository {
   insert(member: MemberRecord): Promise<void>;
   find(workspaceId: string, userId: string): Promise<MemberRecord | null>;
   listByWorkspace(workspaceId: string): Promise<MemberRecord[]>;
+  /** Ids of the workspaces where `userId` is an owner and no one else is. */
+  listSoleOwnerships(userId: string): Promise<string[]>;
 }
 
 export interface CertificateAuthorityRepository {
@@ -85,6 +107,8 @@ export interface CertificateAuthorityRepository {
   findById(workspaceId: string, id: string): Promise<CertificateAuthorityRecord | null>;
   /** All authorities of the workspace, oldest first. */
   list(workspaceId: string): Promise<CertificateAuthorityRecord[]>;
+  /** The workspace's default authority of this kind, or `null` when it has none. */
+  findDefault(workspaceId: string, kind: AuthorityKind): Promise<CertificateAuthorityRecord | null>;
   update(
     workspaceId: string,
     id: string,
@@ -112,7 +136,91 @@ export interface CertificateAuthorityRepository {
    * slipping through.
    */
   clearDefault(workspaceId: string, kind: AuthorityKind, updatedAt: Date): Promise<void>;
+  /**
+   * Replaces the signing key (rollover): sets the key fields and `keyVersion` to
+   * `expectedVersion + 1`, only if the stored `keyVersion` still is `expectedVersion`. Returns
+   * the updated authority, or `null` when it does not exist or another rollover won the race.
+   */
+  replaceKey(
+    workspaceId: string,
+    id: string,
+    expectedVersion: number,
+    key: Pick<
+      CertificateAuthorityRecord,
+      | "keyType"
+      | "keyBits"
+      | "certificate"
+      | "publicKey"
+      | "serialNumber"
+      | "subject"
+      | "notBefore"
+      | "notAfter"
+      | "sealedPrivateKey"
+    >,
+    updatedAt: Date,
+  ): Promise<CertificateAuthorityRecord | null>;
+  /** Deletes the authority and its retired keys. The issuance ledger keeps its entries. */
   delete(workspaceId: string, id: string): Promise<boolean>;
+}
+
+/** The keys authorities used before a rollover (public halves only). */
+export interface RetiredAuthorityKeyRepository {
+  /** Throws {@link UniqueViolationError} (`certificate_authority_keys.version`) for a version kept already. */
+  insert(key: RetiredAuthorityKeyRecord): Promise<void>;
+  /** The retired keys of one authority, newest version first. */
+  list(workspaceId: string, caId: string): Promise<RetiredAuthorityKeyRecord[]>;
+}
+
+export interface TargetFilter extends PageRequest {
+  readonly caId?: string;
+  readonly daemonId?: string;
+}
+
+export interface TargetRepository {
+  /** Throws {@link UniqueViolationError} (`targets.name`) for a name taken in the workspace. */
+  insert(target: TargetRecord): Promise<void>;
+  findById(workspaceId: string, id: string): Promise<TargetRecord | null>;
+  /** Oldest first, with the total. */
+  list(workspaceId: string, filter: TargetFilter): Promise<Page<TargetRecord>>;
+  update(
+    workspaceId: string,
+    id: string,
+    patch: Patch<
+      TargetRecord,
+      "caId" | "daemonId" | "name" | "description" | "tags" | "endpoints" | "metadata"
+    >,
+    updatedAt: Date,
+  ): Promise<TargetRecord | null>;
+  delete(workspaceId: string, id: string): Promise<boolean>;
+  /** How many targets of the workspace name this authority: an authority in use is not deleted. */
+  countByCa(workspaceId: string, caId: string): Promise<number>;
+}
+
+export interface IssuedCertificateFilter extends PageRequest {
+  readonly caId?: string;
+  readonly kind?: IssuedCertificateKind;
+  readonly requesterId?: string;
+}
+
+/**
+ * The issuance ledger. Entries are only ever added; they outlive the authority that signed them
+ * and go only with their workspace.
+ */
+export interface IssuedCertificateRepository {
+  /**
+   * Records an issued certificate. Serial numbers are unique per authority: a second entry with
+   * the same `caId` and `serial` throws {@link UniqueViolationError}
+   * (`issued_certificates.serial`) and records nothing, even when both race.
+   */
+  insert(certificate: IssuedCertificateRecord): Promise<void>;
+  findBySerial(workspaceId: string, caId: string, serial: string): Promise<IssuedCertificateRecord | null>;
+  /** Newest first, with the total. */
+  list(workspaceId: string, filter: IssuedCertificateFilter): Promise<Page<IssuedCertificateRecord>>;
+  /**
+   * The latest `validBefore` among the certificates one key version of an authority signed, or
+   * `null` when it signed none: how long that key must stay trusted after a rollover.
+   */
+  latestExpiry(workspaceId: string, caId: string, caKeyVersion: number): Promise<Date | null>;
 }
 
 export interface ServiceAccountFilter extends PageRequest {
@@ -185,13 +293,16 @@ export interface SecretRepository {
 }
 
 /** Every repository: what an operation reads and writes, inside or outside a transaction. */
-export interface Repositories {
+export interface Repositories extends AccountRepositories {
   readonly users: UserRepository;
   readonly authSessions: AuthSessionRepository;
   readonly refreshTokens: RefreshTokenRepository;
   readonly workspaces: WorkspaceRepository;
   readonly members: MemberRepository;
   readonly certificateAuthorities: CertificateAuthorityRepository;
+  readonly retiredAuthorityKeys: RetiredAuthorityKeyRepository;
+  readonly targets: TargetRepository;
+  readonly issuedCertificates: IssuedCertificateRepository;
   readonly serviceAccounts: ServiceAccountRepository;
   readonly daemons: DaemonRepository;
   readonly auditEvents: AuditEventRepository;

@@ -24,6 +24,8 @@ import type {
   WorkspaceRecord,
 } from "../storage/records.js";
 import { type Repositories, type Storage, UniqueViolationError } from "../storage/storage.js";
+import { runAccountContract } from "./contract/accounts.js";
+import { runCertificateContract } from "./contract/certificates.js";
 
 /** How an adapter's test file wires the contract. */
 export interface StorageContractOptions {
@@ -1016,6 +1018,17 @@ export function runStorageContract(options: StorageContractOptions): void {
         expect(await storage.secrets.find(name)).toEqual(winner);
       });
     });
+
+    runAccountContract({
+      storage: () => storage,
+      test,
+      seedWorkspace,
+      aUser,
+      aSession,
+      aMember,
+      expectUnique,
+    });
+    runCertificateContract({ storage: () => storage, test, seedWorkspace, anAuthority, expectUnique });
 
     describe("transactions", () => {
       test("transaction: commits when the callback resolves and returns its value", async () => {

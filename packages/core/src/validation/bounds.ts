@@ -35,10 +35,18 @@ export const tokenExpiryBounds = { min: 300, max: 2_592_000 } as const;
 
 /** Register: user name 3-256, username 3-32 with a pattern, password 8-256. */
 export const personName = text({ min: 3, max: 256 });
-export const username = text({
-  min: 3,
-  max: 32,
+const usernameRule = {
   pattern: /^[a-zA-Z0-9]([a-zA-Z0-9_-])*[a-zA-Z0-9]$/,
   patternHint: "must start and end with a letter or digit and contain only letters, digits, '-' and '_'",
-});
+};
+export const username = text({ min: 3, max: 32, ...usernameRule });
 export const newPassword = text({ min: 8, max: 256 });
+
+/** UpdatePassword and ResetPassword: at least 8, no maximum (REFERENCE §3 #13). */
+export const replacementPassword = text({ min: 8 });
+/** The current password (Login, UpdatePassword, DeletePassword): at least 1, no maximum. */
+export const currentPassword = text({ min: 1 });
+/** UpdateProfile: a username of 3 to 39 characters (GitHub's limit; Register allows 32). */
+export const profileUsername = text({ min: 3, max: 39, ...usernameRule });
+/** Passkey names: 1 to 100 characters. */
+export const passkeyName = text({ min: 1, max: 100 });

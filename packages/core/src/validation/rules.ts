@@ -17,9 +17,10 @@ export function codePointLength(value: string): number {
   return count;
 }
 
-/** A string of `min` to `max` code points, optionally matching `pattern`. */
-export function text(options: { min?: number; max: number; pattern?: RegExp; patternHint?: string }) {
+/** A string of `min` to `max` code points (no upper bound without `max`), optionally matching `pattern`. */
+export function text(options: { min?: number; max?: number; pattern?: RegExp; patternHint?: string }) {
   const min = options.min ?? 0;
+  const max = options.max ?? Number.POSITIVE_INFINITY;
   let schema = z.string().superRefine((value, ctx) => {
     // NUL cannot be stored in PostgreSQL text, and no name or description needs it.
     if (value.includes("\u0000")) {
@@ -27,13 +28,15 @@ export function text(options: { min?: number; max: number; pattern?: RegExp; pat
       return;
     }
     const length = codePointLength(value);
-    if (length < min || length > options.max) {
+    if (length < min || length > max) {
       ctx.addIssue({
         code: "custom",
         message:
-          min === 0
-            ? `must be at most ${options.max} characters (got ${length})`
-            : `must be ${min} to ${options.max} characters (got ${length})`,
+          max === Number.POSITIVE_INFINITY
+            ? `must be at least ${min} characters (got ${length})`
+            : min === 0
+              ? `must be at most ${max} characters (got ${length})`
+              : `must be ${min} to ${max} characters (got ${length})`,
       });
     }
   });

@@ -298,6 +298,14 @@ export const unmappedRpcs = [
   ["AuthService", "VerifyCLILogin"],
 ] as const;
 
+/** Routes this server adds to the contract in the reference's style (docs/passkeys.md). */
+const addedRoutes = [
+  ["CredentialService", "BeginPasskeyRegistration", "POST", "/v1/credentials/passkeys:begin", "*"],
+  ["CredentialService", "FinishPasskeyRegistration", "POST", "/v1/credentials/passkeys:finish", "*"],
+  ["AuthService", "BeginPasskeyLogin", "POST", "/v1/login/passkey:begin", "*"],
+  ["AuthService", "FinishPasskeyLogin", "POST", "/v1/login/passkey:finish", "*"],
+] as const;
+
 const uuid = "3f1c2a9e-8b7d-4c6e-9a5f-0d1e2f3a4b5c";
 // Raw (as sent in the URL) and decoded sample values for the non-uuid path parameters of §3 #9.
 const samples: Record<string, { raw: string; value: string }> = {
@@ -332,14 +340,14 @@ function matched(httpMethod: string, path: string): RestMatch {
 const rpcName = (m: DescMethod): string => `${m.parent.name}.${m.name}`;
 
 describe("createRestRoutes", () => {
-  it("compiles exactly the 102 annotated RPCs and none of the 6 unmapped ones", () => {
-    expect(routes.routes).toHaveLength(102);
+  it("compiles exactly the 102 annotated RPCs (plus this server's additions) and none of the 6 unmapped ones", () => {
+    expect(routes.routes).toHaveLength(102 + addedRoutes.length);
     expect(referenceRoutes).toHaveLength(102);
     const names = new Set(routes.routes.map((r) => rpcName(r.method)));
     for (const [service, rpc] of unmappedRpcs) expect(names.has(`${service}.${rpc}`)).toBe(false);
   });
 
-  it("agrees with REFERENCE §2 on every method, template and body rule", () => {
+  it("agrees with REFERENCE §2 (and the documented additions) on every method, template and body rule", () => {
     const compiled = routes.routes.map((r) => [
       r.method.parent.name,
       r.method.name,
@@ -347,18 +355,21 @@ describe("createRestRoutes", () => {
       r.template.source,
       r.rule.body,
     ]);
-    expect(compiled.sort()).toEqual(referenceRoutes.map((r) => [...r]).sort());
+    expect(compiled.sort()).toEqual([...referenceRoutes, ...addedRoutes].map((r) => [...r]).sort());
   });
 
-  describe.each(referenceRoutes)("%s.%s (%s %s)", (service, rpc, httpMethod, template) => {
-    it("routes its example path to exactly that RPC", () => {
-      const { path, params } = examplePath(template);
-      const m = matched(httpMethod, path);
-      expect(rpcName(m.method)).toBe(`${service}.${rpc}`);
-      expect(m.template).toBe(template);
-      expect({ ...m.pathParams }).toEqual(params);
-    });
-  });
+  describe.each([...referenceRoutes, ...addedRoutes])(
+    "%s.%s (%s %s)",
+    (service, rpc, httpMethod, template) => {
+      it("routes its example path to exactly that RPC", () => {
+        const { path, params } = examplePath(template);
+        const m = matched(httpMethod, path);
+        expect(rpcName(m.method)).toBe(`${service}.${rpc}`);
+        expect(m.template).toBe(template);
+        expect({ ...m.pathParams }).toEqual(params);
+      });
+    },
+  );
 
   it("leaves the Connect-only RPCs unroutable", () => {
     for (const [service, rpc] of unmappedRpcs) {

@@ -32,6 +32,9 @@ export async function startTestServer(options: ServerOptions = {}): Promise<Test
       passwords: createArgon2PasswordHasher({ memoryCost: 1024, timeCost: 1 }),
       ...options.platformOptions,
     },
+  }).catch(async (error: unknown) => {
+    await rm(dataDir, { recursive: true, force: true });
+    throw error;
   });
   return {
     ...server,

@@ -48,6 +48,21 @@ const uniqueRules: readonly UniqueRule[] = [
   rule("daemons_pkey", "daemons", ["id"], "id"),
   rule("audit_events_id_key", "audit_events", ["id"], "id"),
   rule("secrets_pkey", "secrets", ["name"], "name"),
+  rule("targets_pkey", "targets", ["id"], "id"),
+  rule("targets_workspace_name_key", "targets", ["workspace_id", "name"], "name"),
+  rule("issued_certificates_pkey", "issued_certificates", ["id"], "id"),
+  rule("issued_certificates_ca_serial_key", "issued_certificates", ["ca_id", "serial"], "serial"),
+  rule("certificate_authority_keys_pkey", "certificate_authority_keys", ["ca_id", "version"], "version"),
+  // 003_accounts
+  rule("one_time_tokens_pkey", "one_time_tokens", ["id"], "id"),
+  rule("one_time_tokens_token_hash_key", "one_time_tokens", ["token_hash"], "token_hash"),
+  rule("passkeys_pkey", "passkeys", ["id"], "id"),
+  rule("backup_codes_pkey", "backup_codes", ["id"], "id"),
+  rule("user_devices_pkey", "user_devices", ["id"], "id"),
+  rule("cli_logins_pkey", "cli_logins", ["id"], "id"),
+  rule("cli_logins_code_hash_key", "cli_logins", ["code_hash"], "code_hash"),
+  rule("linked_accounts_pkey", "linked_accounts", ["user_id", "provider"], "provider"),
+  rule("linked_accounts_provider_id_key", "linked_accounts", ["provider", "provider_id"], "provider_id"),
 ];
 
 function sameColumns(a: readonly string[], b: readonly string[]): boolean {

@@ -9,10 +9,13 @@ import type {
   AuthSessionRecord,
   CertificateAuthorityRecord,
   DaemonRecord,
+  IssuedCertificateRecord,
   MemberRecord,
   RefreshTokenRecord,
+  RetiredAuthorityKeyRecord,
   SecretRecord,
   ServiceAccountRecord,
+  TargetRecord,
   UserRecord,
   WorkspaceRecord,
 } from "@wap/core/storage";
@@ -21,10 +24,13 @@ import type {
   AuditEventsTable,
   AuthSessionsTable,
   CertificateAuthoritiesTable,
+  CertificateAuthorityKeysTable,
   DaemonsTable,
+  IssuedCertificatesTable,
   RefreshTokensTable,
   SecretsTable,
   ServiceAccountsTable,
+  TargetsTable,
   UsersTable,
   WorkspaceMembersTable,
   WorkspacesTable,
@@ -396,4 +402,113 @@ export function secretToRow(s: SecretRecord): Insertable<SecretsTable> {
 
 export function rowToSecret(r: Selectable<SecretsTable>): SecretRecord {
   return { name: r.name, sealed: toBytes(r.sealed), createdAt: toDate(r.created_at) };
+}
+
+export function targetToRow(t: TargetRecord): Insertable<TargetsTable> {
+  return {
+    id: t.id,
+    workspace_id: t.workspaceId,
+    ca_id: t.caId,
+    daemon_id: t.daemonId,
+    name: t.name,
+    name_folded: fold(t.name),
+    description: t.description,
+    tags: toJson(t.tags),
+    endpoints: toJson(t.endpoints),
+    metadata: toJson(t.metadata),
+    created_at: fromDate(t.createdAt),
+    updated_at: fromDate(t.updatedAt),
+  };
+}
+
+export function rowToTarget(r: Selectable<TargetsTable>): TargetRecord {
+  return {
+    id: r.id,
+    workspaceId: r.workspace_id,
+    caId: r.ca_id,
+    daemonId: r.daemon_id,
+    name: r.name,
+    description: r.description,
+    tags: toStringArray(r.tags),
+    endpoints: toStringArray(r.endpoints),
+    metadata: toStringMap(r.metadata),
+    createdAt: toDate(r.created_at),
+    updatedAt: toDate(r.updated_at),
+  };
+}
+
+export function issuedCertificateToRow(c: IssuedCertificateRecord): Insertable<IssuedCertificatesTable> {
+  return {
+    id: c.id,
+    workspace_id: c.workspaceId,
+    ca_id: c.caId,
+    ca_key_version: c.caKeyVersion,
+    kind: c.kind,
+    serial: c.serial,
+    key_fingerprint: c.keyFingerprint,
+    principals: toJson(c.principals),
+    valid_after: fromDate(c.validAfter),
+    valid_before: fromDate(c.validBefore),
+    requester_type: c.requesterType,
+    requester_id: c.requesterId,
+    target_id: c.targetId,
+    key_id: c.keyId,
+    created_at: fromDate(c.createdAt),
+  };
+}
+
+export function rowToIssuedCertificate(r: Selectable<IssuedCertificatesTable>): IssuedCertificateRecord {
+  return {
+    id: r.id,
+    workspaceId: r.workspace_id,
+    caId: r.ca_id,
+    caKeyVersion: toNumber(r.ca_key_version),
+    kind: r.kind as IssuedCertificateRecord["kind"],
+    serial: r.serial,
+    keyFingerprint: r.key_fingerprint,
+    principals: toStringArray(r.principals),
+    validAfter: toDate(r.valid_after),
+    validBefore: toDate(r.valid_before),
+    requesterType: r.requester_type,
+    requesterId: r.requester_id,
+    targetId: r.target_id,
+    keyId: r.key_id,
+    createdAt: toDate(r.created_at),
+  };
+}
+
+export function retiredKeyToRow(k: RetiredAuthorityKeyRecord): Insertable<CertificateAuthorityKeysTable> {
+  return {
+    workspace_id: k.workspaceId,
+    ca_id: k.caId,
+    version: k.version,
+    key_type: k.keyType,
+    key_bits: k.keyBits,
+    public_key: k.publicKey,
+    certificate: k.certificate,
+    serial_number: k.serialNumber,
+    not_before: fromDate(k.notBefore),
+    not_after: fromDate(k.notAfter),
+    created_at: fromDate(k.createdAt),
+    retired_at: fromDate(k.retiredAt),
+    trusted_until: fromDate(k.trustedUntil),
+  };
+}
+
+export function rowToRetiredKey(r: Selectable<CertificateAuthorityKeysTable>): RetiredAuthorityKeyRecord {
+  return {
+    workspaceId: r.workspace_id,
+    caId: r.ca_id,
+    version: toNumber(r.version),
+    keyType: r.key_type as RetiredAuthorityKeyRecord["keyType"],
+    keyBits: toNumber(r.key_bits),
+    publicKey: r.public_key,
+    certificate: r.certificate,
+    serialNumber: r.serial_number,
+    notBefore: toDate(r.not_before),
+    notAfter: toDate(r.not_after),
+    createdAt: toDate(r.created_at),
+    retiredAt: toDate(r.retired_at),
+    trustedUntil: toDate(r.trusted_until),
+  };
 }

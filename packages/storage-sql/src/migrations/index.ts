@@ -6,6 +6,8 @@
 import { type Kysely, type Migration, type MigrationProvider, Migrator } from "kysely";
 import type { SqlDialectName } from "../dialect.js";
 import { initialMigration } from "./001-initial.js";
+import { certificatesMigration } from "./002-certificates.js";
+import { accountsMigration } from "./003-accounts.js";
 
 /** Our own bookkeeping tables, so an application's Kysely migrations in the same schema never collide. */
 export const migrationTableName = "wap_schema_migration";
@@ -15,6 +17,8 @@ export const migrationLockTableName = "wap_schema_migration_lock";
 export function createMigrations(dialect: SqlDialectName): Record<string, Migration> {
   return {
     "001_initial": initialMigration(dialect),
+    "002_certificates": certificatesMigration(dialect),
+    "003_accounts": accountsMigration(dialect),
   };
 }
 

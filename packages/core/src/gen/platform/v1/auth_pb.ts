@@ -19,7 +19,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file platform/v1/auth.proto.
  */
 export const file_platform_v1_auth: GenFile = /*@__PURE__*/
-  fileDesc("ChZwbGF0Zm9ybS92MS9hdXRoLnByb3RvEgtwbGF0Zm9ybS52MSIvCgxMb2dpblJlcXVlc3QSDQoFZW1haWwYASABKAkSEAoIcGFzc3dvcmQYAiABKAkiPAoNTG9naW5SZXNwb25zZRIUCgxhY2Nlc3NfdG9rZW4YASABKAkSFQoNcmVmcmVzaF90b2tlbhgCIAEoCSI5ChpMb2dpbldpdGhCYWNrdXBDb2RlUmVxdWVzdBINCgVlbWFpbBgBIAEoCRIMCgRjb2RlGAIgASgJIkoKG0xvZ2luV2l0aEJhY2t1cENvZGVSZXNwb25zZRIUCgxhY2Nlc3NfdG9rZW4YASABKAkSFQoNcmVmcmVzaF90b2tlbhgCIAEoCSIPCg1Mb2dvdXRSZXF1ZXN0IhAKDkxvZ291dFJlc3BvbnNlIlIKD1JlZ2lzdGVyUmVxdWVzdBIMCgRuYW1lGAEgASgJEg0KBWVtYWlsGAIgASgJEhAKCHVzZXJuYW1lGAMgASgJEhAKCHBhc3N3b3JkGAQgASgJIhIKEFJlZ2lzdGVyUmVzcG9uc2UiLAoTUmVmcmVzaFRva2VuUmVxdWVzdBIVCg1yZWZyZXNoX3Rva2VuGAEgASgJIkMKFFJlZnJlc2hUb2tlblJlc3BvbnNlEhQKDGFjY2Vzc190b2tlbhgBIAEoCRIVCg1yZWZyZXNoX3Rva2VuGAIgASgJIiYKFUZvcmdvdFBhc3N3b3JkUmVxdWVzdBINCgVlbWFpbBgBIAEoCSIYChZGb3Jnb3RQYXNzd29yZFJlc3BvbnNlIjsKFFJlc2V0UGFzc3dvcmRSZXF1ZXN0Eg0KBXRva2VuGAEgASgJEhQKDG5ld19wYXNzd29yZBgCIAEoCSIXChVSZXNldFBhc3N3b3JkUmVzcG9uc2UiKgoZUmVzZW5kVmVyaWZpY2F0aW9uUmVxdWVzdBINCgVlbWFpbBgBIAEoCSIcChpSZXNlbmRWZXJpZmljYXRpb25SZXNwb25zZSIjChJWZXJpZnlFbWFpbFJlcXVlc3QSDQoFdG9rZW4YASABKAkiFQoTVmVyaWZ5RW1haWxSZXNwb25zZSJVChVTdHJlYW1DTElMb2dpblJlcXVlc3QSEgoKbG9naW5fY29kZRgBIAEoCRITCgthdXRoX21ldGhvZBgCIAEoCRITCgthdXRoX3B1YmtleRgDIAEoCSJTChZTdHJlYW1DTElMb2dpblJlc3BvbnNlEh8KBHVzZXIYASABKAsyES5wbGF0Zm9ybS52MS5Vc2VyEhgKEHZlcmlmaWNhdGlvbl91cmwYAiABKAkiKwoVVmVyaWZ5Q0xJTG9naW5SZXF1ZXN0EhIKCmxvZ2luX2NvZGUYASABKAkiGAoWVmVyaWZ5Q0xJTG9naW5SZXNwb25zZTK4CQoLQXV0aFNlcnZpY2USVAoFTG9naW4SGS5wbGF0Zm9ybS52MS5Mb2dpblJlcXVlc3QaGi5wbGF0Zm9ybS52MS5Mb2dpblJlc3BvbnNlIhSC0+STAg46ASoiCS92MS9sb2dpbhKKAQoTTG9naW5XaXRoQmFja3VwQ29kZRInLnBsYXRmb3JtLnYxLkxvZ2luV2l0aEJhY2t1cENvZGVSZXF1ZXN0GigucGxhdGZvcm0udjEuTG9naW5XaXRoQmFja3VwQ29kZVJlc3BvbnNlIiCC0+STAho6ASoiFS92MS9sb2dpbi9iYWNrdXAtY29kZRJVCgZMb2dvdXQSGi5wbGF0Zm9ybS52MS5Mb2dvdXRSZXF1ZXN0GhsucGxhdGZvcm0udjEuTG9nb3V0UmVzcG9uc2UiEoLT5JMCDCIKL3YxL2xvZ291dBJgCghSZWdpc3RlchIcLnBsYXRmb3JtLnYxLlJlZ2lzdGVyUmVxdWVzdBodLnBsYXRmb3JtLnYxLlJlZ2lzdGVyUmVzcG9uc2UiF4LT5JMCEToBKiIML3YxL3JlZ2lzdGVyEm4KDFJlZnJlc2hUb2tlbhIgLnBsYXRmb3JtLnYxLlJlZnJlc2hUb2tlblJlcXVlc3QaIS5wbGF0Zm9ybS52MS5SZWZyZXNoVG9rZW5SZXNwb25zZSIZgtPkkwITIhEvdjEvcmVmcmVzaC10b2tlbhJ5Cg5Gb3Jnb3RQYXNzd29yZBIiLnBsYXRmb3JtLnYxLkZvcmdvdFBhc3N3b3JkUmVxdWVzdBojLnBsYXRmb3JtLnYxLkZvcmdvdFBhc3N3b3JkUmVzcG9uc2UiHoLT5JMCGDoBKiITL3YxL2ZvcmdvdC1wYXNzd29yZBJ1Cg1SZXNldFBhc3N3b3JkEiEucGxhdGZvcm0udjEuUmVzZXRQYXNzd29yZFJlcXVlc3QaIi5wbGF0Zm9ybS52MS5SZXNldFBhc3N3b3JkUmVzcG9uc2UiHYLT5JMCFzoBKiISL3YxL3Jlc2V0LXBhc3N3b3JkEoYBChJSZXNlbmRWZXJpZmljYXRpb24SJi5wbGF0Zm9ybS52MS5SZXNlbmRWZXJpZmljYXRpb25SZXF1ZXN0GicucGxhdGZvcm0udjEuUmVzZW5kVmVyaWZpY2F0aW9uUmVzcG9uc2UiH4LT5JMCGSIXL3YxL3Jlc2VuZC12ZXJpZmljYXRpb24SagoLVmVyaWZ5RW1haWwSHy5wbGF0Zm9ybS52MS5WZXJpZnlFbWFpbFJlcXVlc3QaIC5wbGF0Zm9ybS52MS5WZXJpZnlFbWFpbFJlc3BvbnNlIhiC0+STAhIiEC92MS92ZXJpZnktZW1haWwSWwoOU3RyZWFtQ0xJTG9naW4SIi5wbGF0Zm9ybS52MS5TdHJlYW1DTElMb2dpblJlcXVlc3QaIy5wbGF0Zm9ybS52MS5TdHJlYW1DTElMb2dpblJlc3BvbnNlMAESWQoOVmVyaWZ5Q0xJTG9naW4SIi5wbGF0Zm9ybS52MS5WZXJpZnlDTElMb2dpblJlcXVlc3QaIy5wbGF0Zm9ybS52MS5WZXJpZnlDTElMb2dpblJlc3BvbnNlYghlZGl0aW9uc3DoBw", [file_google_api_annotations, file_platform_v1_user]);
+  fileDesc("ChZwbGF0Zm9ybS92MS9hdXRoLnByb3RvEgtwbGF0Zm9ybS52MSIvCgxMb2dpblJlcXVlc3QSDQoFZW1haWwYASABKAkSEAoIcGFzc3dvcmQYAiABKAkiPAoNTG9naW5SZXNwb25zZRIUCgxhY2Nlc3NfdG9rZW4YASABKAkSFQoNcmVmcmVzaF90b2tlbhgCIAEoCSI5ChpMb2dpbldpdGhCYWNrdXBDb2RlUmVxdWVzdBINCgVlbWFpbBgBIAEoCRIMCgRjb2RlGAIgASgJIkoKG0xvZ2luV2l0aEJhY2t1cENvZGVSZXNwb25zZRIUCgxhY2Nlc3NfdG9rZW4YASABKAkSFQoNcmVmcmVzaF90b2tlbhgCIAEoCSIPCg1Mb2dvdXRSZXF1ZXN0IhAKDkxvZ291dFJlc3BvbnNlIlIKD1JlZ2lzdGVyUmVxdWVzdBIMCgRuYW1lGAEgASgJEg0KBWVtYWlsGAIgASgJEhAKCHVzZXJuYW1lGAMgASgJEhAKCHBhc3N3b3JkGAQgASgJIhIKEFJlZ2lzdGVyUmVzcG9uc2UiLAoTUmVmcmVzaFRva2VuUmVxdWVzdBIVCg1yZWZyZXNoX3Rva2VuGAEgASgJIkMKFFJlZnJlc2hUb2tlblJlc3BvbnNlEhQKDGFjY2Vzc190b2tlbhgBIAEoCRIVCg1yZWZyZXNoX3Rva2VuGAIgASgJIiYKFUZvcmdvdFBhc3N3b3JkUmVxdWVzdBINCgVlbWFpbBgBIAEoCSIYChZGb3Jnb3RQYXNzd29yZFJlc3BvbnNlIjsKFFJlc2V0UGFzc3dvcmRSZXF1ZXN0Eg0KBXRva2VuGAEgASgJEhQKDG5ld19wYXNzd29yZBgCIAEoCSIXChVSZXNldFBhc3N3b3JkUmVzcG9uc2UiKgoZUmVzZW5kVmVyaWZpY2F0aW9uUmVxdWVzdBINCgVlbWFpbBgBIAEoCSIcChpSZXNlbmRWZXJpZmljYXRpb25SZXNwb25zZSIjChJWZXJpZnlFbWFpbFJlcXVlc3QSDQoFdG9rZW4YASABKAkiFQoTVmVyaWZ5RW1haWxSZXNwb25zZSJVChVTdHJlYW1DTElMb2dpblJlcXVlc3QSEgoKbG9naW5fY29kZRgBIAEoCRITCgthdXRoX21ldGhvZBgCIAEoCRITCgthdXRoX3B1YmtleRgDIAEoCSJTChZTdHJlYW1DTElMb2dpblJlc3BvbnNlEh8KBHVzZXIYASABKAsyES5wbGF0Zm9ybS52MS5Vc2VyEhgKEHZlcmlmaWNhdGlvbl91cmwYAiABKAkiKwoVVmVyaWZ5Q0xJTG9naW5SZXF1ZXN0EhIKCmxvZ2luX2NvZGUYASABKAkiGAoWVmVyaWZ5Q0xJTG9naW5SZXNwb25zZSIaChhCZWdpblBhc3NrZXlMb2dpblJlcXVlc3QiMQoZQmVnaW5QYXNza2V5TG9naW5SZXNwb25zZRIUCgxvcHRpb25zX2pzb24YASABKAkiNAoZRmluaXNoUGFzc2tleUxvZ2luUmVxdWVzdBIXCg9jcmVkZW50aWFsX2pzb24YASABKAkiSQoaRmluaXNoUGFzc2tleUxvZ2luUmVzcG9uc2USFAoMYWNjZXNzX3Rva2VuGAEgASgJEhUKDXJlZnJlc2hfdG9rZW4YAiABKAkyzgsKC0F1dGhTZXJ2aWNlElQKBUxvZ2luEhkucGxhdGZvcm0udjEuTG9naW5SZXF1ZXN0GhoucGxhdGZvcm0udjEuTG9naW5SZXNwb25zZSIUgtPkkwIOOgEqIgkvdjEvbG9naW4SigEKE0xvZ2luV2l0aEJhY2t1cENvZGUSJy5wbGF0Zm9ybS52MS5Mb2dpbldpdGhCYWNrdXBDb2RlUmVxdWVzdBooLnBsYXRmb3JtLnYxLkxvZ2luV2l0aEJhY2t1cENvZGVSZXNwb25zZSIggtPkkwIaOgEqIhUvdjEvbG9naW4vYmFja3VwLWNvZGUSVQoGTG9nb3V0EhoucGxhdGZvcm0udjEuTG9nb3V0UmVxdWVzdBobLnBsYXRmb3JtLnYxLkxvZ291dFJlc3BvbnNlIhKC0+STAgwiCi92MS9sb2dvdXQSYAoIUmVnaXN0ZXISHC5wbGF0Zm9ybS52MS5SZWdpc3RlclJlcXVlc3QaHS5wbGF0Zm9ybS52MS5SZWdpc3RlclJlc3BvbnNlIheC0+STAhE6ASoiDC92MS9yZWdpc3RlchJuCgxSZWZyZXNoVG9rZW4SIC5wbGF0Zm9ybS52MS5SZWZyZXNoVG9rZW5SZXF1ZXN0GiEucGxhdGZvcm0udjEuUmVmcmVzaFRva2VuUmVzcG9uc2UiGYLT5JMCEyIRL3YxL3JlZnJlc2gtdG9rZW4SeQoORm9yZ290UGFzc3dvcmQSIi5wbGF0Zm9ybS52MS5Gb3Jnb3RQYXNzd29yZFJlcXVlc3QaIy5wbGF0Zm9ybS52MS5Gb3Jnb3RQYXNzd29yZFJlc3BvbnNlIh6C0+STAhg6ASoiEy92MS9mb3Jnb3QtcGFzc3dvcmQSdQoNUmVzZXRQYXNzd29yZBIhLnBsYXRmb3JtLnYxLlJlc2V0UGFzc3dvcmRSZXF1ZXN0GiIucGxhdGZvcm0udjEuUmVzZXRQYXNzd29yZFJlc3BvbnNlIh2C0+STAhc6ASoiEi92MS9yZXNldC1wYXNzd29yZBKGAQoSUmVzZW5kVmVyaWZpY2F0aW9uEiYucGxhdGZvcm0udjEuUmVzZW5kVmVyaWZpY2F0aW9uUmVxdWVzdBonLnBsYXRmb3JtLnYxLlJlc2VuZFZlcmlmaWNhdGlvblJlc3BvbnNlIh+C0+STAhkiFy92MS9yZXNlbmQtdmVyaWZpY2F0aW9uEmoKC1ZlcmlmeUVtYWlsEh8ucGxhdGZvcm0udjEuVmVyaWZ5RW1haWxSZXF1ZXN0GiAucGxhdGZvcm0udjEuVmVyaWZ5RW1haWxSZXNwb25zZSIYgtPkkwISIhAvdjEvdmVyaWZ5LWVtYWlsElsKDlN0cmVhbUNMSUxvZ2luEiIucGxhdGZvcm0udjEuU3RyZWFtQ0xJTG9naW5SZXF1ZXN0GiMucGxhdGZvcm0udjEuU3RyZWFtQ0xJTG9naW5SZXNwb25zZTABElkKDlZlcmlmeUNMSUxvZ2luEiIucGxhdGZvcm0udjEuVmVyaWZ5Q0xJTG9naW5SZXF1ZXN0GiMucGxhdGZvcm0udjEuVmVyaWZ5Q0xJTG9naW5SZXNwb25zZRKGAQoRQmVnaW5QYXNza2V5TG9naW4SJS5wbGF0Zm9ybS52MS5CZWdpblBhc3NrZXlMb2dpblJlcXVlc3QaJi5wbGF0Zm9ybS52MS5CZWdpblBhc3NrZXlMb2dpblJlc3BvbnNlIiKC0+STAhw6ASoiFy92MS9sb2dpbi9wYXNza2V5OmJlZ2luEooBChJGaW5pc2hQYXNza2V5TG9naW4SJi5wbGF0Zm9ybS52MS5GaW5pc2hQYXNza2V5TG9naW5SZXF1ZXN0GicucGxhdGZvcm0udjEuRmluaXNoUGFzc2tleUxvZ2luUmVzcG9uc2UiI4LT5JMCHToBKiIYL3YxL2xvZ2luL3Bhc3NrZXk6ZmluaXNoYghlZGl0aW9uc3DoBw", [file_google_api_annotations, file_platform_v1_user]);
 
 /**
  * Request of AuthService.Login.
@@ -505,6 +505,90 @@ export const VerifyCLILoginResponseSchema: GenMessage<VerifyCLILoginResponse> = 
   messageDesc(file_platform_v1_auth, 21);
 
 /**
+ * Request of AuthService.BeginPasskeyLogin. Discoverable credentials only: no email is asked
+ * for, so the answer never depends on which accounts exist.
+ *
+ * @generated from message platform.v1.BeginPasskeyLoginRequest
+ */
+export type BeginPasskeyLoginRequest = Message<"platform.v1.BeginPasskeyLoginRequest"> & {
+};
+
+/**
+ * Describes the message platform.v1.BeginPasskeyLoginRequest.
+ * Use `create(BeginPasskeyLoginRequestSchema)` to create a new message.
+ */
+export const BeginPasskeyLoginRequestSchema: GenMessage<BeginPasskeyLoginRequest> = /*@__PURE__*/
+  messageDesc(file_platform_v1_auth, 22);
+
+/**
+ * Response of AuthService.BeginPasskeyLogin.
+ *
+ * @generated from message platform.v1.BeginPasskeyLoginResponse
+ */
+export type BeginPasskeyLoginResponse = Message<"platform.v1.BeginPasskeyLoginResponse"> & {
+  /**
+   * PublicKeyCredentialRequestOptionsJSON (WebAuthn Level 3), as a JSON document in a string.
+   * Its challenge is single-use and expires after a few minutes.
+   *
+   * @generated from field: string options_json = 1;
+   */
+  optionsJson: string;
+};
+
+/**
+ * Describes the message platform.v1.BeginPasskeyLoginResponse.
+ * Use `create(BeginPasskeyLoginResponseSchema)` to create a new message.
+ */
+export const BeginPasskeyLoginResponseSchema: GenMessage<BeginPasskeyLoginResponse> = /*@__PURE__*/
+  messageDesc(file_platform_v1_auth, 23);
+
+/**
+ * Request of AuthService.FinishPasskeyLogin.
+ *
+ * @generated from message platform.v1.FinishPasskeyLoginRequest
+ */
+export type FinishPasskeyLoginRequest = Message<"platform.v1.FinishPasskeyLoginRequest"> & {
+  /**
+   * AuthenticationResponseJSON (PublicKeyCredential.toJSON() of the assertion), as a JSON
+   * document in a string. length 1-65536
+   *
+   * @generated from field: string credential_json = 1;
+   */
+  credentialJson: string;
+};
+
+/**
+ * Describes the message platform.v1.FinishPasskeyLoginRequest.
+ * Use `create(FinishPasskeyLoginRequestSchema)` to create a new message.
+ */
+export const FinishPasskeyLoginRequestSchema: GenMessage<FinishPasskeyLoginRequest> = /*@__PURE__*/
+  messageDesc(file_platform_v1_auth, 24);
+
+/**
+ * Response of AuthService.FinishPasskeyLogin.
+ *
+ * @generated from message platform.v1.FinishPasskeyLoginResponse
+ */
+export type FinishPasskeyLoginResponse = Message<"platform.v1.FinishPasskeyLoginResponse"> & {
+  /**
+   * @generated from field: string access_token = 1;
+   */
+  accessToken: string;
+
+  /**
+   * @generated from field: string refresh_token = 2;
+   */
+  refreshToken: string;
+};
+
+/**
+ * Describes the message platform.v1.FinishPasskeyLoginResponse.
+ * Use `create(FinishPasskeyLoginResponseSchema)` to create a new message.
+ */
+export const FinishPasskeyLoginResponseSchema: GenMessage<FinishPasskeyLoginResponse> = /*@__PURE__*/
+  messageDesc(file_platform_v1_auth, 25);
+
+/**
  * AuthService: Signs users in and out, registers accounts, refreshes tokens, recovers passwords, verifies email and runs the CLI device login.
  *
  * @generated from service platform.v1.AuthService
@@ -619,6 +703,28 @@ export const AuthService: GenService<{
     methodKind: "unary";
     input: typeof VerifyCLILoginRequestSchema;
     output: typeof VerifyCLILoginResponseSchema;
+  },
+  /**
+   * Added by this server (not in the reference schema): starts a passkey sign-in. Returns the
+   * WebAuthn request options to pass to navigator.credentials.get(); see docs/passkeys.md.
+   *
+   * @generated from rpc platform.v1.AuthService.BeginPasskeyLogin
+   */
+  beginPasskeyLogin: {
+    methodKind: "unary";
+    input: typeof BeginPasskeyLoginRequestSchema;
+    output: typeof BeginPasskeyLoginResponseSchema;
+  },
+  /**
+   * Added by this server (not in the reference schema): completes a passkey sign-in with the
+   * authenticator's assertion and returns tokens, as Login does.
+   *
+   * @generated from rpc platform.v1.AuthService.FinishPasskeyLogin
+   */
+  finishPasskeyLogin: {
+    methodKind: "unary";
+    input: typeof FinishPasskeyLoginRequestSchema;
+    output: typeof FinishPasskeyLoginResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_platform_v1_auth, 0);

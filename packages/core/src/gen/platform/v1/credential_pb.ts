@@ -19,7 +19,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file platform/v1/credential.proto.
  */
 export const file_platform_v1_credential: GenFile = /*@__PURE__*/
-  fileDesc("ChxwbGF0Zm9ybS92MS9jcmVkZW50aWFsLnByb3RvEgtwbGF0Zm9ybS52MSJHChVVcGRhdGVQYXNzd29yZFJlcXVlc3QSGAoQY3VycmVudF9wYXNzd29yZBgBIAEoCRIUCgxuZXdfcGFzc3dvcmQYAiABKAkiGAoWVXBkYXRlUGFzc3dvcmRSZXNwb25zZSIxChVEZWxldGVQYXNzd29yZFJlcXVlc3QSGAoQY3VycmVudF9wYXNzd29yZBgBIAEoCSIYChZEZWxldGVQYXNzd29yZFJlc3BvbnNlIhUKE0xpc3RQYXNza2V5c1JlcXVlc3QiPgoUTGlzdFBhc3NrZXlzUmVzcG9uc2USJgoIcGFzc2tleXMYASADKAsyFC5wbGF0Zm9ybS52MS5QYXNza2V5IjAKFFVwZGF0ZVBhc3NrZXlSZXF1ZXN0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkiPgoVVXBkYXRlUGFzc2tleVJlc3BvbnNlEiUKB3Bhc3NrZXkYASABKAsyFC5wbGF0Zm9ybS52MS5QYXNza2V5IiIKFERlbGV0ZVBhc3NrZXlSZXF1ZXN0EgoKAmlkGAEgASgJIhcKFURlbGV0ZVBhc3NrZXlSZXNwb25zZSIaChhDcmVhdGVCYWNrdXBDb2Rlc1JlcXVlc3QiKgoZQ3JlYXRlQmFja3VwQ29kZXNSZXNwb25zZRINCgVjb2RlcxgBIAMoCSIYChZMaXN0QmFja3VwQ29kZXNSZXF1ZXN0IkEKF0xpc3RCYWNrdXBDb2Rlc1Jlc3BvbnNlEiYKBWNvZGVzGAEgAygLMhcucGxhdGZvcm0udjEuQmFja3VwQ29kZSIaChhEZWxldGVCYWNrdXBDb2Rlc1JlcXVlc3QiGwoZRGVsZXRlQmFja3VwQ29kZXNSZXNwb25zZSKFAQoHUGFzc2tleRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGxhc3RfdXNlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAidQoKQmFja3VwQ29kZRIKCgJpZBgBIAEoCRIrCgd1c2VkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpjcmVhdGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcDKkCAoRQ3JlZGVudGlhbFNlcnZpY2USfgoOVXBkYXRlUGFzc3dvcmQSIi5wbGF0Zm9ybS52MS5VcGRhdGVQYXNzd29yZFJlcXVlc3QaIy5wbGF0Zm9ybS52MS5VcGRhdGVQYXNzd29yZFJlc3BvbnNlIiOC0+STAh06ASoyGC92MS9jcmVkZW50aWFscy9wYXNzd29yZBJ7Cg5EZWxldGVQYXNzd29yZBIiLnBsYXRmb3JtLnYxLkRlbGV0ZVBhc3N3b3JkUmVxdWVzdBojLnBsYXRmb3JtLnYxLkRlbGV0ZVBhc3N3b3JkUmVzcG9uc2UiIILT5JMCGioYL3YxL2NyZWRlbnRpYWxzL3Bhc3N3b3JkEnUKDExpc3RQYXNza2V5cxIgLnBsYXRmb3JtLnYxLkxpc3RQYXNza2V5c1JlcXVlc3QaIS5wbGF0Zm9ybS52MS5MaXN0UGFzc2tleXNSZXNwb25zZSIggtPkkwIaEhgvdjEvY3JlZGVudGlhbHMvcGFzc2tleXMSgAEKDVVwZGF0ZVBhc3NrZXkSIS5wbGF0Zm9ybS52MS5VcGRhdGVQYXNza2V5UmVxdWVzdBoiLnBsYXRmb3JtLnYxLlVwZGF0ZVBhc3NrZXlSZXNwb25zZSIogtPkkwIiOgEqMh0vdjEvY3JlZGVudGlhbHMvcGFzc2tleXMve2lkfRJ9Cg1EZWxldGVQYXNza2V5EiEucGxhdGZvcm0udjEuRGVsZXRlUGFzc2tleVJlcXVlc3QaIi5wbGF0Zm9ybS52MS5EZWxldGVQYXNza2V5UmVzcG9uc2UiJYLT5JMCHyodL3YxL2NyZWRlbnRpYWxzL3Bhc3NrZXlzL3tpZH0SiAEKEUNyZWF0ZUJhY2t1cENvZGVzEiUucGxhdGZvcm0udjEuQ3JlYXRlQmFja3VwQ29kZXNSZXF1ZXN0GiYucGxhdGZvcm0udjEuQ3JlYXRlQmFja3VwQ29kZXNSZXNwb25zZSIkgtPkkwIeIhwvdjEvY3JlZGVudGlhbHMvYmFja3VwLWNvZGVzEoIBCg9MaXN0QmFja3VwQ29kZXMSIy5wbGF0Zm9ybS52MS5MaXN0QmFja3VwQ29kZXNSZXF1ZXN0GiQucGxhdGZvcm0udjEuTGlzdEJhY2t1cENvZGVzUmVzcG9uc2UiJILT5JMCHhIcL3YxL2NyZWRlbnRpYWxzL2JhY2t1cC1jb2RlcxKIAQoRRGVsZXRlQmFja3VwQ29kZXMSJS5wbGF0Zm9ybS52MS5EZWxldGVCYWNrdXBDb2Rlc1JlcXVlc3QaJi5wbGF0Zm9ybS52MS5EZWxldGVCYWNrdXBDb2Rlc1Jlc3BvbnNlIiSC0+STAh4qHC92MS9jcmVkZW50aWFscy9iYWNrdXAtY29kZXNiCGVkaXRpb25zcOgH", [file_google_api_annotations, file_google_protobuf_timestamp]);
+  fileDesc("ChxwbGF0Zm9ybS92MS9jcmVkZW50aWFsLnByb3RvEgtwbGF0Zm9ybS52MSJHChVVcGRhdGVQYXNzd29yZFJlcXVlc3QSGAoQY3VycmVudF9wYXNzd29yZBgBIAEoCRIUCgxuZXdfcGFzc3dvcmQYAiABKAkiGAoWVXBkYXRlUGFzc3dvcmRSZXNwb25zZSIxChVEZWxldGVQYXNzd29yZFJlcXVlc3QSGAoQY3VycmVudF9wYXNzd29yZBgBIAEoCSIYChZEZWxldGVQYXNzd29yZFJlc3BvbnNlIhUKE0xpc3RQYXNza2V5c1JlcXVlc3QiPgoUTGlzdFBhc3NrZXlzUmVzcG9uc2USJgoIcGFzc2tleXMYASADKAsyFC5wbGF0Zm9ybS52MS5QYXNza2V5IjAKFFVwZGF0ZVBhc3NrZXlSZXF1ZXN0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkiPgoVVXBkYXRlUGFzc2tleVJlc3BvbnNlEiUKB3Bhc3NrZXkYASABKAsyFC5wbGF0Zm9ybS52MS5QYXNza2V5IiIKFERlbGV0ZVBhc3NrZXlSZXF1ZXN0EgoKAmlkGAEgASgJIhcKFURlbGV0ZVBhc3NrZXlSZXNwb25zZSIaChhDcmVhdGVCYWNrdXBDb2Rlc1JlcXVlc3QiKgoZQ3JlYXRlQmFja3VwQ29kZXNSZXNwb25zZRINCgVjb2RlcxgBIAMoCSIYChZMaXN0QmFja3VwQ29kZXNSZXF1ZXN0IkEKF0xpc3RCYWNrdXBDb2Rlc1Jlc3BvbnNlEiYKBWNvZGVzGAEgAygLMhcucGxhdGZvcm0udjEuQmFja3VwQ29kZSIaChhEZWxldGVCYWNrdXBDb2Rlc1JlcXVlc3QiGwoZRGVsZXRlQmFja3VwQ29kZXNSZXNwb25zZSKFAQoHUGFzc2tleRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGxhc3RfdXNlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAidQoKQmFja3VwQ29kZRIKCgJpZBgBIAEoCRIrCgd1c2VkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpjcmVhdGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIhCh9CZWdpblBhc3NrZXlSZWdpc3RyYXRpb25SZXF1ZXN0IjgKIEJlZ2luUGFzc2tleVJlZ2lzdHJhdGlvblJlc3BvbnNlEhQKDG9wdGlvbnNfanNvbhgBIAEoCSJJCiBGaW5pc2hQYXNza2V5UmVnaXN0cmF0aW9uUmVxdWVzdBIXCg9jcmVkZW50aWFsX2pzb24YASABKAkSDAoEbmFtZRgCIAEoCSJKCiFGaW5pc2hQYXNza2V5UmVnaXN0cmF0aW9uUmVzcG9uc2USJQoHcGFzc2tleRgBIAEoCzIULnBsYXRmb3JtLnYxLlBhc3NrZXky8goKEUNyZWRlbnRpYWxTZXJ2aWNlEn4KDlVwZGF0ZVBhc3N3b3JkEiIucGxhdGZvcm0udjEuVXBkYXRlUGFzc3dvcmRSZXF1ZXN0GiMucGxhdGZvcm0udjEuVXBkYXRlUGFzc3dvcmRSZXNwb25zZSIjgtPkkwIdOgEqMhgvdjEvY3JlZGVudGlhbHMvcGFzc3dvcmQSewoORGVsZXRlUGFzc3dvcmQSIi5wbGF0Zm9ybS52MS5EZWxldGVQYXNzd29yZFJlcXVlc3QaIy5wbGF0Zm9ybS52MS5EZWxldGVQYXNzd29yZFJlc3BvbnNlIiCC0+STAhoqGC92MS9jcmVkZW50aWFscy9wYXNzd29yZBJ1CgxMaXN0UGFzc2tleXMSIC5wbGF0Zm9ybS52MS5MaXN0UGFzc2tleXNSZXF1ZXN0GiEucGxhdGZvcm0udjEuTGlzdFBhc3NrZXlzUmVzcG9uc2UiIILT5JMCGhIYL3YxL2NyZWRlbnRpYWxzL3Bhc3NrZXlzEoABCg1VcGRhdGVQYXNza2V5EiEucGxhdGZvcm0udjEuVXBkYXRlUGFzc2tleVJlcXVlc3QaIi5wbGF0Zm9ybS52MS5VcGRhdGVQYXNza2V5UmVzcG9uc2UiKILT5JMCIjoBKjIdL3YxL2NyZWRlbnRpYWxzL3Bhc3NrZXlzL3tpZH0SfQoNRGVsZXRlUGFzc2tleRIhLnBsYXRmb3JtLnYxLkRlbGV0ZVBhc3NrZXlSZXF1ZXN0GiIucGxhdGZvcm0udjEuRGVsZXRlUGFzc2tleVJlc3BvbnNlIiWC0+STAh8qHS92MS9jcmVkZW50aWFscy9wYXNza2V5cy97aWR9EogBChFDcmVhdGVCYWNrdXBDb2RlcxIlLnBsYXRmb3JtLnYxLkNyZWF0ZUJhY2t1cENvZGVzUmVxdWVzdBomLnBsYXRmb3JtLnYxLkNyZWF0ZUJhY2t1cENvZGVzUmVzcG9uc2UiJILT5JMCHiIcL3YxL2NyZWRlbnRpYWxzL2JhY2t1cC1jb2RlcxKCAQoPTGlzdEJhY2t1cENvZGVzEiMucGxhdGZvcm0udjEuTGlzdEJhY2t1cENvZGVzUmVxdWVzdBokLnBsYXRmb3JtLnYxLkxpc3RCYWNrdXBDb2Rlc1Jlc3BvbnNlIiSC0+STAh4SHC92MS9jcmVkZW50aWFscy9iYWNrdXAtY29kZXMSiAEKEURlbGV0ZUJhY2t1cENvZGVzEiUucGxhdGZvcm0udjEuRGVsZXRlQmFja3VwQ29kZXNSZXF1ZXN0GiYucGxhdGZvcm0udjEuRGVsZXRlQmFja3VwQ29kZXNSZXNwb25zZSIkgtPkkwIeKhwvdjEvY3JlZGVudGlhbHMvYmFja3VwLWNvZGVzEqIBChhCZWdpblBhc3NrZXlSZWdpc3RyYXRpb24SLC5wbGF0Zm9ybS52MS5CZWdpblBhc3NrZXlSZWdpc3RyYXRpb25SZXF1ZXN0Gi0ucGxhdGZvcm0udjEuQmVnaW5QYXNza2V5UmVnaXN0cmF0aW9uUmVzcG9uc2UiKYLT5JMCIzoBKiIeL3YxL2NyZWRlbnRpYWxzL3Bhc3NrZXlzOmJlZ2luEqYBChlGaW5pc2hQYXNza2V5UmVnaXN0cmF0aW9uEi0ucGxhdGZvcm0udjEuRmluaXNoUGFzc2tleVJlZ2lzdHJhdGlvblJlcXVlc3QaLi5wbGF0Zm9ybS52MS5GaW5pc2hQYXNza2V5UmVnaXN0cmF0aW9uUmVzcG9uc2UiKoLT5JMCJDoBKiIfL3YxL2NyZWRlbnRpYWxzL3Bhc3NrZXlzOmZpbmlzaGIIZWRpdGlvbnNw6Ac", [file_google_api_annotations, file_google_protobuf_timestamp]);
 
 /**
  * Request of CredentialService.UpdatePassword.
@@ -381,6 +381,91 @@ export const BackupCodeSchema: GenMessage<BackupCode> = /*@__PURE__*/
   messageDesc(file_platform_v1_credential, 17);
 
 /**
+ * Request of CredentialService.BeginPasskeyRegistration.
+ *
+ * @generated from message platform.v1.BeginPasskeyRegistrationRequest
+ */
+export type BeginPasskeyRegistrationRequest = Message<"platform.v1.BeginPasskeyRegistrationRequest"> & {
+};
+
+/**
+ * Describes the message platform.v1.BeginPasskeyRegistrationRequest.
+ * Use `create(BeginPasskeyRegistrationRequestSchema)` to create a new message.
+ */
+export const BeginPasskeyRegistrationRequestSchema: GenMessage<BeginPasskeyRegistrationRequest> = /*@__PURE__*/
+  messageDesc(file_platform_v1_credential, 18);
+
+/**
+ * Response of CredentialService.BeginPasskeyRegistration.
+ *
+ * @generated from message platform.v1.BeginPasskeyRegistrationResponse
+ */
+export type BeginPasskeyRegistrationResponse = Message<"platform.v1.BeginPasskeyRegistrationResponse"> & {
+  /**
+   * PublicKeyCredentialCreationOptionsJSON (WebAuthn Level 3), as a JSON document in a string.
+   * Its challenge is single-use, bound to the caller, and expires after a few minutes.
+   *
+   * @generated from field: string options_json = 1;
+   */
+  optionsJson: string;
+};
+
+/**
+ * Describes the message platform.v1.BeginPasskeyRegistrationResponse.
+ * Use `create(BeginPasskeyRegistrationResponseSchema)` to create a new message.
+ */
+export const BeginPasskeyRegistrationResponseSchema: GenMessage<BeginPasskeyRegistrationResponse> = /*@__PURE__*/
+  messageDesc(file_platform_v1_credential, 19);
+
+/**
+ * Request of CredentialService.FinishPasskeyRegistration.
+ *
+ * @generated from message platform.v1.FinishPasskeyRegistrationRequest
+ */
+export type FinishPasskeyRegistrationRequest = Message<"platform.v1.FinishPasskeyRegistrationRequest"> & {
+  /**
+   * RegistrationResponseJSON (PublicKeyCredential.toJSON() of the attestation), as a JSON
+   * document in a string. length 1-65536
+   *
+   * @generated from field: string credential_json = 1;
+   */
+  credentialJson: string;
+
+  /**
+   * length 1-100; default "Passkey"
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message platform.v1.FinishPasskeyRegistrationRequest.
+ * Use `create(FinishPasskeyRegistrationRequestSchema)` to create a new message.
+ */
+export const FinishPasskeyRegistrationRequestSchema: GenMessage<FinishPasskeyRegistrationRequest> = /*@__PURE__*/
+  messageDesc(file_platform_v1_credential, 20);
+
+/**
+ * Response of CredentialService.FinishPasskeyRegistration.
+ *
+ * @generated from message platform.v1.FinishPasskeyRegistrationResponse
+ */
+export type FinishPasskeyRegistrationResponse = Message<"platform.v1.FinishPasskeyRegistrationResponse"> & {
+  /**
+   * @generated from field: platform.v1.Passkey passkey = 1;
+   */
+  passkey?: Passkey | undefined;
+};
+
+/**
+ * Describes the message platform.v1.FinishPasskeyRegistrationResponse.
+ * Use `create(FinishPasskeyRegistrationResponseSchema)` to create a new message.
+ */
+export const FinishPasskeyRegistrationResponseSchema: GenMessage<FinishPasskeyRegistrationResponse> = /*@__PURE__*/
+  messageDesc(file_platform_v1_credential, 21);
+
+/**
  * CredentialService: Manages the calling user's password, passkeys and backup codes.
  *
  * @generated from service platform.v1.CredentialService
@@ -465,6 +550,29 @@ export const CredentialService: GenService<{
     methodKind: "unary";
     input: typeof DeleteBackupCodesRequestSchema;
     output: typeof DeleteBackupCodesResponseSchema;
+  },
+  /**
+   * Added by this server (not in the reference schema): starts registering a passkey for the
+   * caller. Returns the WebAuthn creation options to pass to navigator.credentials.create();
+   * see docs/passkeys.md.
+   *
+   * @generated from rpc platform.v1.CredentialService.BeginPasskeyRegistration
+   */
+  beginPasskeyRegistration: {
+    methodKind: "unary";
+    input: typeof BeginPasskeyRegistrationRequestSchema;
+    output: typeof BeginPasskeyRegistrationResponseSchema;
+  },
+  /**
+   * Added by this server (not in the reference schema): completes the registration with the
+   * authenticator's attestation and stores the passkey.
+   *
+   * @generated from rpc platform.v1.CredentialService.FinishPasskeyRegistration
+   */
+  finishPasskeyRegistration: {
+    methodKind: "unary";
+    input: typeof FinishPasskeyRegistrationRequestSchema;
+    output: typeof FinishPasskeyRegistrationResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_platform_v1_credential, 0);

@@ -1,0 +1,59 @@
+/**
+ * Login sessions: every way of signing in (password, backup code, passkey) ends here.
+ *
+ * @module
+ */
+import type { CallContext } from "../context.js";
+import { toHex } from "../lib/bytes.js";
+import type { Services } from "../operations/services.js";
+import type { UserRecord } from "../storage/records.js";
+import { auditAccount } from "./audit.js";
+import { hashSecret } from "./service-account-tokens.js";
+
+export const refreshTokenPrefix = "wapr_";
+
+/** A new refresh token and the hash to store. */
+export function mintRefreshToken(services: Services): { token: string; tokenHash: string } {
+  const secret = toHex(services.random.bytes(32));
+  return { token: `${refreshTokenPrefix}${secret}`, tokenHash: hashSecret(secret) };
+}
+
+/** Creates a session for `user` and its first tokens; `method` names the proof in the audit log. */
+export async function startSession(
+  services: Services,
+  user: UserRecord,
+  ctx: Pick<CallContext, "ipAddress" | "userAgent" | "requestId">,
+  method: "password" | "backup_code" | "passkey" = "password",
+): Promise<{ accessToken: string; refreshToken: string; sessionId: string }> {
+  const now = services.clock.now();
+  const sessionId = services.random.uuid();
+  const expiresAt = new Date(now.getTime() + services.config.refreshTokenTtlSeconds * 1000);
+  const refresh = mintRefreshToken(services);
+  await services.storage.transaction(async (tx) => {
+    await tx.authSessions.insert({
+      id: sessionId,
+      userId: user.id,
+      createdAt: now,
+      expiresAt,
+      revokedAt: null,
+      ipAddress: ctx.ipAddress,
+      userAgent: ctx.userAgent,
+    });
+    await tx.refreshTokens.insert({
+      id: services.random.uuid(),
+      sessionId,
+      tokenHash: refresh.tokenHash,
+      createdAt: now,
+      expiresAt,
+      rotatedAt: null,
+    });
+    await auditAccount(tx, services, ctx, {
+      userId: user.id,
+      action: method === "password" ? "user.login" : `user.login.${method}`,
+      resource: `session:${sessionId}`,
+      at: now,
+    });
+  });
+  const access = await services.accessTokens.issue(user.id, sessionId, now);
+  return { accessToken: access.token, refreshToken: refresh.token, sessionId };
+}

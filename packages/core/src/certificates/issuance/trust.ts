@@ -1,0 +1,73 @@
+/**
+ * Which keys relying parties must trust for an authority: its current key, and every key retired
+ * by a rollover until the last certificate that key signed has expired.
+ *
+ * SSH: the text is one authorized_keys line per key, the signing key first (obligation 41; the
+ * daemon writes it as is to the file its sshd reads TrustedUserCAKeys from, and checks the host
+ * certificate against the first line). Before any rollover it is exactly `publicKey`.
+ *
+ * @module
+ */
+import type { Services } from "../../operations/services.js";
+import type { CertificateAuthorityRecord, RetiredAuthorityKeyRecord } from "../../storage/records.js";
+import type { Repositories } from "../../storage/storage.js";
+import { perPlatform } from "./platform-scope.js";
+
+interface Entry {
+  readonly version: number;
+  readonly retired: Promise<readonly RetiredAuthorityKeyRecord[]>;
+}
+
+// The retired keys of an authority change only with its key version (the rollover that retires
+// a key writes it in the same transaction that moves the version), so they are cached per version.
+const retiredCache = perPlatform(() => new Map<string, Entry>());
+const MAX_AUTHORITIES = 1024;
+
+/** The keys `ca` retired, newest first (none before its first rollover). */
+export function retiredKeysOf(
+  services: Pick<Services, "keyStore">,
+  storage: Repositories,
+  ca: CertificateAuthorityRecord,
+): Promise<readonly RetiredAuthorityKeyRecord[]> {
+  if (ca.keyVersion === 1) return Promise.resolve([]);
+  const cache = retiredCache(services);
+  const hit = cache.get(ca.id);
+  if (hit !== undefined && hit.version === ca.keyVersion) return hit.retired;
+  const retired = storage.retiredAuthorityKeys.list(ca.workspaceId, ca.id);
+  const entry = { version: ca.keyVersion, retired };
+  retired.catch(() => {
+    if (cache.get(ca.id) === entry) cache.delete(ca.id);
+  });
+  cache.delete(ca.id);
+  if (cache.size >= MAX_AUTHORITIES) cache.delete(cache.keys().next().value as string);
+  cache.set(ca.id, entry);
+  return retired;
+}
+
+/** The retired keys still to be trusted at `now`. */
+export function stillTrusted(
+  retired: readonly RetiredAuthorityKeyRecord[],
+  now: Date,
+): RetiredAuthorityKeyRecord[] {
+  return retired.filter((key) => key.trustedUntil.getTime() > now.getTime());
+}
+
+/** The authorized_keys lines to trust for an SSH authority at `now`, the signing key first. */
+export function sshTrustedKeysText(
+  ca: CertificateAuthorityRecord,
+  retired: readonly RetiredAuthorityKeyRecord[],
+  now: Date,
+): string {
+  return [ca.publicKey, ...stillTrusted(retired, now).map((key) => key.publicKey)].join("\n");
+}
+
+/** The CA certificates to trust for an X.509 authority at `now` (PEM, the current one first). */
+export function x509TrustBundle(
+  ca: CertificateAuthorityRecord,
+  retired: readonly RetiredAuthorityKeyRecord[],
+  now: Date,
+): string {
+  return [ca.certificate, ...stillTrusted(retired, now).map((key) => key.certificate)]
+    .map((pem) => (pem.endsWith("\n") ? pem : `${pem}\n`))
+    .join("");
+}

@@ -1,0 +1,168 @@
+/**
+ * CertificateService.SignSSHCertificate: user and host certificates, as an ordered pipeline.
+ *
+ * 1. request: type (unset means host for daemons, user for everyone else), ids, TTL bounds;
+ * 2. subject: who may have what (issuance/ssh-policy.ts), the target of host certificates;
+ * 3. authority: named, the target's, or the workspace default (issuance/resolve.ts);
+ * 4. authorise: the sign options for this subject and authority;
+ * 5. key: parsed strictly (`invalid_argument`), its type allowed by the authority;
+ * 6. options: template, backdating, lifetime (clamped to the maximum and the authority's end);
+ * 7. serial (random uint64, unique per authority) and key id (`wap:<workspace>:<requester
+ *    type>:<requester id>:<ledger id>`), signed by the cached signer of the current key;
+ * 8. record: ledger entry and audit event, group-committed; the answer waits for the commit.
+ *
+ * @module
+ */
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import * as z from "zod";
+import { actorOf, type CallerKind, throwIfCancelled } from "../context.js";
+import type { SshCertificateType } from "../crypto/ssh/certificate.js";
+import {
+  type ParsedSshPublicKey,
+  parseSshPublicKey,
+  SshKeyParseError,
+} from "../crypto/ssh/parse-public-key.js";
+import { InvalidArgumentError } from "../errors.js";
+import {
+  CertificateService,
+  SignSSHCertificateRequest_CertificateType as CertificateType,
+  SignSSHCertificateRequest_CertificateTypeSchema,
+} from "../gen/platform/v1/certificates_pb.js";
+import { defineOperation } from "../operations/operation.js";
+import type { IssuedCertificateRecord } from "../storage/records.js";
+import { certificateTtlBounds } from "../validation/bounds.js";
+import { durationSeconds, enumValue, text, uuid } from "../validation/rules.js";
+import { applySignOptions } from "./issuance/pipeline.js";
+import {
+  isSerialCollision,
+  keyIdOf,
+  randomSshSerial,
+  recordIssuance,
+  SERIAL_ATTEMPTS,
+} from "./issuance/record.js";
+import { resolveAuthority } from "./issuance/resolve.js";
+import { sshSignerFor } from "./issuance/signers.js";
+import { authorizeSshSign, resolveSshSubject, type SshDraft } from "./issuance/ssh-policy.js";
+import { retiredKeysOf, sshTrustedKeysText } from "./issuance/trust.js";
+
+/** An id the clients may send as an explicit empty string to mean "none" (CLIENTS.md 6). */
+export const optionalId = z.union([z.literal("").transform(() => undefined), uuid]).optional();
+
+function certificateType(value: number | undefined, caller: CallerKind): SshCertificateType {
+  if (value === CertificateType.USER) return "user";
+  if (value === CertificateType.HOST) return "host";
+  // The contract gives `type` no rule; daemons ask for nothing but host certificates.
+  return caller === "daemon" ? "host" : "user";
+}
+
+/** A public key the parser refuses, as `invalid_argument` with its reason. */
+export function parsePublicKeyField(line: string): ParsedSshPublicKey {
+  try {
+    return parseSshPublicKey(line);
+  } catch (error) {
+    if (!(error instanceof SshKeyParseError)) throw error;
+    throw new InvalidArgumentError(`invalid request: publicKey: ${error.reason}`, {
+      reason: "INVALID_PUBLIC_KEY",
+      violations: [{ field: "publicKey", description: error.reason }],
+      cause: error,
+    });
+  }
+}
+
+export const signSshCertificate = defineOperation({
+  method: CertificateService.method.signSSHCertificate,
+  // Whoever may see the workspace's authorities may ask for a user certificate naming themselves;
+  // host certificates need more, checked in issuance/ssh-policy.ts.
+  access: {
+    kind: "workspace",
+    permission: "certificate_authorities.read",
+    callers: ["user", "service_account", "daemon"],
+  },
+  input: z.object({
+    workspaceId: uuid.optional(),
+    caId: optionalId,
+    targetId: optionalId,
+    type: enumValue(SignSSHCertificateRequest_CertificateTypeSchema, { definedOnly: true }).optional(),
+    publicKey: text({ min: 1, max: 10_000 }),
+    ttl: durationSeconds(certificateTtlBounds).optional(),
+  }),
+  async run(call) {
+    const { input, ctx, workspace, services, now } = call;
+    const storage = services.storage;
+    const workspaceId = workspace.workspaceId;
+    const type = certificateType(input.type, ctx.caller.kind);
+
+    const subject = await resolveSshSubject(storage, { ctx, workspace, type, targetId: input.targetId });
+    const ca = await resolveAuthority(storage, {
+      workspaceId,
+      kind: "ssh",
+      caId: input.caId,
+      target: subject.target,
+      now,
+    });
+    const options = authorizeSshSign({ subject, ca, now, requestedTtlSeconds: input.ttl });
+    const key = parsePublicKeyField(input.publicKey);
+    const draft = applySignOptions<ParsedSshPublicKey, SshDraft>(options, key, {
+      type,
+      principals: [],
+      validAfter: now,
+      validBefore: now,
+      criticalOptions: {},
+      extensions: {},
+    });
+
+    const [signer, retired] = await Promise.all([
+      sshSignerFor(services.keyStore, ca),
+      retiredKeysOf(services, storage, ca),
+    ]);
+    const { actorType, actorId } = actorOf(ctx.caller);
+    for (let attempt = 1; ; attempt++) {
+      const id = services.random.uuid();
+      const serial = randomSshSerial(services);
+      const keyId = keyIdOf(workspaceId, actorType, actorId, id);
+      const signedCertificate = signer.sign({
+        publicKey: key,
+        type: draft.type,
+        serial,
+        keyId,
+        principals: draft.principals,
+        validAfter: draft.validAfter,
+        validBefore: draft.validBefore,
+        criticalOptions: draft.criticalOptions,
+        extensions: draft.extensions,
+      });
+      const entry: IssuedCertificateRecord = {
+        id,
+        workspaceId,
+        caId: ca.id,
+        caKeyVersion: ca.keyVersion,
+        kind: draft.type === "user" ? "ssh_user" : "ssh_host",
+        serial: serial.toString(),
+        keyFingerprint: key.fingerprint,
+        principals: draft.principals,
+        validAfter: draft.validAfter,
+        validBefore: draft.validBefore,
+        requesterType: actorType,
+        requesterId: actorId,
+        targetId: subject.target?.id ?? null,
+        keyId,
+        createdAt: now,
+      };
+      // Nothing is recorded for a caller that has gone away.
+      throwIfCancelled(ctx);
+      try {
+        await recordIssuance(call, entry);
+      } catch (error) {
+        if (isSerialCollision(error) && attempt < SERIAL_ATTEMPTS) continue;
+        throw error;
+      }
+      return {
+        caId: ca.id,
+        caName: ca.name,
+        caPublicKey: sshTrustedKeysText(ca, retired, now),
+        signedCertificate,
+        expiresAt: timestampFromDate(draft.validBefore),
+      };
+    }
+  },
+});

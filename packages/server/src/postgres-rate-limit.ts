@@ -1,0 +1,62 @@
+/**
+ * Rate limits shared by every instance over one PostgreSQL: rate-limiter-flexible's Postgres
+ * store counts each principal's requests in one row, with an atomic upsert, so a budget is
+ * spent across all instances rather than once per instance.
+ *
+ * The counters live in the library's own table, created by the library once at start-up (it
+ * knows its schema and tolerates instances creating it at the same moment). It is not part of
+ * our migrations: nothing else reads it, and losing it only resets the windows.
+ *
+ * @module
+ */
+import type { PostgresConnectionPool } from "@wap/storage-postgres";
+import { RateLimiterPostgres } from "rate-limiter-flexible";
+import { type RateLimiters, type RateLimitSettings, rateLimiterFrom, unlimited } from "./rate-limit.js";
+
+/** The counters' table, in the schema the connection's search_path names. */
+export const rateLimitTable = "wap_rate_limits";
+
+/** Limiters over the pool; creates the counters' table first if it is missing. */
+export async function createPostgresRateLimiters(
+  pool: PostgresConnectionPool,
+  settings: RateLimitSettings,
+): Promise<RateLimiters> {
+  await createCounterTable(pool);
+  const build = (points: number, keyPrefix: string) =>
+    points > 0
+      ? rateLimiterFrom(
+          new RateLimiterPostgres({
+            storeClient: pool,
+            storeType: "pool",
+            tableName: rateLimitTable,
+            // Created above: without this, every limiter would run CREATE TABLE again.
+            tableCreated: true,
+            points,
+            duration: settings.windowSeconds,
+            keyPrefix,
+          }),
+        )
+      : unlimited;
+  return {
+    authenticated: build(settings.authenticatedPoints, "auth"),
+    anonymous: build(settings.anonymousPoints, "anon"),
+  };
+}
+
+/** The library creates its table when a limiter is built without `tableCreated`, and calls back. */
+function createCounterTable(pool: PostgresConnectionPool): Promise<void> {
+  return new Promise((resolve, reject) => {
+    new RateLimiterPostgres(
+      {
+        storeClient: pool,
+        storeType: "pool",
+        tableName: rateLimitTable,
+        // This limiter is never used: no clean-up timer for it.
+        clearExpiredByTimeout: false,
+        points: 1,
+        duration: 1,
+      },
+      (error) => (error ? reject(error) : resolve()),
+    );
+  });
+}
