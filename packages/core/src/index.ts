@@ -10,11 +10,20 @@
 
 export type { Permission, RoleDefinition } from "./access/permissions.js";
 export { permissions, roleAllows, roles } from "./access/permissions.js";
+export type { AuditExport, AuditExportFormat, AuditExportOptions } from "./audit/export.js";
+export { defaultAuditExportOptions, exportAuditLog } from "./audit/export.js";
+export type { RequestFacts } from "./audit/record.js";
 export type { AccountConfig } from "./auth/account-config.js";
 export { defaultAccountConfig } from "./auth/account-config.js";
 export type { CredentialSource, Credentials } from "./auth/authenticate.js";
 export type { PasswordHasher } from "./auth/passwords.js";
 export { createArgon2PasswordHasher } from "./auth/passwords.js";
+export type { BillingProvider, BillingWebhookEvent, SubscriptionState } from "./billing/provider.js";
+export { BillingWebhookError, selfHostedBilling } from "./billing/provider.js";
+export type { StripeBillingOptions } from "./billing/stripe.js";
+export { createStripeBillingProvider } from "./billing/stripe.js";
+export type { BillingWebhookResult } from "./billing/webhook.js";
+export { handleBillingWebhook } from "./billing/webhook.js";
 export type {
   AnonymousCaller,
   CallContext,
@@ -40,6 +49,7 @@ export type { DeviceChallengeInput, PlatformChallenge } from "./devices/challeng
 export { authenticateDevice, parsePlatformChallenge } from "./devices/challenge.js";
 export type { CliLoginOptions, CliLoginRequest, PendingCliLogin } from "./devices/cli-login.js";
 export { cliLoginStream, startCliLogin } from "./devices/cli-login.js";
+export type { DnsTxtResolver } from "./domains/dns.js";
 export type { ErrorCode, FieldViolation, PlatformErrorOptions } from "./errors.js";
 export {
   AlreadyExistsError,
@@ -66,11 +76,15 @@ export {
 export type { AnyStreamingOperation, StreamingOperation } from "./events/streaming-operation.js";
 export type { WorkspaceEvent } from "./events/workspace-events.js";
 export { workspaceEventOf, workspaceTopic } from "./events/workspace-events.js";
+export type { LicenseOptions, LicensePayload, LicenseStatus } from "./license/license.js";
+export { freePlan, inspectLicense, licensePrefix, signLicense } from "./license/license.js";
 export type { Mailer, MailMessage } from "./mail/mailer.js";
-export type { OutboxMailerOptions } from "./mail/outbox.js";
+export type { OutboxMailerOptions, OutboxWrite } from "./mail/outbox.js";
 export { createOutboxMailer } from "./mail/outbox.js";
 export type { SmtpMailerOptions } from "./mail/smtp.js";
 export { createSmtpMailer } from "./mail/smtp.js";
+export type { IntegrationServices } from "./operations/integrations.js";
+export { pickIntegrations } from "./operations/integrations.js";
 export type { Access, AnyOperation, Operation } from "./operations/operation.js";
 export type { PlatformConfig, Services } from "./operations/services.js";
 export { defaultPlatformConfig } from "./operations/services.js";
@@ -79,4 +93,14 @@ export type { Platform, PlatformOptions } from "./platform.js";
 export { createPlatform, procedureOf } from "./platform.js";
 export type { Clock, Random } from "./runtime.js";
 export { createManualClock, systemClock, systemRandom } from "./runtime.js";
+export { assertPasswordLoginAllowed, ssoEnforcedFor } from "./sso/directory.js";
+export type { SsoTarget } from "./sso/find-provider.js";
+export type { SsoSignIn } from "./sso/identity.js";
+export type { BrowserBinding } from "./sso/login-state.js";
+export { bindingCookieName } from "./sso/login-state.js";
+export type { SsoFinish, SsoStart } from "./sso/oidc.js";
+export { beginOidcSignIn, finishOidcSignIn } from "./sso/oidc.js";
+export type { SsoOptions } from "./sso/options.js";
+export { ssoUrls } from "./sso/options.js";
+export { beginSamlSignIn, finishSamlSignIn, samlServiceProviderMetadata } from "./sso/saml.js";
 export { apiVersion, platformVersion } from "./version.js";

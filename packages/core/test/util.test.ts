@@ -1,7 +1,10 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { permissions, roles } from "../src/access/permissions.js";
+import { streamingOperations } from "../src/events/subscribe-workspace-events.js";
 import { UtilService } from "../src/gen/platform/v1/util_pb.js";
+import type { Access } from "../src/operations/operation.js";
+import { allOperations } from "../src/operations/registry.js";
 import { apiVersion } from "../src/version.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 
@@ -42,6 +45,26 @@ describe("docs/permissions.md", () => {
       (p) => `| \`${p}\` | ${roles.map((r) => (r.permissions.includes(p) ? "yes" : "")).join(" | ")} |`,
     );
     const table = [header, rule, ...rows].join("\n");
+    const describeAccess = (access: Access) => {
+      if (access.kind === "public") return ["anyone", ""];
+      const callers = (
+        access.kind === "caller" ? access.callers : (access.callers ?? ["user", "service_account"])
+      )
+        .map((c) => c.replace("_", " "))
+        .join(", ");
+      return [
+        callers,
+        access.kind === "workspace" ? `\`${access.permission}\`` : "(none: not workspace-scoped)",
+      ];
+    };
+    const operationTable = [
+      "| RPC | callers | permission |",
+      "|---|---|---|",
+      ...[...allOperations, ...streamingOperations]
+        .map((op) => [`${op.method.parent.name}.${op.method.name}`, ...describeAccess(op.access)] as const)
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .map(([rpc, callers, permission]) => `| ${rpc} | ${callers} | ${permission} |`),
+    ].join("\n");
     const roleList = roles
       .map(
         (r) =>
@@ -63,6 +86,22 @@ Service accounts hold \`viewer\` (read-only) or \`editor\` (read-write); only pe
 owners or admins.
 
 ${table}
+
+## Rules beyond the table
+
+- Only an owner may grant the owner role, change an owner's role or remove an owner; admins
+  change the roles of everyone else and remove them.
+- A workspace always keeps an owner: demoting or removing the last one is \`failed_precondition\`,
+  also when such requests race (they are serialised per workspace).
+- \`UpdateWorkspaceOwner\` makes the new owner (an existing member) an owner and the caller an admin.
+- The invite link grants \`viewer\`; an admin raises the role afterwards. It admits anyone holding
+  it until it expires, is refreshed or is revoked; accepting never changes a member's role.
+- Every member and service account may ask \`GetSubjectAccess\` what a subject of the workspace
+  reaches (the CLI asks about itself in every workspace).
+
+## Who may call each RPC
+
+${operationTable}
 `;
     if (process.env.WAP_UPDATE_DOCS) await writeFile(path, expected);
     expect(await readFile(path, "utf8")).toBe(expected);

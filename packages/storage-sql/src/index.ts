@@ -46,5 +46,22 @@ export type {
   RequestNoncesTable,
   UserDevicesTable,
 } from "./schema-accounts.js";
+export type {
+  BillingAccountsTable,
+  OidcProvidersTable,
+  SamlProvidersTable,
+  SsoBillingTables,
+  SsoLoginStatesTable,
+} from "./schema-sso-billing.js";
+export type {
+  PrincipalSubjectsTable,
+  PrincipalsTable,
+  TeamMembersTable,
+  TeamsTable,
+  WorkspaceAccessTables,
+  WorkspaceDomainsTable,
+  WorkspaceInvitesTable,
+  WorkspaceSettingsTable,
+} from "./schema-workspace-access.js";
 export type { SqlStorageOptions } from "./storage.js";
 export { createSqlRepositories, createSqlStorage } from "./storage.js";

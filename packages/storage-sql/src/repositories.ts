@@ -4,7 +4,6 @@
  * @module
  */
 import type {
-  AuditEventFilter,
   AuthorityKind,
   DaemonFilter,
   DaemonRecord,
@@ -68,6 +67,9 @@ import {
   sessionAccountQueries,
   userAccountQueries,
 } from "./repositories-accounts.js";
+import { auditFilter } from "./repositories-audit.js";
+import { createSsoBillingRepositories } from "./repositories-sso-billing.js";
+import { createWorkspaceAccessRepositories } from "./repositories-workspace-access.js";
 import type {
   CertificateAuthoritiesTable,
   DaemonsTable,
@@ -95,6 +97,8 @@ function foldedContains(column: string, query: string): Expression<SqlBool> {
 export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits): Repositories {
   return {
     ...createAccountRepositories(run),
+    ...createWorkspaceAccessRepositories(run, dialect),
+    ...createSsoBillingRepositories(run, dialect.name),
     users: {
       ...userAccountQueries(run),
       async insert(user) {
@@ -365,7 +369,7 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
         return row ? rowToTarget(row) : null;
       },
       async list(workspaceId, filter) {
-        const where = targetWhere(workspaceId, filter);
+        const where = targetWhere(dialect, workspaceId, filter);
         return run.read(async (db) => {
           const count = await db
             .selectFrom("targets")
@@ -613,7 +617,7 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
         await run.write((db) => hot.insertAuditEvent.execute(db, dialect.name, auditEventToRow(event)));
       },
       async list(workspaceId, filter) {
-        const where = auditWhere(workspaceId, filter);
+        const where = auditFilter(workspaceId, filter, dialect.name);
         return run.read(async (db) => {
           const count = await db
             .selectFrom("audit_events")
@@ -737,11 +741,34 @@ function targetPatch(
   return set;
 }
 
-function targetWhere(workspaceId: string, filter: TargetFilter) {
+function targetWhere(dialect: SqlDialectTraits, workspaceId: string, filter: TargetFilter) {
   return (eb: ExpressionBuilder<Database, "targets">): Expression<SqlBool> => {
     const conditions: Expression<SqlBool>[] = [eb("workspace_id", "=", workspaceId)];
     if (filter.caId !== undefined) conditions.push(eb("ca_id", "=", filter.caId));
     if (filter.daemonId !== undefined) conditions.push(eb("daemon_id", "=", filter.daemonId));
+    if (filter.query) {
+      // Names are ASCII (their pattern); descriptions fold their ASCII letters on every engine.
+      const pattern = likeContains(fold(filter.query));
+      conditions.push(
+        eb.or([
+          sql<SqlBool>`${sql.ref("targets.name_folded")} like ${pattern} escape '!'`,
+          sql<SqlBool>`lower(${sql.ref("targets.description")}) like ${pattern} escape '!'`,
+        ]),
+      );
+    }
+    for (const tag of filter.tags ?? []) conditions.push(dialect.jsonArrayContains("targets.tags", tag));
+    if (filter.principals && filter.principals.length > 0) {
+      conditions.push(
+        eb.exists(
+          eb
+            .selectFrom("principals")
+            .select("principals.id")
+            .whereRef("principals.workspace_id", "=", "targets.workspace_id")
+            .whereRef("principals.target_id", "=", "targets.id")
+            .where("principals.username", "in", [...filter.principals]),
+        ),
+      );
+    }
     return eb.and(conditions);
   };
 }
@@ -782,18 +809,6 @@ function daemonWhere(workspaceId: string, filter: DaemonFilter) {
       conditions.push(eb("online_since", filter.online ? "is not" : "is", null));
     }
     if (filter.status !== undefined) conditions.push(eb("status", "=", filter.status));
-    return eb.and(conditions);
-  };
-}
-
-/** `since` is inclusive and `until` exclusive, so consecutive windows never overlap. */
-function auditWhere(workspaceId: string, filter: AuditEventFilter) {
-  return (eb: ExpressionBuilder<Database, "audit_events">): Expression<SqlBool> => {
-    const conditions: Expression<SqlBool>[] = [eb("workspace_id", "=", workspaceId)];
-    if (filter.since !== undefined) conditions.push(eb("occurred_at", ">=", fromDate(filter.since)));
-    if (filter.until !== undefined) conditions.push(eb("occurred_at", "<", fromDate(filter.until)));
-    if (filter.action) conditions.push(eb("action", "=", filter.action));
-    if (filter.actorId) conditions.push(eb("actor_id", "=", filter.actorId));
     return eb.and(conditions);
   };
 }

@@ -6,6 +6,8 @@
  */
 import type { ColumnType } from "kysely";
 import type { AccountTables } from "./schema-accounts.js";
+import type { SsoBillingTables } from "./schema-sso-billing.js";
+import type { WorkspaceAccessTables } from "./schema-workspace-access.js";
 
 /** Epoch milliseconds in a 64-bit column. pg returns int8 as a string; the mapping layer parses it. */
 export type MillisColumn = ColumnType<number | string | bigint, number, number>;
@@ -206,7 +208,7 @@ export interface CertificateAuthorityKeysTable {
 }
 
 /** Every table of the schema, for `Kysely<Database>`. */
-export interface Database extends AccountTables {
+export interface Database extends AccountTables, WorkspaceAccessTables, SsoBillingTables {
   users: UsersTable;
   auth_sessions: AuthSessionsTable;
   refresh_tokens: RefreshTokensTable;

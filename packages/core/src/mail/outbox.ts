@@ -16,10 +16,19 @@ export interface OutboxMailerOptions {
   readonly directory: string;
   /** The sender written into the files. Default `no-reply@localhost`. */
   readonly from?: string;
-  /** Receives one line per mail, naming the recipient, the subject and the file. */
-  readonly log?: (line: string) => void;
+  /**
+   * Receives one line per mail, naming the recipient, the subject and the file; `written` has the
+   * file and subject alone, for logs that should not carry addresses.
+   */
+  readonly log?: (line: string, written: OutboxWrite) => void;
   /** Told about every failed write (core sends in the background, so nobody else sees it). */
   readonly onError?: (error: unknown, message: MailMessage) => void;
+}
+
+/** Where one mail went. The file holds the mail's links (sign-in secrets); these fields do not. */
+export interface OutboxWrite {
+  readonly file: string;
+  readonly subject: string;
 }
 
 /**
@@ -34,7 +43,7 @@ export function createOutboxMailer(options: OutboxMailerOptions): Mailer {
   // nodemailer's stream transport builds the same RFC 5322 message SMTP would carry.
   const builder = createTransport({ streamTransport: true, buffer: true, newline: "unix" });
   let ready: Promise<unknown> | undefined;
-  async function write(message: MailMessage): Promise<string> {
+  async function write(message: MailMessage): Promise<OutboxWrite> {
     ready ??= mkdir(options.directory, { recursive: true, mode: 0o700 });
     await ready;
     const info = await builder.sendMail({
@@ -49,12 +58,13 @@ export function createOutboxMailer(options: OutboxMailerOptions): Mailer {
     const file = join(options.directory, name);
     // The mails carry sign-in secrets (reset links): only the server's user may read them.
     await writeFile(file, info.message as Buffer, { mode: 0o600, flag: "wx" });
-    return `mail to ${message.to} (${JSON.stringify(message.subject)}) written to ${file}`;
+    return { file, subject: message.subject };
   }
   return {
     async send(message) {
       try {
-        options.log?.(await write(message));
+        const written = await write(message);
+        options.log?.(`mail to ${message.to} (${JSON.stringify(written.subject)}) written to ${written.file}`, written);
       } catch (error) {
         options.onError?.(error, message);
         throw error;

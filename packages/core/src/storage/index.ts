@@ -45,6 +45,25 @@ export type {
   WorkspaceRecord,
 } from "./records.js";
 export type {
+  AuditLogRepository,
+  AuditScanPage,
+  AuditScanRequest,
+  BillingAccountRecord,
+  BillingAccountRepository,
+  OidcProviderRecord,
+  OidcProviderRepository,
+  SamlIdpMetadata,
+  SamlProviderRecord,
+  SamlProviderRepository,
+  SsoBillingRepositories,
+  SsoDirectoryRepository,
+  SsoLoginStateRecord,
+  SsoLoginStateRepository,
+  SsoProtocol,
+  WorkspaceCountsRecord,
+  WorkspaceUsageRepository,
+} from "./sso-billing.js";
+export type {
   AuditEventFilter,
   AuditEventRepository,
   AuthSessionRepository,
@@ -69,3 +88,27 @@ export type {
   WorkspaceRepository,
 } from "./storage.js";
 export { StorageUnavailableError, UniqueViolationError } from "./storage.js";
+export type {
+  MemberProfileFilter,
+  MemberProfileRecord,
+  MembershipChange,
+  MembershipRepository,
+  PrincipalFilter,
+  PrincipalGrantsRecord,
+  PrincipalRecord,
+  PrincipalRepository,
+  SubjectKind,
+  SubjectRef,
+  TargetCatalogRepository,
+  TeamFilter,
+  TeamMemberProfileRecord,
+  TeamRecord,
+  TeamRepository,
+  WorkspaceAccessRepositories,
+  WorkspaceDomainRecord,
+  WorkspaceDomainRepository,
+  WorkspaceInviteRecord,
+  WorkspaceInviteRepository,
+  WorkspaceSettingsRecord,
+  WorkspaceSettingsRepository,
+} from "./workspace-access.js";

@@ -34,6 +34,8 @@ import type {
   UserRecord,
   WorkspaceRecord,
 } from "./records.js";
+import type { SsoBillingRepositories } from "./sso-billing.js";
+import type { WorkspaceAccessRepositories } from "./workspace-access.js";
 
 /** A field-by-field patch: an absent key leaves the stored value unchanged. */
 export type Patch<T, K extends keyof T> = Partial<Pick<T, K>>;
@@ -174,6 +176,12 @@ export interface RetiredAuthorityKeyRepository {
 export interface TargetFilter extends PageRequest {
   readonly caId?: string;
   readonly daemonId?: string;
+  /** Case-insensitive substring of the name or description. */
+  readonly query?: string;
+  /** Targets carrying every one of these tags. */
+  readonly tags?: readonly string[];
+  /** Targets with a principal of at least one of these usernames. */
+  readonly principals?: readonly string[];
 }
 
 export interface TargetRepository {
@@ -275,6 +283,12 @@ export interface AuditEventFilter extends PageRequest {
   readonly until?: Date;
   readonly action?: string;
   readonly actorId?: string;
+  /** ASCII-case-insensitive substring of the action, resource, actor, address or user agent. */
+  readonly search?: string;
+  /** Events of any of these actors / actor types / actions (an empty list filters nothing). */
+  readonly actorIds?: readonly string[];
+  readonly actorTypes?: readonly string[];
+  readonly actions?: readonly string[];
 }
 
 export interface AuditEventRepository {
@@ -293,7 +307,10 @@ export interface SecretRepository {
 }
 
 /** Every repository: what an operation reads and writes, inside or outside a transaction. */
-export interface Repositories extends AccountRepositories {
+export interface Repositories
+  extends AccountRepositories,
+    WorkspaceAccessRepositories,
+    SsoBillingRepositories {
   readonly users: UserRepository;
   readonly authSessions: AuthSessionRepository;
   readonly refreshTokens: RefreshTokenRepository;

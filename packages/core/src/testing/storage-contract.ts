@@ -26,6 +26,8 @@ import type {
 import { type Repositories, type Storage, UniqueViolationError } from "../storage/storage.js";
 import { runAccountContract } from "./contract/accounts.js";
 import { runCertificateContract } from "./contract/certificates.js";
+import { runSsoBillingContract } from "./contract/sso-billing.js";
+import { runWorkspaceAccessContract } from "./contract/workspace-access.js";
 
 /** How an adapter's test file wires the contract. */
 export interface StorageContractOptions {
@@ -1029,6 +1031,28 @@ export function runStorageContract(options: StorageContractOptions): void {
       expectUnique,
     });
     runCertificateContract({ storage: () => storage, test, seedWorkspace, anAuthority, expectUnique });
+    runWorkspaceAccessContract({
+      storage: () => storage,
+      test,
+      seedWorkspace,
+      aUser,
+      aMember,
+      anAuthority,
+      aServiceAccount,
+      aDaemon,
+      expectUnique,
+    });
+    runSsoBillingContract({
+      storage: () => storage,
+      test,
+      seedWorkspace,
+      aUser,
+      aMember,
+      anAuthority,
+      aServiceAccount,
+      anAuditEvent,
+      expectUnique,
+    });
 
     describe("transactions", () => {
       test("transaction: commits when the callback resolves and returns its value", async () => {

@@ -50,3 +50,30 @@ export const currentPassword = text({ min: 1 });
 export const profileUsername = text({ min: 3, max: 39, ...usernameRule });
 /** Passkey names: 1 to 100 characters. */
 export const passkeyName = text({ min: 1, max: 100 });
+
+/** CreateWorkspaceDomain: lower-case labels and a top-level domain of letters, 4 to 253 characters. */
+export const workspaceDomain = text({
+  min: 4,
+  max: 253,
+  pattern: /^([a-z0-9]+(-[a-z0-9]+)*\.)+[a-z]{2,}$/,
+  patternHint: "must be a lower-case domain name such as example.com",
+});
+/** Principal usernames (SetPrincipals): Unix login names of 1 to 32 characters, optionally ending in '$'. */
+export const principalUsername = text({
+  min: 1,
+  max: 32,
+  pattern: /^[a-z_][a-z0-9_-]*\$?$/,
+  patternHint:
+    "must be a Unix login name: a lower-case letter or '_', then [a-z0-9_-], optionally a final '$'",
+});
+/** Invite tokens in a path: at least 1 character. */
+export const inviteToken = text({ min: 1 });
+/** Subject ids of Add/RemoveSubjectsToPrincipal: 1 to 50 per call. */
+export const subjectIdCount = { min: 1, max: 50 } as const;
+/**
+ * Our own limits where the contract sets none, so no request can make a row unbounded: tags of
+ * teams and targets (as service accounts'), target endpoints (`host:port`), usernames per target.
+ */
+export const tagLimits = { length: 64, count: 50 } as const;
+export const endpointLimits = { length: 261, count: 32 } as const;
+export const principalsPerTarget = 256;

@@ -63,6 +63,26 @@ const uniqueRules: readonly UniqueRule[] = [
   rule("cli_logins_code_hash_key", "cli_logins", ["code_hash"], "code_hash"),
   rule("linked_accounts_pkey", "linked_accounts", ["user_id", "provider"], "provider"),
   rule("linked_accounts_provider_id_key", "linked_accounts", ["provider", "provider_id"], "provider_id"),
+  // 004_workspace_access
+  rule("workspace_settings_pkey", "workspace_settings", ["workspace_id"], "workspace_id"),
+  rule("workspace_invites_pkey", "workspace_invites", ["workspace_id"], "workspace_id"),
+  rule("workspace_invites_token_hash_key", "workspace_invites", ["token_hash"], "token_hash"),
+  rule("workspace_domains_pkey", "workspace_domains", ["workspace_id", "domain"], "domain"),
+  rule("workspace_domains_verified_idx", "workspace_domains", ["domain"], "verified_domain"),
+  rule("teams_pkey", "teams", ["id"], "id"),
+  rule("teams_workspace_name_key", "teams", ["workspace_id", "name"], "name"),
+  rule("teams_workspace_id_key", "teams", ["workspace_id", "id"], "id"),
+  rule("team_members_pkey", "team_members", ["team_id", "user_id"], "user_id"),
+  rule("principals_pkey", "principals", ["id"], "id"),
+  rule("principals_target_username_key", "principals", ["target_id", "username"], "username"),
+  rule("principals_workspace_id_key", "principals", ["workspace_id", "id"], "id"),
+  rule("service_accounts_workspace_id_key", "service_accounts", ["workspace_id", "id"], "id"),
+  rule("targets_workspace_id_key", "targets", ["workspace_id", "id"], "id"),
+  // 005_sso_billing
+  rule("oidc_providers_pkey", "oidc_providers", ["id"], "id"),
+  rule("saml_providers_pkey", "saml_providers", ["id"], "id"),
+  rule("sso_login_states_pkey", "sso_login_states", ["id"], "id"),
+  rule("billing_accounts_customer_key", "billing_accounts", ["provider", "customer_id"], "customer_id"),
 ];
 
 function sameColumns(a: readonly string[], b: readonly string[]): boolean {

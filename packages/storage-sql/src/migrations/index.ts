@@ -8,6 +8,8 @@ import type { SqlDialectName } from "../dialect.js";
 import { initialMigration } from "./001-initial.js";
 import { certificatesMigration } from "./002-certificates.js";
 import { accountsMigration } from "./003-accounts.js";
+import { workspaceAccessMigration } from "./004-workspace-access.js";
+import { ssoBillingMigration } from "./005-sso-billing.js";
 
 /** Our own bookkeeping tables, so an application's Kysely migrations in the same schema never collide. */
 export const migrationTableName = "wap_schema_migration";
@@ -19,6 +21,8 @@ export function createMigrations(dialect: SqlDialectName): Record<string, Migrat
     "001_initial": initialMigration(dialect),
     "002_certificates": certificatesMigration(dialect),
     "003_accounts": accountsMigration(dialect),
+    "004_workspace_access": workspaceAccessMigration(dialect),
+    "005_sso_billing": ssoBillingMigration(dialect),
   };
 }
 

@@ -1,0 +1,44 @@
+/**
+ * Audit entries for flows that are not RPCs (SSO sign-in callbacks, billing webhooks): RPCs
+ * record theirs through `call.audit`, these through here, in the transaction of their change.
+ *
+ * @module
+ */
+import type { CallContext } from "../context.js";
+import type { Services } from "../operations/services.js";
+import type { Repositories } from "../storage/storage.js";
+
+/** Where a flow that is not an RPC came from. */
+export type RequestFacts = Pick<CallContext, "ipAddress" | "userAgent" | "requestId">;
+
+/** No request behind it (a webhook carries no client of ours). */
+export const noRequest: RequestFacts = Object.freeze({ ipAddress: "", userAgent: "", requestId: "" });
+
+export async function appendAudit(
+  tx: Repositories,
+  services: Services,
+  request: RequestFacts,
+  entry: {
+    readonly workspaceId: string | null;
+    /** `user`, or `billing_provider` for provider webhooks. */
+    readonly actorType: string;
+    readonly actorId: string;
+    readonly action: string;
+    readonly resource: string;
+    readonly at: Date;
+  },
+): Promise<void> {
+  await tx.auditEvents.append({
+    id: services.random.uuid(),
+    workspaceId: entry.workspaceId,
+    actorId: entry.actorId,
+    actorType: entry.actorType,
+    action: entry.action,
+    resource: entry.resource,
+    ipAddress: request.ipAddress,
+    userAgent: request.userAgent,
+    statusCode: "ok",
+    requestId: request.requestId,
+    timestamp: entry.at,
+  });
+}

@@ -1,0 +1,78 @@
+/**
+ * How single sign-on reaches the outside world: the public address identity providers send
+ * browsers back to, the fetch used for discovery, tokens and SAML metadata, and the timeouts.
+ * Every field has a documented default.
+ *
+ * @module
+ */
+import { accountConfig } from "../auth/account-config.js";
+import { integrationsOf } from "../operations/integrations.js";
+import type { Services } from "../operations/services.js";
+
+export interface SsoOptions {
+  /**
+   * The public address of the API as browsers and identity providers reach it, without a
+   * trailing slash. Default: `publicBaseUrl` of the platform config (a web app that proxies `/v1`).
+   */
+  readonly baseUrl?: string;
+  /** Makes the HTTP requests to identity providers. Default: the global `fetch`. */
+  readonly fetch?: typeof fetch;
+  /**
+   * Lets OIDC issuers and SAML metadata URLs use plain `http://` (development, tests). Default
+   * false: the server only talks HTTPS to identity providers.
+   */
+  readonly allowInsecureHttp?: boolean;
+  /** How long a browser may spend at the identity provider. Default 600 s. */
+  readonly loginTtlSeconds?: number;
+  /** How long fetched SAML metadata is reused before it is fetched again. Default 3600 s. */
+  readonly metadataTtlSeconds?: number;
+  /** Accepted clock difference with a SAML identity provider. Default 120 s. */
+  readonly clockSkewSeconds?: number;
+  /** Time limit of each request to an identity provider. Default 10 s. */
+  readonly requestTimeoutSeconds?: number;
+}
+
+/** {@link SsoOptions} with the defaults filled in. */
+export interface ResolvedSsoOptions {
+  readonly baseUrl: string;
+  readonly fetch: typeof fetch;
+  readonly allowInsecureHttp: boolean;
+  readonly loginTtlSeconds: number;
+  readonly metadataTtlSeconds: number;
+  readonly clockSkewSeconds: number;
+  readonly requestTimeoutSeconds: number;
+}
+
+export function ssoOptions(services: Services): ResolvedSsoOptions {
+  const options = integrationsOf(services).sso ?? {};
+  return {
+    baseUrl: (options.baseUrl ?? accountConfig(services).publicBaseUrl).replace(/\/+$/, ""),
+    fetch: options.fetch ?? ((input, init) => fetch(input, init)),
+    allowInsecureHttp: options.allowInsecureHttp ?? false,
+    loginTtlSeconds: options.loginTtlSeconds ?? 600,
+    metadataTtlSeconds: options.metadataTtlSeconds ?? 3600,
+    clockSkewSeconds: options.clockSkewSeconds ?? 120,
+    requestTimeoutSeconds: options.requestTimeoutSeconds ?? 10,
+  };
+}
+
+/**
+ * The URLs of the SSO endpoints the server serves (not RPCs), as identity providers are told them.
+ * The OIDC redirect URI is the same for every workspace: the `state` says which sign-in it is.
+ */
+export function ssoUrls(services: Services, workspaceId: string) {
+  const { baseUrl } = ssoOptions(services);
+  return {
+    oidcRedirectUri: `${baseUrl}/v1/sso/oidc/callback`,
+    /** The SAML service provider's entity id is the address of its metadata. */
+    samlEntityId: `${baseUrl}/v1/sso/saml/${workspaceId}/metadata`,
+    samlMetadataUrl: `${baseUrl}/v1/sso/saml/${workspaceId}/metadata`,
+    samlAcsUrl: `${baseUrl}/v1/sso/saml/${workspaceId}/acs`,
+  };
+}
+
+/** True when the server may send requests to `url`: HTTPS, or HTTP when allowed. */
+export function isAllowedIdpUrl(url: URL, options: Pick<ResolvedSsoOptions, "allowInsecureHttp">): boolean {
+  if (url.protocol === "https:") return true;
+  return url.protocol === "http:" && options.allowInsecureHttp;
+}

@@ -1,0 +1,31 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { NotFoundError } from "../errors.js";
+import type { TargetSchema } from "../gen/platform/v1/target_pb.js";
+import { toPrincipalMessage } from "../principals/subjects.js";
+import type { TargetRecord } from "../storage/records.js";
+import type { PrincipalGrantsRecord } from "../storage/workspace-access.js";
+
+export const targetNotFound = (id: string) =>
+  new NotFoundError(`target ${id} not found`, { reason: "TARGET_NOT_FOUND" });
+
+/** The API's view of a target, with the principals given (those of the target, or a subset). */
+export function toTargetMessage(
+  target: TargetRecord,
+  principals: readonly PrincipalGrantsRecord[],
+): MessageInitShape<typeof TargetSchema> {
+  return {
+    id: target.id,
+    workspaceId: target.workspaceId,
+    caId: target.caId,
+    daemonId: target.daemonId ?? "",
+    name: target.name,
+    description: target.description,
+    tags: [...target.tags],
+    endpoints: [...target.endpoints],
+    principals: principals.filter((p) => p.targetId === target.id).map(toPrincipalMessage),
+    metadata: { ...target.metadata },
+    createdAt: timestampFromDate(target.createdAt),
+    updatedAt: timestampFromDate(target.updatedAt),
+  };
+}
