@@ -50,6 +50,11 @@ export interface CallContext {
   /** The client's address as the server saw it (after trusted proxies), for audit and rate limits. */
   readonly ipAddress: string;
   readonly userAgent: string;
+  /**
+   * Request headers an operation reads itself, names in lower case (e.g. EnrollDaemon reads
+   * `platform-daemon-hostname`). Transports may pass only the ones operations use.
+   */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -74,6 +79,7 @@ export function createCallContext(
     signal: options.signal ?? new AbortController().signal,
     ipAddress: options.ipAddress ?? "",
     userAgent: options.userAgent ?? "",
+    ...(options.headers && { headers: options.headers }),
   };
 }
 

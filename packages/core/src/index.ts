@@ -44,6 +44,21 @@ export {
   parseMasterKey,
   SealedDataError,
 } from "./crypto/key-store.js";
+// For transport authors: the daemon protocol's streams (control stream, session relay)
+export type { SignedRequestInput } from "./daemons/authenticate.js";
+export { authenticateDaemon, authenticateSignedRequest } from "./daemons/authenticate.js";
+export { notifyDaemonsOfChanges } from "./daemons/change-notifications.js";
+export type { ConnectResponseInit } from "./daemons/control.js";
+export { closeControlStream, heartbeatAck, openControlStream } from "./daemons/control.js";
+export { daemonHostnameHeader } from "./daemons/enrollment.js";
+export type { DaemonEvent, NotificationKind, SessionEvent } from "./daemons/events.js";
+export {
+  daemonTopic,
+  parseDaemonEvent,
+  parseSessionEvent,
+  sessionTopic,
+  toConnectResponse,
+} from "./daemons/events.js";
 // For transport authors (the server package, other adapters)
 export type { DeviceChallengeInput, PlatformChallenge } from "./devices/challenge.js";
 export { authenticateDevice, parsePlatformChallenge } from "./devices/challenge.js";
@@ -93,6 +108,13 @@ export type { Platform, PlatformOptions } from "./platform.js";
 export { createPlatform, procedureOf } from "./platform.js";
 export type { Clock, Random } from "./runtime.js";
 export { createManualClock, systemClock, systemRandom } from "./runtime.js";
+export {
+  abandonStaleSessions,
+  attachSession,
+  claimSession,
+  endSession,
+  sessionReadyTimeoutSeconds,
+} from "./sessions/lifecycle.js";
 export { assertPasswordLoginAllowed, ssoEnforcedFor } from "./sso/directory.js";
 export type { SsoTarget } from "./sso/find-provider.js";
 export type { SsoSignIn } from "./sso/identity.js";

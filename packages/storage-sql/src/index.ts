@@ -47,6 +47,12 @@ export type {
   UserDevicesTable,
 } from "./schema-accounts.js";
 export type {
+  DaemonEnrollTokensTable,
+  DaemonProtocolColumns,
+  DaemonSessionsTable,
+  DaemonTables,
+} from "./schema-daemons.js";
+export type {
   BillingAccountsTable,
   OidcProvidersTable,
   SamlProvidersTable,

@@ -68,6 +68,7 @@ import {
   userAccountQueries,
 } from "./repositories-accounts.js";
 import { auditFilter } from "./repositories-audit.js";
+import { createDaemonProtocolRepositories, daemonProtocolQueries } from "./repositories-daemons.js";
 import { createSsoBillingRepositories } from "./repositories-sso-billing.js";
 import { createWorkspaceAccessRepositories } from "./repositories-workspace-access.js";
 import type {
@@ -99,6 +100,7 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
     ...createAccountRepositories(run),
     ...createWorkspaceAccessRepositories(run, dialect),
     ...createSsoBillingRepositories(run, dialect.name),
+    ...createDaemonProtocolRepositories(run),
     users: {
       ...userAccountQueries(run),
       async insert(user) {
@@ -553,6 +555,7 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
     },
 
     daemons: {
+      ...daemonProtocolQueries(run),
       async insert(daemon) {
         await run.write((db) => db.insertInto("daemons").values(daemonToRow(daemon)).execute());
       },

@@ -6,6 +6,7 @@
  */
 import type { ColumnType } from "kysely";
 import type { AccountTables } from "./schema-accounts.js";
+import type { DaemonProtocolColumns, DaemonTables } from "./schema-daemons.js";
 import type { SsoBillingTables } from "./schema-sso-billing.js";
 import type { WorkspaceAccessTables } from "./schema-workspace-access.js";
 
@@ -120,7 +121,7 @@ export interface ServiceAccountsTable {
   updated_at: MillisColumn;
 }
 
-export interface DaemonsTable {
+export interface DaemonsTable extends DaemonProtocolColumns {
   id: string;
   workspace_id: string;
   target_id: string | null;
@@ -208,7 +209,7 @@ export interface CertificateAuthorityKeysTable {
 }
 
 /** Every table of the schema, for `Kysely<Database>`. */
-export interface Database extends AccountTables, WorkspaceAccessTables, SsoBillingTables {
+export interface Database extends AccountTables, WorkspaceAccessTables, SsoBillingTables, DaemonTables {
   users: UsersTable;
   auth_sessions: AuthSessionsTable;
   refresh_tokens: RefreshTokensTable;

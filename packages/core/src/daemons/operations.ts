@@ -1,9 +1,13 @@
 /**
  * DaemonService, management half: get, list, update (status and config) and delete enrolled
- * agent daemons. Enrollment, sync and the streams come with the daemon protocol.
+ * agent daemons. Enrolment, sync and sessions are in enrollment.ts, sync.ts and ../sessions.
  *
  * Status transitions: PENDING -> ACCEPTED or REJECTED; ACCEPTED <-> REJECTED (an admin may change
- * their mind); nothing goes back to PENDING, which means "never decided".
+ * their mind); nothing goes back to PENDING, which means "never decided". After commit the
+ * daemon hears of it (see `statusChangeEvents`); a rejection also closes its sessions.
+ *
+ * DeleteDaemon (by an administrator, or by the daemon itself with no ids) closes its sessions,
+ * ends its streams (`deleted` on its topic) and detaches its target, which keeps its grants.
  *
  * @module
  */
@@ -18,10 +22,12 @@ import {
   DaemonStatusSchema,
 } from "../gen/platform/v1/daemon_pb.js";
 import { defineOperation } from "../operations/operation.js";
+import type { DaemonSessionRecord } from "../storage/daemons-sessions.js";
 import type { DaemonRecord, DaemonStatusValue } from "../storage/records.js";
 import { defaultPage, enumValue, paging, text, uuid } from "../validation/rules.js";
+import { closeEvent, daemonTopic, notify, publishCommitted, type TopicEvent } from "./events.js";
 
-const statusToWire: Record<DaemonStatusValue, DaemonStatus> = {
+export const statusToWire: Record<DaemonStatusValue, DaemonStatus> = {
   pending: DaemonStatus.PENDING,
   accepted: DaemonStatus.ACCEPTED,
   rejected: DaemonStatus.REJECTED,
@@ -58,6 +64,29 @@ function targetDaemonId(id: string | undefined, caller: { kind: string; daemonId
   throw new InvalidArgumentError("invalid request: id: is required", {
     violations: [{ field: "id", description: "is required" }],
   });
+}
+
+/**
+ * What a daemon hears when an administrator decides (obligations 29, 30), after commit: the
+ * relays of the sessions a rejection closed hear `close`; an acceptance, or a config change of a
+ * daemon that is not rejected, asks it to sync (the only way [T] picks up principals, config and
+ * certificates); a rejection is `STATUS REJECTED`, last, so no other notification replaces it
+ * in the daemon's one-slot queue.
+ */
+export function statusChangeEvents(
+  before: DaemonRecord,
+  after: DaemonRecord,
+  closedSessions: readonly DaemonSessionRecord[],
+): TopicEvent[] {
+  const events: TopicEvent[] = closedSessions.map((session) => closeEvent(session.id, session.closeReason));
+  if (after.status === "rejected") {
+    if (before.status !== "rejected") events.push(notify(after.id, "STATUS", "REJECTED"));
+    return events;
+  }
+  const accepted = after.status === "accepted" && before.status !== "accepted";
+  if (accepted || after.recordSessions !== before.recordSessions)
+    events.push(notify(after.id, "SYNC_REQUEST"));
+  return events;
 }
 
 export const getDaemon = defineOperation({
@@ -104,7 +133,7 @@ export const updateDaemon = defineOperation({
     config: z.object({ recordSessions: z.boolean().optional() }).optional(),
   }),
   async run({ input, workspace, services, now, audit }) {
-    await services.storage.transaction(async (tx) => {
+    const events = await services.storage.transaction(async (tx) => {
       const daemon = await tx.daemons.findById(workspace.workspaceId, input.id);
       if (!daemon) throw notFound(input.id);
       const status = input.status === undefined ? undefined : statusFromWire.get(input.status);
@@ -113,7 +142,7 @@ export const updateDaemon = defineOperation({
           reason: "DAEMON_STATUS_TRANSITION",
         });
       }
-      await tx.daemons.update(
+      const updated = await tx.daemons.update(
         workspace.workspaceId,
         input.id,
         {
@@ -122,8 +151,20 @@ export const updateDaemon = defineOperation({
         },
         now,
       );
+      // A rejected daemon keeps no terminal open.
+      const closed =
+        status === "rejected" && daemon.status !== "rejected"
+          ? await tx.daemonSessions.closeAllForDaemon(
+              workspace.workspaceId,
+              input.id,
+              "the daemon was rejected",
+              now,
+            )
+          : [];
       await audit(tx, { action: "daemon.update", resource: `daemon:${input.id}` });
+      return statusChangeEvents(daemon, updated ?? daemon, closed);
     });
+    await publishCommitted(services, events);
     return {};
   },
 });
@@ -132,15 +173,33 @@ export const deleteDaemon = defineOperation({
   method: DaemonService.method.deleteDaemon,
   access: { kind: "workspace", permission: "daemons.manage", callers: ["user", "service_account", "daemon"] },
   input: z.object({ workspaceId: uuid.optional(), id: uuid.optional() }),
-  async run({ input, workspace, services, audit, ctx }) {
+  async run({ input, workspace, services, now, audit, ctx }) {
     const id = targetDaemonId(input.id, ctx.caller as { kind: string; daemonId?: string });
     if (ctx.caller.kind === "daemon" && ctx.caller.daemonId !== id) {
       throw notFound(id);
     }
-    await services.storage.transaction(async (tx) => {
+    const closed = await services.storage.transaction(async (tx) => {
+      const daemon = await tx.daemons.findById(workspace.workspaceId, id);
+      if (!daemon) throw notFound(id);
+      const sessions = await tx.daemonSessions.closeAllForDaemon(
+        workspace.workspaceId,
+        id,
+        "the daemon was deleted",
+        now,
+      );
+      // The target stays, with its grants, for the machine to be enrolled again or deleted.
+      if (daemon.targetId !== null) {
+        await tx.targets.update(workspace.workspaceId, daemon.targetId, { daemonId: null }, now);
+      }
       if (!(await tx.daemons.delete(workspace.workspaceId, id))) throw notFound(id);
       await audit(tx, { action: "daemon.delete", resource: `daemon:${id}` });
+      return sessions;
     });
+    // Its streams end: its credentials no longer work.
+    await publishCommitted(services, [
+      ...closed.map((session) => closeEvent(session.id, session.closeReason)),
+      { topic: daemonTopic(id), payload: { kind: "deleted" } },
+    ]);
     return {};
   },
 });

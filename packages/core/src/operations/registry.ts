@@ -3,7 +3,9 @@ import { accountOperations } from "../auth/account-operations.js";
 import { authOperations } from "../auth/operations.js";
 import { billingOperations } from "../billing/operations.js";
 import { certificateOperations } from "../certificates/operations.js";
+import { withDaemonNotifications } from "../daemons/change-notifications.js";
 import { daemonOperations } from "../daemons/operations.js";
+import { daemonProtocolOperations } from "../daemons/protocol.js";
 import { licenseOperations } from "../license/operations.js";
 import { serviceAccountOperations } from "../service-accounts/operations.js";
 import { ssoOperations } from "../sso/operations.js";
@@ -13,7 +15,8 @@ import { workspaceOperations } from "../workspaces/operations.js";
 import type { AnyOperation } from "./operation.js";
 
 /** Every operation this build implements. RPCs of the contract not listed answer `unimplemented`. */
-export const allOperations: readonly AnyOperation[] = [
+// Wrapped so that changes to grants and authorities reach the daemons that enforce them.
+export const allOperations: readonly AnyOperation[] = withDaemonNotifications([
   ...authOperations,
   ...accountOperations,
   ...workspaceOperations,
@@ -21,9 +24,10 @@ export const allOperations: readonly AnyOperation[] = [
   ...certificateOperations,
   ...serviceAccountOperations,
   ...daemonOperations,
+  ...daemonProtocolOperations,
   ...utilOperations,
   ...ssoOperations,
   ...billingOperations,
   ...licenseOperations,
   ...auditOperations,
-];
+]);

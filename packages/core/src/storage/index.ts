@@ -23,6 +23,16 @@ export type {
   UserDeviceRepository,
 } from "./accounts.js";
 export type {
+  DaemonProtocolQueries,
+  DaemonProtocolRepositories,
+  DaemonSessionRecord,
+  DaemonSessionRepository,
+  DaemonSessionState,
+  DaemonSyncRecord,
+  EnrollTokenRecord,
+  EnrollTokenRepository,
+} from "./daemons-sessions.js";
+export type {
   AuditEventRecord,
   AuthorityKind,
   AuthSessionRecord,

@@ -14,6 +14,7 @@
  * @module
  */
 import type { AccountRepositories } from "./accounts.js";
+import type { DaemonProtocolQueries, DaemonProtocolRepositories } from "./daemons-sessions.js";
 import type {
   AuditEventRecord,
   AuthorityKind,
@@ -262,7 +263,7 @@ export interface DaemonFilter extends PageRequest {
   readonly status?: DaemonStatusValue;
 }
 
-export interface DaemonRepository {
+export interface DaemonRepository extends DaemonProtocolQueries {
   insert(daemon: DaemonRecord): Promise<void>;
   findById(workspaceId: string, id: string): Promise<DaemonRecord | null>;
   list(workspaceId: string, filter: DaemonFilter): Promise<Page<DaemonRecord>>;
@@ -310,7 +311,8 @@ export interface SecretRepository {
 export interface Repositories
   extends AccountRepositories,
     WorkspaceAccessRepositories,
-    SsoBillingRepositories {
+    SsoBillingRepositories,
+    DaemonProtocolRepositories {
   readonly users: UserRepository;
   readonly authSessions: AuthSessionRepository;
   readonly refreshTokens: RefreshTokenRepository;

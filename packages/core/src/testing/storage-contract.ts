@@ -26,6 +26,7 @@ import type {
 import { type Repositories, type Storage, UniqueViolationError } from "../storage/storage.js";
 import { runAccountContract } from "./contract/accounts.js";
 import { runCertificateContract } from "./contract/certificates.js";
+import { runDaemonContract } from "./contract/daemons.js";
 import { runSsoBillingContract } from "./contract/sso-billing.js";
 import { runWorkspaceAccessContract } from "./contract/workspace-access.js";
 
@@ -1042,6 +1043,7 @@ export function runStorageContract(options: StorageContractOptions): void {
       aDaemon,
       expectUnique,
     });
+    runDaemonContract({ storage: () => storage, test, seedWorkspace, aDaemon, expectUnique });
     runSsoBillingContract({
       storage: () => storage,
       test,

@@ -83,6 +83,10 @@ const uniqueRules: readonly UniqueRule[] = [
   rule("saml_providers_pkey", "saml_providers", ["id"], "id"),
   rule("sso_login_states_pkey", "sso_login_states", ["id"], "id"),
   rule("billing_accounts_customer_key", "billing_accounts", ["provider", "customer_id"], "customer_id"),
+  // 006_daemons
+  rule("daemon_enroll_tokens_pkey", "daemon_enroll_tokens", ["workspace_id"], "workspace_id"),
+  rule("daemon_enroll_tokens_token_hash_key", "daemon_enroll_tokens", ["token_hash"], "token_hash"),
+  rule("daemon_sessions_pkey", "daemon_sessions", ["id"], "id"),
 ];
 
 function sameColumns(a: readonly string[], b: readonly string[]): boolean {

@@ -10,6 +10,7 @@ import { certificatesMigration } from "./002-certificates.js";
 import { accountsMigration } from "./003-accounts.js";
 import { workspaceAccessMigration } from "./004-workspace-access.js";
 import { ssoBillingMigration } from "./005-sso-billing.js";
+import { daemonsMigration } from "./006-daemons.js";
 
 /** Our own bookkeeping tables, so an application's Kysely migrations in the same schema never collide. */
 export const migrationTableName = "wap_schema_migration";
@@ -23,6 +24,7 @@ export function createMigrations(dialect: SqlDialectName): Record<string, Migrat
     "003_accounts": accountsMigration(dialect),
     "004_workspace_access": workspaceAccessMigration(dialect),
     "005_sso_billing": ssoBillingMigration(dialect),
+    "006_daemons": daemonsMigration(dialect),
   };
 }
 

@@ -1,0 +1,15 @@
+/**
+ * The operations of the daemon protocol, for the registry: enrolment, sync and terminal sessions.
+ *
+ * @module
+ */
+import type { AnyOperation } from "../operations/operation.js";
+import { sessionOperations } from "../sessions/operations.js";
+import { enrollmentOperations } from "./enrollment.js";
+import { syncDaemon } from "./sync.js";
+
+export const daemonProtocolOperations: readonly AnyOperation[] = [
+  ...enrollmentOperations,
+  syncDaemon,
+  ...sessionOperations,
+];

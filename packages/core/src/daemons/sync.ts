@@ -1,0 +1,140 @@
+/**
+ * DaemonService.SyncDaemon: the daemon reports its local users, addresses and metadata, and gets
+ * back its status, config and the complete `username -> subject ids` map it must enforce
+ * (CLIENTS.md 2.3, obligations 25-27).
+ *
+ * - The request carries no ids: the daemon, its workspace and target come from the credentials.
+ * - `privateIps` are `ip:port` strings; an address without a port gets the SSH default 22 (the
+ *   daemon always sends its embedded sshd's port, 4022 by default). They replace the target's
+ *   endpoints; `metadata` replaces the daemon's and the target's metadata.
+ * - The map lists, for each principal of the target, the user ids granted directly or through a
+ *   team and the service-account ids. It is what the daemon then enforces, so it is stored as
+ *   "last sent" (CreateSession pushes only pairs the daemon has, obligation 35).
+ * - PENDING and REJECTED daemons get no principals (obligation 26; the daemon at [T] applies
+ *   whatever it is given). A rejected daemon's report is not stored. The status is always set,
+ *   ACCEPTED explicitly (obligation 27).
+ *
+ * @module
+ */
+import { isIP } from "node:net";
+import * as z from "zod";
+import { UnauthenticatedError } from "../errors.js";
+import { DaemonService } from "../gen/platform/v1/daemon_pb.js";
+import { defineOperation } from "../operations/operation.js";
+import { loginsOf } from "../principals/subjects.js";
+import type { Repositories } from "../storage/storage.js";
+import { endpointLimits } from "../validation/bounds.js";
+import { text } from "../validation/rules.js";
+import { statusToWire } from "./operations.js";
+
+/** Our own bounds where the contract sets none, so no report can make a row unbounded. */
+export const syncLimits = {
+  users: 256,
+  userLength: 256,
+  endpoints: endpointLimits.count,
+  endpointLength: endpointLimits.length,
+  metadataEntries: 64,
+  metadataKeyLength: 64,
+  metadataValueLength: 1024,
+} as const;
+
+/** The port an address without one is reached on. */
+export const defaultSshPort = 22;
+
+/** `ip:port` (IPv6 in brackets) from `ip`, `ip:port`, `[ip6]` or `[ip6]:port`; null if it is none. */
+export function normalizeEndpoint(value: string): string | null {
+  let host = value;
+  let port = String(defaultSshPort);
+  const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(value);
+  if (bracketed) {
+    host = bracketed[1]!;
+    if (bracketed[2] !== undefined) port = bracketed[2];
+    if (isIP(host) !== 6) return null;
+  } else if (isIP(value) === 0) {
+    const colon = value.lastIndexOf(":");
+    if (colon <= 0) return null;
+    host = value.slice(0, colon);
+    port = value.slice(colon + 1);
+    if (isIP(host) !== 4 || !/^\d{1,5}$/.test(port)) return null;
+  }
+  const number = Number(port);
+  if (number < 1 || number > 65_535) return null;
+  return isIP(host) === 6 ? `[${host}]:${number}` : `${host}:${number}`;
+}
+
+const endpoint = text({ min: 1, max: syncLimits.endpointLength }).transform((value, ctx) => {
+  const normalized = normalizeEndpoint(value);
+  if (normalized === null) {
+    ctx.addIssue({ code: "custom", message: "must be an IP address with an optional port (ip:port)" });
+    return z.NEVER;
+  }
+  return normalized;
+});
+
+const metadata = z
+  .record(text({ min: 1, max: syncLimits.metadataKeyLength }), text({ max: syncLimits.metadataValueLength }))
+  .refine((map) => Object.keys(map).length <= syncLimits.metadataEntries, {
+    message: `at most ${syncLimits.metadataEntries} entries`,
+  });
+
+const sameList = (a: readonly string[], b: readonly string[]) =>
+  a.length === b.length && a.every((v, i) => v === b[i]);
+const sameMap = (a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>) =>
+  sameList(Object.keys(a).sort(), Object.keys(b).sort()) && Object.keys(a).every((k) => a[k] === b[k]);
+
+/** The `username -> ids` map of a target, usernames sorted, ids in grant order. */
+export async function principalMapOf(
+  repos: Repositories,
+  workspaceId: string,
+  targetId: string,
+): Promise<Map<string, string[]>> {
+  const principals = await repos.principals.listByTargets(workspaceId, [targetId]);
+  const logins = await loginsOf(repos, workspaceId, principals);
+  return new Map([...logins].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+export const syncDaemon = defineOperation({
+  method: DaemonService.method.syncDaemon,
+  access: { kind: "caller", callers: ["daemon"] },
+  input: z.object({
+    users: z
+      .array(text({ min: 1, max: syncLimits.userLength }))
+      .max(syncLimits.users, `at most ${syncLimits.users} users`),
+    privateIps: z.array(endpoint).max(syncLimits.endpoints, `at most ${syncLimits.endpoints} addresses`),
+    metadata,
+  }),
+  async run({ input, services, now, ctx }) {
+    if (ctx.caller.kind !== "daemon") throw new UnauthenticatedError("this call is for daemons");
+    const { daemonId, workspaceId } = ctx.caller;
+    const endpoints = [...new Set(input.privateIps)];
+    const result = await services.storage.transaction(async (tx) => {
+      const daemon = await tx.daemons.findById(workspaceId, daemonId);
+      if (!daemon)
+        throw new UnauthenticatedError("this daemon is no longer enrolled", { reason: "DAEMON_DELETED" });
+      if (daemon.status === "rejected") return { daemon, principals: new Map<string, string[]>() };
+      if (!sameMap(daemon.metadata, input.metadata)) {
+        await tx.daemons.update(workspaceId, daemonId, { metadata: input.metadata }, now);
+      }
+      const target =
+        daemon.targetId === null ? null : await tx.targets.findById(workspaceId, daemon.targetId);
+      if (target && (!sameList(target.endpoints, endpoints) || !sameMap(target.metadata, input.metadata))) {
+        await tx.targets.update(workspaceId, target.id, { endpoints, metadata: input.metadata }, now);
+      }
+      const principals =
+        daemon.status === "accepted" && target
+          ? await principalMapOf(tx, workspaceId, target.id)
+          : new Map<string, string[]>();
+      await tx.daemons.recordSync(workspaceId, daemonId, {
+        users: input.users,
+        principals: Object.fromEntries(principals),
+        syncedAt: now,
+      });
+      return { daemon, principals };
+    });
+    return {
+      status: statusToWire[result.daemon.status],
+      config: { recordSessions: result.daemon.recordSessions },
+      principals: [...result.principals].map(([username, ids]) => ({ username, ids })),
+    };
+  },
+});

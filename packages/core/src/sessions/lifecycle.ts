@@ -1,0 +1,142 @@
+/**
+ * A terminal session's life, as the server's streams drive it:
+ *
+ *     CreateSession -> pending --(daemon's session stream sends `ready`)--> open --> closed
+ *                        \--(no `ready` within sessionReadyTimeoutSeconds)--> closed ("abandoned")
+ *
+ * - {@link claimSession}: the daemon's session stream sent `ready{sessionId, username, userId}`;
+ *   the session must be pending, fresh, created for this authenticated daemon, and match.
+ * - {@link endSession}: either side of the relay ended (stream cancelled or reset, browser gone,
+ *   `exited`); closes the session and tells the other side through `session:<id>`.
+ * - Abandonment is lazy (a stale pending session can never be claimed and is not listed) and
+ *   also swept: the server calls {@link abandonStaleSessions} every few seconds so storage says
+ *   so too and relays waiting for the daemon hear `close`.
+ * - {@link attachSession}: a browser attaches to the relay (the WebSocket endpoint); only the
+ *   subject the session runs for may.
+ *
+ * @module
+ */
+import type { Caller, DaemonCaller } from "../context.js";
+import { closeEvent, publishCommitted } from "../daemons/events.js";
+import { NotFoundError, PermissionDeniedError, UnauthenticatedError } from "../errors.js";
+import type { Services } from "../operations/services.js";
+import type { DaemonSessionRecord } from "../storage/daemons-sessions.js";
+
+/** How long a pushed session waits for the daemon's `ready` (it normally comes within milliseconds). */
+export const sessionReadyTimeoutSeconds = 30;
+export const abandonedReason = "the daemon did not open the session in time";
+
+/** The oldest creation time a pending session may have and still be claimed. */
+export function claimableSince(now: Date): Date {
+  return new Date(now.getTime() - sessionReadyTimeoutSeconds * 1000);
+}
+
+/** True when the session is pending or open, and a pending one is not stale. */
+export function isLive(session: DaemonSessionRecord, now: Date): boolean {
+  if (session.state === "open") return true;
+  return session.state === "pending" && session.createdAt >= claimableSince(now);
+}
+
+const noSuchSession = (id: string) =>
+  new NotFoundError(`no pending session ${id} for this daemon`, { reason: "SESSION_NOT_FOUND" });
+
+/**
+ * Matches a session stream's `ready` to its pending session and opens it. Throws `not_found`
+ * for another daemon's, an unknown, a stale or an already claimed session, and
+ * `permission_denied` (closing the session) when `username` or `userId` differ from what was
+ * pushed.
+ */
+export async function claimSession(
+  services: Services,
+  caller: DaemonCaller,
+  ready: { readonly sessionId: string; readonly username: string; readonly userId: string },
+): Promise<DaemonSessionRecord> {
+  const now = services.clock.now();
+  const id = ready.sessionId.toLowerCase();
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id))
+    throw noSuchSession(ready.sessionId);
+  const session = await services.storage.daemonSessions.open(caller.daemonId, id, now, claimableSince(now));
+  if (!session) throw noSuchSession(id);
+  if (session.username !== ready.username || session.userId !== ready.userId.toLowerCase()) {
+    await endSession(
+      services,
+      session.workspaceId,
+      session.id,
+      "the daemon opened the session for someone else",
+    );
+    throw new PermissionDeniedError("ready does not match the session that was pushed", {
+      reason: "SESSION_MISMATCH",
+    });
+  }
+  return session;
+}
+
+/**
+ * Closes a session (idempotent) and, if this call closed it, tells both sides of its relay on
+ * `session:<id>`. Returns the closed record, or null when it was closed already.
+ */
+export async function endSession(
+  services: Services,
+  workspaceId: string,
+  sessionId: string,
+  reason: string,
+): Promise<DaemonSessionRecord | null> {
+  const closed = await services.storage.daemonSessions.close(
+    workspaceId,
+    sessionId,
+    reason,
+    services.clock.now(),
+  );
+  if (closed) await publishCommitted(services, [closeEvent(closed.id, reason)]);
+  return closed;
+}
+
+/** Closes pending sessions nobody claimed in time (at most `limit` per call); returns how many. */
+export async function abandonStaleSessions(
+  services: Services,
+  options: { limit?: number } = {},
+): Promise<number> {
+  const now = services.clock.now();
+  const stale = await services.storage.daemonSessions.abandonPending(
+    claimableSince(now),
+    abandonedReason,
+    now,
+    options.limit ?? 500,
+  );
+  await publishCommitted(
+    services,
+    stale.map((s) => closeEvent(s.id, abandonedReason)),
+  );
+  return stale.length;
+}
+
+/**
+ * The session a browser may attach to: live, and run for the caller (a user or service
+ * account). Everything else is `not_found`, so ids of others' sessions reveal nothing.
+ */
+export async function attachSession(
+  services: Services,
+  caller: Caller,
+  workspaceId: string,
+  sessionId: string,
+): Promise<DaemonSessionRecord> {
+  const subject =
+    caller.kind === "user"
+      ? caller.userId
+      : caller.kind === "service_account"
+        ? caller.serviceAccountId
+        : null;
+  if (subject === null) throw new UnauthenticatedError("attaching to a session needs a signed-in user");
+  // Still in the workspace: leaving it ends the right to the terminal too.
+  const inWorkspace =
+    caller.kind === "user"
+      ? (await services.storage.members.find(workspaceId, caller.userId)) !== null
+      : caller.kind === "service_account" && caller.workspaceId === workspaceId;
+  const session = inWorkspace
+    ? await services.storage.daemonSessions.findById(workspaceId, sessionId.toLowerCase())
+    : null;
+  if (!session || session.userId !== subject || !isLive(session, services.clock.now())) {
+    throw new NotFoundError(`session ${sessionId} not found`, { reason: "SESSION_NOT_FOUND" });
+  }
+  return session;
+}

@@ -1,0 +1,202 @@
+/**
+ * DaemonService terminal sessions: CreateSession, ListSessions, CloseSession (REFERENCE 4.9).
+ *
+ * CreateSession opens a terminal as the Unix account `username` on a daemon's machine, for the
+ * caller (a user, or a service account). It checks, in this order:
+ * 1. the daemon exists in the workspace (`not_found`), is ACCEPTED and has an open control
+ *    stream (`failed_precondition`: a pending daemon gets no sessions, and a session reaches a
+ *    daemon only through its stream);
+ * 2. the grants of the daemon's target let the caller log in as `username`
+ *    (`permission_denied`), whatever the caller's role: a grant is what opens a login;
+ * 3. the daemon was told so at its last sync (obligation 35: it checks the pair against its own
+ *    cache and would silently drop the session). If not, the daemon is asked to sync and the
+ *    call is `unavailable`: retry in a moment;
+ * 4. fewer than {@link maxLiveSessionsPerDaemon} sessions are live on it (the daemon's own cap).
+ * The pending session is committed before it is pushed (the daemon opens its session stream
+ * within milliseconds), then pushed on `daemon:<id>`; a push that cannot be published closes
+ * the session and fails the call.
+ *
+ * ListSessions lists the live sessions (pending and fresh, or open) of a daemon. CloseSession
+ * ends one: anyone may close their own, `sessions.manage` closes anyone's; both sides of the
+ * relay hear `close` on `session:<id>`. Closing a closed session is not an error.
+ *
+ * @module
+ */
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import * as z from "zod";
+import { roleAllows } from "../access/permissions.js";
+import type { CallContext } from "../context.js";
+import { closeEvent, daemonTopic, notify, publishCommitted } from "../daemons/events.js";
+import { principalMapOf } from "../daemons/sync.js";
+import {
+  FailedPreconditionError,
+  NotFoundError,
+  PermissionDeniedError,
+  ResourceExhaustedError,
+  UnauthenticatedError,
+  UnavailableError,
+} from "../errors.js";
+import { DaemonService, type SessionSchema } from "../gen/platform/v1/daemon_pb.js";
+import { defineOperation } from "../operations/operation.js";
+import type { DaemonSessionRecord } from "../storage/daemons-sessions.js";
+import type { DaemonRecord } from "../storage/records.js";
+import type { Repositories } from "../storage/storage.js";
+import { principalUsername } from "../validation/bounds.js";
+import { uuid } from "../validation/rules.js";
+import { isLive } from "./lifecycle.js";
+
+/** The daemon refuses more concurrent PTY sessions than this (CLIENTS.md 3). */
+export const maxLiveSessionsPerDaemon = 100;
+
+export function toSessionMessage(session: DaemonSessionRecord): MessageInitShape<typeof SessionSchema> {
+  return { sessionId: session.id, username: session.username, userId: session.userId };
+}
+
+const daemonNotFound = (id: string) =>
+  new NotFoundError(`daemon ${id} not found`, { reason: "DAEMON_NOT_FOUND" });
+
+async function findDaemon(repos: Repositories, workspaceId: string, id: string): Promise<DaemonRecord> {
+  const daemon = await repos.daemons.findById(workspaceId, id);
+  if (!daemon) throw daemonNotFound(id);
+  return daemon;
+}
+
+/** The user or service-account id a session runs for. */
+function subjectOf(ctx: CallContext): string {
+  const caller = ctx.caller;
+  if (caller.kind === "user") return caller.userId;
+  if (caller.kind === "service_account") return caller.serviceAccountId;
+  throw new UnauthenticatedError("a terminal session needs a signed-in user or a service account");
+}
+
+async function liveSessions(repos: Repositories, daemon: DaemonRecord, now: Date) {
+  const sessions = await repos.daemonSessions.listByDaemon(daemon.workspaceId, daemon.id, [
+    "pending",
+    "open",
+  ]);
+  return sessions.filter((s) => isLive(s, now));
+}
+
+export const createSession = defineOperation({
+  method: DaemonService.method.createSession,
+  // Every member may ask; the grants decide (step 2).
+  access: { kind: "workspace", permission: "targets.read" },
+  input: z.object({ workspaceId: uuid.optional(), daemonId: uuid, username: principalUsername }),
+  async run({ input, workspace, services, now, audit, ctx }) {
+    const subject = subjectOf(ctx);
+    const storage = services.storage;
+    const daemon = await findDaemon(storage, workspace.workspaceId, input.daemonId);
+    if (daemon.status !== "accepted") {
+      throw new FailedPreconditionError(
+        `daemon ${daemon.id} is ${daemon.status}: only accepted daemons open sessions`,
+        {
+          reason: "DAEMON_NOT_ACCEPTED",
+        },
+      );
+    }
+    if (daemon.onlineSince === null || daemon.targetId === null) {
+      throw new FailedPreconditionError(`daemon ${daemon.id} is offline: it has no open control stream`, {
+        reason: "DAEMON_OFFLINE",
+      });
+    }
+    const logins = await principalMapOf(storage, workspace.workspaceId, daemon.targetId);
+    if (!logins.get(input.username)?.includes(subject)) {
+      throw new PermissionDeniedError(`you may not log in as '${input.username}' on daemon ${daemon.id}`, {
+        reason: "NO_LOGIN_GRANT",
+      });
+    }
+    const told = await storage.daemons.findSync(workspace.workspaceId, daemon.id);
+    if (!told?.principals[input.username]?.includes(subject)) {
+      await publishCommitted(services, [notify(daemon.id, "PRINCIPALS")]);
+      throw new UnavailableError(
+        "the daemon has not picked up this grant yet; it was asked to sync: retry shortly",
+        {
+          reason: "DAEMON_SYNC_PENDING",
+        },
+      );
+    }
+    const session: DaemonSessionRecord = {
+      id: services.random.uuid(),
+      workspaceId: workspace.workspaceId,
+      daemonId: daemon.id,
+      userId: subject,
+      username: input.username,
+      state: "pending",
+      createdAt: now,
+      openedAt: null,
+      closedAt: null,
+      closeReason: "",
+    };
+    await storage.transaction(async (tx) => {
+      if ((await liveSessions(tx, daemon, now)).length >= maxLiveSessionsPerDaemon) {
+        throw new ResourceExhaustedError(
+          `daemon ${daemon.id} has ${maxLiveSessionsPerDaemon} sessions open, its limit; close one first`,
+          { reason: "DAEMON_SESSION_LIMIT" },
+        );
+      }
+      await tx.daemonSessions.insert(session);
+      await audit(tx, { action: "session.create", resource: `session:${session.id}` });
+    });
+    // Committed: now the daemon may be told. Its `ready` finds the session whatever the race.
+    try {
+      await services.events.publish(daemonTopic(daemon.id), {
+        kind: "session",
+        sessionId: session.id,
+        username: session.username,
+        userId: session.userId,
+      });
+    } catch (cause) {
+      await storage.daemonSessions.close(
+        workspace.workspaceId,
+        session.id,
+        "the session could not be pushed",
+        now,
+      );
+      throw new UnavailableError("the session could not be sent to the daemon; retry shortly", { cause });
+    }
+    return { session: toSessionMessage(session), daemonName: daemon.name };
+  },
+});
+
+export const listSessions = defineOperation({
+  method: DaemonService.method.listSessions,
+  access: { kind: "workspace", permission: "sessions.read" },
+  input: z.object({ workspaceId: uuid.optional(), daemonId: uuid }),
+  async run({ input, workspace, services, now }) {
+    const daemon = await findDaemon(services.storage, workspace.workspaceId, input.daemonId);
+    const sessions = await liveSessions(services.storage, daemon, now);
+    return { sessions: sessions.map(toSessionMessage), daemonName: daemon.name };
+  },
+});
+
+export const closeSession = defineOperation({
+  method: DaemonService.method.closeSession,
+  access: { kind: "workspace", permission: "sessions.read" },
+  input: z.object({ workspaceId: uuid.optional(), daemonId: uuid, sessionId: uuid }),
+  async run({ input, workspace, services, now, audit, ctx }) {
+    const subject = subjectOf(ctx);
+    const reason = "closed from the platform";
+    const closed = await services.storage.transaction(async (tx) => {
+      const session = await tx.daemonSessions.findById(workspace.workspaceId, input.sessionId);
+      if (!session || session.daemonId !== input.daemonId) {
+        throw new NotFoundError(`session ${input.sessionId} not found`, { reason: "SESSION_NOT_FOUND" });
+      }
+      const own = session.userId === subject;
+      if (!own && (workspace.role === null || !roleAllows(workspace.role, "sessions.manage"))) {
+        throw new PermissionDeniedError(
+          "closing another subject's session needs the sessions.manage permission",
+          {
+            reason: "ROLE_LACKS_PERMISSION",
+          },
+        );
+      }
+      const result = await tx.daemonSessions.close(workspace.workspaceId, session.id, reason, now);
+      if (result) await audit(tx, { action: "session.close", resource: `session:${session.id}` });
+      return result;
+    });
+    if (closed) await publishCommitted(services, [closeEvent(closed.id, reason)]);
+    return {};
+  },
+});
+
+export const sessionOperations = [createSession, listSessions, closeSession];

@@ -1,0 +1,127 @@
+/**
+ * A simulated agent daemon for the core tests: a P-256 key signing real `Platform` challenges,
+ * enrolment with the hostname header, and calls authenticated as the daemon.
+ */
+import { generateKeyPairSync, type KeyObject, randomBytes, sign } from "node:crypto";
+import {
+  create,
+  type DescMessage,
+  type DescMethodUnary,
+  type MessageInitShape,
+  type MessageShape,
+} from "@bufbuild/protobuf";
+import { type Caller, createCallContext, type DaemonCaller } from "../../src/context.js";
+import { authenticateDaemon } from "../../src/daemons/authenticate.js";
+import { DaemonService } from "../../src/gen/platform/v1/daemon_pb.js";
+import { PrincipalService, type PrincipalType } from "../../src/gen/platform/v1/principal_pb.js";
+import { procedureOf } from "../../src/platform.js";
+import type { TestPlatform } from "../support.js";
+
+export interface DaemonKey {
+  readonly privateKey: KeyObject;
+  readonly pem: string;
+}
+
+/** A P-256 key pair, the public half as PEM SPKI (what the daemon sends as `authPubkey`). */
+export function aDaemonKey(): DaemonKey {
+  const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  return { privateKey, pem: publicKey.export({ type: "spki", format: "pem" }).toString() };
+}
+
+/** `<id>:<ts>:<nonce>:<procedure>:<sig>` exactly as the daemon builds it. */
+export function signChallenge(
+  key: DaemonKey,
+  id: string,
+  procedure: string,
+  options: { at: Date; nonce?: string },
+): string {
+  const seconds = Math.floor(options.at.getTime() / 1000);
+  const nonce = options.nonce ?? randomBytes(12).toString("hex");
+  const signed = `${id}:${seconds}:${nonce}:${procedure}`;
+  const signature = sign("sha256", Buffer.from(signed), { key: key.privateKey, dsaEncoding: "der" });
+  return `${signed}:${signature.toString("base64url")}`;
+}
+
+/** An enrolled daemon as the tests drive it. */
+export interface TestDaemon {
+  readonly key: DaemonKey;
+  readonly id: string;
+  readonly workspaceId: string;
+  readonly targetId: string;
+}
+
+/** Enrols `key` with `token`, as an unauthenticated daemon sending its hostname header. */
+export async function enroll(
+  t: TestPlatform,
+  token: string,
+  options: { key?: DaemonKey; hostname?: string; caId?: string; authMethod?: string } = {},
+): Promise<TestDaemon & { response: MessageShape<typeof DaemonService.method.enrollDaemon.output> }> {
+  const key = options.key ?? aDaemonKey();
+  const headers: Record<string, string> = {};
+  if (options.hostname !== undefined) headers["platform-daemon-hostname"] = options.hostname;
+  const response = await t.platform.invoke(
+    DaemonService.method.enrollDaemon,
+    createCallContext({ kind: "anonymous" }, { headers }),
+    create(DaemonService.method.enrollDaemon.input, {
+      token,
+      caId: options.caId ?? "",
+      authMethod: options.authMethod ?? "tpm",
+      authPubkey: key.pem,
+    }),
+  );
+  return { key, id: response.id, workspaceId: response.workspaceId, targetId: response.targetId, response };
+}
+
+/** Authenticates as the daemon for one call of `method`, as the transport would. */
+export async function daemonCaller(
+  t: TestPlatform,
+  daemon: Pick<TestDaemon, "key" | "id">,
+  method: { parent: { typeName: string }; name: string },
+): Promise<DaemonCaller> {
+  const procedure = procedureOf(method);
+  return authenticateDaemon(t.platform.services, {
+    value: signChallenge(daemon.key, daemon.id, procedure, { at: t.clock.now() }),
+    procedure,
+  });
+}
+
+/** Calls `method` as the daemon, with a fresh signed challenge. */
+export async function callAsDaemon<I extends DescMessage, O extends DescMessage>(
+  t: TestPlatform,
+  daemon: Pick<TestDaemon, "key" | "id">,
+  method: DescMethodUnary<I, O>,
+  request: MessageInitShape<I>,
+): Promise<MessageShape<O>> {
+  const caller = await daemonCaller(t, daemon, method);
+  return t.platform.invoke(method, createCallContext(caller), create(method.input, request));
+}
+
+/** Grants `subjectIds` the login `username` on a target, keeping the target's other usernames. */
+export async function grantLogin(
+  t: TestPlatform,
+  owner: { caller: Caller; workspaceId: string },
+  targetId: string,
+  username: string,
+  type: PrincipalType,
+  subjectIds: string[],
+): Promise<string> {
+  const existing = await t.storage.principals.listByTargets(owner.workspaceId, [targetId]);
+  const usernames = [...new Set([...existing.map((p) => p.username), username])];
+  await t.call(owner.caller, PrincipalService.method.setPrincipals, {
+    workspaceId: owner.workspaceId,
+    targetId,
+    usernames,
+  });
+  const principal = (await t.storage.principals.listByTargets(owner.workspaceId, [targetId])).find(
+    (p) => p.username === username,
+  )!;
+  if (subjectIds.length > 0) {
+    await t.call(owner.caller, PrincipalService.method.addSubjectsToPrincipal, {
+      workspaceId: owner.workspaceId,
+      id: principal.id,
+      subjectIds,
+      type,
+    });
+  }
+  return principal.id;
+}

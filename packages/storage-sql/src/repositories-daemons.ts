@@ -1,0 +1,304 @@
+/**
+ * The daemon-protocol queries (migration 006): the enrolment token, what the protocol adds to
+ * daemons, and terminal sessions.
+ *
+ * @module
+ */
+import type {
+  DaemonProtocolQueries,
+  DaemonProtocolRepositories,
+  DaemonSessionRecord,
+  DaemonSessionState,
+  DaemonSyncRecord,
+  EnrollTokenRecord,
+} from "@wap/core/storage";
+import { type Insertable, type Selectable, type SqlBool, sql } from "kysely";
+import { fromDate, fromDateOrNull, rowToDaemon, toDate, toDateOrNull, toJson } from "./lib/mapping.js";
+import type { QueryRunner } from "./repositories.js";
+import type { DaemonEnrollTokensTable, DaemonSessionsTable } from "./schema-daemons.js";
+
+function tokenToRow(t: EnrollTokenRecord): Insertable<DaemonEnrollTokensTable> {
+  return {
+    workspace_id: t.workspaceId,
+    token_hash: t.tokenHash,
+    created_by: t.createdBy,
+    created_at: fromDate(t.createdAt),
+    expires_at: fromDate(t.expiresAt),
+  };
+}
+
+function rowToToken(r: Selectable<DaemonEnrollTokensTable>): EnrollTokenRecord {
+  return {
+    workspaceId: r.workspace_id,
+    tokenHash: r.token_hash,
+    createdBy: r.created_by,
+    createdAt: toDate(r.created_at),
+    expiresAt: toDate(r.expires_at),
+  };
+}
+
+function sessionToRow(s: DaemonSessionRecord): Insertable<DaemonSessionsTable> {
+  return {
+    id: s.id,
+    workspace_id: s.workspaceId,
+    daemon_id: s.daemonId,
+    user_id: s.userId,
+    username: s.username,
+    state: s.state,
+    created_at: fromDate(s.createdAt),
+    opened_at: fromDateOrNull(s.openedAt),
+    closed_at: fromDateOrNull(s.closedAt),
+    close_reason: s.closeReason,
+  };
+}
+
+function rowToSession(r: Selectable<DaemonSessionsTable>): DaemonSessionRecord {
+  return {
+    id: r.id,
+    workspaceId: r.workspace_id,
+    daemonId: r.daemon_id,
+    userId: r.user_id,
+    username: r.username,
+    state: r.state as DaemonSessionState,
+    createdAt: toDate(r.created_at),
+    openedAt: toDateOrNull(r.opened_at),
+    closedAt: toDateOrNull(r.closed_at),
+    closeReason: r.close_reason,
+  };
+}
+
+const live: readonly DaemonSessionState[] = ["pending", "open"];
+
+/** A LIKE pattern matching text that starts with `prefix`; `!` escapes wildcards. */
+function likePrefix(prefix: string): string {
+  return `${prefix.replace(/[!%_]/g, (c) => `!${c}`)}%`;
+}
+
+/** The queries `DaemonRepository` gains with the daemon protocol. */
+export function daemonProtocolQueries(run: QueryRunner): DaemonProtocolQueries {
+  return {
+    async findForAuthentication(id) {
+      const row = await run.read((db) =>
+        db.selectFrom("daemons").selectAll().where("id", "=", id).executeTakeFirst(),
+      );
+      return row ? rowToDaemon(row) : null;
+    },
+    async findByPublicKey(workspaceId, authPublicKey) {
+      const row = await run.read((db) =>
+        db
+          .selectFrom("daemons")
+          .selectAll()
+          .where("workspace_id", "=", workspaceId)
+          .where("auth_public_key", "=", authPublicKey)
+          .orderBy("created_at")
+          .executeTakeFirst(),
+      );
+      return row ? rowToDaemon(row) : null;
+    },
+    async setOnline(id, holder, at, ifHeldBy) {
+      const result = await run.write((db) => {
+        let query = db
+          .updateTable("daemons")
+          .set(
+            holder === null
+              ? { online_holder: null, online_since: null }
+              : { online_holder: holder, online_since: fromDate(at) },
+          )
+          .where("id", "=", id);
+        if (ifHeldBy !== undefined) query = query.where("online_holder", "=", ifHeldBy);
+        return query.executeTakeFirst();
+      });
+      return result.numUpdatedRows > 0n;
+    },
+    async onlineHolder(id) {
+      const row = await run.read((db) =>
+        db.selectFrom("daemons").select("online_holder").where("id", "=", id).executeTakeFirst(),
+      );
+      return row?.online_holder ?? null;
+    },
+    async releaseHolders(holderPrefix) {
+      const result = await run.write((db) =>
+        db
+          .updateTable("daemons")
+          .set({ online_holder: null, online_since: null })
+          .where(sql<SqlBool>`${sql.ref("online_holder")} like ${likePrefix(holderPrefix)} escape '!'`)
+          .executeTakeFirst(),
+      );
+      return Number(result.numUpdatedRows);
+    },
+    async recordSync(workspaceId, id, sync) {
+      await run.write((db) =>
+        db
+          .updateTable("daemons")
+          .set({
+            reported_users: toJson(sync.users),
+            sent_principals: toJson(sync.principals),
+            synced_at: fromDateOrNull(sync.syncedAt),
+          })
+          .where("workspace_id", "=", workspaceId)
+          .where("id", "=", id)
+          .execute(),
+      );
+    },
+    async findSync(workspaceId, id) {
+      const row = await run.read((db) =>
+        db
+          .selectFrom("daemons")
+          .select(["reported_users", "sent_principals", "synced_at"])
+          .where("workspace_id", "=", workspaceId)
+          .where("id", "=", id)
+          .executeTakeFirst(),
+      );
+      if (!row) return null;
+      const sync: DaemonSyncRecord = {
+        users: JSON.parse(row.reported_users) as string[],
+        principals: JSON.parse(row.sent_principals) as Record<string, string[]>,
+        syncedAt: toDateOrNull(row.synced_at),
+      };
+      return sync;
+    },
+  };
+}
+
+/** The enrolment-token and session repositories. */
+export function createDaemonProtocolRepositories(run: QueryRunner): DaemonProtocolRepositories {
+  return {
+    enrollTokens: {
+      async replace(token) {
+        const row = tokenToRow(token);
+        await run.write((db) =>
+          db
+            .insertInto("daemon_enroll_tokens")
+            .values(row)
+            .onConflict((oc) =>
+              oc.column("workspace_id").doUpdateSet({
+                token_hash: row.token_hash,
+                created_by: row.created_by,
+                created_at: row.created_at,
+                expires_at: row.expires_at,
+              }),
+            )
+            .execute(),
+        );
+      },
+      async find(workspaceId) {
+        const row = await run.read((db) =>
+          db
+            .selectFrom("daemon_enroll_tokens")
+            .selectAll()
+            .where("workspace_id", "=", workspaceId)
+            .executeTakeFirst(),
+        );
+        return row ? rowToToken(row) : null;
+      },
+      async findByTokenHash(tokenHash) {
+        const row = await run.read((db) =>
+          db
+            .selectFrom("daemon_enroll_tokens")
+            .selectAll()
+            .where("token_hash", "=", tokenHash)
+            .executeTakeFirst(),
+        );
+        return row ? rowToToken(row) : null;
+      },
+      async delete(workspaceId) {
+        const result = await run.write((db) =>
+          db.deleteFrom("daemon_enroll_tokens").where("workspace_id", "=", workspaceId).executeTakeFirst(),
+        );
+        return result.numDeletedRows > 0n;
+      },
+    },
+
+    daemonSessions: {
+      async insert(session) {
+        await run.write((db) => db.insertInto("daemon_sessions").values(sessionToRow(session)).execute());
+      },
+      async findById(workspaceId, id) {
+        const row = await run.read((db) =>
+          db
+            .selectFrom("daemon_sessions")
+            .selectAll()
+            .where("workspace_id", "=", workspaceId)
+            .where("id", "=", id)
+            .executeTakeFirst(),
+        );
+        return row ? rowToSession(row) : null;
+      },
+      async listByDaemon(workspaceId, daemonId, states) {
+        if (states.length === 0) return [];
+        const rows = await run.read((db) =>
+          db
+            .selectFrom("daemon_sessions")
+            .selectAll()
+            .where("workspace_id", "=", workspaceId)
+            .where("daemon_id", "=", daemonId)
+            .where("state", "in", [...states])
+            .orderBy("created_at")
+            .orderBy("id")
+            .execute(),
+        );
+        return rows.map(rowToSession);
+      },
+      async open(daemonId, id, at, createdSince) {
+        const row = await run.write((db) =>
+          db
+            .updateTable("daemon_sessions")
+            .set({ state: "open", opened_at: fromDate(at) })
+            .where("id", "=", id)
+            .where("daemon_id", "=", daemonId)
+            .where("state", "=", "pending")
+            .where("created_at", ">=", fromDate(createdSince))
+            .returningAll()
+            .executeTakeFirst(),
+        );
+        return row ? rowToSession(row) : null;
+      },
+      async close(workspaceId, id, reason, at) {
+        const row = await run.write((db) =>
+          db
+            .updateTable("daemon_sessions")
+            .set({ state: "closed", closed_at: fromDate(at), close_reason: reason })
+            .where("workspace_id", "=", workspaceId)
+            .where("id", "=", id)
+            .where("state", "in", [...live])
+            .returningAll()
+            .executeTakeFirst(),
+        );
+        return row ? rowToSession(row) : null;
+      },
+      async abandonPending(createdBefore, reason, at, limit) {
+        const rows = await run.write((db) =>
+          db
+            .updateTable("daemon_sessions")
+            .set({ state: "closed", closed_at: fromDate(at), close_reason: reason })
+            .where("state", "=", "pending")
+            .where("id", "in", (eb) =>
+              eb
+                .selectFrom("daemon_sessions as stale")
+                .select("stale.id")
+                .where("stale.state", "=", "pending")
+                .where("stale.created_at", "<", fromDate(createdBefore))
+                .orderBy("stale.created_at")
+                .limit(limit),
+            )
+            .returningAll()
+            .execute(),
+        );
+        return rows.map(rowToSession);
+      },
+      async closeAllForDaemon(workspaceId, daemonId, reason, at) {
+        const rows = await run.write((db) =>
+          db
+            .updateTable("daemon_sessions")
+            .set({ state: "closed", closed_at: fromDate(at), close_reason: reason })
+            .where("workspace_id", "=", workspaceId)
+            .where("daemon_id", "=", daemonId)
+            .where("state", "in", [...live])
+            .returningAll()
+            .execute(),
+        );
+        return rows.map(rowToSession);
+      },
+    },
+  };
+}
