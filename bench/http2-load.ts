@@ -12,6 +12,8 @@ export interface LoadResult {
   readonly perSecond: number;
   readonly p50Ms: number;
   readonly p99Ms: number;
+  /** CPU time of the load generator's process per request (µs): its share of the two cores. */
+  readonly clientCpuUsPerRequest: number;
 }
 
 export interface RequestSpec {
@@ -61,12 +63,14 @@ export async function runLoad(
     });
 
   const started = performance.now();
+  const cpuBefore = process.cpuUsage();
   await Promise.all(
     Array.from({ length: options.concurrency }, async () => {
       while (performance.now() < deadline) latencies.push(await one());
     }),
   );
   const elapsed = (performance.now() - started) / 1000;
+  const cpu = process.cpuUsage(cpuBefore);
   session.close();
   latencies.sort((a, b) => a - b);
   const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
@@ -77,6 +81,7 @@ export async function runLoad(
     perSecond: latencies.length / elapsed,
     p50Ms: at(0.5),
     p99Ms: at(0.99),
+    clientCpuUsPerRequest: (cpu.user + cpu.system) / Math.max(1, latencies.length),
   };
 }
 

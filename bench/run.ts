@@ -10,25 +10,32 @@
  *
  * The load generator runs in a child process, so the server keeps one of the two cores.
  *
- * Settings: BENCH_SECONDS (default 5), BENCH_CONCURRENCY (default 32).
+ * Settings: BENCH_SECONDS (default 5), BENCH_CONCURRENCY (default 32), BENCH_ONLY (comma-separated
+ * subset of `healthz,get-ca,sign,raw`, e.g. to profile one request path alone), BENCH_LOG_LEVEL
+ * (default silent; `info` logs every request to stderr as the server does by default: run with
+ * `2>/dev/null` or a file to see its cost).
  */
 import { generateKeyPairSync, sign } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createPlatformClient } from "@wap/client";
 import { CertificateKeyType } from "@wap/core/api";
-import { createServer, silentLogger } from "@wap/server";
+import { createJsonLogger, createServer, silentLogger } from "@wap/server";
 import { type LoadResult, type RequestSpec, runLoadInChild } from "./http2-load.js";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 32);
+const only = new Set((process.env.BENCH_ONLY ?? "healthz,get-ca,sign,raw").split(",").map((s) => s.trim()));
 
 const dataDir = await mkdtemp(join(tmpdir(), "wap-bench-"));
 const server = await createServer({
   port: 0,
   dataDir,
-  logger: silentLogger,
+  logger: process.env.BENCH_LOG_LEVEL
+    ? createJsonLogger(process.env.BENCH_LOG_LEVEL as Parameters<typeof createJsonLogger>[0])
+    : silentLogger,
   // The benchmark measures request handling, not the limiter's refusals.
   rateLimit: { authenticatedPoints: 0, anonymousPoints: 0 },
 });
@@ -72,25 +79,42 @@ try {
     }),
   };
 
-  const measure = async (spec: RequestSpec) => {
+  const skipped = {
+    requests: 0,
+    errors: 0,
+    seconds: 0,
+    perSecond: 0,
+    p50Ms: 0,
+    p99Ms: 0,
+    clientCpuUsPerRequest: 0,
+  };
+  const measure = async (name: string, spec: RequestSpec) => {
+    if (!only.has(name)) return { ...skipped, serverCpuUsPerRequest: 0, serverMainThreadUsPerRequest: 0 };
     await runLoadInChild(server.url, spec, { seconds: 1, concurrency }); // warm-up: JIT, caches, connections
     const cpuBefore = process.cpuUsage();
+    const mainBefore = mainThreadCpuUs();
     const result = await runLoadInChild(server.url, spec, { seconds, concurrency });
     const cpu = process.cpuUsage(cpuBefore);
-    return { ...result, serverCpuUsPerRequest: (cpu.user + cpu.system) / result.requests };
+    const main = mainThreadCpuUs() - mainBefore;
+    const requests = Math.max(1, result.requests);
+    return {
+      ...result,
+      serverCpuUsPerRequest: (cpu.user + cpu.system) / requests,
+      serverMainThreadUsPerRequest: main / requests,
+    };
   };
-  const baseline = await measure(healthz);
-  const subject = await measure(getCa);
+  const baseline = await measure("healthz", healthz);
+  const subject = await measure("get-ca", getCa);
   const storage = server.platform.services.storage;
   const ledgerBefore = (await storage.issuedCertificates.list(workspace!.id, { limit: 1, offset: 0 })).total;
-  const signing = await measure(signSsh);
+  const signing = await measure("sign", signSsh);
   const ledgerAfter = (await storage.issuedCertificates.list(workspace!.id, { limit: 1, offset: 0 })).total;
   const audited = await storage.auditEvents.list(workspace!.id, {
     limit: 1,
     offset: 0,
     action: "certificate.sign_ssh_user",
   });
-  const rawSign = measureRawEd25519(seconds);
+  const rawSign = only.has("raw") ? measureRawEd25519(seconds) : 0;
 
   console.log(
     `\nHTTP/2, ${concurrency} concurrent requests on one connection, ${seconds}s each (Node ${process.version})\n`,
@@ -125,6 +149,23 @@ try {
   await rm(dataDir, { recursive: true, force: true });
 }
 
+/**
+ * CPU time of this process's main thread (the event loop) in µs, from /proc on Linux (0
+ * elsewhere). Unlike `process.cpuUsage`, it leaves out the GC and libuv helper threads: the
+ * event loop's share bounds the request rate, at most 1e6 / (main-thread µs per request).
+ */
+function mainThreadCpuUs(): number {
+  try {
+    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, "utf8");
+    // Fields after the parenthesised command name; utime and stime are the 14th and 15th.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return (ticks * 1e6) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return 0;
+  }
+}
+
 /** An OpenSSH authorized_keys line for a fresh Ed25519 key. */
 function ed25519PublicKeyLine(comment: string): string {
   const spki = generateKeyPairSync("ed25519").publicKey.export({ type: "spki", format: "der" });
@@ -156,14 +197,28 @@ function measureRawEd25519(seconds: number): number {
   return count / ((performance.now() - started) / 1000);
 }
 
-function printTable(rows: Array<[string, LoadResult & { serverCpuUsPerRequest: number }]>) {
-  const header = ["benchmark", "req/s", "p50 ms", "p99 ms", "server CPU µs/req", "requests", "errors"];
+function printTable(
+  rows: Array<[string, LoadResult & { serverCpuUsPerRequest: number; serverMainThreadUsPerRequest: number }]>,
+) {
+  const header = [
+    "benchmark",
+    "req/s",
+    "p50 ms",
+    "p99 ms",
+    "server CPU µs/req",
+    "event loop µs/req",
+    "client CPU µs/req",
+    "requests",
+    "errors",
+  ];
   const lines = rows.map(([name, r]) => [
     name,
     r.perSecond.toFixed(0),
     r.p50Ms.toFixed(2),
     r.p99Ms.toFixed(2),
     r.serverCpuUsPerRequest.toFixed(0),
+    r.serverMainThreadUsPerRequest.toFixed(0),
+    r.clientCpuUsPerRequest.toFixed(0),
     String(r.requests),
     String(r.errors),
   ]);

@@ -17,7 +17,7 @@ import { roleAllows } from "./access/permissions.js";
 import { type AccessTokens, loadAccessTokens } from "./auth/access-tokens.js";
 import { authenticate, type CredentialSource, type Credentials } from "./auth/authenticate.js";
 import { createArgon2PasswordHasher, type PasswordHasher } from "./auth/passwords.js";
-import { actorOf, type CallContext, type Caller, throwIfCancelled } from "./context.js";
+import { actorOf, type CallContext, type Caller, type CallerKind, throwIfCancelled } from "./context.js";
 import type { KeyStore } from "./crypto/key-store.js";
 import {
   AlreadyExistsError,
@@ -135,6 +135,9 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
   };
   const operations = new Map<string, AnyOperation>();
   for (const operation of allOperations) operations.set(procedureOf(operation.method), operation);
+  // Looked up on every call: by descriptor, without building the procedure string each time.
+  const byMethod = new Map<object, AnyOperation>();
+  for (const operation of allOperations) byMethod.set(operation.method, operation);
   const streams = new Map<string, AnyStreamingOperation>();
   for (const operation of streamingOperations) streams.set(procedureOf(operation.method), operation);
   const publisher = createPublisher(services.events, options.onPublishError);
@@ -143,16 +146,27 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
     services,
     operations,
     streams,
-    authenticate: (credentials) => translateFaults(() => authenticate(services, credentials)),
+    async authenticate(credentials) {
+      try {
+        return await authenticate(services, credentials);
+      } catch (error) {
+        throw translateFault(error);
+      }
+    },
     async invoke(method, ctx, request) {
-      const operation = operations.get(procedureOf(method));
+      const operation = byMethod.get(method) ?? operations.get(procedureOf(method));
       if (!operation) {
         throw new UnimplementedError(
           `${method.parent.typeName}/${method.name} is not implemented by this server`,
         );
       }
       const events = createAfterCommitEvents(services.storage);
-      const result = await translateFaults(() => runOperation(services, operation, ctx, request, events));
+      let result: unknown;
+      try {
+        result = await runOperation(services, operation, ctx, request, events);
+      } catch (error) {
+        throw translateFault(error);
+      }
       publisher.publish(events.committed());
       return create(method.output, result as never) as MessageShape<typeof method.output>;
     },
@@ -253,8 +267,7 @@ async function prepareCall(
   const { access } = operation;
   const caller = ctx.caller;
   if (access.kind !== "public") {
-    const allowed =
-      access.kind === "caller" ? access.callers : (access.callers ?? ["user", "service_account"]);
+    const allowed = access.kind === "caller" ? access.callers : (access.callers ?? workspaceCallers);
     if (caller.kind === "anonymous") {
       throw new UnauthenticatedError(
         "this call needs credentials: send 'Authorization: Bearer <token>' or the session cookie",
@@ -273,6 +286,9 @@ async function prepareCall(
   return { ctx, input, services, now: services.clock.now(), workspace };
 }
 
+/** Who may call a workspace operation that names no callers. */
+const workspaceCallers: readonly CallerKind[] = Object.freeze(["user", "service_account"]);
+
 const noWorkspace: WorkspaceScope = Object.freeze({ workspaceId: "", role: null });
 
 async function authorizeWorkspace(
@@ -288,13 +304,10 @@ async function authorizeWorkspace(
       violations: [{ field: "workspaceId", description: "is required" }],
     });
   }
-  // One answer for "no such workspace" and "not yours", so ids of other tenants reveal nothing.
-  const notFound = () =>
-    new NotFoundError(`workspace ${workspaceId} not found`, { reason: "WORKSPACE_NOT_FOUND" });
   switch (caller.kind) {
     case "user": {
       const member = await services.storage.members.find(workspaceId, caller.userId);
-      if (!member) throw notFound();
+      if (!member) throw workspaceNotFound(workspaceId);
       if (!roleAllows(member.role, permission)) {
         throw new PermissionDeniedError(`the ${member.role} role may not do this (needs ${permission})`, {
           reason: "ROLE_LACKS_PERMISSION",
@@ -303,7 +316,7 @@ async function authorizeWorkspace(
       return { workspaceId, role: member.role };
     }
     case "service_account": {
-      if (caller.workspaceId !== workspaceId) throw notFound();
+      if (caller.workspaceId !== workspaceId) throw workspaceNotFound(workspaceId);
       if (!roleAllows(caller.role, permission)) {
         throw new PermissionDeniedError(
           `a service account with the ${caller.role} role may not do this (needs ${permission})`,
@@ -315,12 +328,17 @@ async function authorizeWorkspace(
       return { workspaceId, role: caller.role };
     }
     case "daemon": {
-      if (caller.workspaceId !== workspaceId) throw notFound();
+      if (caller.workspaceId !== workspaceId) throw workspaceNotFound(workspaceId);
       return { workspaceId, role: null };
     }
     case "anonymous":
       throw new UnauthenticatedError("this call needs credentials");
   }
+}
+
+/** One answer for "no such workspace" and "not yours", so ids of other tenants reveal nothing. */
+function workspaceNotFound(workspaceId: string): NotFoundError {
+  return new NotFoundError(`workspace ${workspaceId} not found`, { reason: "WORKSPACE_NOT_FOUND" });
 }
 
 async function recordAudit(
@@ -368,18 +386,22 @@ async function translateFaults<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (error) {
-    if (error instanceof PlatformError) throw error;
-    if (error instanceof StorageUnavailableError) {
-      throw new UnavailableError("the database is unavailable; retry shortly", { cause: error });
-    }
-    if (error instanceof UniqueViolationError) {
-      throw new AlreadyExistsError(
-        `a resource with the same unique key already exists (${error.constraint})`,
-        {
-          cause: error,
-        },
-      );
-    }
-    throw error;
+    throw translateFault(error);
   }
+}
+
+function translateFault(error: unknown): unknown {
+  if (error instanceof PlatformError) return error;
+  if (error instanceof StorageUnavailableError) {
+    return new UnavailableError("the database is unavailable; retry shortly", { cause: error });
+  }
+  if (error instanceof UniqueViolationError) {
+    return new AlreadyExistsError(
+      `a resource with the same unique key already exists (${error.constraint})`,
+      {
+        cause: error,
+      },
+    );
+  }
+  return error;
 }

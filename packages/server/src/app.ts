@@ -17,12 +17,21 @@ import {
 } from "@wap/core";
 import type { Storage } from "@wap/core/storage";
 import { Hono } from "hono";
+import { billingWebhookRoutes } from "./billing-webhook.js";
 import { callerFor, callPlatform, type EdgeRequest, type EdgeSettings, edgeOf } from "./edge.js";
 import { type PublicError, restDetailsOf, toPublicError } from "./errors.js";
 import { ndjsonStream } from "./ndjson-stream.js";
 import { BodyTooLargeError, readBodyText } from "./read-body.js";
-import { buildRequest, createRestRoutes, httpStatusOf, restErrorBody, writeResponse } from "./rest/index.js";
+import {
+  buildRequest,
+  createRestRoutes,
+  httpStatusOf,
+  type RestRoutes,
+  restErrorBody,
+  writeResponse,
+} from "./rest/index.js";
 import { platformServices } from "./services.js";
+import { ssoRoutes } from "./sso-routes.js";
 import { parseTimeoutMs } from "./timeout.js";
 
 export interface AppSettings {
@@ -41,8 +50,10 @@ export const probePaths: ReadonlySet<string> = new Set(["/healthz", "/readyz"]);
 
 const readinessTimeoutMs = 2_000;
 
-export function createApp(settings: AppSettings): Hono<Env> {
-  const routes = createRestRoutes(platformServices);
+export function createApp(
+  settings: AppSettings,
+  routes: RestRoutes = createRestRoutes(platformServices),
+): Hono<Env> {
   const app = new Hono<Env>();
 
   app.get("/healthz", (c) => c.json({ status: "ok" }));
@@ -55,6 +66,10 @@ export function createApp(settings: AppSettings): Hono<Env> {
       return c.json({ status: "unavailable" }, 503);
     }
   });
+
+  // Browser and provider endpoints that are not RPCs: SSO sign-in, the billing webhook.
+  app.route("/", ssoRoutes(settings));
+  app.route("/", billingWebhookRoutes(settings));
 
   app.all("*", async (c) => {
     const edge = edgeOf(c.env.incoming);

@@ -44,6 +44,29 @@ describe("parseConfig", () => {
     expect(() => parseConfig(["--allowed-origins", "not a url"])).toThrow(/not an origin/);
   });
 
+  it("reads the public URL and the mail relay, and keeps the relay's password out of errors", () => {
+    const env = {
+      WAP_SMTP_URL: "smtp://mailer:s3cret@mail.example:587",
+      WAP_MAIL_FROM: "no-reply@example.com",
+    };
+    const { config } = parseConfig(["--public-url", "https://wap.example.com/"], env);
+    expect(config).toMatchObject({
+      publicUrl: "https://wap.example.com",
+      smtpUrl: "smtp://mailer:s3cret@mail.example:587",
+      mailFrom: "no-reply@example.com",
+    });
+    expect(parseConfig(["--public-url", "https://example.com/wap/"]).config.publicUrl).toBe(
+      "https://example.com/wap",
+    );
+    expect(() => parseConfig(["--public-url", "wap.example.com"])).toThrow(/absolute URL/);
+    expect(() => parseConfig(["--public-url", "https://wap.example.com/?a=b"])).toThrow(/without query/);
+    expect(() => parseConfig([], { WAP_SMTP_URL: "smtp://relay.example" })).toThrow(/WAP_MAIL_FROM/);
+    expect(() =>
+      parseConfig(["--smtp-url", "http://u:s3cret@relay.example", "--mail-from", "a@b.c"]),
+    ).toThrow(/^--smtp-url must be an smtp:\/\/ or smtps:\/\/ URL with a host name$/);
+    expect(() => parseConfig(["--mail-from", "nobody"])).toThrow(/--mail-from must be an email address/);
+  });
+
   it("explains what is wrong", () => {
     expect(() => parseConfig(["--port", "http"])).toThrow(/--port must be a whole number/);
     expect(() => parseConfig([], { WAP_PORT: "70000" })).toThrow(/WAP_PORT must be between 0 and 65535/);

@@ -4,10 +4,17 @@
  *
  * @module
  */
+import {
+  defaultIntegrationConfig,
+  type IntegrationConfig,
+  integrationConfigProblem,
+  integrationSettings,
+} from "./integrations-config.js";
 import { type LogLevel, logLevels } from "./logger.js";
 import { defaultRateLimitSettings, type RateLimitSettings } from "./rate-limit.js";
 
-export interface ServerConfig {
+/** The Stripe and licence settings are in integrations-config.ts. */
+export interface ServerConfig extends IntegrationConfig {
   readonly host: string;
   readonly port: number;
   /** Where the embedded database and the generated master key live. */
@@ -32,6 +39,15 @@ export interface ServerConfig {
   readonly logLevel: LogLevel;
   /** How long a shutdown waits for open requests before cutting them. */
   readonly shutdownGraceSeconds: number;
+  /**
+   * Where users reach the web app (links in mails, the CLI's verification URL, the passkey
+   * origin); unset means `http(s)://localhost:<port>`.
+   */
+  readonly publicUrl: string | undefined;
+  /** `smtp://` or `smtps://` URL of the mail relay; unset means the outbox (SQLite) or no mail. */
+  readonly smtpUrl: string | undefined;
+  /** The sender of account mails; needed with `smtpUrl`. */
+  readonly mailFrom: string | undefined;
 }
 
 export const defaultConfig: ServerConfig = {
@@ -50,6 +66,10 @@ export const defaultConfig: ServerConfig = {
   trustProxyHops: 0,
   logLevel: "info",
   shutdownGraceSeconds: 10,
+  publicUrl: undefined,
+  smtpUrl: undefined,
+  mailFrom: undefined,
+  ...defaultIntegrationConfig,
 };
 
 /** A setting that is missing, malformed or inconsistent; the message says which and how to fix it. */
@@ -224,6 +244,38 @@ export const settings: readonly Setting[] = [
     },
   },
   {
+    env: "WAP_PUBLIC_URL",
+    flag: "--public-url",
+    value: "<url>",
+    defaultText: "http://localhost:<port> (https with TLS)",
+    help: "Where users reach this server or its web app: links in mails and the CLI login point here, and passkeys are bound to its host.",
+    apply: (c, t, s) => {
+      c.publicUrl = publicUrl(t, s);
+    },
+  },
+  {
+    env: "WAP_SMTP_URL",
+    flag: "--smtp-url",
+    value: "<url>",
+    defaultText: "none: mails go to <data dir>/outbox (SQLite) or nowhere (PostgreSQL)",
+    help: "Mail relay for account mails (verification, password reset): smtp://user:password@host:587 (STARTTLS when offered) or smtps://host:465. Needs --mail-from. Prefer the env var: flags show in `ps`.",
+    apply: (c, t, s) => {
+      c.smtpUrl = smtpUrl(t, s);
+    },
+  },
+  {
+    env: "WAP_MAIL_FROM",
+    flag: "--mail-from",
+    value: "<address>",
+    defaultText: "none (no-reply@localhost in the outbox)",
+    help: 'Sender of account mails, e.g. no-reply@example.com or "Example" <no-reply@example.com>.',
+    apply: (c, t, s) => {
+      if (!/^[^\r\n]*@[^\r\n]+$/.test(t)) throw new ConfigError(`${s} must be an email address: got "${t}"`);
+      c.mailFrom = t;
+    },
+  },
+  ...integrationSettings,
+  {
     env: "WAP_LOG_LEVEL",
     flag: "--log-level",
     value: "<level>",
@@ -300,11 +352,16 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     if (text === undefined) throw new ConfigError(`${flag} needs a value: ${flag} ${setting.value}`);
     setting.apply(config, text.trim(), flag);
   }
+  if (config.smtpUrl !== undefined && config.mailFrom === undefined) {
+    throw new ConfigError(missingMailFrom);
+  }
   if ((config.tlsCert === undefined) !== (config.tlsKey === undefined)) {
     throw new ConfigError(
       "TLS needs both a certificate and a key: set WAP_TLS_CERT and WAP_TLS_KEY (or neither)",
     );
   }
+  const integrationProblem = integrationConfigProblem(config);
+  if (integrationProblem !== undefined) throw new ConfigError(integrationProblem);
   return { command, config, help };
 }
 
@@ -369,6 +426,39 @@ function origins(text: string, source: string): string[] {
     }
   }
   return list;
+}
+
+/** Also checked by `createServer`, which may be given settings that never went through here. */
+export const missingMailFrom =
+  "an SMTP relay needs a sender: set WAP_MAIL_FROM (--mail-from) along with WAP_SMTP_URL";
+
+function publicUrl(text: string, source: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ConfigError(`${source} must be an absolute URL such as https://wap.example.com: got "${text}"`);
+  }
+  if ((url.protocol !== "http:" && url.protocol !== "https:") || url.search || url.hash || url.username) {
+    throw new ConfigError(
+      `${source} must be an http(s) URL without query, fragment or credentials: got "${text}"`,
+    );
+  }
+  // Links are built as `<public url>/<path>`: no trailing slash.
+  return url.toString().replace(/\/+$/, "");
+}
+
+function smtpUrl(text: string, source: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(text);
+  } catch {
+    // The message must not repeat the text: it may hold the relay's password.
+  }
+  if (url === undefined || (url.protocol !== "smtp:" && url.protocol !== "smtps:") || url.hostname === "") {
+    throw new ConfigError(`${source} must be an smtp:// or smtps:// URL with a host name`);
+  }
+  return text;
 }
 
 function trustProxy(text: string, source: string): number {

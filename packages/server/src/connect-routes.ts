@@ -3,7 +3,8 @@
  * and gRPC-Web protocols. Unary methods run through the edge into `platform.invoke` (which
  * answers `unimplemented` for RPCs that have no operation yet); server-streaming methods the
  * platform implements run through the edge into `platform.stream`; the other streaming methods
- * answer `unimplemented` after the edge has had its say.
+ * answer `unimplemented` after the edge has had its say. StreamCLILogin runs core's CLI login
+ * stream with the device headers it needs.
  *
  * @module
  */
@@ -13,6 +14,7 @@ import type {
   DescMethodBiDiStreaming,
   DescMethodServerStreaming,
   DescMethodUnary,
+  MessageInitShape,
   MessageShape,
 } from "@bufbuild/protobuf";
 import {
@@ -22,7 +24,14 @@ import {
   createContextValues,
   type HandlerContext,
 } from "@connectrpc/connect";
-import { createCallContext, procedureOf, UnavailableError, UnimplementedError } from "@wap/core";
+import {
+  cliLoginStream,
+  createCallContext,
+  procedureOf,
+  UnavailableError,
+  UnimplementedError,
+} from "@wap/core";
+import { AuthService, type StreamCLILoginRequest, type StreamCLILoginResponseSchema } from "@wap/core/api";
 import { callerFor, callPlatform, type EdgeRequest, type EdgeSettings, edgeOf } from "./edge.js";
 import { toConnectError, toPublicError } from "./errors.js";
 import { platformServices } from "./services.js";
@@ -42,6 +51,8 @@ export function registerConnectRoutes(router: ConnectRouter, settings: EdgeSetti
       if (method.methodKind === "unary") {
         const unary = method as DescMethodUnary;
         router.rpc(unary, unaryHandler(unary, settings));
+      } else if (method === AuthService.method.streamCLILogin) {
+        router.rpc(AuthService.method.streamCLILogin, cliLoginHandler(settings));
       } else if (
         method.methodKind === "server_streaming" &&
         settings.platform.streams.has(procedureOf(method))
@@ -96,6 +107,47 @@ function serverStreamingHandler<I extends DescMessage, O extends DescMessage>(
       edge.code = context.signal.aborted ? "canceled" : "ok";
     } catch (error) {
       throw answer(edge, settings, error);
+    }
+  };
+}
+
+/**
+ * AuthService.StreamCLILogin (CLIENTS.md §1.1): the verification URL at once, then the user once
+ * a signed-in user approves the login with VerifyCLILogin, on this instance or another. The device
+ * id and its name come from the `Platform-Client-*` headers. The stream lives as long as the
+ * pending login (`cliLoginTtlSeconds`) and ends quietly when the client leaves.
+ */
+function cliLoginHandler(settings: EdgeSettings) {
+  const method = AuthService.method.streamCLILogin;
+  return async function* (
+    request: StreamCLILoginRequest,
+    context: HandlerContext,
+  ): AsyncGenerator<MessageInitShape<typeof StreamCLILoginResponseSchema>> {
+    const edge = requireEdge(context);
+    edge.rpc = procedureOf(method);
+    const signal = settings.closing ? AbortSignal.any([context.signal, settings.closing]) : context.signal;
+    try {
+      const ctx = createCallContext(callerFor(edge, settings, method), {
+        requestId: edge.requestId,
+        signal,
+        ipAddress: edge.ipAddress,
+        userAgent: edge.userAgent,
+      });
+      yield* cliLoginStream(settings.platform.services, ctx, {
+        authMethod: request.authMethod,
+        authPubkey: request.authPubkey,
+        loginCode: request.loginCode,
+        deviceId: context.requestHeader.get("platform-client-device-id") ?? undefined,
+        deviceName: context.requestHeader.get("platform-client-hostname") ?? undefined,
+      });
+      edge.code = "ok";
+    } catch (error) {
+      // Nobody is left to answer; the pending login is already gone.
+      if (context.signal.aborted) {
+        edge.code = "canceled";
+        return;
+      }
+      throw answer(edge, settings, settings.closing?.aborted ? shuttingDown() : error);
     }
   };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type CsrfFacts, checkCsrf, normalizeOrigins } from "./csrf.js";
+import { type CsrfFacts, checkCsrf, isCsrfExempt, normalizeOrigins } from "./csrf.js";
 
 const base: CsrfFacts = {
   method: "POST",
@@ -47,6 +47,25 @@ describe("checkCsrf", () => {
       "application/grpc-web+proto",
     ]) {
       expect(checkCsrf({ ...base, contentType }, allowed)).toBeUndefined();
+    }
+  });
+});
+
+describe("isCsrfExempt", () => {
+  it("exempts only the POSTs of the SAML ACS and the billing webhook", () => {
+    const ws = "0b9c6a52-57c4-4f4e-9f3e-0a1b2c3d4e5f";
+    expect(isCsrfExempt("POST", `/v1/sso/saml/${ws}/acs`)).toBe(true);
+    expect(isCsrfExempt("POST", "/v1/billing/webhook")).toBe(true);
+    for (const [method, path] of [
+      ["PATCH", `/v1/sso/saml/${ws}/acs`],
+      ["POST", `/v1/sso/saml/${ws}/acs/x`],
+      ["POST", `/v1/sso/saml/${ws}/metadata`],
+      ["POST", "/v1/sso/oidc/callback"],
+      ["POST", "/v1/billing/checkout"],
+      ["POST", "/v1/billing/webhook/"],
+      ["POST", "/v1/workspaces"],
+    ] as const) {
+      expect(isCsrfExempt(method, path), `${method} ${path}`).toBe(false);
     }
   });
 });

@@ -56,6 +56,17 @@ export function checkCsrf(
   return undefined;
 }
 
+const samlAcsPath = /^\/v1\/sso\/saml\/[^/]+\/acs$/;
+
+/**
+ * The only endpoints exempt from the check: cross-site by design, and neither acts as the
+ * cookie's user. The SAML ACS receives the IdP page's form post (it proves itself by the signed
+ * assertion and the binding cookie); the billing webhook is the provider's server (signed body).
+ */
+export function isCsrfExempt(method: string, path: string): boolean {
+  return method === "POST" && (path === "/v1/billing/webhook" || samlAcsPath.test(path));
+}
+
 /** Normalizes `WAP_ALLOWED_ORIGINS` entries to what browsers send in `Origin` (no trailing slash). */
 export function normalizeOrigins(origins: readonly string[]): Set<string> {
   return new Set(origins.map((o) => o.trim().replace(/\/+$/, "").toLowerCase()).filter((o) => o !== ""));

@@ -12,6 +12,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { DescMessage, DescMethod, DescMethodUnary, MessageShape } from "@bufbuild/protobuf";
 import { ConnectError } from "@connectrpc/connect";
 import {
+  anonymous,
   type Caller,
   type CredentialSource,
   createCallContext,
@@ -27,12 +28,19 @@ import {
 import { clientAddress } from "./client-address.js";
 import { checkCsrf } from "./csrf.js";
 import type { Logger } from "./logger.js";
-import { type RateLimiters, rateLimitHeaders, rateLimitKey } from "./rate-limit.js";
+import {
+  type RateLimiter,
+  type RateLimiters,
+  rateLimitHeaders,
+  rateLimitKey,
+  unlimited,
+} from "./rate-limit.js";
 import {
   type CookieSettings,
   clearedSessionCookie,
   readSessionCookie,
   sessionCookieAfter,
+  touchesSessionCookie,
 } from "./session-cookie.js";
 
 export interface EdgeSettings {
@@ -80,14 +88,24 @@ export interface NodeResponseLike {
   setHeader(name: string, value: string | readonly string[]): unknown;
 }
 
-const edges = new WeakMap<object, EdgeRequest>();
+// Kept on the request object itself: a WeakMap entry per request costs the GC more.
+const edgeSlot = Symbol("wap.edge");
 
 /** The edge state of a request that went through {@link admitRequest}. */
 export function edgeOf(req: object): EdgeRequest | undefined {
-  return edges.get(req);
+  return (req as { [edgeSlot]?: EdgeRequest })[edgeSlot];
 }
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * The Connect procedure path a request calls, for a REST path its RPC's; undefined when no route
+ * matches. `Platform` challenges sign this path, whichever way the request came.
+ */
+export type ProcedureResolver = (httpMethod: string, path: string) => string | undefined;
+
+/** The CLI signs its login stream before its key is registered: the one challenge never checked. */
+const cliLoginProcedure = "/platform.v1.AuthService/StreamCLILogin";
 
 /**
  * Runs the edge for one request and sets the headers every answer carries (`X-Request-Id`,
@@ -97,6 +115,7 @@ export async function admitRequest(
   req: NodeRequestLike,
   res: NodeResponseLike,
   settings: EdgeSettings,
+  resolveProcedure?: ProcedureResolver,
 ): Promise<EdgeRequest> {
   const headers = req.headers;
   const incomingId = first(headers["x-request-id"]);
@@ -109,81 +128,69 @@ export async function admitRequest(
   );
   const userAgent = (first(headers["user-agent"]) ?? "").slice(0, 512);
 
-  const bearer = bearerOf(first(headers.authorization));
+  const authorization = first(headers.authorization);
+  const bearer = bearerOf(authorization);
+  const platformChallenge =
+    bearer === undefined ? challengeOf(req, authorization, resolveProcedure) : undefined;
   const sessionCookie = readSessionCookie(headers.cookie);
-  let caller: Caller = { kind: "anonymous" };
+  let caller: Caller = anonymous;
   let source: CredentialSource = "none";
   let authFailure: unknown;
-  try {
-    ({ caller, source } = await settings.platform.authenticate({ bearer, sessionCookie }));
-  } catch (error) {
-    authFailure = error;
+  // Nothing to check: no round trip through the platform.
+  if (bearer !== undefined || platformChallenge !== undefined || sessionCookie !== undefined) {
+    try {
+      ({ caller, source } = await settings.platform.authenticate({
+        bearer,
+        platformChallenge,
+        sessionCookie,
+      }));
+    } catch (error) {
+      authFailure = error;
+    }
   }
   // Only a cookie that was judged invalid: not one we could not check (database down).
   const staleCookie =
-    bearer === undefined && authFailure instanceof PlatformError && authFailure.code === "unauthenticated";
+    bearer === undefined &&
+    platformChallenge === undefined &&
+    authFailure instanceof PlatformError &&
+    authFailure.code === "unauthenticated";
   // A stale cookie would otherwise be sent again and again; tell the browser to drop it.
   if (staleCookie) res.setHeader("Set-Cookie", clearedSessionCookie(settings));
 
-  const refusals: (PlatformError | undefined)[] = [];
+  // The first refusal found is the one answered.
+  let refusal: PlatformError | undefined;
   const limiter =
     caller.kind === "anonymous" ? settings.rateLimiters.anonymous : settings.rateLimiters.authenticated;
-  try {
-    const decision = await limiter.consume(rateLimitKey(caller, ipAddress));
-    const limitHeaders = rateLimitHeaders(decision);
-    for (const [name, value] of Object.entries(limitHeaders)) res.setHeader(name, value);
-    if (!decision.allowed) {
-      refusals.push(
-        new ResourceExhaustedError(
-          `rate limit exceeded: ${decision.limit} requests per window; retry after ${limitHeaders["Retry-After"]} s`,
-          { reason: "RATE_LIMITED", headers: { "Retry-After": limitHeaders["Retry-After"] ?? "1" } },
-        ),
-      );
-    }
-  } catch (error) {
-    // Fail closed: a request we cannot count is refused as `unavailable` (retry later), never let
-    // through unlimited. The store is the database the request would need anyway.
-    settings.logger.warn("rate limiter store failed; request refused", { requestId, error: String(error) });
-    refusals.push(
-      new UnavailableError("the rate limiter cannot count this request right now; retry shortly", {
-        reason: "RATE_LIMITER_UNAVAILABLE",
-        headers: { "Retry-After": "1" },
-      }),
-    );
-  }
+  // A disabled limit (0) counts nothing and sets no header: skip the call.
+  if (limiter !== unlimited)
+    refusal = await countRequest(limiter, caller, ipAddress, res, settings, requestId);
 
   const version = first(headers["connect-protocol-version"]);
   if (version !== undefined && version !== "1") {
-    refusals.push(
-      new InvalidArgumentError(`Connect-Protocol-Version must be "1": got "${version}"`, {
-        reason: "UNSUPPORTED_PROTOCOL_VERSION",
-      }),
-    );
+    refusal ??= new InvalidArgumentError(`Connect-Protocol-Version must be "1": got "${version}"`, {
+      reason: "UNSUPPORTED_PROTOCOL_VERSION",
+    });
   }
   // Connect GET carries the version as a query parameter instead.
   const versionParam =
     req.method === "GET" && procedurePath.test(pathOf(req.url)) ? connectQueryVersion(req.url) : undefined;
   if (versionParam !== undefined && versionParam !== "v1") {
-    refusals.push(
-      new InvalidArgumentError(`the connect query parameter must be "v1": got "${versionParam}"`, {
-        reason: "UNSUPPORTED_PROTOCOL_VERSION",
-      }),
-    );
+    refusal ??= new InvalidArgumentError(`the connect query parameter must be "v1": got "${versionParam}"`, {
+      reason: "UNSUPPORTED_PROTOCOL_VERSION",
+    });
   }
 
   if (source === "cookie") {
-    refusals.push(
-      checkCsrf(
-        {
-          method: (req.method ?? "GET").toUpperCase(),
-          ownOrigin: ownOrigin(headers, settings),
-          origin: first(headers.origin),
-          secFetchSite: first(headers["sec-fetch-site"]),
-          contentType: first(headers["content-type"]),
-          hasConnectProtocolVersion: version !== undefined,
-        },
-        settings.allowedOrigins,
-      ),
+    refusal ??= checkCsrf(
+      {
+        method: (req.method ?? "GET").toUpperCase(),
+        ownOrigin: ownOrigin(headers, settings),
+        origin: first(headers.origin),
+        secFetchSite: first(headers["sec-fetch-site"]),
+        contentType: first(headers["content-type"]),
+        hasConnectProtocolVersion: version !== undefined,
+      },
+      settings.allowedOrigins,
     );
   }
 
@@ -193,12 +200,41 @@ export async function admitRequest(
     userAgent,
     caller,
     source,
-    refusal: refusals.find((r) => r !== undefined),
+    refusal,
     authFailure,
     onlyCookieFailed: staleCookie,
   };
-  edges.set(req, edge);
+  (req as { [edgeSlot]?: EdgeRequest })[edgeSlot] = edge;
   return edge;
+}
+
+/** Counts the request against the caller's limit and sets the `X-RateLimit-*` headers. */
+async function countRequest(
+  limiter: RateLimiter,
+  caller: Caller,
+  ipAddress: string,
+  res: NodeResponseLike,
+  settings: EdgeSettings,
+  requestId: string,
+): Promise<PlatformError | undefined> {
+  try {
+    const decision = await limiter.consume(rateLimitKey(caller, ipAddress));
+    const limitHeaders = rateLimitHeaders(decision);
+    for (const name in limitHeaders) res.setHeader(name, limitHeaders[name]!);
+    if (decision.allowed) return undefined;
+    return new ResourceExhaustedError(
+      `rate limit exceeded: ${decision.limit} requests per window; retry after ${limitHeaders["Retry-After"]} s`,
+      { reason: "RATE_LIMITED", headers: { "Retry-After": limitHeaders["Retry-After"] ?? "1" } },
+    );
+  } catch (error) {
+    // Fail closed: a request we cannot count is refused as `unavailable` (retry later), never let
+    // through unlimited. The store is the database the request would need anyway.
+    settings.logger.warn("rate limiter store failed; request refused", { requestId, error: String(error) });
+    return new UnavailableError("the rate limiter cannot count this request right now; retry shortly", {
+      reason: "RATE_LIMITER_UNAVAILABLE",
+      headers: { "Retry-After": "1" },
+    });
+  }
 }
 
 /**
@@ -208,8 +244,11 @@ export async function admitRequest(
 export function callerFor(edge: EdgeRequest, settings: EdgeSettings, method: DescMethod): Caller {
   if (edge.refusal) throw edge.refusal;
   if (edge.authFailure !== undefined) {
-    const operation = settings.platform.operations.get(procedureOf(method));
-    if (!(edge.onlyCookieFailed && operation?.access.kind === "public")) throw edge.authFailure;
+    const procedure = procedureOf(method);
+    const isPublic =
+      procedure === cliLoginProcedure ||
+      settings.platform.operations.get(procedure)?.access.kind === "public";
+    if (!(edge.onlyCookieFailed && isPublic)) throw edge.authFailure;
   }
   return edge.caller;
 }
@@ -247,7 +286,12 @@ export async function callPlatform<I extends DescMessage, O extends DescMessage>
       error: String(late),
     }),
   );
-  return { response, setCookie: sessionCookieAfter(method, response, cookieSettings(settings)) };
+  return {
+    response,
+    setCookie: touchesSessionCookie(method)
+      ? sessionCookieAfter(method, response, cookieSettings(settings))
+      : undefined,
+  };
 }
 
 /** Cookie attributes for this server. */
@@ -292,7 +336,9 @@ function untilAborted<T>(
   });
 }
 
-const procedurePath = /^\/[A-Za-z0-9_.]+\/[A-Za-z0-9_]+$/;
+// `/<package>.<Service>/<Method>`: the service name is package-qualified, which tells a Connect
+// path from a two-segment REST path such as `/v1/whoami`.
+const procedurePath = /^\/[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\/[A-Za-z_]\w*$/;
 
 function pathOf(url: string | undefined): string {
   return url?.split("?", 1)[0] ?? "/";
@@ -306,8 +352,26 @@ function connectQueryVersion(url: string | undefined): string | undefined {
 function bearerOf(authorization: string | undefined): string | undefined {
   if (authorization === undefined) return undefined;
   const match = /^Bearer(?:\s+(.*))?$/i.exec(authorization.trim());
-  // Other schemes (the CLI's signed challenges) are not bearer tokens; they are not ours to judge here.
   return match ? (match[1] ?? "").trim() : undefined;
+}
+
+/**
+ * A `Platform` challenge (CLIENTS.md §1.1) with the procedure it must be signed for, or
+ * undefined when there is none or the request is the CLI login stream (obligation 6).
+ */
+function challengeOf(
+  req: NodeRequestLike,
+  authorization: string | undefined,
+  resolveProcedure: ProcedureResolver | undefined,
+): { value: string; procedure: string } | undefined {
+  if (authorization === undefined) return undefined;
+  const match = /^Platform(?:\s+(.*))?$/i.exec(authorization.trim());
+  if (!match) return undefined;
+  const path = pathOf(req.url);
+  const procedure = procedurePath.test(path) ? path : resolveProcedure?.(req.method ?? "GET", path);
+  if (procedure === cliLoginProcedure) return undefined;
+  // An unroutable path keeps its own: no procedure equals it, so the challenge fails as it should.
+  return { value: (match[1] ?? "").trim(), procedure: procedure ?? path };
 }
 
 function ownOrigin(headers: IncomingHttpHeaders, settings: EdgeSettings): string {

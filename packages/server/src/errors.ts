@@ -8,6 +8,7 @@
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type ErrorCode, type FieldViolation, PlatformError } from "@wap/core";
+import { StorageUnavailableError } from "@wap/core/storage";
 import { BadRequestSchema, ErrorInfoSchema, errorDomain } from "./error-details.js";
 import type { Logger } from "./logger.js";
 import type { RestErrorDetail } from "./rest/index.js";
@@ -69,6 +70,17 @@ export function toPublicError(error: unknown, requestId: string, logger: Logger)
       reason: error.reason,
       violations: error.violations,
       headers: error.headers,
+    };
+  }
+  if (error instanceof StorageUnavailableError) {
+    // Raised by core helpers called outside `platform.invoke` (the CLI login stream), which
+    // would otherwise have translated it: a database outage is worth a retry, not `internal`.
+    return {
+      code: "unavailable",
+      message: "the database is unavailable; retry shortly",
+      reason: "UNAVAILABLE",
+      violations: [],
+      headers: {},
     };
   }
   if (error instanceof ConnectError && error.code !== Code.Internal && error.code !== Code.Unknown) {

@@ -2,6 +2,10 @@
  * JSON-lines logging to stderr. Callers pass plain fields; nothing here knows about tokens, so
  * callers never pass headers, cookies, bodies or keys.
  *
+ * At `info` every request is logged, so a line must be cheap: it is written by hand around one
+ * `JSON.stringify` of the fields, and lines to stderr are gathered and written once per turn of
+ * the event loop (one system call for all the requests answered in that turn), and at exit.
+ *
  * @module
  */
 
@@ -15,20 +19,63 @@ export interface Logger {
   info(message: string, fields?: LogFields): void;
   warn(message: string, fields?: LogFields): void;
   error(message: string, fields?: LogFields): void;
+  /** False when lines of `level` are dropped, so callers can skip gathering their fields. */
+  enabled?(level: Exclude<LogLevel, "silent">): boolean;
 }
 
-/** A logger writing one JSON object per line (`time`, `level`, `msg`, then the fields). */
-export function createJsonLogger(
-  level: LogLevel = "info",
-  write: (line: string) => void = (line) => process.stderr.write(line),
-): Logger {
+/**
+ * A logger writing one JSON object per line (`time`, `level`, `msg`, then the fields). With
+ * `write`, each line is handed over as it is made; without, lines go to stderr in batches.
+ */
+export function createJsonLogger(level: LogLevel = "info", write?: (line: string) => void): Logger {
   const threshold = logLevels.indexOf(level);
-  const log = (at: Exclude<LogLevel, "silent">) => (message: string, fields?: LogFields) => {
-    if (logLevels.indexOf(at) < threshold) return;
-    write(`${JSON.stringify({ time: new Date().toISOString(), level: at, msg: message, ...fields })}\n`);
+  const out = write ?? stderrLines;
+  const enabled = (at: Exclude<LogLevel, "silent">) => logLevels.indexOf(at) >= threshold;
+  const log = (at: Exclude<LogLevel, "silent">) => {
+    if (!enabled(at)) return ignore;
+    // An error goes out at once, with whatever is gathered before it: the process may be about to die.
+    const urgent = at === "error" && write === undefined;
+    return (message: string, fields?: LogFields) => {
+      out(formatLine(at, message, fields));
+      if (urgent) flushStderr();
+    };
   };
-  return { debug: log("debug"), info: log("info"), warn: log("warn"), error: log("error") };
+  return { debug: log("debug"), info: log("info"), warn: log("warn"), error: log("error"), enabled };
 }
 
 /** Discards everything (embedding and tests that do not care). */
 export const silentLogger: Logger = createJsonLogger("silent");
+
+function ignore(): void {}
+
+function formatLine(level: string, message: string, fields: LogFields | undefined): string {
+  const time = new Date().toISOString();
+  // Fields named like the fixed keys replace them, as a spread would.
+  if (fields !== undefined && ("time" in fields || "level" in fields || "msg" in fields)) {
+    return `${JSON.stringify({ time, level, msg: message, ...fields })}\n`;
+  }
+  const head = `{"time":"${time}","level":"${level}","msg":${JSON.stringify(message)}`;
+  const rest = fields === undefined ? "{}" : JSON.stringify(fields);
+  return rest === "{}" ? `${head}}\n` : `${head},${rest.slice(1)}\n`;
+}
+
+let pending = "";
+let flushScheduled = false;
+
+function stderrLines(line: string): void {
+  pending += line;
+  if (flushScheduled) return;
+  flushScheduled = true;
+  setImmediate(flushStderr);
+}
+
+function flushStderr(): void {
+  flushScheduled = false;
+  if (pending === "") return;
+  const chunk = pending;
+  pending = "";
+  process.stderr.write(chunk);
+}
+
+// stderr is written synchronously for files, pipes and terminals: nothing is lost at exit.
+process.once("exit", flushStderr);

@@ -6,22 +6,32 @@
  *
  * @module
  */
+import { setMaxListeners } from "node:events";
 import type http from "node:http";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { getRequestListener } from "@hono/node-server";
-import type { ErrorCode } from "@wap/core";
+import { type ErrorCode, procedureOf } from "@wap/core";
 import { type AppSettings, createApp, probePaths } from "./app.js";
 import { connectContextValues, registerConnectRoutes } from "./connect-routes.js";
 import { applyCors } from "./cors.js";
-import { admitRequest, edgeOf } from "./edge.js";
+import { admitRequest, edgeOf, type ProcedureResolver } from "./edge.js";
 import type { NodeHandler } from "./listener.js";
+import type { Logger } from "./logger.js";
+import { createRestRoutes, type RestRoutes } from "./rest/index.js";
+import { platformServices } from "./services.js";
 
 /** Builds the handler the listener serves. */
 export function createRequestHandler(settings: AppSettings): NodeHandler {
-  const app = createApp(settings);
+  const routes = createRestRoutes(platformServices);
+  const app = createApp(settings, routes);
+  const resolveProcedure = restProcedureResolver(routes);
   const fallback = getRequestListener(app.fetch);
   const shutdown = new AbortController();
+  // connect-node and the REST calls listen on these once per call in flight, and on `closing`
+  // once per open stream: many listeners are the normal case, not a leak.
+  setMaxListeners(0, shutdown.signal, settings.shutdownSignal);
+  if (settings.edge.closing) setMaxListeners(0, settings.edge.closing);
   settings.shutdownSignal.addEventListener(
     "abort",
     () => shutdown.abort(new ConnectError("the server is shutting down; retry", Code.Unavailable)),
@@ -37,47 +47,86 @@ export function createRequestHandler(settings: AppSettings): NodeHandler {
     shutdownSignal: shutdown.signal,
   });
   const { logger } = settings.edge;
+  // Decided once: with request lines off (below info), no request pays for gathering them.
+  const logRequests = logger.enabled?.("info") ?? true;
+  const logProbes = logger.enabled?.("debug") ?? true;
+
+  /** Runs the edge, then hands the request to connect-node (which falls back to Hono). */
+  async function admitThenRoute(
+    req: Parameters<NodeHandler>[0],
+    res: Parameters<NodeHandler>[1],
+    path: string,
+  ) {
+    try {
+      const edge = await admitRequest(req, res, settings.edge, resolveProcedure);
+      // Named here too, for requests that connect-node refuses before any handler runs.
+      if (procedurePath.test(path)) edge.rpc = path;
+    } catch (error) {
+      // admitRequest never throws by contract; answer 500 rather than hang if it ever does.
+      logger.error("request edge failed", { error: String(error) });
+      if (!res.headersSent) (res as http.ServerResponse).writeHead(500);
+      res.end();
+      return;
+    }
+    connect(req, res);
+  }
 
   return (req, res) => {
-    const started = performance.now();
-    const path = (req.url ?? "/").split("?", 1)[0] ?? "/";
-    res.once("close", () => {
-      const edge = edgeOf(req);
-      const fields = {
-        method: req.method,
-        path: redactPath(path),
-        rpc: edge?.rpc,
-        status: res.statusCode,
-        code: edge?.code ?? codeFromStatus(res.statusCode),
-        ms: Math.round((performance.now() - started) * 10) / 10,
-        requestId: edge?.requestId,
-        protocol: `HTTP/${req.httpVersion}`,
-      };
-      if (probePaths.has(path)) logger.debug("request", fields);
-      else logger.info("request", fields);
-    });
+    const url = req.url ?? "/";
+    const query = url.indexOf("?");
+    const path = query < 0 ? url : url.slice(0, query);
+    const probe = probePaths.has(path);
+    if (probe ? logProbes : logRequests) logWhenClosed(logger, req, res, path, probe);
     if (applyCors(req, res as Parameters<typeof applyCors>[1], settings.edge.allowedOrigins)) return;
-    if (probePaths.has(path) && req.method === "GET") {
+    if (probe && req.method === "GET") {
       void fallback(req, res);
       return;
     }
-    admitRequest(req, res, settings.edge).then(
-      (edge) => {
-        // Named here too, for requests that connect-node refuses before any handler runs.
-        if (procedurePath.test(path)) edge.rpc = path;
-        connect(req, res);
-      },
-      (error: unknown) => {
-        // admitRequest never throws by contract; answer 500 rather than hang if it ever does.
-        logger.error("request edge failed", { error: String(error) });
-        if (!res.headersSent) (res as http.ServerResponse).writeHead(500);
-        res.end();
-      },
-    );
+    void admitThenRoute(req, res, path);
   };
 }
 
+/** One JSON line per request, when its response closes. */
+function logWhenClosed(
+  logger: Logger,
+  req: Parameters<NodeHandler>[0],
+  res: Parameters<NodeHandler>[1],
+  path: string,
+  probe: boolean,
+): void {
+  const started = performance.now();
+  res.once("close", () => {
+    const edge = edgeOf(req);
+    const fields = {
+      method: req.method,
+      path: redactPath(path),
+      rpc: edge?.rpc,
+      status: res.statusCode,
+      // A response closed before it ended: the client left (a reset stream, a dropped socket).
+      code: edge?.code ?? (res.writableEnded ? codeFromStatus(res.statusCode) : "canceled"),
+      ms: Math.round((performance.now() - started) * 10) / 10,
+      requestId: edge?.requestId,
+      protocol: `HTTP/${req.httpVersion}`,
+    };
+    if (probe) logger.debug("request", fields);
+    else logger.info("request", fields);
+  });
+}
+
 const procedurePath = /^\/platform\.v1\.[A-Za-z]+\/[A-Za-z]+$/;
+
+/** The RPC a REST path is routed to, for the `Platform` challenges signed over its procedure. */
+function restProcedureResolver(routes: RestRoutes): ProcedureResolver {
+  return (httpMethod, path) => {
+    try {
+      const match = routes.match(httpMethod.toUpperCase(), path);
+      return match !== null && "method" in match ? procedureOf(match.method) : undefined;
+    } catch {
+      // A malformed path variable: the REST app answers it; the challenge just cannot match.
+      return undefined;
+    }
+  };
+}
 
 /** Invite tokens travel in REST paths; they must not reach the logs. */
 function redactPath(path: string): string {
@@ -87,20 +136,21 @@ function redactPath(path: string): string {
 /** The code of an answer whose error the server did not translate itself (protocol-level errors). */
 function codeFromStatus(status: number): ErrorCode | "ok" {
   if (status < 400) return "ok";
-  const byStatus: Record<number, ErrorCode> = {
-    400: "invalid_argument",
-    401: "unauthenticated",
-    403: "permission_denied",
-    404: "not_found",
-    408: "deadline_exceeded",
-    409: "aborted",
-    413: "resource_exhausted",
-    415: "invalid_argument",
-    429: "resource_exhausted",
-    499: "canceled",
-    501: "unimplemented",
-    503: "unavailable",
-    504: "deadline_exceeded",
-  };
-  return byStatus[status] ?? (status >= 500 ? "internal" : "unknown");
+  return codesByStatus[status] ?? (status >= 500 ? "internal" : "unknown");
 }
+
+const codesByStatus: Readonly<Record<number, ErrorCode>> = {
+  400: "invalid_argument",
+  401: "unauthenticated",
+  403: "permission_denied",
+  404: "not_found",
+  408: "deadline_exceeded",
+  409: "aborted",
+  413: "resource_exhausted",
+  415: "invalid_argument",
+  429: "resource_exhausted",
+  499: "canceled",
+  501: "unimplemented",
+  503: "unavailable",
+  504: "deadline_exceeded",
+};

@@ -9,6 +9,8 @@ import { join, resolve } from "node:path";
 import {
   createMasterKeyStore,
   createPlatform,
+  type IntegrationServices,
+  type Mailer,
   type Platform,
   type PlatformOptions,
   SealedDataError,
@@ -17,8 +19,10 @@ import type { Storage } from "@wap/core/storage";
 import { defaultConfig, type ServerConfig } from "./config.js";
 import { normalizeOrigins } from "./csrf.js";
 import type { EdgeSettings } from "./edge.js";
+import { applyIntegrations, loadIntegrations } from "./integrations-config.js";
 import { listen, type TlsFiles } from "./listener.js";
 import { createJsonLogger, type Logger } from "./logger.js";
+import { createServerMailer } from "./mailer.js";
 import { loadMasterKey } from "./master-key.js";
 import { type Backend, databaseTargetOf, openBackend } from "./open-storage.js";
 import { createMemoryRateLimiters, type RateLimiters, type RateLimitSettings } from "./rate-limit.js";
@@ -43,6 +47,8 @@ export interface ServerOptions extends Partial<Omit<ServerConfig, "rateLimit">> 
   readonly rateLimiters?: RateLimiters;
   /** Where logs go; default JSON lines on stderr at `logLevel`. */
   readonly logger?: Logger;
+  /** Billing provider, licence, SSO options: these win over those the settings (Stripe, licence) make. */
+  readonly integrations?: IntegrationServices;
 }
 
 export interface RunningServer {
@@ -63,10 +69,15 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
   const config = configOf(options);
   const logger = options.logger ?? createJsonLogger(config.logLevel);
   const tls = await readTls(config);
+  // Read before the platform is built: a bad setting must not leave it open.
+  const integrations = { ...(await loadIntegrations(config, logger)), ...options.integrations };
 
   const ownsPlatform = options.platform === undefined;
-  const built = options.platform ? undefined : await buildPlatform(config, options, logger);
+  const built = options.platform
+    ? undefined
+    : await buildPlatform(config, options, logger, tls !== undefined);
   const platform = options.platform ?? built!.platform;
+  applyIntegrations(platform, integrations);
   const backend = built?.backend;
   const shutdown = new AbortController();
   const closing = new AbortController();
@@ -92,6 +103,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
   } catch (error) {
     if (ownsPlatform) await platform.close();
     await backend?.release();
+    await built?.mailer?.close?.();
     throw error;
   }
   const url = `${tls ? "https" : "http"}://${urlHost(config.host)}:${listener.port}`;
@@ -113,6 +125,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
         // then the pool they shared drains.
         if (ownsPlatform) await platform.close();
         await backend?.release();
+        await built?.mailer?.close?.();
         logger.info("stopped");
       })();
       return stopping;
@@ -124,7 +137,8 @@ async function buildPlatform(
   config: ServerConfig,
   options: ServerOptions,
   logger: Logger,
-): Promise<{ platform: Platform; backend: Backend }> {
+  secure: boolean,
+): Promise<{ platform: Platform; backend: Backend; mailer: Mailer | undefined }> {
   // Refuse a bad database URL before anything is written to the data directory.
   const target = options.storage ? undefined : databaseTargetOf(config.databaseUrl, config.dataDir);
   const keyFile = resolve(config.masterKeyFile ?? join(config.dataDir, "master.key"));
@@ -146,17 +160,28 @@ async function buildPlatform(
         release: async () => undefined,
       };
   logger.info("storage opened", { ...backend.description, ms: Math.round(performance.now() - started) });
+  let mailer: Mailer | undefined;
   try {
+    // A mailer given by the embedding application is its own; one built here is closed with the server.
+    mailer = options.platformOptions?.mailer
+      ? undefined
+      : createServerMailer(config, target?.kind !== "postgres", logger);
+    const publicBaseUrl =
+      config.publicUrl ?? options.platformOptions?.config?.publicBaseUrl ?? defaultPublicUrl(config, secure);
+    if (publicBaseUrl !== undefined) logger.info("public URL", { url: publicBaseUrl });
     const platform = await createPlatform({
       onPublishError: (error, topic) =>
         logger.warn("event not published; subscribers miss it", { topic, error: String(error) }),
+      ...(mailer && { mailer }),
       ...options.platformOptions,
+      config: { ...options.platformOptions?.config, ...(publicBaseUrl !== undefined && { publicBaseUrl }) },
       storage: backend.storage,
       keyStore: createMasterKeyStore({ masterKey }),
       ...(backend.events && { events: backend.events }),
     });
-    return { platform, backend };
+    return { platform, backend, mailer };
   } catch (error) {
+    await mailer?.close?.().catch(() => undefined);
     await backend.events?.close().catch(() => undefined);
     await backend.storage.close().catch(() => undefined);
     await backend.release().catch(() => undefined);
@@ -168,6 +193,16 @@ async function buildPlatform(
     }
     throw error;
   }
+}
+
+/**
+ * Where links point when no public URL is configured: this server on localhost (a passkey's RP ID
+ * must be a host name, not 127.0.0.1). Undefined for port 0, whose port is not known yet: the
+ * platform's default stays.
+ */
+function defaultPublicUrl(config: ServerConfig, secure: boolean): string | undefined {
+  if (config.port === 0) return undefined;
+  return `${secure ? "https" : "http"}://localhost:${config.port}`;
 }
 
 async function readTls(config: ServerConfig): Promise<TlsFiles | undefined> {

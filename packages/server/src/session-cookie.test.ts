@@ -18,6 +18,10 @@ describe("the session cookie", () => {
     expect(sessionCookieAfter(AuthService.method.refreshToken, { accessToken: "t2" }, settings)).toContain(
       "session=t2;",
     );
+    // A passkey sign-in in the browser is a sign-in like the others.
+    expect(
+      sessionCookieAfter(AuthService.method.finishPasskeyLogin, { accessToken: "t3" }, settings),
+    ).toContain("session=t3;");
     expect(sessionCookieAfter(AuthService.method.logout, {}, { ...settings, secure: false })).toBe(
       "session=; HttpOnly; SameSite=Lax; Path=/; Max-Age=0",
     );

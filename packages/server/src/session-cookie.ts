@@ -13,6 +13,7 @@ export const sessionCookieName = "session";
 
 /** The value of the `session` cookie in a `Cookie` header, if any. */
 export function readSessionCookie(cookieHeader: string | string[] | undefined): string | undefined {
+  if (cookieHeader === undefined) return undefined;
   const headers = Array.isArray(cookieHeader) ? cookieHeader : cookieHeader ? [cookieHeader] : [];
   for (const header of headers) {
     for (const pair of header.split(";")) {
@@ -54,25 +55,35 @@ function serialize(value: string, maxAge: number, secure: boolean): string {
   return attributes.join("; ");
 }
 
+// By procedure path, not descriptor identity: a method may come from another copy of the descriptors.
 const signIns = new Set([
   procedureOf(AuthService.method.login),
   procedureOf(AuthService.method.loginWithBackupCode),
+  procedureOf(AuthService.method.finishPasskeyLogin),
   procedureOf(AuthService.method.refreshToken),
 ]);
 const logout = procedureOf(AuthService.method.logout);
 
+/** True for the methods whose answer sets or clears the cookie. */
+export function touchesSessionCookie(method: DescMethod): boolean {
+  // Every one of them is an AuthService method: other calls skip building the path.
+  if (method.parent.typeName !== AuthService.typeName) return false;
+  const procedure = procedureOf(method);
+  return procedure === logout || signIns.has(procedure);
+}
+
 /**
  * The `Set-Cookie` header a successful call of `method` answers with: the new access token after
- * Login, LoginWithBackupCode and RefreshToken, a cleared cookie after Logout, nothing otherwise.
+ * Login, LoginWithBackupCode, FinishPasskeyLogin and RefreshToken, a cleared cookie after Logout,
+ * nothing otherwise.
  */
 export function sessionCookieAfter(
   method: DescMethod,
   response: unknown,
   settings: CookieSettings,
 ): string | undefined {
-  const procedure = procedureOf(method);
-  if (procedure === logout) return clearedSessionCookie(settings);
-  if (!signIns.has(procedure)) return undefined;
+  if (!touchesSessionCookie(method)) return undefined;
+  if (procedureOf(method) === logout) return clearedSessionCookie(settings);
   const token = (response as { accessToken?: unknown }).accessToken;
   return typeof token === "string" && token !== "" ? sessionCookie(token, settings) : undefined;
 }

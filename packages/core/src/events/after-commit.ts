@@ -9,6 +9,9 @@
  * call is open is taken as nested (a savepoint): its events move to the outer one when it
  * succeeds and are released only when that one commits.
  *
+ * Every call gets one of these, so it is built to cost little: a class (no closures per call)
+ * and a view of the storage that inherits its members from a prototype made once per storage.
+ *
  * @module
  */
 import type { Repositories, Storage } from "../storage/storage.js";
@@ -34,23 +37,41 @@ export interface AfterCommitEvents {
   committed(): readonly StagedEvent[];
 }
 
-/** Watches the transactions of one call on `storage`. */
-export function createAfterCommitEvents(storage: Storage): AfterCommitEvents {
-  const released: StagedEvent[] = [];
-  const frames = new Map<Repositories, Frame>();
-  const open: Frame[] = [];
+const noEvents: readonly StagedEvent[] = Object.freeze([]);
 
-  async function transaction<T>(fn: (tx: Repositories) => Promise<T>): Promise<T> {
+class CallEvents implements AfterCommitEvents {
+  readonly storage: Storage;
+  readonly #base: Storage;
+  // Most calls never write: the bookkeeping is made on the first transaction.
+  #released: StagedEvent[] | undefined;
+  #frames: Map<Repositories, Frame> | undefined;
+  #open: Frame[] | undefined;
+
+  constructor(base: Storage) {
+    this.#base = base;
+    const view = Object.create(viewPrototype(base)) as { transaction: Storage["transaction"] };
+    // Bound, so that a destructured `transaction` still belongs to this call.
+    view.transaction = this.transaction.bind(this) as Storage["transaction"];
+    this.storage = view as unknown as Storage;
+  }
+
+  async transaction<T>(fn: (tx: Repositories) => Promise<T>): Promise<T> {
+    if (this.#open === undefined || this.#frames === undefined) {
+      this.#open = [];
+      this.#frames = new Map();
+    }
+    const open = this.#open;
+    const frames = this.#frames;
     const frame: Frame = { events: [], parent: open[open.length - 1] };
     open.push(frame);
     let handle: Repositories | undefined;
     try {
-      const result = await storage.transaction((tx) => {
+      const result = await this.#base.transaction((tx) => {
         handle = tx;
         frames.set(tx, frame);
         return fn(tx);
       });
-      const target = frame.parent && open.includes(frame.parent) ? frame.parent.events : released;
+      const target = frame.parent && open.includes(frame.parent) ? frame.parent.events : this.#releasedList();
       target.push(...frame.events);
       return result;
     } finally {
@@ -59,23 +80,65 @@ export function createAfterCommitEvents(storage: Storage): AfterCommitEvents {
     }
   }
 
-  const watched = new Proxy(storage, {
-    get(target, property) {
-      if (property === "transaction") return transaction;
-      const value: unknown = Reflect.get(target, property, target);
-      // Methods of class-based adapters keep their own `this`.
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
+  stage(tx: Repositories, event: StagedEvent): void {
+    const frame = this.#frames?.get(tx);
+    // Written outside any transaction of this call: it is already committed.
+    if (frame === undefined) this.#releasedList().push(event);
+    else frame.events.push(event);
+  }
 
-  return {
-    storage: watched,
-    stage(tx, event) {
-      const frame = frames.get(tx);
-      // Written outside any transaction of this call: it is already committed.
-      if (frame === undefined) released.push(event);
-      else frame.events.push(event);
-    },
-    committed: () => released,
-  };
+  #releasedList(): StagedEvent[] {
+    if (this.#released === undefined) this.#released = [];
+    return this.#released;
+  }
+
+  committed(): readonly StagedEvent[] {
+    return this.#released ?? noEvents;
+  }
+}
+
+/** Watches the transactions of one call on `storage`. */
+export function createAfterCommitEvents(storage: Storage): AfterCommitEvents {
+  return new CallEvents(storage);
+}
+
+const prototypes = new WeakMap<Storage, object>();
+
+/**
+ * An object that reads every member of `storage` through to it (methods bound to it, so that
+ * class-based adapters keep their `this`); a call's view inherits from it and adds its own
+ * `transaction`. Made once per storage instead of a Proxy per call.
+ */
+function viewPrototype(storage: Storage): object {
+  let prototype = prototypes.get(storage);
+  if (prototype !== undefined) return prototype;
+  prototype = {};
+  const bound = new Map<PropertyKey, { readonly of: unknown; readonly fn: unknown }>();
+  for (const key of memberKeys(storage)) {
+    if (key === "transaction") continue;
+    Object.defineProperty(prototype, key, {
+      enumerable: true,
+      get() {
+        const value: unknown = Reflect.get(storage, key, storage);
+        if (typeof value !== "function") return value;
+        let entry = bound.get(key);
+        if (entry?.of !== value) {
+          entry = { of: value, fn: value.bind(storage) };
+          bound.set(key, entry);
+        }
+        return entry.fn;
+      },
+    });
+  }
+  prototypes.set(storage, prototype);
+  return prototype;
+}
+
+/** Own and inherited member names of an adapter, up to (not including) Object.prototype. */
+function memberKeys(storage: Storage): Set<PropertyKey> {
+  const keys = new Set<PropertyKey>();
+  for (let o: object | null = storage; o !== null && o !== Object.prototype; o = Object.getPrototypeOf(o)) {
+    for (const key of Reflect.ownKeys(o)) if (key !== "constructor") keys.add(key);
+  }
+  return keys;
 }

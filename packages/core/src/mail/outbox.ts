@@ -64,7 +64,10 @@ export function createOutboxMailer(options: OutboxMailerOptions): Mailer {
     async send(message) {
       try {
         const written = await write(message);
-        options.log?.(`mail to ${message.to} (${JSON.stringify(written.subject)}) written to ${written.file}`, written);
+        options.log?.(
+          `mail to ${message.to} (${JSON.stringify(written.subject)}) written to ${written.file}`,
+          written,
+        );
       } catch (error) {
         options.onError?.(error, message);
         throw error;

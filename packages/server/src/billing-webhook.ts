@@ -1,0 +1,110 @@
+/**
+ * `POST /v1/billing/webhook`: the billing provider's webhook, handed to core's
+ * `handleBillingWebhook` with the body exactly as received (the signature covers its bytes).
+ *
+ * Answers: 200 when handled (also for repeats and events we ignore: the provider must stop
+ * retrying), 400 when not authentic (`BillingWebhookError`: bad signature, too old, billing off),
+ * 500 for anything else, so the provider retries; the cause goes to the log, not the answer.
+ *
+ * @module
+ */
+import { BillingWebhookError, handleBillingWebhook } from "@wap/core";
+import { Hono } from "hono";
+import type { EdgeSettings } from "./edge.js";
+import { admitted, type Env, jsonErrorResponse, publicError, requestFacts } from "./endpoint-edge.js";
+import { toPublicError } from "./errors.js";
+import { BodyTooLargeError } from "./read-body.js";
+
+export const billingWebhookPath = "/v1/billing/webhook";
+
+/** Stripe's header; the one provider there is. Another provider brings its own header here. */
+const signatureHeader = "stripe-signature";
+
+export interface BillingWebhookSettings {
+  readonly edge: EdgeSettings;
+  /** Largest body accepted, in bytes. */
+  readonly bodyLimitBytes: number;
+}
+
+/** The webhook endpoint, to mount before the REST catch-all. */
+export function billingWebhookRoutes(settings: BillingWebhookSettings): Hono<Env> {
+  const app = new Hono<Env>();
+  const { logger } = settings.edge;
+
+  app.post(billingWebhookPath, async (c) => {
+    const { edge, refusal } = admitted(c);
+    const fail = (error: unknown, status?: number) => {
+      const answer = toPublicError(error, edge.requestId, logger);
+      edge.code = answer.code;
+      return jsonErrorResponse(answer, {}, status);
+    };
+    if (refusal) return fail(refusal);
+    let body: Uint8Array;
+    try {
+      body = await readBodyBytes(c.req.raw, settings.bodyLimitBytes);
+    } catch (error) {
+      return fail(error, error instanceof BodyTooLargeError ? 413 : undefined);
+    }
+    try {
+      const result = await handleBillingWebhook(
+        settings.edge.platform.services,
+        { body, signature: c.req.header(signatureHeader) ?? "" },
+        requestFacts(edge),
+      );
+      edge.code = "ok";
+      logger.info("billing webhook", {
+        requestId: edge.requestId,
+        applied: result.applied,
+        ...(result.note && { note: result.note }),
+        ...(result.workspaceId && { workspaceId: result.workspaceId }),
+      });
+      return c.json({ received: true, applied: result.applied }, 200, { "Cache-Control": "no-store" });
+    } catch (error) {
+      if (error instanceof BillingWebhookError) {
+        edge.code = "invalid_argument";
+        logger.warn("billing webhook refused", { requestId: edge.requestId, reason: error.message });
+        return jsonErrorResponse(publicError("invalid_argument", error.message, "BILLING_WEBHOOK_INVALID"));
+      }
+      edge.code = "internal";
+      logger.error("billing webhook failed; the provider will retry it", {
+        requestId: edge.requestId,
+        error: describe(error),
+      });
+      return jsonErrorResponse(
+        publicError("internal", `internal error (request id ${edge.requestId})`, "INTERNAL"),
+        {},
+        500,
+      );
+    }
+  });
+
+  return app;
+}
+
+/** The body as bytes, refusing more than the limit. Not as text: decoding could alter bytes (a BOM). */
+async function readBodyBytes(request: Request, limitBytes: number): Promise<Uint8Array> {
+  const declared = Number(request.headers.get("content-length") ?? Number.NaN);
+  if (declared > limitBytes) throw new BodyTooLargeError(limitBytes);
+  if (!request.body) return new Uint8Array();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = request.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limitBytes) {
+      await reader.cancel().catch(() => undefined);
+      throw new BodyTooLargeError(limitBytes);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** The error and its causes, for the log: messages only (provider errors carry no secrets). */
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause === undefined ? "" : `; caused by ${describe(error.cause)}`;
+  return `${error.name}: ${error.message}${cause}`;
+}

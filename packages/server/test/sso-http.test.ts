@@ -1,0 +1,336 @@
+/**
+ * The SSO browser endpoints through the running server, driven by plain HTTP as a browser would
+ * (redirects followed by hand, cookies kept): an OIDC sign-in against oidc-provider on loopback
+ * and a SAML sign-in with assertions signed by an openssl key, each ending with a `session`
+ * cookie that Whoami accepts; replayed, tampered and foreign-browser callbacks are refused.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { useIntegrations, verifyDomain } from "../../core/test/support/enterprise.js";
+import { browseSignIn, startOidcIdp, type TestIdp } from "../../core/test/support/oidc-idp.js";
+import {
+  buildResponse,
+  generateIdpKey,
+  idpMetadataXml,
+  idpSsoUrl,
+  type KeyPair,
+  readAuthnRequest,
+  serveMetadata,
+  signAssertion,
+  toPostedResponse,
+} from "../../core/test/support/saml-idp.js";
+import { restCall, signUpWithWorkspace } from "./support/http.js";
+import { startTestServer, type TestServer } from "./support/server.js";
+
+const webApp = "https://app.wap.test";
+
+let server: TestServer;
+
+beforeAll(async () => {
+  server = await startTestServer({ publicUrl: webApp });
+  // The IdPs talk plain HTTP on loopback; the server's own address is where they send browsers.
+  useIntegrations(server.platform, { sso: { baseUrl: server.url, allowInsecureHttp: true } });
+});
+afterAll(async () => {
+  await server?.close();
+});
+
+/** The `name=value` of a Set-Cookie line, and its attributes. */
+function cookieOf(response: Response, name: string) {
+  const line = response.headers.getSetCookie().find((c) => c.startsWith(`${name}=`));
+  if (!line) return undefined;
+  const [pair, ...attributes] = line.split(";").map((part) => part.trim());
+  return { value: pair!.slice(name.length + 1), attributes, line };
+}
+
+const get = (url: string, headers: Record<string, string> = {}) =>
+  fetch(url, { redirect: "manual", headers });
+
+/** The `ErrorInfo.reason` of a google.rpc.Status answer. */
+async function reasonOf(response: Response): Promise<string> {
+  const body = (await response.json()) as { details: { reason?: string }[] };
+  return body.details[0]?.reason ?? "";
+}
+
+async function whoami(session: string) {
+  return restCall(server.url, "GET", "/v1/whoami", undefined, { cookie: `session=${session}` });
+}
+
+/** A workspace owner with a verified domain. */
+async function ownerWithDomain(name: string) {
+  const owner = await signUpWithWorkspace(server.url, name);
+  const domain = `${name}-${crypto.randomUUID().slice(0, 8)}.example`;
+  await verifyDomain(server.platform.services.storage, owner.workspaceId, domain);
+  return { ...owner, domain };
+}
+
+async function providerIdFor(email: string): Promise<string> {
+  const checked = await restCall(server.url, "GET", `/v1/sso/${encodeURIComponent(email)}`);
+  expect(checked.status).toBe(200);
+  return checked.body.providers[0].id as string;
+}
+
+describe("OIDC over HTTP", () => {
+  let idp: TestIdp;
+  let redirectUri: string;
+  let owner: Awaited<ReturnType<typeof ownerWithDomain>>;
+  let providerId: string;
+
+  beforeAll(async () => {
+    redirectUri = `${server.url}/v1/sso/oidc/callback`;
+    idp = await startOidcIdp(redirectUri);
+    owner = await ownerWithDomain("oidc");
+    const updated = await restCall(
+      server.url,
+      "PATCH",
+      `/v1/workspaces/${owner.workspaceId}/oidc`,
+      {
+        name: "Loopback IdP",
+        issuerUrl: idp.issuer,
+        clientId: "wap-confidential",
+        clientSecret: "wap-confidential-secret",
+        scopes: ["openid", "email", "profile"],
+        allowJitProvisioning: true,
+      },
+      { token: owner.accessToken },
+    );
+    expect(updated.status).toBe(200);
+    providerId = await providerIdFor(`someone@${owner.domain}`);
+  });
+  afterAll(async () => {
+    await idp?.close();
+  });
+
+  function idpUser(local: string) {
+    const sub = `sub-${crypto.randomUUID()}`;
+    idp.users.set(sub, {
+      sub,
+      email: `${local}@${owner.domain}`,
+      email_verified: true,
+      name: `${local} Example`,
+      preferred_username: local,
+    });
+    return sub;
+  }
+
+  /** Start, then sign in at the IdP: the callback URL the IdP sends the browser to, and the binding cookie. */
+  async function startAndSignIn(sub: string, returnTo = "/welcome?tab=1") {
+    const start = await get(
+      `${server.url}/v1/sso/oidc/${providerId}/start?returnTo=${encodeURIComponent(returnTo)}`,
+    );
+    expect(start.status).toBe(302);
+    const location = start.headers.get("location")!;
+    expect(new URL(location).origin).toBe(idp.issuer);
+    const binding = cookieOf(start, "wap_sso_binding")!;
+    const callback = await browseSignIn(location, redirectUri, sub);
+    return { start, location, binding, callback };
+  }
+
+  it("signs in end to end: session cookie, redirect to the web app, Whoami works", async () => {
+    const sub = idpUser("ada");
+    const { location, binding, callback } = await startAndSignIn(sub);
+    expect(new URL(location).searchParams.get("redirect_uri")).toBe(redirectUri);
+    expect(binding.attributes).toEqual(
+      expect.arrayContaining(["HttpOnly", "SameSite=Lax", "Path=/v1/sso/oidc/callback", "Max-Age=600"]),
+    );
+
+    const finished = await get(callback.href, { cookie: `wap_sso_binding=${binding.value}` });
+    expect(finished.status).toBe(303);
+    // The web app, with the path asked for at the start, and no token or code in the URL.
+    expect(finished.headers.get("location")).toBe(`${webApp}/welcome?tab=1`);
+    expect(finished.headers.get("cache-control")).toBe("no-store");
+    const session = cookieOf(finished, "session")!;
+    expect(session.attributes).toEqual(expect.arrayContaining(["HttpOnly", "SameSite=Lax", "Path=/"]));
+    expect(session.value).toMatch(/^v4\.public\./);
+    expect(finished.headers.get("location")).not.toContain(session.value);
+    expect(cookieOf(finished, "wap_sso_binding")?.attributes).toContain("Max-Age=0");
+
+    const me = await whoami(session.value);
+    expect(me.status).toBe(200);
+    expect(me.body.user.email).toBe(`ada@${owner.domain}`);
+    expect(server.logs.join("")).not.toContain(session.value);
+    expect(server.logs.join("")).not.toContain(new URL(callback).searchParams.get("code")!);
+
+    // The same callback again (a replay): refused, no session.
+    const replay = await get(callback.href, { cookie: `wap_sso_binding=${binding.value}` });
+    expect(replay.status).toBe(401);
+    expect(cookieOf(replay, "session")).toBeUndefined();
+    expect(await reasonOf(replay)).toBe("SSO_STATE_INVALID");
+  });
+
+  it("refuses a callback in another browser (no binding cookie), with a page for browsers", async () => {
+    const { callback } = await startAndSignIn(idpUser("grace"));
+    const planted = await get(callback.href, { accept: "text/html,application/xhtml+xml" });
+    expect(planted.status).toBe(401);
+    expect(planted.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(cookieOf(planted, "session")).toBeUndefined();
+    const page = await planted.text();
+    expect(page).toContain("Sign-in failed");
+    expect(page).toContain("started in another browser");
+    expect(page).not.toMatch(/at .*\.ts:\d+/);
+  });
+
+  it("refuses the IdP's error answer, and unknown providers", async () => {
+    const { callback, binding } = await startAndSignIn(idpUser("mallory"));
+    // Same state, but the IdP said no: the provider's error is what the browser sees.
+    const url = new URL(callback);
+    url.searchParams.delete("code");
+    url.searchParams.set("error", "access_denied");
+    const refused = await get(url.href, { cookie: `wap_sso_binding=${binding.value}` });
+    expect(refused.status).toBe(401);
+    expect(await reasonOf(refused)).toBe("SSO_PROVIDER_ERROR");
+
+    const unknown = await get(`${server.url}/v1/sso/oidc/${crypto.randomUUID()}/start`);
+    expect(unknown.status).toBe(404);
+    expect(await reasonOf(unknown)).toBe("SSO_PROVIDER_NOT_FOUND");
+    expect((await get(`${server.url}/v1/sso/oidc/not-a-uuid/start`)).status).toBe(404);
+  });
+});
+
+describe("SAML over HTTP", () => {
+  let idpKey: KeyPair;
+  let metadata: Awaited<ReturnType<typeof serveMetadata>>;
+  let owner: Awaited<ReturnType<typeof ownerWithDomain>>;
+  let providerId: string;
+  let acsUrl: string;
+  let entityId: string;
+
+  beforeAll(async () => {
+    idpKey = generateIdpKey("http-test-idp");
+    metadata = await serveMetadata(() => idpMetadataXml(idpKey.certificate));
+    owner = await ownerWithDomain("saml");
+    const updated = await restCall(
+      server.url,
+      "PATCH",
+      `/v1/workspaces/${owner.workspaceId}/saml`,
+      { name: "Test SAML IdP", metadataUrl: metadata.url, allowJitProvisioning: true },
+      { token: owner.accessToken },
+    );
+    expect(updated.status).toBe(200);
+    providerId = await providerIdFor(`someone@${owner.domain}`);
+    acsUrl = `${server.url}/v1/sso/saml/${owner.workspaceId}/acs`;
+    entityId = `${server.url}/v1/sso/saml/${owner.workspaceId}/metadata`;
+  });
+  afterAll(async () => {
+    await metadata?.close();
+  });
+
+  async function start() {
+    const response = await get(`${server.url}/v1/sso/saml/${providerId}/start?returnTo=/home`);
+    expect(response.status).toBe(302);
+    const location = response.headers.get("location")!;
+    return {
+      location,
+      requestId: readAuthnRequest(location).id,
+      binding: cookieOf(response, "wap_sso_binding")!,
+    };
+  }
+
+  function signedResponse(local: string, requestId: string) {
+    const xml = buildResponse({
+      inResponseTo: requestId,
+      acsUrl,
+      audience: entityId,
+      nameId: `${local}@${owner.domain}`,
+      attributes: { email: `${local}@${owner.domain}`, displayName: `${local} Example`, uid: local },
+    });
+    return signAssertion(xml, idpKey);
+  }
+
+  /** The IdP's page posting the form cross-site, as a browser sends it. */
+  function postAcs(samlResponse: string | undefined, cookie: string) {
+    const form = new URLSearchParams(samlResponse === undefined ? {} : { SAMLResponse: samlResponse });
+    form.set("RelayState", "");
+    return fetch(acsUrl, {
+      method: "POST",
+      redirect: "manual",
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        origin: "https://idp.test.example",
+        "sec-fetch-site": "cross-site",
+        cookie,
+      },
+      body: form.toString(),
+    });
+  }
+
+  it("serves the SP metadata; 404 for a workspace without SAML", async () => {
+    const response = await get(`${server.url}/v1/sso/saml/${owner.workspaceId}/metadata`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toBe("application/samlmetadata+xml; charset=utf-8");
+    const xml = await response.text();
+    expect(xml).toContain(`entityID="${entityId}"`);
+    expect(xml).toContain(`Location="${acsUrl}"`);
+    expect((await get(`${server.url}/v1/sso/saml/${crypto.randomUUID()}/metadata`)).status).toBe(404);
+  });
+
+  it("redirects with an AuthnRequest and a SameSite=None; Secure binding cookie for the ACS only", async () => {
+    const { location, binding } = await start();
+    expect(location.startsWith(`${idpSsoUrl}?SAMLRequest=`)).toBe(true);
+    expect(readAuthnRequest(location).xml).toContain(`AssertionConsumerServiceURL="${acsUrl}"`);
+    expect(binding.attributes).toEqual(
+      expect.arrayContaining([
+        "HttpOnly",
+        "SameSite=None",
+        "Secure",
+        `Path=/v1/sso/saml/${owner.workspaceId}/acs`,
+        "Max-Age=600",
+      ]),
+    );
+  });
+
+  it("accepts a signed assertion posted cross-site (no CSRF refusal), then refuses its replay", async () => {
+    const { requestId, binding } = await start();
+    const posted = toPostedResponse(signedResponse("ada", requestId));
+    // The browser also holds someone's session cookie: the ACS is exempt from CSRF all the same.
+    const cookie = `wap_sso_binding=${binding.value}; session=${owner.accessToken}`;
+    const finished = await postAcs(posted, cookie);
+    expect(finished.status).toBe(303);
+    expect(finished.headers.get("location")).toBe(`${webApp}/home`);
+    const session = cookieOf(finished, "session")!;
+    const me = await whoami(session.value);
+    expect(me.status).toBe(200);
+    expect(me.body.user.email).toBe(`ada@${owner.domain}`);
+
+    const replay = await postAcs(posted, cookie);
+    expect(replay.status).toBe(401);
+    expect(cookieOf(replay, "session")).toBeUndefined();
+
+    // Nothing else is exempt: the same cross-site form post elsewhere is refused.
+    const elsewhere = await fetch(`${server.url}/v1/workspaces`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        origin: "https://idp.test.example",
+        cookie: `session=${owner.accessToken}`,
+      },
+      body: "name=evil",
+    });
+    expect(elsewhere.status).toBe(403);
+    expect(await reasonOf(elsewhere)).toBe("CSRF_CHECK_FAILED");
+  });
+
+  it("refuses tampered and unsigned assertions, and a form without SAMLResponse", async () => {
+    const tampered = await start();
+    const signed = signedResponse("bob", tampered.requestId);
+    const altered = signed.replace("bob Example", "eve Example");
+    expect(altered).not.toBe(signed);
+    const refused = await postAcs(toPostedResponse(altered), `wap_sso_binding=${tampered.binding.value}`);
+    expect(refused.status).toBe(401);
+    expect(await reasonOf(refused)).toBe("SAML_RESPONSE_REJECTED");
+
+    const unsigned = await start();
+    const bare = buildResponse({
+      inResponseTo: unsigned.requestId,
+      acsUrl,
+      audience: entityId,
+      nameId: `carol@${owner.domain}`,
+      attributes: { email: `carol@${owner.domain}` },
+    });
+    const refusedBare = await postAcs(toPostedResponse(bare), `wap_sso_binding=${unsigned.binding.value}`);
+    expect(refusedBare.status).toBe(401);
+    expect(cookieOf(refusedBare, "session")).toBeUndefined();
+
+    const empty = await postAcs(undefined, `wap_sso_binding=${unsigned.binding.value}`);
+    expect(empty.status).toBe(400);
+  });
+});
