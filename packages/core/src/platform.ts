@@ -19,6 +19,7 @@ import { authenticate, type CredentialSource, type Credentials } from "./auth/au
 import { createArgon2PasswordHasher, type PasswordHasher } from "./auth/passwords.js";
 import { actorOf, type CallContext, type Caller, type CallerKind, throwIfCancelled } from "./context.js";
 import type { KeyStore } from "./crypto/key-store.js";
+import type { DnsTxtResolver } from "./domains/dns.js";
 import {
   AlreadyExistsError,
   InvalidArgumentError,
@@ -36,6 +37,7 @@ import { streamingOperations } from "./events/subscribe-workspace-events.js";
 import { toEventPayload, workspaceTopic } from "./events/workspace-events.js";
 import { presentFields } from "./lib/presence.js";
 import type { Mailer } from "./mail/mailer.js";
+import { type IntegrationServices, pickIntegrations } from "./operations/integrations.js";
 import type { AnyOperation, AuditEntry, OperationCall, WorkspaceScope } from "./operations/operation.js";
 import { allOperations } from "./operations/registry.js";
 import { defaultPlatformConfig, type PlatformConfig, type Services } from "./operations/services.js";
@@ -49,7 +51,7 @@ import {
 import { parseRequest } from "./validation/parse.js";
 
 /** What `createPlatform` needs. Only `storage` and `keyStore` have no default. */
-export interface PlatformOptions {
+export interface PlatformOptions extends IntegrationServices {
   readonly storage: Storage;
   /** Seals CA private keys and server secrets at rest. */
   readonly keyStore: KeyStore;
@@ -69,6 +71,8 @@ export interface PlatformOptions {
   readonly onPublishError?: (error: unknown, topic: string) => void;
   /** Sends account mails (verification, password reset). Default: none; flows still work. */
   readonly mailer?: Mailer;
+  /** Looks up TXT records for domain verification. Default: the system resolver. */
+  readonly dns?: DnsTxtResolver;
 }
 
 /** The platform: every operation, callable without any transport. */
@@ -131,6 +135,8 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
     passwords: options.passwords ?? createArgon2PasswordHasher(),
     config,
     events: options.events ?? createInProcessEventBus(),
+    ...pickIntegrations(options),
+    ...(options.dns && { dns: options.dns }),
     ...(options.mailer && { mailer: options.mailer }),
   };
   const operations = new Map<string, AnyOperation>();

@@ -3,7 +3,9 @@
  * GetSAMLProvider (upserts, omitted fields unchanged, the write-only secret sealed at rest),
  * who may call them, their audit entries, and the public CheckSSO with SSO enforcement.
  */
+
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AuthService } from "../src/gen/platform/v1/auth_pb.js";
 import { SSOProvider_Type, SSOService } from "../src/gen/platform/v1/sso_pb.js";
 import { UtilService } from "../src/gen/platform/v1/util_pb.js";
 import { fromUtf8 } from "../src/lib/bytes.js";
@@ -249,9 +251,28 @@ describe("CheckSSO", () => {
     expect(await check(`ada@${domain}`)).toMatchObject({ hasSso: false, enforceSso: false, providers: [] });
   });
 
-  // Declared gap: Login and LoginWithBackupCode call assertPasswordLoginAllowed once
-  // auth/operations.ts and credentials/backup-codes.ts gain that line (not this change's files).
-  it.todo("Login refuses a password for an address of an SSO-enforcing domain (SSO_REQUIRED)");
+  it("Login refuses a password for an address of an SSO-enforcing domain (SSO_REQUIRED)", async () => {
+    const owner = await t.owner();
+    const domain = `corp-${crypto.randomUUID().slice(0, 8)}.example`;
+    const email = `grace@${domain}`;
+    await t.call({ kind: "anonymous" }, AuthService.method.register, {
+      name: "Grace Hopper",
+      email,
+      username: "grace",
+      password: "correct horse battery",
+    });
+    const login = () =>
+      t.call({ kind: "anonymous" }, AuthService.method.login, { email, password: "correct horse battery" });
+    expect((await login()).accessToken).not.toBe("");
+    await verifyDomain(t.storage, owner.workspaceId, domain);
+    await t.call(owner.caller, SSOService.method.updateOIDCProvider, {
+      workspaceId: owner.workspaceId,
+      ...oidcRequest,
+      enforceSso: true,
+    });
+    const refused = await expectCode(login(), "failed_precondition");
+    expect(refused.reason).toBe("SSO_REQUIRED");
+  });
 
   it("rejects a missing or malformed email", async () => {
     await expectCode(t.call({ kind: "anonymous" }, SSOService.method.checkSSO, {}), "invalid_argument");

@@ -1,5 +1,5 @@
 import type { Caller } from "../context.js";
-import { authenticateDevice } from "../devices/challenge.js";
+import { authenticateSignedRequest } from "../daemons/authenticate.js";
 import { UnauthenticatedError } from "../errors.js";
 import type { Services } from "../operations/services.js";
 import {
@@ -19,7 +19,14 @@ export interface Credentials {
    * the request it came with (the challenge is only good for that procedure). Leave it out on
    * StreamCLILogin, where the CLI sends one before its key is registered.
    */
-  readonly platformChallenge?: { readonly value: string; readonly procedure: string } | undefined;
+  readonly platformChallenge?:
+    | {
+        readonly value: string;
+        readonly procedure: string;
+        /** Which kind of client signed, when its headers say (`Platform-Daemon-*` or `Platform-Client-*`). */
+        readonly family?: "daemon" | "device";
+      }
+    | undefined;
 }
 
 /** How the caller proved who it is; the server uses it for CSRF rules (cookies need them). */
@@ -42,8 +49,10 @@ export async function authenticate(
     return { caller: await authenticateUser(services, bearer, now), source: "bearer" };
   }
   if (credentials.platformChallenge !== undefined) {
-    const { value, procedure } = credentials.platformChallenge;
-    return { caller: await authenticateDevice(services, { challenge: value, procedure }), source: "device" };
+    return {
+      caller: await authenticateSignedRequest(services, credentials.platformChallenge),
+      source: "device",
+    };
   }
   if (credentials.sessionCookie !== undefined && credentials.sessionCookie !== "") {
     return { caller: await authenticateUser(services, credentials.sessionCookie, now), source: "cookie" };

@@ -14,6 +14,7 @@ import { UserService } from "../gen/platform/v1/user_pb.js";
 import { sendInBackground } from "../mail/deliver.js";
 import { verifyEmailMail } from "../mail/templates.js";
 import { defineOperation } from "../operations/operation.js";
+import { assertPasswordLoginAllowed } from "../sso/directory.js";
 import type { UserRecord } from "../storage/records.js";
 import { UniqueViolationError } from "../storage/storage.js";
 import { currentPassword, newPassword, personName, username } from "../validation/bounds.js";
@@ -93,6 +94,7 @@ export const login = defineOperation({
   async run({ input, services, ctx, now }) {
     const invalid = () => new UnauthenticatedError("invalid email or password", { reason: "INVALID_LOGIN" });
     if (input.email === undefined || input.password === undefined) throw invalid();
+    await assertPasswordLoginAllowed(services, input.email);
     const subject = { account: input.email, ipAddress: ctx.ipAddress };
     await admitAttempt(services, subject, now);
     const user = await services.storage.users.findByEmail(input.email.toLowerCase());

@@ -26,7 +26,7 @@ let systemResolver: DnsTxtResolver | undefined;
  * (with a short timeout, so a dead server fails the call instead of hanging it).
  */
 export function dnsResolverOf(services: Services): DnsTxtResolver {
-  const injected = (services as Services & { readonly dns?: DnsTxtResolver }).dns;
+  const injected = services.dns;
   if (injected) return injected;
   systemResolver ??= new Resolver({ timeout: 3000, tries: 2 });
   return systemResolver;

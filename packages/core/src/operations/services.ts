@@ -2,10 +2,12 @@ import type { AccessTokens } from "../auth/access-tokens.js";
 import { type AccountConfig, defaultAccountConfig } from "../auth/account-config.js";
 import type { PasswordHasher } from "../auth/passwords.js";
 import type { KeyStore } from "../crypto/key-store.js";
+import type { DnsTxtResolver } from "../domains/dns.js";
 import type { EventBus } from "../events/event-bus.js";
 import type { Mailer } from "../mail/mailer.js";
 import type { Clock, Random } from "../runtime.js";
 import type { Storage } from "../storage/storage.js";
+import type { IntegrationServices } from "./integrations.js";
 
 /** Settings of a platform instance; every field has a documented default. */
 export interface PlatformConfig extends AccountConfig {
@@ -25,7 +27,7 @@ export const defaultPlatformConfig: PlatformConfig = {
 };
 
 /** The dependencies operations run on; built once by `createPlatform`. */
-export interface Services {
+export interface Services extends IntegrationServices {
   readonly storage: Storage;
   readonly clock: Clock;
   readonly random: Random;
@@ -40,4 +42,6 @@ export interface Services {
   readonly events: EventBus;
   /** Sends account mails. Without one, flows run but no mail leaves (embedding without mail). */
   readonly mailer?: Mailer;
+  /** Looks up TXT records for domain verification. Default: the system resolver. */
+  readonly dns?: DnsTxtResolver;
 }
