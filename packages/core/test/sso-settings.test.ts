@@ -251,7 +251,7 @@ describe("CheckSSO", () => {
     expect(await check(`ada@${domain}`)).toMatchObject({ hasSso: false, enforceSso: false, providers: [] });
   });
 
-  it("Login refuses a password for an address of an SSO-enforcing domain (SSO_REQUIRED)", async () => {
+  it("Login and LoginWithBackupCode refuse an address of an SSO-enforcing domain (SSO_REQUIRED)", async () => {
     const owner = await t.owner();
     const domain = `corp-${crypto.randomUUID().slice(0, 8)}.example`;
     const email = `grace@${domain}`;
@@ -272,6 +272,14 @@ describe("CheckSSO", () => {
     });
     const refused = await expectCode(login(), "failed_precondition");
     expect(refused.reason).toBe("SSO_REQUIRED");
+    const withCode = await expectCode(
+      t.call({ kind: "anonymous" }, AuthService.method.loginWithBackupCode, {
+        email,
+        code: "AAAA-BBBB-CCCC-DDDD",
+      }),
+      "failed_precondition",
+    );
+    expect(withCode.reason).toBe("SSO_REQUIRED");
   });
 
   it("rejects a missing or malformed email", async () => {

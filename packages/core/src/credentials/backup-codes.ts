@@ -20,6 +20,7 @@ import { AuthService } from "../gen/platform/v1/auth_pb.js";
 import { CredentialService } from "../gen/platform/v1/credential_pb.js";
 import { defineOperation } from "../operations/operation.js";
 import type { Random } from "../runtime.js";
+import { assertPasswordLoginAllowed } from "../sso/directory.js";
 import { email, text } from "../validation/rules.js";
 
 const codesPerSet = 10;
@@ -123,6 +124,8 @@ export const loginWithBackupCode = defineOperation({
     const invalid = () =>
       new UnauthenticatedError("invalid email or backup code", { reason: "INVALID_BACKUP_CODE" });
     if (input.email === undefined || input.code === undefined) throw invalid();
+    // A backup code stands in for the password, so it must not get around enforced SSO either.
+    await assertPasswordLoginAllowed(services, input.email);
     const subject = { account: input.email, ipAddress: ctx.ipAddress };
     await admitAttempt(services, subject, now);
     const user = await services.storage.users.findByEmail(input.email.toLowerCase());
