@@ -15,6 +15,7 @@ import {
   UnavailableError,
   UnimplementedError,
 } from "@wap/core";
+import { platformServices } from "@wap/core/api";
 import type { Storage } from "@wap/core/storage";
 import { Hono } from "hono";
 import { billingWebhookRoutes } from "./billing-webhook.js";
@@ -30,7 +31,6 @@ import {
   restErrorBody,
   writeResponse,
 } from "./rest/index.js";
-import { platformServices } from "./services.js";
 import { ssoRoutes } from "./sso-routes.js";
 import { parseTimeoutMs } from "./timeout.js";
 

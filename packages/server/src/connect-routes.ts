@@ -31,10 +31,14 @@ import {
   UnavailableError,
   UnimplementedError,
 } from "@wap/core";
-import { AuthService, type StreamCLILoginRequest, type StreamCLILoginResponseSchema } from "@wap/core/api";
+import {
+  AuthService,
+  platformServices,
+  type StreamCLILoginRequest,
+  type StreamCLILoginResponseSchema,
+} from "@wap/core/api";
 import { callerFor, callPlatform, type EdgeRequest, type EdgeSettings, edgeOf } from "./edge.js";
 import { toConnectError, toPublicError } from "./errors.js";
-import { platformServices } from "./services.js";
 
 const edgeKey = createContextKey<EdgeRequest | undefined>(undefined, { description: "wap edge request" });
 

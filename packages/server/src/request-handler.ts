@@ -12,6 +12,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { getRequestListener } from "@hono/node-server";
 import { type ErrorCode, procedureOf } from "@wap/core";
+import { platformServices } from "@wap/core/api";
 import { type AppSettings, createApp, probePaths } from "./app.js";
 import { connectContextValues, registerConnectRoutes } from "./connect-routes.js";
 import { applyCors } from "./cors.js";
@@ -19,7 +20,6 @@ import { admitRequest, edgeOf, type ProcedureResolver } from "./edge.js";
 import type { NodeHandler } from "./listener.js";
 import type { Logger } from "./logger.js";
 import { createRestRoutes, type RestRoutes } from "./rest/index.js";
-import { platformServices } from "./services.js";
 
 /** Builds the handler the listener serves. */
 export function createRequestHandler(settings: AppSettings): NodeHandler {

@@ -14,10 +14,9 @@ import {
   type Platform,
   procedureOf,
 } from "@wap/core";
-import { DaemonControlService, WorkspaceService } from "@wap/core/api";
+import { DaemonControlService, platformServices, WorkspaceService } from "@wap/core/api";
 import { createSqliteStorage } from "@wap/storage-sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { platformServices } from "../src/services.js";
 import { bearer, clientFor, transportFor } from "./support/clients.js";
 import { connectCall, restCall, signUp, signUpWithWorkspace } from "./support/http.js";
 import { startTestServer, type TestServer } from "./support/server.js";

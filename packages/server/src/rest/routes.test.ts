@@ -1,48 +1,10 @@
 import type { DescMethod } from "@bufbuild/protobuf";
 import { InvalidArgumentError } from "@wap/core";
-import {
-  AuthService,
-  BillingService,
-  CertificateService,
-  CredentialService,
-  DaemonControlService,
-  DaemonService,
-  DaemonSessionService,
-  InvitationService,
-  LicenseService,
-  PrincipalService,
-  ServiceAccountService,
-  SSOService,
-  TargetService,
-  TeamService,
-  UserService,
-  UtilService,
-  WorkspaceDomainService,
-  WorkspaceService,
-} from "@wap/core/api";
+import { platformServices } from "@wap/core/api";
 import { describe, expect, it } from "vitest";
 import { createRestRoutes, type RestMatch } from "./index.js";
 
-const allServices = [
-  WorkspaceService,
-  WorkspaceDomainService,
-  InvitationService,
-  TeamService,
-  ServiceAccountService,
-  CertificateService,
-  TargetService,
-  PrincipalService,
-  DaemonService,
-  DaemonControlService,
-  DaemonSessionService,
-  AuthService,
-  UserService,
-  CredentialService,
-  SSOService,
-  BillingService,
-  LicenseService,
-  UtilService,
-] as const;
+const allServices = platformServices;
 
 // REFERENCE.md §2, transcribed: [service, rpc, HTTP method, path template, body rule].
 export const referenceRoutes = [
