@@ -2,15 +2,15 @@
  * Every rule of REFERENCE §4.12-4.14 on the account messages, through the operations, on both
  * sides of each bound (lengths count code points: astral characters are one each).
  */
-import type { DescMessage, DescMethodUnary, MessageInitShape } from "@bufbuild/protobuf";
+import type { DescMessage, DescMethodUnary } from "@bufbuild/protobuf";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Caller } from "../src/context.js";
-import { PlatformError } from "../src/errors.js";
 import { AuthService } from "../src/gen/platform/v1/auth_pb.js";
 import { CredentialService } from "../src/gen/platform/v1/credential_pb.js";
 import { UserService } from "../src/gen/platform/v1/user_pb.js";
 import { type AccountsPlatform, createAccountsPlatform } from "./support/accounts.js";
+import { ofLength, violatedFieldsOf } from "./support/bounds.js";
 
 let t: AccountsPlatform;
 let user: Caller;
@@ -22,30 +22,7 @@ afterAll(() => t.platform.close());
 
 const anonymous: Caller = { kind: "anonymous" };
 
-/** Strings of exactly `length` code points, mixing ASCII, BMP and astral characters. */
-const ofLength = (
-  length: number,
-  chars: fc.Arbitrary<string> = fc.constantFrom("a", "Z", "7", "é", "中", "😀"),
-) => fc.array(chars, { minLength: length, maxLength: length }).map((parts) => parts.join(""));
-
-/**
- * The fields a validation error names, or [] for any other outcome. A well-formed but wrong token
- * or code is `invalid_argument` too, with its own reason (INVALID_TOKEN, ...): not a rule.
- */
-async function violatedFields<I extends DescMessage, O extends DescMessage>(
-  caller: Caller,
-  method: DescMethodUnary<I, O>,
-  request: MessageInitShape<I>,
-): Promise<string[]> {
-  try {
-    await t.call(caller, method, request);
-    return [];
-  } catch (error) {
-    if (!(error instanceof PlatformError)) throw error;
-    const validation = error.code === "invalid_argument" && error.reason === "INVALID_ARGUMENT";
-    return validation ? error.violations.map((v) => v.field) : [];
-  }
-}
+const violatedFields = violatedFieldsOf(() => t);
 
 interface LengthRule {
   readonly name: string;

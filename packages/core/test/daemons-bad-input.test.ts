@@ -3,14 +3,14 @@
  * contract sets none), on both sides of each bound, through the operations. A request that
  * passes validation may still fail for another reason: only validation errors name fields.
  */
-import type { DescMessage, DescMethodUnary, MessageInitShape } from "@bufbuild/protobuf";
+import type { DescMethodUnary } from "@bufbuild/protobuf";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Caller } from "../src/context.js";
 import { syncLimits } from "../src/daemons/sync.js";
-import { PlatformError } from "../src/errors.js";
 import { DaemonService } from "../src/gen/platform/v1/daemon_pb.js";
 import type { Owner } from "./support/access.js";
+import { ofLength, violatedFieldsOf } from "./support/bounds.js";
 import { aDaemonKey } from "./support/daemons.js";
 import { createTestPlatform, type TestPlatform } from "./support.js";
 
@@ -29,27 +29,7 @@ const uuid = () => crypto.randomUUID();
 const pem = aDaemonKey().pem;
 const D = DaemonService.method;
 
-/** Strings of exactly `length` code points drawn from `chars`. */
-const ofLength = (
-  length: number,
-  chars: fc.Arbitrary<string> = fc.constantFrom("a", "Z", "7", "é", "中", "😀"),
-) => fc.array(chars, { minLength: length, maxLength: length }).map((parts) => parts.join(""));
-
-/** The fields a validation error names, or [] for any other outcome. */
-async function violatedFields<I extends DescMessage, O extends DescMessage>(
-  caller: Caller,
-  method: DescMethodUnary<I, O>,
-  request: MessageInitShape<I>,
-): Promise<string[]> {
-  try {
-    await t.call(caller, method, request);
-    return [];
-  } catch (error) {
-    if (!(error instanceof PlatformError)) throw error;
-    const validation = error.code === "invalid_argument" && error.reason === "INVALID_ARGUMENT";
-    return validation ? error.violations.map((v) => v.field) : [];
-  }
-}
+const violatedFields = violatedFieldsOf(() => t);
 
 interface LengthRule {
   readonly name: string;

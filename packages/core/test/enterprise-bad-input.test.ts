@@ -7,10 +7,10 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Caller } from "../src/context.js";
-import { PlatformError } from "../src/errors.js";
 import { BillingService } from "../src/gen/platform/v1/billing_pb.js";
 import { SSOService } from "../src/gen/platform/v1/sso_pb.js";
 import { UtilService } from "../src/gen/platform/v1/util_pb.js";
+import { ofLength, violatedFieldsOf } from "./support/bounds.js";
 import { createTestPlatform, type TestPlatform } from "./support.js";
 
 let t: TestPlatform;
@@ -24,28 +24,13 @@ beforeAll(async () => {
 });
 afterAll(() => t.platform.close());
 
-/** Strings of exactly `length` code points, mixing ASCII, BMP and astral characters. */
-const ofLength = (
-  length: number,
-  chars: fc.Arbitrary<string> = fc.constantFrom("a", "Z", "7", "é", "中", "😀"),
-) => fc.array(chars, { minLength: length, maxLength: length }).map((parts) => parts.join(""));
-
+const violatedFields = violatedFieldsOf(() => t);
 /** The fields a validation error names; [] when the call passed validation (whatever came next). */
-async function violations<I extends DescMessage, O extends DescMessage>(
+const violations = <I extends DescMessage, O extends DescMessage>(
   method: DescMethodUnary<I, O>,
   request: MessageInitShape<I>,
   caller: Caller = owner,
-): Promise<string[]> {
-  try {
-    await t.call(caller, method, request);
-    return [];
-  } catch (error) {
-    if (!(error instanceof PlatformError)) throw error;
-    return error.code === "invalid_argument" && error.reason === "INVALID_ARGUMENT"
-      ? error.violations.map((v) => v.field)
-      : [];
-  }
-}
+) => violatedFields(caller, method, request);
 
 const oidcBase = () => ({
   workspaceId,

@@ -4,11 +4,10 @@
  * each). A request that passes validation may still fail for another reason (not_found, ...):
  * only validation errors name fields.
  */
-import type { DescMessage, DescMethodUnary, MessageInitShape } from "@bufbuild/protobuf";
+import type { DescMessage, DescMethodUnary } from "@bufbuild/protobuf";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Caller } from "../src/context.js";
-import { PlatformError } from "../src/errors.js";
 import { InvitationService } from "../src/gen/platform/v1/invitation_pb.js";
 import { PrincipalService, PrincipalType } from "../src/gen/platform/v1/principal_pb.js";
 import { TargetService } from "../src/gen/platform/v1/target_pb.js";
@@ -16,6 +15,7 @@ import { TeamService } from "../src/gen/platform/v1/team_pb.js";
 import { WorkspaceDomainService } from "../src/gen/platform/v1/workspace_domain_pb.js";
 import { WorkspaceService } from "../src/gen/platform/v1/workspace_pb.js";
 import { type Owner, sshAuthority } from "./support/access.js";
+import { ofLength, violatedFieldsOf } from "./support/bounds.js";
 import { createTestPlatform, type TestPlatform } from "./support.js";
 
 let t: TestPlatform;
@@ -37,27 +37,7 @@ afterAll(() => t.platform.close());
 const anonymous: Caller = { kind: "anonymous" };
 const uuid = () => crypto.randomUUID();
 
-/** Strings of exactly `length` code points drawn from `chars`. */
-const ofLength = (
-  length: number,
-  chars: fc.Arbitrary<string> = fc.constantFrom("a", "Z", "7", "é", "中", "😀"),
-) => fc.array(chars, { minLength: length, maxLength: length }).map((parts) => parts.join(""));
-
-/** The fields a validation error names, or [] for any other outcome. */
-async function violatedFields<I extends DescMessage, O extends DescMessage>(
-  caller: Caller,
-  method: DescMethodUnary<I, O>,
-  request: MessageInitShape<I>,
-): Promise<string[]> {
-  try {
-    await t.call(caller, method, request);
-    return [];
-  } catch (error) {
-    if (!(error instanceof PlatformError)) throw error;
-    const validation = error.code === "invalid_argument" && error.reason === "INVALID_ARGUMENT";
-    return validation ? error.violations.map((v) => v.field) : [];
-  }
-}
+const violatedFields = violatedFieldsOf(() => t);
 
 interface LengthRule {
   readonly name: string;
