@@ -49,6 +49,7 @@ import {
   settingsToRow,
   teamToRow,
 } from "./lib/mapping-workspace-access.js";
+import { deleteInWorkspace, updateInWorkspace } from "./lib/scoped.js";
 import type { QueryRunner } from "./repositories.js";
 import type { Database } from "./schema.js";
 import type { PrincipalSubjectsTable, PrincipalsTable, TeamsTable } from "./schema-workspace-access.js";
@@ -401,25 +402,12 @@ export function createWorkspaceAccessRepositories(
         if (patch.verificationToken !== undefined) set.verification_token = patch.verificationToken;
         if (patch.verifiedAt !== undefined) set.verified_at = fromDateOrNull(patch.verifiedAt);
         const row = await run.write((db) =>
-          db
-            .updateTable("workspace_domains")
-            .set(set)
-            .where("workspace_id", "=", workspaceId)
-            .where("domain", "=", domain)
-            .returningAll()
-            .executeTakeFirst(),
+          updateInWorkspace(db, "workspace_domains", workspaceId, domain, set, "domain"),
         );
         return row ? rowToDomain(row) : null;
       },
       async delete(workspaceId, domain) {
-        const result = await run.write((db) =>
-          db
-            .deleteFrom("workspace_domains")
-            .where("workspace_id", "=", workspaceId)
-            .where("domain", "=", domain)
-            .executeTakeFirst(),
-        );
-        return result.numDeletedRows > 0n;
+        return run.write((db) => deleteInWorkspace(db, "workspace_domains", workspaceId, domain, "domain"));
       },
     },
 
@@ -469,27 +457,12 @@ export function createWorkspaceAccessRepositories(
           set.description_folded = fold(patch.description);
         }
         if (patch.tags !== undefined) set.tags = toJson(patch.tags);
-        const row = await run.write((db) =>
-          db
-            .updateTable("teams")
-            .set(set)
-            .where("workspace_id", "=", workspaceId)
-            .where("id", "=", id)
-            .returningAll()
-            .executeTakeFirst(),
-        );
+        const row = await run.write((db) => updateInWorkspace(db, "teams", workspaceId, id, set));
         return row ? rowToTeam(row) : null;
       },
       async delete(workspaceId, id) {
         // Its memberships and grants go with it (foreign keys cascade).
-        const result = await run.write((db) =>
-          db
-            .deleteFrom("teams")
-            .where("workspace_id", "=", workspaceId)
-            .where("id", "=", id)
-            .executeTakeFirst(),
-        );
-        return result.numDeletedRows > 0n;
+        return run.write((db) => deleteInWorkspace(db, "teams", workspaceId, id));
       },
       async addMember(workspaceId, teamId, userId, at) {
         const result = await run.write((db) =>
@@ -582,14 +555,7 @@ export function createWorkspaceAccessRepositories(
           : null;
       },
       async delete(workspaceId, id) {
-        const result = await run.write((db) =>
-          db
-            .deleteFrom("principals")
-            .where("workspace_id", "=", workspaceId)
-            .where("id", "=", id)
-            .executeTakeFirst(),
-        );
-        return result.numDeletedRows > 0n;
+        return run.write((db) => deleteInWorkspace(db, "principals", workspaceId, id));
       },
       async list(workspaceId, filter) {
         const where = principalWhere(workspaceId, filter);

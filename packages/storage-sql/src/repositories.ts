@@ -61,6 +61,7 @@ import {
   userToRow,
   workspaceToRow,
 } from "./lib/mapping.js";
+import { deleteInWorkspace, updateInWorkspace } from "./lib/scoped.js";
 import {
   createAccountRepositories,
   memberAccountQueries,
@@ -273,13 +274,7 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
       async update(workspaceId, id, patch, updatedAt) {
         const set = authorityPatch(patch, updatedAt);
         const row = await run.write((db) =>
-          db
-            .updateTable("certificate_authorities")
-            .set(set)
-            .where("workspace_id", "=", workspaceId)
-            .where("id", "=", id)
-            .returningAll()
-            .executeTakeFirst(),
+          updateInWorkspace(db, "certificate_authorities", workspaceId, id, set),
         );
         return row ? rowToAuthority(row) : null;
       },
@@ -324,14 +319,7 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
         return row ? rowToAuthority(row) : null;
       },
       async delete(workspaceId, id) {
-        const result = await run.write((db) =>
-          db
-            .deleteFrom("certificate_authorities")
-            .where("workspace_id", "=", workspaceId)
-            .where("id", "=", id)
-            .executeTakeFirst(),
-        );
-        return result.numDeletedRows > 0n;
+        return run.write((db) => deleteInWorkspace(db, "certificate_authorities", workspaceId, id));
       },
     },
 
@@ -392,25 +380,12 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
       },
       async update(workspaceId, id, patch, updatedAt) {
         const row = await run.write((db) =>
-          db
-            .updateTable("targets")
-            .set(targetPatch(patch, updatedAt))
-            .where("workspace_id", "=", workspaceId)
-            .where("id", "=", id)
-            .returningAll()
-            .executeTakeFirst(),
+          updateInWorkspace(db, "targets", workspaceId, id, targetPatch(patch, updatedAt)),
         );
         return row ? rowToTarget(row) : null;
       },
       async delete(workspaceId, id) {
-        const result = await run.write((db) =>
-          db
-            .deleteFrom("targets")
-            .where("workspace_id", "=", workspaceId)
-            .where("id", "=", id)
-            .executeTakeFirst(),
-        );
-        return result.numDeletedRows > 0n;
+        return run.write((db) => deleteInWorkspace(db, "targets", workspaceId, id));
       },
       async countByCa(workspaceId, caId) {
         const row = await run.read((db) =>
@@ -522,15 +497,7 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
       },
       async update(workspaceId, id, patch, updatedAt) {
         const set = serviceAccountPatch(patch, updatedAt);
-        const row = await run.write((db) =>
-          db
-            .updateTable("service_accounts")
-            .set(set)
-            .where("workspace_id", "=", workspaceId)
-            .where("id", "=", id)
-            .returningAll()
-            .executeTakeFirst(),
-        );
+        const row = await run.write((db) => updateInWorkspace(db, "service_accounts", workspaceId, id, set));
         return row ? rowToServiceAccount(row) : null;
       },
       async touchLastUsed(id, at) {
@@ -543,14 +510,7 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
         );
       },
       async delete(workspaceId, id) {
-        const result = await run.write((db) =>
-          db
-            .deleteFrom("service_accounts")
-            .where("workspace_id", "=", workspaceId)
-            .where("id", "=", id)
-            .executeTakeFirst(),
-        );
-        return result.numDeletedRows > 0n;
+        return run.write((db) => deleteInWorkspace(db, "service_accounts", workspaceId, id));
       },
     },
 
@@ -592,26 +552,11 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
       },
       async update(workspaceId, id, patch, updatedAt) {
         const set = daemonPatch(patch, updatedAt);
-        const row = await run.write((db) =>
-          db
-            .updateTable("daemons")
-            .set(set)
-            .where("workspace_id", "=", workspaceId)
-            .where("id", "=", id)
-            .returningAll()
-            .executeTakeFirst(),
-        );
+        const row = await run.write((db) => updateInWorkspace(db, "daemons", workspaceId, id, set));
         return row ? rowToDaemon(row) : null;
       },
       async delete(workspaceId, id) {
-        const result = await run.write((db) =>
-          db
-            .deleteFrom("daemons")
-            .where("workspace_id", "=", workspaceId)
-            .where("id", "=", id)
-            .executeTakeFirst(),
-        );
-        return result.numDeletedRows > 0n;
+        return run.write((db) => deleteInWorkspace(db, "daemons", workspaceId, id));
       },
     },
 
