@@ -5,7 +5,7 @@
  * Links carry a 256-bit single-use token (stored as SHA-256) that expires. Calls that name an
  * email answer the same whether or not it has an account, and send at most one mail per user and
  * purpose per `mailIntervalSeconds`. Any bad token (unknown, expired, used, or for an address the
- * account no longer has) gets the same `invalid_argument`.
+ * account no longer has, for verification and reset links alike) gets the same `invalid_argument`.
  *
  * @module
  */
@@ -147,10 +147,10 @@ export const resetPassword = defineOperation({
       const record = await consumeOneTimeToken(tx, "reset_password", token, now);
       if (record === null || record.userId === null) return null;
       const found = await tx.users.findById(record.userId);
-      if (!found) return null;
-      // The mail reached the account's address, which proves it when it still is the address.
-      const proven = found.email === record.data.email;
-      await tx.users.update(found.id, { passwordHash, ...(proven ? { emailVerified: true } : {}) }, now);
+      // The link proves control of the mailbox it was sent to, and nothing once the account has
+      // moved to another address: whoever still reads the old mailbox must not take it over.
+      if (!found || found.email !== record.data.email) return null;
+      await tx.users.update(found.id, { passwordHash, emailVerified: true }, now);
       // Whoever knew the old password (or held a session) is out.
       await tx.authSessions.revokeAllForUser(found.id, now);
       await tx.oneTimeTokens.deleteForUser(found.id, "reset_password");
