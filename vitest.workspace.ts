@@ -18,6 +18,10 @@ export const projects = [
     extends: true as const,
     test: { name: "examples", root: "examples", include: ["**/*.test.ts"] },
   },
+  {
+    extends: true as const,
+    test: { name: "bench", root: "bench", include: ["*.test.ts"] },
+  },
 ];
 
 export default projects;

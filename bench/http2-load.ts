@@ -2,8 +2,19 @@
  * A small closed-loop HTTP/2 load generator: `concurrency` requests in flight on one connection
  * for `seconds`, then rate and latency percentiles. Both sides of a comparison go through this
  * same code, so client overhead cancels out of the ratio.
+ *
+ * Each request's latency goes into a histogram (histogram.ts), and completions are counted per
+ * interval of {@link intervalSeconds}: the rate over time shows warm-up, GC pauses and stalls that
+ * one average hides.
  */
 import http2 from "node:http2";
+import { createLatencyHistogram } from "./histogram.js";
+
+/** The width of one throughput-over-time interval. */
+export const intervalSeconds = 0.5;
+
+/** The percentiles of the latency curve each result carries. */
+export const reportedPercentiles = [50, 75, 90, 95, 99, 99.9] as const;
 
 export interface LoadResult {
   readonly requests: number;
@@ -11,9 +22,15 @@ export interface LoadResult {
   readonly seconds: number;
   readonly perSecond: number;
   readonly p50Ms: number;
+  readonly p90Ms: number;
   readonly p99Ms: number;
+  readonly maxMs: number;
   /** CPU time of the load generator's process per request (µs): its share of the two cores. */
   readonly clientCpuUsPerRequest: number;
+  /** `[end of interval in s, completions per second in it]`, one per interval of the run. */
+  readonly throughput: readonly (readonly [number, number])[];
+  /** `[percentile, latency in ms]` for each of {@link reportedPercentiles}. */
+  readonly latencyCurve: readonly (readonly [number, number])[];
 }
 
 export interface RequestSpec {
@@ -32,7 +49,8 @@ export async function runLoad(
   await new Promise<void>((resolve, reject) =>
     session.once("connect", () => resolve()).once("error", reject),
   );
-  const latencies: number[] = [];
+  const latencies = createLatencyHistogram();
+  const completedPerInterval: number[] = [];
   let errors = 0;
   const deadline = performance.now() + options.seconds * 1000;
   const body = spec.body === undefined ? undefined : Buffer.from(spec.body);
@@ -66,24 +84,39 @@ export async function runLoad(
   const cpuBefore = process.cpuUsage();
   await Promise.all(
     Array.from({ length: options.concurrency }, async () => {
-      while (performance.now() < deadline) latencies.push(await one());
+      while (performance.now() < deadline) {
+        latencies.record(await one());
+        const interval = Math.floor((performance.now() - started) / 1000 / intervalSeconds);
+        completedPerInterval[interval] = (completedPerInterval[interval] ?? 0) + 1;
+      }
     }),
   );
   const elapsed = (performance.now() - started) / 1000;
   const cpu = process.cpuUsage(cpuBefore);
   session.close();
-  latencies.sort((a, b) => a - b);
-  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
+  const requests = latencies.count;
   return {
-    requests: latencies.length,
+    requests,
     errors,
     seconds: elapsed,
-    perSecond: latencies.length / elapsed,
-    p50Ms: at(0.5),
-    p99Ms: at(0.99),
-    clientCpuUsPerRequest: (cpu.user + cpu.system) / Math.max(1, latencies.length),
+    perSecond: requests / elapsed,
+    p50Ms: latencies.percentile(50),
+    p90Ms: latencies.percentile(90),
+    p99Ms: latencies.percentile(99),
+    maxMs: latencies.maxMs,
+    clientCpuUsPerRequest: (cpu.user + cpu.system) / Math.max(1, requests),
+    throughput: Array.from(completedPerInterval, (n, i) => {
+      const end = Math.min(elapsed, (i + 1) * intervalSeconds);
+      return { end, width: end - i * intervalSeconds, n: n ?? 0 };
+    })
+      // The requests in flight at the deadline finish in a sliver of an interval: left out.
+      .filter(({ width }) => width >= intervalSeconds / 2)
+      .map(({ end, width, n }) => [round(end, 2), round(n / width, 0)] as const),
+    latencyCurve: reportedPercentiles.map((p) => [p, round(latencies.percentile(p), 3)] as const),
   };
 }
+
+const round = (value: number, digits: number) => Number(value.toFixed(digits));
 
 /** Runs {@link runLoad} in a child process (see load-worker.ts) and returns its figures. */
 export async function runLoadInChild(

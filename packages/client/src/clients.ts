@@ -10,6 +10,7 @@ import {
   InvitationService,
   LicenseService,
   PrincipalService,
+  RecordingService,
   ServiceAccountService,
   SSOService,
   TargetService,
@@ -40,6 +41,7 @@ export interface ServiceClients {
   readonly billing: Client<typeof BillingService>;
   readonly license: Client<typeof LicenseService>;
   readonly util: Client<typeof UtilService>;
+  readonly recordings: Client<typeof RecordingService>;
 }
 
 /** Builds the typed clients of every service over `transport`. */
@@ -63,5 +65,6 @@ export function createServiceClients(transport: Transport): ServiceClients {
     billing: createClient(BillingService, transport),
     license: createClient(LicenseService, transport),
     util: createClient(UtilService, transport),
+    recordings: createClient(RecordingService, transport),
   };
 }

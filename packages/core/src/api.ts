@@ -335,6 +335,26 @@ export {
   SetPrincipalsResponseSchema,
 } from "./gen/platform/v1/principal_pb.js";
 export type {
+  DeleteRecordingRequest,
+  DeleteRecordingResponse,
+  GetRecordingRequest,
+  GetRecordingResponse,
+  ListRecordingsRequest,
+  ListRecordingsResponse,
+  Recording,
+} from "./gen/platform/v1/recording_pb.js";
+export {
+  DeleteRecordingRequestSchema,
+  DeleteRecordingResponseSchema,
+  file_platform_v1_recording,
+  GetRecordingRequestSchema,
+  GetRecordingResponseSchema,
+  ListRecordingsRequestSchema,
+  ListRecordingsResponseSchema,
+  RecordingSchema,
+  RecordingService,
+} from "./gen/platform/v1/recording_pb.js";
+export type {
   CreateServiceAccountRequest,
   CreateServiceAccountResponse,
   DeleteServiceAccountRequest,
@@ -645,6 +665,7 @@ import {
 import { InvitationService as _Invitation } from "./gen/platform/v1/invitation_pb.js";
 import { LicenseService as _License } from "./gen/platform/v1/license_pb.js";
 import { PrincipalService as _Principal } from "./gen/platform/v1/principal_pb.js";
+import { RecordingService as _Recording } from "./gen/platform/v1/recording_pb.js";
 import { ServiceAccountService as _ServiceAccount } from "./gen/platform/v1/service_account_pb.js";
 import { SSOService as _SSO } from "./gen/platform/v1/sso_pb.js";
 import { TargetService as _Target } from "./gen/platform/v1/target_pb.js";
@@ -654,7 +675,7 @@ import { UtilService as _Util } from "./gen/platform/v1/util_pb.js";
 import { WorkspaceDomainService as _WorkspaceDomain } from "./gen/platform/v1/workspace_domain_pb.js";
 import { WorkspaceService as _Workspace } from "./gen/platform/v1/workspace_pb.js";
 
-/** Every service of the platform.v1 contract, in the order of the reference. */
+/** Every service of the platform.v1 contract, in the order of the reference (later additions last). */
 export const platformServices = [
   _Workspace,
   _WorkspaceDomain,
@@ -674,4 +695,5 @@ export const platformServices = [
   _Billing,
   _License,
   _Util,
+  _Recording,
 ] as const;

@@ -106,14 +106,20 @@ export { defaultPlatformConfig } from "./operations/services.js";
 export type { Platform, PlatformOptions } from "./platform.js";
 // For applications
 export { createPlatform, procedureOf } from "./platform.js";
+export type { RecordingConfig } from "./recordings/config.js";
+export { defaultRecordingConfig } from "./recordings/config.js";
+export type { SessionRecorder, SessionRecordingOptions } from "./recordings/recorder.js";
+export { startSessionRecording } from "./recordings/recorder.js";
 export type { Clock, Random } from "./runtime.js";
 export { createManualClock, systemClock, systemRandom } from "./runtime.js";
+export type { SessionRelayStatus } from "./sessions/lifecycle.js";
 export {
   abandonStaleSessions,
   attachSession,
   claimSession,
   endSession,
   sessionReadyTimeoutSeconds,
+  sessionRelayOf,
 } from "./sessions/lifecycle.js";
 export { assertPasswordLoginAllowed, ssoEnforcedFor } from "./sso/directory.js";
 export type { SsoTarget } from "./sso/find-provider.js";

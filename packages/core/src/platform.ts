@@ -42,6 +42,7 @@ import type { AnyOperation, AuditEntry, OperationCall, WorkspaceScope } from "./
 import { allOperations } from "./operations/registry.js";
 import { defaultPlatformConfig, type PlatformConfig, type Services } from "./operations/services.js";
 import { type Clock, type Random, systemClock, systemRandom } from "./runtime.js";
+import type { AuditEventRecord } from "./storage/records.js";
 import {
   type Repositories,
   type Storage,
@@ -259,6 +260,13 @@ async function runOperation(
     ...prepared,
     services: watched,
     audit: (tx, entry) => recordAudit(services, tx, ctx, prepared.now, prepared.workspace, entry, events),
+    auditEvent(entry) {
+      const record = auditRecordOf(services, ctx, prepared.now, prepared.workspace, entry);
+      return {
+        record,
+        committed: () => stageAuditEvent(events, events.storage, record, entry, prepared.workspace),
+      };
+    },
   };
   return operation.run(call);
 }
@@ -356,11 +364,23 @@ async function recordAudit(
   entry: AuditEntry,
   events: AfterCommitEvents,
 ): Promise<void> {
+  const record = auditRecordOf(services, ctx, now, workspace, entry);
+  await tx.auditEvents.append(record);
+  stageAuditEvent(events, tx, record, entry, workspace);
+}
+
+/** The audit row of `entry`: who did it, from where, in which request. */
+function auditRecordOf(
+  services: Services,
+  ctx: CallContext,
+  now: Date,
+  workspace: WorkspaceScope,
+  entry: AuditEntry,
+): AuditEventRecord {
   const { actorId, actorType } = actorOf(ctx.caller);
   const workspaceId = entry.workspaceId ?? workspace.workspaceId;
-  const id = services.random.uuid();
-  await tx.auditEvents.append({
-    id,
+  return {
+    id: services.random.uuid(),
     workspaceId: workspaceId === "" ? null : workspaceId,
     actorId,
     actorType,
@@ -371,17 +391,27 @@ async function recordAudit(
     statusCode: "ok",
     requestId: ctx.requestId,
     timestamp: now,
-  });
+  };
+}
+
+/** The workspace event of an audit row written with `tx`, released when `tx` commits. */
+function stageAuditEvent(
+  events: AfterCommitEvents,
+  tx: Repositories,
+  record: AuditEventRecord,
+  entry: AuditEntry,
+  workspace: WorkspaceScope,
+): void {
   // A deleted workspace's audit row is kept outside it, but its subscribers still hear of it.
   const topicWorkspace = entry.workspaceId || workspace.workspaceId;
   if (topicWorkspace !== "") {
     events.stage(tx, {
       topic: workspaceTopic(topicWorkspace),
       payload: toEventPayload({
-        id,
+        id: record.id,
         type: entry.action,
         resource: entry.resource,
-        createdAt: now.toISOString(),
+        createdAt: record.timestamp.toISOString(),
       }),
     });
   }

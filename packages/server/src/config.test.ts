@@ -94,6 +94,22 @@ describe("parseConfig", () => {
     expect(() => parseConfig(["--database-pool-size", "0"])).toThrow(/between 1 and 1000/);
   });
 
+  it("reads the daemon keepalive and the instance lease, within their bounds", () => {
+    expect(parseConfig([]).config).toMatchObject({ daemonKeepaliveSeconds: 60, instanceLeaseSeconds: 30 });
+    const { config } = parseConfig(["--daemon-keepalive", "20"], {
+      WAP_DAEMON_KEEPALIVE_SECONDS: "45",
+      WAP_INSTANCE_LEASE_SECONDS: "12",
+    });
+    expect(config).toMatchObject({ daemonKeepaliveSeconds: 20, instanceLeaseSeconds: 12 });
+    expect(() => parseConfig(["--daemon-keepalive", "0"])).toThrow(
+      /--daemon-keepalive must be between 1 and 3600/,
+    );
+    expect(() => parseConfig([], { WAP_INSTANCE_LEASE_SECONDS: "2" })).toThrow(
+      /WAP_INSTANCE_LEASE_SECONDS must be between 3 and 3600/,
+    );
+    expect(helpText()).toMatch(/--daemon-keepalive <seconds>\s+How often an idle daemon control stream/);
+  });
+
   it("recognises --help", () => {
     expect(parseConfig(["--help"]).help).toBe(true);
     expect(parseConfig(["-h"]).help).toBe(true);

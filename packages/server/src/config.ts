@@ -44,10 +44,22 @@ export interface ServerConfig extends IntegrationConfig {
    * origin); unset means `http(s)://localhost:<port>`.
    */
   readonly publicUrl: string | undefined;
+  /**
+   * Where the other instances reach this one, to forward browsers to the terminal sessions it
+   * relays; unset means the URL it listens on.
+   */
+  readonly internalUrl: string | undefined;
   /** `smtp://` or `smtps://` URL of the mail relay; unset means the outbox (SQLite) or no mail. */
   readonly smtpUrl: string | undefined;
   /** The sender of account mails; needed with `smtpUrl`. */
   readonly mailFrom: string | undefined;
+  /** Unsolicited HeartbeatAck interval on daemon control streams, so proxies never see them idle. */
+  readonly daemonKeepaliveSeconds: number;
+  /**
+   * How long this instance's lease on its daemon control streams lasts without renewal (renewed
+   * every third of it): a crashed instance's daemons count offline within about 4/3 of this.
+   */
+  readonly instanceLeaseSeconds: number;
 }
 
 export const defaultConfig: ServerConfig = {
@@ -67,8 +79,11 @@ export const defaultConfig: ServerConfig = {
   logLevel: "info",
   shutdownGraceSeconds: 10,
   publicUrl: undefined,
+  internalUrl: undefined,
   smtpUrl: undefined,
   mailFrom: undefined,
+  daemonKeepaliveSeconds: 60,
+  instanceLeaseSeconds: 30,
   ...defaultIntegrationConfig,
 };
 
@@ -254,6 +269,16 @@ export const settings: readonly Setting[] = [
     },
   },
   {
+    env: "WAP_INTERNAL_URL",
+    flag: "--internal-url",
+    value: "<url>",
+    defaultText: "the URL this instance listens on",
+    help: "Where the other instances over the same database reach this one (e.g. http://10.0.0.5:8080): a browser's terminal attaching through another instance is forwarded here when this instance holds the daemon's session stream.",
+    apply: (c, t, s) => {
+      c.internalUrl = publicUrl(t, s);
+    },
+  },
+  {
     env: "WAP_SMTP_URL",
     flag: "--smtp-url",
     value: "<url>",
@@ -272,6 +297,26 @@ export const settings: readonly Setting[] = [
     apply: (c, t, s) => {
       if (!/^[^\r\n]*@[^\r\n]+$/.test(t)) throw new ConfigError(`${s} must be an email address: got "${t}"`);
       c.mailFrom = t;
+    },
+  },
+  {
+    env: "WAP_DAEMON_KEEPALIVE_SECONDS",
+    flag: "--daemon-keepalive",
+    value: "<seconds>",
+    defaultText: "60",
+    help: "How often an idle daemon control stream gets an unsolicited HeartbeatAck (the agent ignores it), so that no proxy idle timeout cuts it. Keep it below every idle timeout in front of the server.",
+    apply: (c, t, s) => {
+      c.daemonKeepaliveSeconds = integer(t, s, 1, 3600);
+    },
+  },
+  {
+    env: "WAP_INSTANCE_LEASE_SECONDS",
+    flag: "--instance-lease",
+    value: "<seconds>",
+    defaultText: "30",
+    help: "Lease of this instance on the daemon control streams it holds, renewed every third of it. If the instance dies without stopping, its daemons are reported offline within about 4/3 of this. Instances sharing a database need clocks within a few seconds of each other.",
+    apply: (c, t, s) => {
+      c.instanceLeaseSeconds = integer(t, s, 3, 3600);
     },
   },
   ...integrationSettings,

@@ -4,7 +4,9 @@
  * answers `unimplemented` for RPCs that have no operation yet); server-streaming methods the
  * platform implements run through the edge into `platform.stream`; the other streaming methods
  * answer `unimplemented` after the edge has had its say. StreamCLILogin runs core's CLI login
- * stream with the device headers it needs.
+ * stream with the device headers it needs; DaemonControlService.Connect is the daemon's control
+ * stream (daemons/control-stream.ts), DaemonSessionService.Session its terminal stream
+ * (daemons/session-stream.ts).
  *
  * @module
  */
@@ -33,10 +35,14 @@ import {
 } from "@wap/core";
 import {
   AuthService,
+  DaemonControlService,
+  DaemonSessionService,
   platformServices,
   type StreamCLILoginRequest,
   type StreamCLILoginResponseSchema,
 } from "@wap/core/api";
+import { controlStreamHandler } from "./daemons/control-stream.js";
+import { sessionStreamHandler } from "./daemons/session-stream.js";
 import { callerFor, callPlatform, type EdgeRequest, type EdgeSettings, edgeOf } from "./edge.js";
 import { toConnectError, toPublicError } from "./errors.js";
 
@@ -57,6 +63,10 @@ export function registerConnectRoutes(router: ConnectRouter, settings: EdgeSetti
         router.rpc(unary, unaryHandler(unary, settings));
       } else if (method === AuthService.method.streamCLILogin) {
         router.rpc(AuthService.method.streamCLILogin, cliLoginHandler(settings));
+      } else if (method === DaemonControlService.method.connect) {
+        router.rpc(DaemonControlService.method.connect, controlStreamHandler(settings));
+      } else if (method === DaemonSessionService.method.session) {
+        router.rpc(DaemonSessionService.method.session, sessionStreamHandler(settings));
       } else if (
         method.methodKind === "server_streaming" &&
         settings.platform.streams.has(procedureOf(method))
@@ -177,13 +187,15 @@ function streamingHandler(method: DescMethod, settings: EdgeSettings) {
   };
 }
 
-function answer(edge: EdgeRequest, settings: EdgeSettings, error: unknown) {
+/** Records the code answered and turns `error` into the ConnectError to throw. */
+export function answer(edge: EdgeRequest, settings: EdgeSettings, error: unknown) {
   const publicError = toPublicError(error, edge.requestId, settings.logger);
   edge.code = publicError.code;
   return toConnectError(publicError);
 }
 
-function requireEdge(context: HandlerContext): EdgeRequest {
+/** The edge state of the request a handler serves. */
+export function requireEdge(context: HandlerContext): EdgeRequest {
   const edge = context.values.get(edgeKey);
   // Every request passes the edge before routing; reaching this would be a wiring bug.
   if (!edge) throw new Error("request reached a Connect handler without passing the edge");

@@ -27,6 +27,8 @@ import {
 } from "@wap/core";
 import { clientAddress } from "./client-address.js";
 import { checkCsrf } from "./csrf.js";
+import type { ServerInstance } from "./daemons/instance.js";
+import type { SessionRelayHub } from "./daemons/relay-hub.js";
 import type { Logger } from "./logger.js";
 import {
   type RateLimiter,
@@ -55,6 +57,10 @@ export interface EdgeSettings {
   readonly logger: Logger;
   /** Aborted when the server starts shutting down: open event streams end at once. */
   readonly closing?: AbortSignal;
+  /** This instance as the holder of daemon control streams (DaemonControlService.Connect). */
+  readonly daemonStreams?: ServerInstance;
+  /** This instance's terminal relays (DaemonSessionService.Session and the terminal WebSocket). */
+  readonly sessionRelay?: SessionRelayHub;
 }
 
 /** What the edge established about one request. */
@@ -70,6 +76,10 @@ export interface EdgeRequest {
   readonly authFailure: unknown;
   /** Only the session cookie was refused: public operations (Login...) still run, as anonymous. */
   readonly onlyCookieFailed: boolean;
+  /** A `Platform` challenge was refused: EnrollDaemon still runs, as anonymous. */
+  readonly challengeFailed: boolean;
+  /** The `Platform-Daemon-*` headers (names in lower case), for operations that read them. */
+  readonly daemonHeaders: Readonly<Record<string, string>> | undefined;
   /** For the request log: the RPC served and the code answered. */
   rpc?: string;
   code?: ErrorCode | "ok";
@@ -106,6 +116,12 @@ export type ProcedureResolver = (httpMethod: string, path: string) => string | u
 
 /** The CLI signs its login stream before its key is registered: the one challenge never checked. */
 const cliLoginProcedure = "/platform.v1.AuthService/StreamCLILogin";
+/**
+ * A daemon whose record was deleted still signs with its old id when it enrols again with a
+ * token (obligations 20-22): a challenge that fails here is ignored, the token decides.
+ */
+const enrollDaemonProcedure = "/platform.v1.DaemonService/EnrollDaemon";
+const daemonHeaderPrefix = "platform-daemon-";
 
 /**
  * Runs the edge for one request and sets the headers every answer carries (`X-Request-Id`,
@@ -130,8 +146,11 @@ export async function admitRequest(
 
   const authorization = first(headers.authorization);
   const bearer = bearerOf(authorization);
+  const daemonHeaders = daemonHeadersOf(headers);
   const platformChallenge =
-    bearer === undefined ? challengeOf(req, authorization, resolveProcedure) : undefined;
+    bearer === undefined
+      ? challengeOf(req, authorization, resolveProcedure, familyOf(headers, daemonHeaders))
+      : undefined;
   const sessionCookie = readSessionCookie(headers.cookie);
   let caller: Caller = anonymous;
   let source: CredentialSource = "none";
@@ -156,6 +175,10 @@ export async function admitRequest(
     authFailure.code === "unauthenticated";
   // A stale cookie would otherwise be sent again and again; tell the browser to drop it.
   if (staleCookie) res.setHeader("Set-Cookie", clearedSessionCookie(settings));
+  const challengeFailed =
+    platformChallenge !== undefined &&
+    authFailure instanceof PlatformError &&
+    authFailure.code === "unauthenticated";
 
   // The first refusal found is the one answered.
   let refusal: PlatformError | undefined;
@@ -203,6 +226,8 @@ export async function admitRequest(
     refusal,
     authFailure,
     onlyCookieFailed: staleCookie,
+    challengeFailed,
+    daemonHeaders,
   };
   (req as { [edgeSlot]?: EdgeRequest })[edgeSlot] = edge;
   return edge;
@@ -245,6 +270,7 @@ export function callerFor(edge: EdgeRequest, settings: EdgeSettings, method: Des
   if (edge.refusal) throw edge.refusal;
   if (edge.authFailure !== undefined) {
     const procedure = procedureOf(method);
+    if (edge.challengeFailed && procedure === enrollDaemonProcedure) return anonymous;
     const isPublic =
       procedure === cliLoginProcedure ||
       settings.platform.operations.get(procedure)?.access.kind === "public";
@@ -279,6 +305,7 @@ export async function callPlatform<I extends DescMessage, O extends DescMessage>
     signal,
     ipAddress: edge.ipAddress,
     userAgent: edge.userAgent,
+    ...(edge.daemonHeaders && { headers: edge.daemonHeaders }),
   });
   const response = await untilAborted(settings.platform.invoke(method, ctx, request), signal, (late) =>
     settings.logger.error("operation failed after its request was answered", {
@@ -355,6 +382,9 @@ function bearerOf(authorization: string | undefined): string | undefined {
   return match ? (match[1] ?? "").trim() : undefined;
 }
 
+/** Which kind of client signed (CLIENTS.md §1.2): the daemon sends `Platform-Daemon-*`, the CLI its device id. */
+type SignerFamily = "daemon" | "device";
+
 /**
  * A `Platform` challenge (CLIENTS.md §1.1) with the procedure it must be signed for, or
  * undefined when there is none or the request is the CLI login stream (obligation 6).
@@ -363,7 +393,8 @@ function challengeOf(
   req: NodeRequestLike,
   authorization: string | undefined,
   resolveProcedure: ProcedureResolver | undefined,
-): { value: string; procedure: string } | undefined {
+  family?: SignerFamily,
+): { value: string; procedure: string; family?: SignerFamily } | undefined {
   if (authorization === undefined) return undefined;
   const match = /^Platform(?:\s+(.*))?$/i.exec(authorization.trim());
   if (!match) return undefined;
@@ -371,10 +402,35 @@ function challengeOf(
   const procedure = procedurePath.test(path) ? path : resolveProcedure?.(req.method ?? "GET", path);
   if (procedure === cliLoginProcedure) return undefined;
   // An unroutable path keeps its own: no procedure equals it, so the challenge fails as it should.
-  return { value: (match[1] ?? "").trim(), procedure: procedure ?? path };
+  return { value: (match[1] ?? "").trim(), procedure: procedure ?? path, ...(family && { family }) };
 }
 
-function ownOrigin(headers: IncomingHttpHeaders, settings: EdgeSettings): string {
+/** The `Platform-Daemon-*` headers of a request, or undefined when it has none. */
+function daemonHeadersOf(headers: IncomingHttpHeaders): Record<string, string> | undefined {
+  let found: Record<string, string> | undefined;
+  for (const name in headers) {
+    // Node gives header names in lower case.
+    if (!name.startsWith(daemonHeaderPrefix)) continue;
+    const value = first(headers[name]);
+    if (value === undefined) continue;
+    found ??= {};
+    found[name] = value;
+  }
+  return found;
+}
+
+/** Which family of headers the request carries, if any. */
+function familyOf(
+  headers: IncomingHttpHeaders,
+  daemonHeaders: Record<string, string> | undefined,
+): SignerFamily | undefined {
+  if (daemonHeaders !== undefined) return "daemon";
+  if (headers["platform-client-device-id"] !== undefined) return "device";
+  return undefined;
+}
+
+/** Our own origin as this request reached us (behind trusted proxies: as they say), e.g. `https://wap.example.com`. */
+export function ownOrigin(headers: IncomingHttpHeaders, settings: EdgeSettings): string {
   const trusted = settings.trustedProxyHops > 0;
   const proto =
     (trusted ? firstListed(headers["x-forwarded-proto"]) : undefined) ?? (settings.secure ? "https" : "http");

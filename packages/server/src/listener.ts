@@ -13,6 +13,8 @@ import http2 from "node:http2";
 import net from "node:net";
 import type { Duplex } from "node:stream";
 import type tls from "node:tls";
+import type { WebSocketUpgradeHandler } from "./daemons/terminal-endpoint.js";
+import { routeUpgrades } from "./daemons/terminal-upgrade.js";
 
 /** The request handler both servers share; it receives HTTP/1.1 and HTTP/2 requests alike. */
 export type NodeHandler = (
@@ -36,6 +38,8 @@ export interface ListenerOptions {
   readonly keepaliveIntervalMs?: number;
   /** An HTTP/2 session with no open stream for this long is closed (GOAWAY). */
   readonly idleSessionTimeoutMs?: number;
+  /** WebSocket handshakes (HTTP/1.1 upgrades, cleartext or TLS); without it they are plain requests. */
+  readonly onWebSocket?: WebSocketUpgradeHandler | undefined;
 }
 
 export interface Listener {
@@ -113,6 +117,10 @@ export async function listen(options: ListenerOptions): Promise<Listener> {
   });
   h1.on("request", onRequest);
   h1.setTimeout(0);
+  if (options.onWebSocket) {
+    h1.on("upgrade", routeUpgrades(h1, "connection", options.onWebSocket));
+    if (options.tls) h2.on("upgrade", routeUpgrades(h2, "secureConnection", options.onWebSocket));
+  }
 
   // With TLS the secure server also serves HTTP/1.1 (allowHTTP1); cleartext needs sniffing.
   const front = options.tls

@@ -20,6 +20,7 @@ import { admitRequest, edgeOf, type ProcedureResolver } from "./edge.js";
 import type { NodeHandler } from "./listener.js";
 import type { Logger } from "./logger.js";
 import { createRestRoutes, type RestRoutes } from "./rest/index.js";
+import { answerUndecodableAsInvalidArgument, undecodableRequests } from "./undecodable-requests.js";
 
 /** Builds the handler the listener serves. */
 export function createRequestHandler(settings: AppSettings): NodeHandler {
@@ -38,13 +39,20 @@ export function createRequestHandler(settings: AppSettings): NodeHandler {
     { once: true },
   );
   const connect = connectNodeAdapter({
-    routes: (router) => registerConnectRoutes(router, settings.edge),
+    routes: (router) => {
+      registerConnectRoutes(router, settings.edge);
+      answerUndecodableAsInvalidArgument(router);
+    },
+    interceptors: [undecodableRequests],
     fallback: (req, res) => void fallback(req, res as Parameters<typeof fallback>[1]),
     contextValues: connectContextValues,
     readMaxBytes: settings.bodyLimitBytes,
     // The contract rejects unknown fields (spec §1.5); connect-node ignores them unless told.
     jsonOptions: { ignoreUnknownFields: false },
     shutdownSignal: shutdown.signal,
+    // Deadlines beyond a timer's range (24.8 days) would fire at once; they are refused instead.
+    // The agent's 8 h session streams (28 800 000 ms) are well inside.
+    maxTimeoutMs: 2 ** 31 - 1,
   });
   const { logger } = settings.edge;
   // Decided once: with request lines off (below info), no request pays for gathering them.
@@ -77,6 +85,9 @@ export function createRequestHandler(settings: AppSettings): NodeHandler {
     const path = query < 0 ? url : url.slice(0, query);
     const probe = probePaths.has(path);
     if (probe ? logProbes : logRequests) logWhenClosed(logger, req, res, path, probe);
+    if (req.httpVersionMajor === 1 && req.method !== "GET" && req.method !== "HEAD") {
+      keepUnreadBodyDrainable(req as http.IncomingMessage, res);
+    }
     if (applyCors(req, res as Parameters<typeof applyCors>[1], settings.edge.allowedOrigins)) return;
     if (probe && req.method === "GET") {
       void fallback(req, res);
@@ -84,6 +95,26 @@ export function createRequestHandler(settings: AppSettings): NodeHandler {
     }
     void admitThenRoute(req, res, path);
   };
+}
+
+/**
+ * A response can be sent before its request's body was read to the end (connect-node refuses an
+ * oversized gRPC-Web message as soon as it reads its length, and stops reading). On HTTP/1.1 the
+ * rest of the body then sits in front of the next request the client sends on the connection,
+ * which hangs until the connection times out. So a reader that stops early must not destroy the
+ * request, and what it left is read out once the response is sent, as Node does for bodies
+ * nobody started to read.
+ */
+function keepUnreadBodyDrainable(req: http.IncomingMessage, res: Parameters<NodeHandler>[1]): void {
+  req[Symbol.asyncIterator] = () => req.iterator({ destroyOnReturn: false });
+  res.once("finish", () => {
+    if (req.complete || req.destroyed) return;
+    const discard = () => {
+      while (req.read() !== null);
+    };
+    req.on("readable", discard);
+    discard();
+  });
 }
 
 /** One JSON line per request, when its response closes. */

@@ -18,6 +18,9 @@ import {
 import type { Storage } from "@wap/core/storage";
 import { defaultConfig, type ServerConfig } from "./config.js";
 import { normalizeOrigins } from "./csrf.js";
+import { createServerInstance } from "./daemons/instance.js";
+import { createSessionRelayHub } from "./daemons/relay-hub.js";
+import { createTerminalEndpoint } from "./daemons/terminal-endpoint.js";
 import type { EdgeSettings } from "./edge.js";
 import { applyIntegrations, loadIntegrations } from "./integrations-config.js";
 import { listen, type TlsFiles } from "./listener.js";
@@ -49,6 +52,11 @@ export interface ServerOptions extends Partial<Omit<ServerConfig, "rateLimit">> 
   readonly logger?: Logger;
   /** Billing provider, licence, SSO options: these win over those the settings (Stripe, licence) make. */
   readonly integrations?: IntegrationServices;
+  /**
+   * Names this instance as the holder of daemon control streams (docs/daemons.md). Default: a
+   * random UUID per start. A fixed id must be unique among running instances and hold no `/`.
+   */
+  readonly instanceId?: string;
 }
 
 export interface RunningServer {
@@ -56,6 +64,8 @@ export interface RunningServer {
   readonly url: string;
   readonly port: number;
   readonly platform: Platform;
+  /** This instance's id, the first part of the holder of each control stream it serves. */
+  readonly instanceId: string;
   /**
    * Stops accepting connections, ends open event streams (their clients reconnect elsewhere),
    * lets open requests finish (up to `shutdownGraceSeconds`, then cuts them), then closes the
@@ -81,6 +91,23 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
   const backend = built?.backend;
   const shutdown = new AbortController();
   const closing = new AbortController();
+  const instance = createServerInstance({
+    storage: platform.services.storage,
+    clock: platform.services.clock,
+    logger,
+    leaseSeconds: config.instanceLeaseSeconds,
+    keepaliveSeconds: config.daemonKeepaliveSeconds,
+    ...(options.instanceId !== undefined && { id: options.instanceId }),
+  });
+  // Control streams end with the other streams: their daemons reconnect to another instance.
+  closing.signal.addEventListener("abort", () => instance.endStreams(), { once: true });
+  // Terminal sessions are relayed where their daemon's stream lands, under the same instance id.
+  const sessionRelay = createSessionRelayHub({
+    services: platform.services,
+    logger,
+    instanceId: instance.id,
+    internalUrl: () => config.internalUrl ?? url,
+  });
   const edge: EdgeSettings = {
     platform,
     rateLimiters: options.rateLimiters ?? backend?.rateLimiters ?? createMemoryRateLimiters(config.rateLimit),
@@ -89,6 +116,8 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
     secure: tls !== undefined,
     logger,
     closing: closing.signal,
+    daemonStreams: instance,
+    sessionRelay,
   };
   const handler = createRequestHandler({
     edge,
@@ -99,8 +128,16 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
 
   let listener: Awaited<ReturnType<typeof listen>>;
   try {
-    listener = await listen({ handler, host: config.host, port: config.port, tls });
+    await instance.start();
+    listener = await listen({
+      handler,
+      host: config.host,
+      port: config.port,
+      tls,
+      onWebSocket: createTerminalEndpoint(edge, sessionRelay),
+    });
   } catch (error) {
+    await instance.stop();
     if (ownsPlatform) await platform.close();
     await backend?.release();
     await built?.mailer?.close?.();
@@ -108,19 +145,25 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
   }
   const url = `${tls ? "https" : "http"}://${urlHost(config.host)}:${listener.port}`;
   logger.info("listening", { url, tls: tls !== undefined, protocols: "HTTP/1.1, HTTP/2 (h2c/h2)" });
+  sessionRelay.start();
 
   let stopping: Promise<void> | undefined;
   return {
     url,
     port: listener.port,
     platform,
+    instanceId: instance.id,
     close() {
       stopping ??= (async () => {
         logger.info("shutting down", { graceSeconds: config.shutdownGraceSeconds });
         // Event streams never finish on their own; ending them first lets the drain below finish.
         closing.abort();
+        // Terminal sessions end here, while their sockets and the storage are still open.
+        await sessionRelay.close();
         await listener.close(config.shutdownGraceSeconds * 1000, () => shutdown.abort());
         shutdown.abort();
+        // Whatever a stream could not mark offline itself, while the storage is still open.
+        await instance.stop();
         // In-flight requests are done: pending events go out, then the bus and storage close,
         // then the pool they shared drains.
         if (ownsPlatform) await platform.close();

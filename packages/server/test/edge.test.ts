@@ -464,8 +464,8 @@ describe("protocol checks, deadlines, routing and faults", () => {
       expect(answer.body.message).toContain(`${missing.parent.name}/${missing.name} is not implemented`);
     }
 
-    // The daemon control stream has no operation yet (cli-login.test.ts and event-stream.test.ts
-    // cover the server streams that have).
+    // A streaming RPC runs the edge before its handler: the daemon control stream refuses a user
+    // (daemon-control.test.ts covers the stream itself).
     const client = clientFor(DaemonControlService, transportFor("connect-json-h2", server.url));
     const stream = client.connect(
       (async function* () {
@@ -481,8 +481,8 @@ describe("protocol checks, deadlines, routing and faults", () => {
       () => undefined,
       (e: unknown) => ConnectError.from(e),
     );
-    expect(error?.code).toBe(Code.Unimplemented);
-    expect(error?.rawMessage).toMatch(/streaming RPC/);
+    expect(error?.code).toBe(Code.PermissionDenied);
+    expect(error?.rawMessage).toMatch(/may not open a daemon control stream/);
 
     // A bad credential is refused before a stream starts.
     const forged = await restCall(

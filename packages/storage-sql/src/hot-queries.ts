@@ -1,6 +1,7 @@
 /**
  * The queries every signing request runs (session and membership checks, the authority lookup,
- * the ledger and audit inserts), compiled once per dialect. See lib/prepared.ts.
+ * the ledger and audit inserts), compiled once per dialect, run on the driver itself where it
+ * allows (SQLite). See lib/prepared.ts and lib/direct.ts.
  *
  * @module
  */

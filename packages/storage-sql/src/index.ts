@@ -8,6 +8,9 @@
 
 // --- for adapter authors ---
 export type { DriverErrorKind, SqlDialectName, SqlDialectTraits } from "./dialect.js";
+export type { AppendBatcher, CommitUnits } from "./lib/append-batcher.js";
+export { createAppendBatcher } from "./lib/append-batcher.js";
+export type { DirectExecutor } from "./lib/direct.js";
 export { translateError as translateDriverError } from "./lib/errors.js";
 export type { MigrateOptions } from "./migrations/index.js";
 export {
@@ -51,6 +54,7 @@ export type {
   DaemonProtocolColumns,
   DaemonSessionsTable,
   DaemonTables,
+  ServerInstancesTable,
 } from "./schema-daemons.js";
 export type {
   BillingAccountsTable,
@@ -69,5 +73,5 @@ export type {
   WorkspaceInvitesTable,
   WorkspaceSettingsTable,
 } from "./schema-workspace-access.js";
-export type { SqlStorageOptions } from "./storage.js";
+export type { AppendStatements, SqlStorageOptions } from "./storage.js";
 export { createSqlRepositories, createSqlStorage } from "./storage.js";

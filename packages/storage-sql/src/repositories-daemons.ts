@@ -1,6 +1,7 @@
 /**
- * The daemon-protocol queries (migration 006): the enrolment token, what the protocol adds to
- * daemons, and terminal sessions.
+ * The daemon-protocol queries (migrations 006 and 007): the enrolment token, what the protocol
+ * adds to daemons (with the leases of the server instances holding control streams), and
+ * terminal sessions.
  *
  * @module
  */
@@ -105,7 +106,8 @@ export function daemonProtocolQueries(run: QueryRunner): DaemonProtocolQueries {
               : { online_holder: holder, online_since: fromDate(at) },
           )
           .where("id", "=", id);
-        if (ifHeldBy !== undefined) query = query.where("online_holder", "=", ifHeldBy);
+        if (ifHeldBy === null) query = query.where("online_holder", "is", null);
+        else if (ifHeldBy !== undefined) query = query.where("online_holder", "=", ifHeldBy);
         return query.executeTakeFirst();
       });
       return result.numUpdatedRows > 0n;
@@ -125,6 +127,67 @@ export function daemonProtocolQueries(run: QueryRunner): DaemonProtocolQueries {
           .executeTakeFirst(),
       );
       return Number(result.numUpdatedRows);
+    },
+    async listHolders(holderPrefix) {
+      const rows = await run.read((db) =>
+        db
+          .selectFrom("daemons")
+          .select(["id", "online_holder"])
+          .where(sql<SqlBool>`${sql.ref("online_holder")} like ${likePrefix(holderPrefix)} escape '!'`)
+          .execute(),
+      );
+      return rows.map((r) => ({ daemonId: r.id, holder: r.online_holder ?? "" }));
+    },
+    async renewInstanceLease(instanceId, expiresAt, now) {
+      const renewed = await run.write((db) =>
+        db
+          .updateTable("server_instances")
+          .set({ lease_expires_at: fromDate(expiresAt) })
+          .where("id", "=", instanceId)
+          .where("lease_expires_at", ">", fromDate(now))
+          .executeTakeFirst(),
+      );
+      if (renewed.numUpdatedRows > 0n) return true;
+      await run.write((db) =>
+        db
+          .insertInto("server_instances")
+          .values({ id: instanceId, started_at: fromDate(now), lease_expires_at: fromDate(expiresAt) })
+          .onConflict((oc) =>
+            oc.column("id").doUpdateSet({ started_at: fromDate(now), lease_expires_at: fromDate(expiresAt) }),
+          )
+          .execute(),
+      );
+      return false;
+    },
+    async releaseLapsedInstances(now) {
+      const at = fromDate(now);
+      // A holder is `<instanceId>/<streamId>`: it counts while some live lease names its prefix.
+      const released = await run.write((db) =>
+        db
+          .updateTable("daemons")
+          .set({ online_holder: null, online_since: null })
+          .where("online_holder", "is not", null)
+          .where(({ not, exists, selectFrom }) =>
+            not(
+              exists(
+                selectFrom("server_instances as i")
+                  .select("i.id")
+                  .where("i.lease_expires_at", ">", at)
+                  .where(
+                    sql<SqlBool>`substr(${sql.ref("daemons.online_holder")}, 1, length(${sql.ref("i.id")}) + 1) = ${sql.ref("i.id")} || '/'`,
+                  ),
+              ),
+            ),
+          )
+          .executeTakeFirst(),
+      );
+      await run.write((db) =>
+        db.deleteFrom("server_instances").where("lease_expires_at", "<=", at).execute(),
+      );
+      return Number(released.numUpdatedRows);
+    },
+    async removeInstance(instanceId) {
+      await run.write((db) => db.deleteFrom("server_instances").where("id", "=", instanceId).execute());
     },
     async recordSync(workspaceId, id, sync) {
       await run.write((db) =>
@@ -239,11 +302,15 @@ export function createDaemonProtocolRepositories(run: QueryRunner): DaemonProtoc
         );
         return rows.map(rowToSession);
       },
-      async open(daemonId, id, at, createdSince) {
+      async open(daemonId, id, at, createdSince, relay) {
         const row = await run.write((db) =>
           db
             .updateTable("daemon_sessions")
-            .set({ state: "open", opened_at: fromDate(at) })
+            .set({
+              state: "open",
+              opened_at: fromDate(at),
+              ...(relay && { relay_instance: relay.instanceId, relay_url: relay.url }),
+            })
             .where("id", "=", id)
             .where("daemon_id", "=", daemonId)
             .where("state", "=", "pending")
@@ -252,6 +319,53 @@ export function createDaemonProtocolRepositories(run: QueryRunner): DaemonProtoc
             .executeTakeFirst(),
         );
         return row ? rowToSession(row) : null;
+      },
+      async findRelay(workspaceId, id) {
+        const row = await run.read((db) =>
+          db
+            .selectFrom("daemon_sessions")
+            .select(["state", "created_at", "close_reason", "relay_instance", "relay_url"])
+            .where("workspace_id", "=", workspaceId)
+            .where("id", "=", id)
+            .executeTakeFirst(),
+        );
+        if (!row) return null;
+        const relayed = row.relay_instance !== null && row.relay_url !== null;
+        return {
+          state: row.state as DaemonSessionState,
+          createdAt: toDate(row.created_at),
+          closeReason: row.close_reason,
+          relay: relayed ? { instanceId: row.relay_instance!, url: row.relay_url! } : null,
+        };
+      },
+      async closeOrphaned(now, reason, at, limit) {
+        const rows = await run.write((db) =>
+          db
+            .updateTable("daemon_sessions")
+            .set({ state: "closed", closed_at: fromDate(at), close_reason: reason })
+            .where("state", "=", "open")
+            .where("id", "in", (eb) =>
+              eb
+                .selectFrom("daemon_sessions as orphan")
+                .select("orphan.id")
+                .where("orphan.state", "=", "open")
+                .where("orphan.relay_instance", "is not", null)
+                .where(({ not, exists, selectFrom }) =>
+                  not(
+                    exists(
+                      selectFrom("server_instances as i")
+                        .select("i.id")
+                        .whereRef("i.id", "=", "orphan.relay_instance")
+                        .where("i.lease_expires_at", ">", fromDate(now)),
+                    ),
+                  ),
+                )
+                .limit(limit),
+            )
+            .returningAll()
+            .execute(),
+        );
+        return rows.map(rowToSession);
       },
       async close(workspaceId, id, reason, at) {
         const row = await run.write((db) =>

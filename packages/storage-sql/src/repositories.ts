@@ -70,6 +70,7 @@ import {
 } from "./repositories-accounts.js";
 import { auditFilter } from "./repositories-audit.js";
 import { createDaemonProtocolRepositories, daemonProtocolQueries } from "./repositories-daemons.js";
+import { createRecordingRepositories } from "./repositories-recordings.js";
 import { createSsoBillingRepositories } from "./repositories-sso-billing.js";
 import { createWorkspaceAccessRepositories } from "./repositories-workspace-access.js";
 import type {
@@ -102,6 +103,7 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
     ...createWorkspaceAccessRepositories(run, dialect),
     ...createSsoBillingRepositories(run, dialect.name),
     ...createDaemonProtocolRepositories(run),
+    ...createRecordingRepositories(run),
     users: {
       ...userAccountQueries(run),
       async insert(user) {

@@ -1,5 +1,5 @@
 /**
- * The daemon-protocol tables (migration 006) as Kysely sees them; part of {@link Database}.
+ * The daemon-protocol tables (migrations 006 and 007) as Kysely sees them; part of {@link Database}.
  * The columns 006 adds to `daemons` are in {@link DaemonProtocolColumns}.
  *
  * @module
@@ -35,10 +35,21 @@ export interface DaemonSessionsTable {
   opened_at: NullableMillisColumn;
   closed_at: NullableMillisColumn;
   close_reason: string;
+  /** Migration 008: the instance relaying the open session, and its internal URL. */
+  relay_instance: ColumnType<string | null, string | null | undefined, string | null>;
+  relay_url: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
-/** The tables of migration 006. */
+/** A server instance that may hold control streams, while its lease lasts (migration 007). */
+export interface ServerInstancesTable {
+  id: string;
+  started_at: MillisColumn;
+  lease_expires_at: MillisColumn;
+}
+
+/** The tables of migrations 006 and 007. */
 export interface DaemonTables {
   daemon_enroll_tokens: DaemonEnrollTokensTable;
   daemon_sessions: DaemonSessionsTable;
+  server_instances: ServerInstancesTable;
 }

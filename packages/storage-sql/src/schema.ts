@@ -7,6 +7,7 @@
 import type { ColumnType } from "kysely";
 import type { AccountTables } from "./schema-accounts.js";
 import type { DaemonProtocolColumns, DaemonTables } from "./schema-daemons.js";
+import type { RecordingTables } from "./schema-recordings.js";
 import type { SsoBillingTables } from "./schema-sso-billing.js";
 import type { WorkspaceAccessTables } from "./schema-workspace-access.js";
 
@@ -209,7 +210,12 @@ export interface CertificateAuthorityKeysTable {
 }
 
 /** Every table of the schema, for `Kysely<Database>`. */
-export interface Database extends AccountTables, WorkspaceAccessTables, SsoBillingTables, DaemonTables {
+export interface Database
+  extends AccountTables,
+    WorkspaceAccessTables,
+    SsoBillingTables,
+    DaemonTables,
+    RecordingTables {
   users: UsersTable;
   auth_sessions: AuthSessionsTable;
   refresh_tokens: RefreshTokensTable;

@@ -4,18 +4,34 @@
  * Transactions are explicit (`tx`), but the frame of the running transaction is also tracked with
  * AsyncLocalStorage, for two reasons: a nested `storage.transaction()` must join the outer one,
  * and a call on `storage` (not `tx`) made inside a transaction must not wait for a connection the
- * transaction holds (SQLite has exactly one: that would hang forever).
+ * transaction holds (SQLite has exactly one: that would hang forever). Tracking makes every
+ * promise of the process pay (Node's promise hooks), so it is on only while such a transaction
+ * is open; `append` (the signing path) needs none: its batches pass their transaction explicitly.
  *
  * @module
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { Repositories, Storage, StorageCapabilities } from "@wap/core/storage";
-import { type Kysely, sql, type Transaction } from "kysely";
+import {
+  type AppendUnit,
+  type Repositories,
+  type Storage,
+  type StorageCapabilities,
+  UniqueViolationError,
+} from "@wap/core/storage";
+import { type CompiledQuery, type Kysely, sql, type Transaction } from "kysely";
 import type { SqlDialectTraits } from "./dialect.js";
+import { hot } from "./hot-queries.js";
+import { type CommitUnits, createAppendBatcher } from "./lib/append-batcher.js";
+import { type DirectExecutor, registerDirectExecutor } from "./lib/direct.js";
 import { translateError } from "./lib/errors.js";
+import { auditEventToRow, issuedCertificateToRow } from "./lib/mapping.js";
 import { Mutex } from "./lib/mutex.js";
+import { savepointStatements } from "./lib/savepoints.js";
 import { createRepositories, type QueryRunner } from "./repositories.js";
 import type { Database } from "./schema.js";
+
+/** The statements of one `append` unit, in order. */
+export type AppendStatements = readonly CompiledQuery[];
 
 export interface SqlStorageOptions {
   /** Owned by the storage from now on: `close()` destroys it. */
@@ -24,6 +40,14 @@ export interface SqlStorageOptions {
   readonly capabilities: StorageCapabilities;
   /** Runs after the Kysely instance is destroyed (adapter-specific cleanup). */
   readonly onClose?: () => Promise<void>;
+  /**
+   * Commits batches of `append` units somewhere other than a transaction on `db` (the SQLite
+   * adapter's writer thread, whose commits do not stop the event loop). The adapter closes it in
+   * `onClose`.
+   */
+  readonly commitAppends?: CommitUnits<AppendStatements>;
+  /** Runs prepared queries on the driver itself while no transaction holds the connection. */
+  readonly directExecutor?: DirectExecutor;
 }
 
 /** One level of a transaction: the outermost one, or a savepoint inside it. */
@@ -61,7 +85,10 @@ function live(frame: Frame | undefined): Frame | undefined {
  */
 export function createSqlStorage(options: SqlStorageOptions): Storage {
   const { db, dialect } = options;
+  if (options.directExecutor) registerDirectExecutor(db, options.directExecutor);
   const current = new AsyncLocalStorage<Frame>();
+  /** Root transactions begun and not yet finished: tracking is on while there are any. */
+  let tracked = 0;
   let closed = false;
 
   const translate = (error: unknown) => translateError(dialect, error);
@@ -115,6 +142,66 @@ export function createSqlStorage(options: SqlStorageOptions): Storage {
   }
 
   const rootRepositories = createRepositories(runnerFor(undefined), dialect);
+
+  function appendStatements(unit: AppendUnit): AppendStatements {
+    const statements: CompiledQuery[] = [];
+    for (const entry of unit.issuedCertificates ?? []) {
+      statements.push(hot.insertIssuedCertificate.compile(db, dialect.name, issuedCertificateToRow(entry)));
+    }
+    for (const event of unit.auditEvents ?? []) {
+      statements.push(hot.insertAuditEvent.compile(db, dialect.name, auditEventToRow(event)));
+    }
+    return statements;
+  }
+
+  /**
+   * The default committer: one transaction on `db` for the batch, its handle passed explicitly
+   * (no tracking). Units go in together, without savepoints (each costs a round trip, and on
+   * SQLite a statement journal); a unit that breaks a uniqueness rule undoes the batch, which is
+   * then written again with each unit in a savepoint of its own, so that it fails alone.
+   */
+  async function commitOnDb(units: readonly AppendStatements[]): Promise<unknown[]> {
+    try {
+      await db.transaction().execute(async (trx) => {
+        for (const statements of units) for (const statement of statements) await trx.executeQuery(statement);
+      });
+      return units.map(() => undefined);
+    } catch (error) {
+      const translated = translate(error);
+      if (!(translated instanceof UniqueViolationError)) throw translated;
+      return units.length === 1 ? [translated] : commitApart(units);
+    }
+  }
+
+  async function commitApart(units: readonly AppendStatements[]): Promise<unknown[]> {
+    const outcomes: unknown[] = [];
+    await db.transaction().execute(async (trx) => {
+      for (const statements of units) {
+        await trx.executeQuery(savepointStatements.begin);
+        try {
+          for (const statement of statements) await trx.executeQuery(statement);
+          await trx.executeQuery(savepointStatements.release);
+          outcomes.push(undefined);
+        } catch (error) {
+          await trx.executeQuery(savepointStatements.rollback);
+          await trx.executeQuery(savepointStatements.release);
+          outcomes.push(translate(error));
+        }
+      }
+    });
+    return outcomes;
+  }
+
+  const commitAppends = options.commitAppends ?? commitOnDb;
+  const appends = createAppendBatcher<AppendStatements>(async (units) => {
+    try {
+      return (await commitAppends(units)).map((outcome) =>
+        outcome === undefined ? undefined : translate(outcome),
+      );
+    } catch (error) {
+      throw translate(error);
+    }
+  });
 
   function rootFrame(frame: Frame): Frame {
     let f = frame;
@@ -172,6 +259,7 @@ export function createSqlStorage(options: SqlStorageOptions): Storage {
       if (parent !== undefined) return nested(parent, fn);
 
       let failure: { error: unknown } | undefined;
+      tracked++;
       try {
         return await db.transaction().execute(async (trx) => {
           const frame: Frame = {
@@ -194,7 +282,21 @@ export function createSqlStorage(options: SqlStorageOptions): Storage {
         // The callback's own error is rethrown untouched; BEGIN/COMMIT/ROLLBACK failures are ours.
         if (failure !== undefined && failure.error === error) throw error;
         throw translate(error);
+      } finally {
+        // No frame is live any more: every store still reachable belongs to a finished one.
+        if (--tracked === 0) current.disable();
       }
+    },
+
+    append(unit) {
+      if (closed) return Promise.reject(new Error("storage: closed"));
+      let statements: AppendStatements;
+      try {
+        statements = appendStatements(unit);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      return appends.append(statements);
     },
 
     async ping() {
@@ -209,6 +311,8 @@ export function createSqlStorage(options: SqlStorageOptions): Storage {
     async close() {
       if (closed) return;
       closed = true;
+      // Appends already accepted are committed (or refused) before the connections go.
+      await appends.drain();
       await db.destroy();
       await options.onClose?.();
     },

@@ -1,5 +1,7 @@
 /**
- * The embedded storage: one better-sqlite3 connection in WAL mode.
+ * The embedded storage: one better-sqlite3 connection in WAL mode, and for a file of its own a
+ * writer thread with a second connection that commits `append` batches off the event loop
+ * (append-writer.ts).
  *
  * @module
  */
@@ -7,11 +9,14 @@ import type { Storage } from "@wap/core/storage";
 import { createSqlStorage, type Database, migrateToLatest, translateDriverError } from "@wap/storage-sql";
 import BetterSqlite3 from "better-sqlite3";
 import { Kysely, type SqliteDatabase, SqliteDialect, sql } from "kysely";
+import { type AppendWriter, createAppendWriter } from "./append-writer.js";
 import { sqliteTraits } from "./dialect.js";
 
 /** The few better-sqlite3 `Database` methods the adapter calls. */
 export interface SqliteDatabaseLike extends SqliteDatabase {
   pragma(source: string, options?: { simple?: boolean }): unknown;
+  /** True while a transaction is open on the connection. */
+  readonly inTransaction: boolean;
 }
 
 export type SqliteStorageOptions =
@@ -36,16 +41,18 @@ const defaultBusyTimeoutMs = 5000;
 export async function createSqliteStorage(options: SqliteStorageOptions): Promise<Storage> {
   const owned = "filename" in options;
   const database: SqliteDatabaseLike = owned ? new BetterSqlite3(options.filename) : options.database;
+  const busyTimeoutMs = Math.max(0, Math.trunc(options.busyTimeoutMs ?? defaultBusyTimeoutMs));
   try {
-    configure(database, options.busyTimeoutMs ?? defaultBusyTimeoutMs);
+    configure(database, busyTimeoutMs);
   } catch (error) {
     if (owned) database.close();
     throw error;
   }
 
+  const prepare = cachedStatements(database);
   // Kysely closes the database on destroy(); a lent one must stay open.
   const forKysely: SqliteDatabase = {
-    prepare: cachedStatements(database),
+    prepare,
     close: () => {
       if (owned) database.close();
     },
@@ -58,20 +65,48 @@ export async function createSqliteStorage(options: SqliteStorageOptions): Promis
     await db.destroy();
     throw translateDriverError(sqliteTraits, error);
   }
-  return createSqlStorage({ db, dialect: sqliteTraits, capabilities: { multiInstance: false } });
+  // A second connection needs a file it can open again: not an in-memory or temporary database,
+  // and not one the application lent (it did not ask for another connection to its file).
+  const writer: AppendWriter | undefined =
+    owned && isReopenable(options.filename)
+      ? createAppendWriter({ filename: options.filename, busyTimeoutMs })
+      : undefined;
+  return createSqlStorage({
+    db,
+    dialect: sqliteTraits,
+    capabilities: { multiInstance: false },
+    directExecutor: (query) => {
+      // Inside an open transaction the statement would join it: Kysely's executor waits instead.
+      if (database.inTransaction) return undefined;
+      const statement = prepare(query.sql);
+      if (statement.reader) return { rows: statement.all(query.parameters) as unknown[] };
+      const { changes, lastInsertRowid } = statement.run(query.parameters);
+      return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
+    },
+    ...(writer && { commitAppends: (units) => writer.commit(units), onClose: () => writer.close() }),
+  });
+}
+
+function isReopenable(filename: string): boolean {
+  return filename !== "" && filename !== ":memory:" && !filename.startsWith("file:");
 }
 
 /**
  * Kysely prepares every query anew; compiling SQL is a large share of a simple read. The queries
  * come from a fixed set of builders, so their texts repeat and their statements can be reused
  * (better-sqlite3 statements are synchronous, so one is never used by two queries at once).
+ *
+ * Kysely begins transactions with a deferred BEGIN. Another connection (the writer thread, another
+ * process) committing between such a transaction's first read and its first write would fail that
+ * write at once (SQLITE_BUSY_SNAPSHOT, which no busy timeout waits out); BEGIN IMMEDIATE takes the
+ * write lock first, waiting for it up to busy_timeout.
  */
 function cachedStatements(database: SqliteDatabaseLike, capacity = 512): SqliteDatabase["prepare"] {
   const statements = new Map<string, ReturnType<SqliteDatabase["prepare"]>>();
   return (source) => {
     let statement = statements.get(source);
     if (statement === undefined) {
-      statement = database.prepare(source);
+      statement = database.prepare(source === "begin" ? "begin immediate" : source);
       if (statements.size >= capacity) statements.delete(statements.keys().next().value as string);
       statements.set(source, statement);
     }
@@ -86,7 +121,7 @@ function configure(database: SqliteDatabaseLike, busyTimeoutMs: number): void {
   database.pragma("synchronous = FULL");
   // Workspace deletion relies on ON DELETE CASCADE, which SQLite enforces only when asked.
   database.pragma("foreign_keys = ON");
-  database.pragma(`busy_timeout = ${Math.max(0, Math.trunc(busyTimeoutMs))}`);
+  database.pragma(`busy_timeout = ${busyTimeoutMs}`);
   if (Number(database.pragma("foreign_keys", { simple: true })) !== 1) {
     throw new Error(
       "storage-sqlite: could not enable foreign_keys (is a transaction open on this database?)",

@@ -5,7 +5,12 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import type { UserRecord } from "@wap/core/storage";
+import type {
+  AuditEventRecord,
+  IssuedCertificateRecord,
+  UserRecord,
+  WorkspaceRecord,
+} from "@wap/core/storage";
 import { createMigrations } from "@wap/storage-sql";
 import { createSqliteStorage, SchemaVersionError } from "@wap/storage-sqlite";
 import Database from "better-sqlite3";
@@ -66,6 +71,98 @@ describe("sqlite durability", () => {
     const reopened = await createSqliteStorage({ filename });
     try {
       expect(await reopened.users.findById(record.id)).toEqual(record);
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it("units appended (group commit, writer thread) before the process is killed are there on reopen", async () => {
+    const filename = file();
+    const entry = pathToFileURL(fileURLToPath(new URL("../src/index.ts", import.meta.url))).href;
+    const tsx = createRequire(import.meta.url).resolve("tsx");
+    const owner = user();
+    const workspace: WorkspaceRecord = {
+      id: randomUUID(),
+      name: "Analytical Engines",
+      description: "",
+      createdBy: owner.id,
+      enrollAutoApprove: false,
+      enrollExpiresAt: null,
+      inviteExpiresAt: null,
+      createdAt: new Date(1_700_000_000_000),
+      updatedAt: new Date(1_700_000_000_000),
+    };
+    const units = Array.from({ length: 20 }, (_, i) => {
+      const certificate: IssuedCertificateRecord = {
+        id: randomUUID(),
+        workspaceId: workspace.id,
+        caId: randomUUID(),
+        caKeyVersion: 1,
+        kind: "ssh_user",
+        serial: String(1000 + i),
+        keyFingerprint: "SHA256:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU",
+        principals: [owner.id],
+        validAfter: new Date(1_700_000_000_000),
+        validBefore: new Date(1_700_003_600_000),
+        requesterType: "user",
+        requesterId: owner.id,
+        targetId: null,
+        keyId: `wap:${workspace.id}:user:${owner.id}:${i}`,
+        createdAt: new Date(1_700_000_000_000 + i),
+      };
+      const event: AuditEventRecord = {
+        id: randomUUID(),
+        workspaceId: workspace.id,
+        actorId: owner.id,
+        actorType: "user",
+        action: "certificate.sign_ssh_user",
+        resource: `issued_certificate:${certificate.id}`,
+        ipAddress: "192.0.2.1",
+        userAgent: "test",
+        statusCode: "ok",
+        requestId: randomUUID(),
+        timestamp: new Date(1_700_000_000_000 + i),
+      };
+      return { issuedCertificates: [certificate], auditEvents: [event] };
+    });
+    // The child appends the units at once (they share commits), reports, then dies.
+    const script = `
+      const { createSqliteStorage } = await import(${JSON.stringify(entry)});
+      const storage = await createSqliteStorage({ filename: ${JSON.stringify(filename)} });
+      const revive = (k, v) => (v !== null && /(At|validAfter|validBefore|timestamp)$/.test(k) ? new Date(v) : v);
+      const { owner, workspace, units } = JSON.parse(process.env.WAP_FIXTURE, revive);
+      await storage.users.insert(owner);
+      await storage.workspaces.insert(workspace);
+      await Promise.all(units.map((unit) => storage.append(unit)));
+      process.stdout.write("appended\\n");
+      process.kill(process.pid, "SIGKILL");
+    `;
+    const { stdout, signal } = await new Promise<{ stdout: string; signal: NodeJS.Signals | null }>(
+      (resolve) => {
+        const child = execFile(
+          process.execPath,
+          [
+            "--conditions=dev-source",
+            "--import",
+            pathToFileURL(tsx).href,
+            "--input-type=module",
+            "-e",
+            script,
+          ],
+          { env: { ...process.env, WAP_FIXTURE: JSON.stringify({ owner, workspace, units }) } },
+          (_error, out) => resolve({ stdout: out, signal: child.signalCode }),
+        );
+      },
+    );
+    expect(stdout).toBe("appended\n");
+    expect(signal).toBe("SIGKILL");
+
+    const reopened = await createSqliteStorage({ filename });
+    try {
+      const ledger = await reopened.issuedCertificates.list(workspace.id, { limit: 100, offset: 0 });
+      expect(ledger.total).toBe(units.length);
+      const audit = await reopened.auditEvents.list(workspace.id, { limit: 100, offset: 0 });
+      expect(audit.items.map((e) => e.id).sort()).toEqual(units.map((u) => u.auditEvents[0]!.id).sort());
     } finally {
       await reopened.close();
     }

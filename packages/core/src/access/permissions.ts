@@ -32,6 +32,8 @@ export const permissions = [
   "daemons.manage",
   "sessions.read",
   "sessions.manage",
+  "recordings.read",
+  "recordings.delete",
   "sso.read",
   "sso.manage",
   "audit.read",
@@ -42,7 +44,9 @@ export const permissions = [
 export type Permission = (typeof permissions)[number];
 
 const readOnly = permissions.filter(
-  (p) => p.endsWith(".read") && !["sso.read", "audit.read", "billing.read"].includes(p),
+  // What a terminal printed may hold secrets: recordings are for administrators (and, for their
+  // own sessions, the subject who ran them; see recordings/operations.ts).
+  (p) => p.endsWith(".read") && !["sso.read", "audit.read", "billing.read", "recordings.read"].includes(p),
 );
 
 const editor: Permission[] = [
@@ -67,6 +71,8 @@ const admin: Permission[] = [
   "sso.manage",
   "audit.read",
   "billing.read",
+  "recordings.read",
+  "recordings.delete",
 ];
 
 /** A role as ListRoles describes it. */

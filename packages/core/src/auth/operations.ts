@@ -156,7 +156,17 @@ export const logout = defineOperation({
   access: { kind: "caller", callers: ["user"] },
   input: z.object({}),
   async run({ ctx, services, now }) {
-    if (ctx.caller.kind === "user") await services.storage.authSessions.revoke(ctx.caller.sessionId, now);
+    const caller = ctx.caller;
+    if (caller.kind !== "user") return {};
+    await services.storage.transaction(async (tx) => {
+      await tx.authSessions.revoke(caller.sessionId, now);
+      await auditAccount(tx, services, ctx, {
+        userId: caller.userId,
+        action: "user.logout",
+        resource: `session:${caller.sessionId}`,
+        at: now,
+      });
+    });
     return {};
   },
 });

@@ -130,12 +130,19 @@ export const loginWithBackupCode = defineOperation({
     await admitAttempt(services, subject, now);
     const user = await services.storage.users.findByEmail(input.email.toLowerCase());
     const codeHash = hashSecret(normalizeBackupCode(input.code));
-    if (!user || !(await services.storage.backupCodes.consume(user.id, codeHash, now))) {
+    // The code is spent with the session and its audit entry, or not at all.
+    const session =
+      user &&
+      (await services.storage.transaction(async (tx) =>
+        (await tx.backupCodes.consume(user.id, codeHash, now))
+          ? startSession(services, user, ctx, "backup_code")
+          : null,
+      ));
+    if (!session) {
       await attemptFailed(services, subject, now);
       throw invalid();
     }
     await attemptSucceeded(services, subject);
-    const session = await startSession(services, user, ctx, "backup_code");
     return { accessToken: session.accessToken, refreshToken: session.refreshToken };
   },
 });

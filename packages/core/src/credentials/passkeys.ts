@@ -73,12 +73,24 @@ export const updatePasskey = defineOperation({
   method: CredentialService.method.updatePasskey,
   access: { kind: "caller", callers: ["user"] },
   input: z.object({ id: text({ min: 1 }), name: passkeyName.optional() }),
-  async run({ input, services, ctx }) {
+  async run({ input, services, ctx, now }) {
     const user = await callerUser(services, ctx);
+    const { name } = input;
     const passkey =
-      input.name === undefined
+      name === undefined
         ? await services.storage.passkeys.findById(input.id)
-        : await services.storage.passkeys.rename(user.id, input.id, input.name);
+        : await services.storage.transaction(async (tx) => {
+            const renamed = await tx.passkeys.rename(user.id, input.id, name);
+            if (renamed?.userId === user.id) {
+              await auditAccount(tx, services, ctx, {
+                userId: user.id,
+                action: "user.passkey.update",
+                resource: `passkey:${input.id}`,
+                at: now,
+              });
+            }
+            return renamed;
+          });
     // Another user's passkey is "not found" too.
     if (!passkey || passkey.userId !== user.id) throw notFound(input.id);
     return { passkey: toPasskeyMessage(passkey) };
@@ -270,8 +282,11 @@ export const finishPasskeyLogin = defineOperation({
     if (!verified?.verified) throw invalid();
     const user = await services.storage.users.findById(passkey.userId);
     if (!user) throw invalid();
-    await services.storage.passkeys.recordUse(passkey.id, verified.authenticationInfo.newCounter, now);
-    const session = await startSession(services, user, ctx, "passkey");
+    // The counter moves with the session and its audit entry, or not at all.
+    const session = await services.storage.transaction(async (tx) => {
+      await tx.passkeys.recordUse(passkey.id, verified.authenticationInfo.newCounter, now);
+      return startSession(services, user, ctx, "passkey");
+    });
     return { accessToken: session.accessToken, refreshToken: session.refreshToken };
   },
 });

@@ -13,6 +13,8 @@
  * - PENDING and REJECTED daemons get no principals (obligation 26; the daemon at [T] applies
  *   whatever it is given). A rejected daemon's report is not stored. The status is always set,
  *   ACCEPTED explicitly (obligation 27).
+ * - A report that changes the daemon's metadata or its target's endpoints or metadata is audited
+ *   (`daemon.sync`, actor the daemon); one that changes nothing writes no entry.
  *
  * @module
  */
@@ -103,7 +105,7 @@ export const syncDaemon = defineOperation({
     privateIps: z.array(endpoint).max(syncLimits.endpoints, `at most ${syncLimits.endpoints} addresses`),
     metadata,
   }),
-  async run({ input, services, now, ctx }) {
+  async run({ input, services, now, ctx, audit }) {
     if (ctx.caller.kind !== "daemon") throw new UnauthenticatedError("this call is for daemons");
     const { daemonId, workspaceId } = ctx.caller;
     const endpoints = [...new Set(input.privateIps)];
@@ -112,14 +114,20 @@ export const syncDaemon = defineOperation({
       if (!daemon)
         throw new UnauthenticatedError("this daemon is no longer enrolled", { reason: "DAEMON_DELETED" });
       if (daemon.status === "rejected") return { daemon, principals: new Map<string, string[]>() };
+      let changed = false;
       if (!sameMap(daemon.metadata, input.metadata)) {
         await tx.daemons.update(workspaceId, daemonId, { metadata: input.metadata }, now);
+        changed = true;
       }
       const target =
         daemon.targetId === null ? null : await tx.targets.findById(workspaceId, daemon.targetId);
       if (target && (!sameList(target.endpoints, endpoints) || !sameMap(target.metadata, input.metadata))) {
         await tx.targets.update(workspaceId, target.id, { endpoints, metadata: input.metadata }, now);
+        changed = true;
       }
+      // A report that changes what others see of the daemon or its target is audited; the
+      // periodic report that changes nothing is not (it would flood the log).
+      if (changed) await audit(tx, { action: "daemon.sync", resource: `daemon:${daemonId}`, workspaceId });
       const principals =
         daemon.status === "accepted" && target
           ? await principalMapOf(tx, workspaceId, target.id)

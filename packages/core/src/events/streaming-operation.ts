@@ -10,7 +10,7 @@ import type * as z from "zod";
 import type { Access, OperationCall } from "../operations/operation.js";
 
 /** Everything a streaming `run` receives; `ctx.signal` fires when the client goes away. */
-export interface StreamingCall<In> extends Omit<OperationCall<In>, "audit"> {
+export interface StreamingCall<In> extends Omit<OperationCall<In>, "audit" | "auditEvent"> {
   /**
    * Says that the stream is in effect (e.g. its subscription is live), before the first message,
    * which may be long in coming. Transports that can answer early (REST headers) do so then.

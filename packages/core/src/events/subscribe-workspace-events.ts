@@ -9,6 +9,7 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import * as z from "zod";
 import { WorkspaceService } from "../gen/platform/v1/workspace_pb.js";
+import { recordingStreamingOperations } from "../recordings/operations.js";
 import { uuid } from "../validation/rules.js";
 import { defineStreamingOperation } from "./streaming-operation.js";
 import { subscribeTopic } from "./topic-subscription.js";
@@ -43,4 +44,4 @@ export const subscribeWorkspaceEvents = defineStreamingOperation({
 });
 
 /** Every streaming operation this build implements. */
-export const streamingOperations = [subscribeWorkspaceEvents];
+export const streamingOperations = [subscribeWorkspaceEvents, ...recordingStreamingOperations];

@@ -9,6 +9,7 @@ import type { DescMessage, DescMethodUnary, MessageInitShape } from "@bufbuild/p
 import type * as z from "zod";
 import type { Permission } from "../access/permissions.js";
 import type { CallContext, CallerKind, WorkspaceRole } from "../context.js";
+import type { AuditEventRecord } from "../storage/records.js";
 import type { Repositories } from "../storage/storage.js";
 import type { Services } from "./services.js";
 
@@ -52,6 +53,18 @@ export interface OperationCall<In> {
   readonly workspace: WorkspaceScope;
   /** Records an audit event, in the same transaction as the change it describes. */
   audit(tx: Repositories, entry: AuditEntry): Promise<void>;
+  /**
+   * The audit event of `entry`, for an operation that writes it itself with `storage.append`
+   * (group-committed with the change it describes). Call `committed()` once the append has
+   * resolved: its workspace event then goes out like those of `audit`.
+   */
+  auditEvent(entry: AuditEntry): PendingAuditEvent;
+}
+
+/** An audit event to be written by the operation, and how to say it was. */
+export interface PendingAuditEvent {
+  readonly record: AuditEventRecord;
+  committed(): void;
 }
 
 /** A unary operation of the platform. */

@@ -7,6 +7,7 @@ import { withDaemonNotifications } from "../daemons/change-notifications.js";
 import { daemonOperations } from "../daemons/operations.js";
 import { daemonProtocolOperations } from "../daemons/protocol.js";
 import { licenseOperations } from "../license/operations.js";
+import { recordingOperations } from "../recordings/operations.js";
 import { serviceAccountOperations } from "../service-accounts/operations.js";
 import { ssoOperations } from "../sso/operations.js";
 import { utilOperations } from "../util/operations.js";
@@ -30,4 +31,5 @@ export const allOperations: readonly AnyOperation[] = withDaemonNotifications([
   ...billingOperations,
   ...licenseOperations,
   ...auditOperations,
+  ...recordingOperations,
 ]);

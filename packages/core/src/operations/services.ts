@@ -5,12 +5,13 @@ import type { KeyStore } from "../crypto/key-store.js";
 import type { DnsTxtResolver } from "../domains/dns.js";
 import type { EventBus } from "../events/event-bus.js";
 import type { Mailer } from "../mail/mailer.js";
+import { defaultRecordingConfig, type RecordingConfig } from "../recordings/config.js";
 import type { Clock, Random } from "../runtime.js";
 import type { Storage } from "../storage/storage.js";
 import type { IntegrationServices } from "./integrations.js";
 
 /** Settings of a platform instance; every field has a documented default. */
-export interface PlatformConfig extends AccountConfig {
+export interface PlatformConfig extends AccountConfig, RecordingConfig {
   /** Lifetime of PASETO access tokens. Default 900 s (15 minutes). */
   readonly accessTokenTtlSeconds: number;
   /** Lifetime of a login session and its refresh tokens. Default 30 days. */
@@ -21,6 +22,7 @@ export interface PlatformConfig extends AccountConfig {
 
 export const defaultPlatformConfig: PlatformConfig = {
   ...defaultAccountConfig,
+  ...defaultRecordingConfig,
   accessTokenTtlSeconds: 900,
   refreshTokenTtlSeconds: 30 * 24 * 3600,
   lastUsedResolutionSeconds: 60,

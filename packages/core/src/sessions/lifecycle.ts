@@ -13,6 +13,11 @@
  *   so too and relays waiting for the daemon hear `close`.
  * - {@link attachSession}: a browser attaches to the relay (the WebSocket endpoint); only the
  *   subject the session runs for may.
+ * - Relaying across instances: `ready` lands on one server instance, which records itself as the
+ *   session's relay when it claims it ({@link SessionRelayRecord}); a browser attaching through
+ *   another instance reads {@link sessionRelayOf} and is forwarded there. An open session whose
+ *   relaying instance lost its lease (it stopped or died, and the daemon's stream with it) is
+ *   closed by {@link abandonStaleSessions} too.
  *
  * @module
  */
@@ -20,11 +25,12 @@ import type { Caller, DaemonCaller } from "../context.js";
 import { closeEvent, publishCommitted } from "../daemons/events.js";
 import { NotFoundError, PermissionDeniedError, UnauthenticatedError } from "../errors.js";
 import type { Services } from "../operations/services.js";
-import type { DaemonSessionRecord } from "../storage/daemons-sessions.js";
+import type { DaemonSessionRecord, SessionRelayRecord } from "../storage/daemons-sessions.js";
 
 /** How long a pushed session waits for the daemon's `ready` (it normally comes within milliseconds). */
 export const sessionReadyTimeoutSeconds = 30;
 export const abandonedReason = "the daemon did not open the session in time";
+export const orphanedReason = "the server relaying the session stopped";
 
 /** The oldest creation time a pending session may have and still be claimed. */
 export function claimableSince(now: Date): Date {
@@ -40,22 +46,30 @@ export function isLive(session: DaemonSessionRecord, now: Date): boolean {
 const noSuchSession = (id: string) =>
   new NotFoundError(`no pending session ${id} for this daemon`, { reason: "SESSION_NOT_FOUND" });
 
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 /**
- * Matches a session stream's `ready` to its pending session and opens it. Throws `not_found`
- * for another daemon's, an unknown, a stale or an already claimed session, and
- * `permission_denied` (closing the session) when `username` or `userId` differ from what was
- * pushed.
+ * Matches a session stream's `ready` to its pending session and opens it, relayed by `relay`
+ * (the instance holding the stream) when given. Throws `not_found` for another daemon's, an
+ * unknown, a stale or an already claimed session, and `permission_denied` (closing the session)
+ * when `username` or `userId` differ from what was pushed.
  */
 export async function claimSession(
   services: Services,
   caller: DaemonCaller,
   ready: { readonly sessionId: string; readonly username: string; readonly userId: string },
+  relay?: SessionRelayRecord,
 ): Promise<DaemonSessionRecord> {
   const now = services.clock.now();
   const id = ready.sessionId.toLowerCase();
-  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id))
-    throw noSuchSession(ready.sessionId);
-  const session = await services.storage.daemonSessions.open(caller.daemonId, id, now, claimableSince(now));
+  if (!uuidPattern.test(id)) throw noSuchSession(ready.sessionId);
+  const session = await services.storage.daemonSessions.open(
+    caller.daemonId,
+    id,
+    now,
+    claimableSince(now),
+    relay,
+  );
   if (!session) throw noSuchSession(id);
   if (session.username !== ready.username || session.userId !== ready.userId.toLowerCase()) {
     await endSession(
@@ -91,23 +105,56 @@ export async function endSession(
   return closed;
 }
 
-/** Closes pending sessions nobody claimed in time (at most `limit` per call); returns how many. */
+/**
+ * Closes pending sessions nobody claimed in time, and open sessions whose relaying instance is
+ * gone (at most `limit` of each per call); returns how many.
+ */
 export async function abandonStaleSessions(
   services: Services,
   options: { limit?: number } = {},
 ): Promise<number> {
   const now = services.clock.now();
-  const stale = await services.storage.daemonSessions.abandonPending(
-    claimableSince(now),
-    abandonedReason,
-    now,
-    options.limit ?? 500,
-  );
-  await publishCommitted(
-    services,
-    stale.map((s) => closeEvent(s.id, abandonedReason)),
-  );
-  return stale.length;
+  const limit = options.limit ?? 500;
+  const sessions = services.storage.daemonSessions;
+  const stale = await sessions.abandonPending(claimableSince(now), abandonedReason, now, limit);
+  const orphaned = await sessions.closeOrphaned(now, orphanedReason, now, limit);
+  await publishCommitted(services, [
+    ...stale.map((s) => closeEvent(s.id, abandonedReason)),
+    ...orphaned.map((s) => closeEvent(s.id, orphanedReason)),
+  ]);
+  return stale.length + orphaned.length;
+}
+
+/** Where a session stands for a browser waiting to reach it. */
+export type SessionRelayStatus =
+  | { readonly kind: "pending" }
+  | { readonly kind: "open"; readonly relay: SessionRelayRecord }
+  | { readonly kind: "closed"; readonly reason: string };
+
+/**
+ * Whether the session is still waiting for its daemon, is open and relayed (by whom), or is
+ * over (why). A pending session past its `ready` timeout is over, whether or not the sweep has
+ * closed it yet; an open one without a relay (claimed with none) cannot be reached.
+ */
+export async function sessionRelayOf(
+  services: Services,
+  workspaceId: string,
+  sessionId: string,
+): Promise<SessionRelayStatus> {
+  const found = await services.storage.daemonSessions.findRelay(workspaceId, sessionId.toLowerCase());
+  if (!found) return { kind: "closed", reason: "the session does not exist" };
+  switch (found.state) {
+    case "pending":
+      return found.createdAt >= claimableSince(services.clock.now())
+        ? { kind: "pending" }
+        : { kind: "closed", reason: abandonedReason };
+    case "open":
+      return found.relay
+        ? { kind: "open", relay: found.relay }
+        : { kind: "closed", reason: "the session is not relayed by any server" };
+    case "closed":
+      return { kind: "closed", reason: found.closeReason };
+  }
 }
 
 /**

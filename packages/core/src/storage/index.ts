@@ -23,6 +23,7 @@ export type {
   UserDeviceRepository,
 } from "./accounts.js";
 export type {
+  DaemonHolderRecord,
   DaemonProtocolQueries,
   DaemonProtocolRepositories,
   DaemonSessionRecord,
@@ -31,7 +32,19 @@ export type {
   DaemonSyncRecord,
   EnrollTokenRecord,
   EnrollTokenRepository,
+  SessionRelayRecord,
+  SessionRelayState,
 } from "./daemons-sessions.js";
+export type {
+  RecordingChunkRecord,
+  RecordingChunkScan,
+  RecordingFilter,
+  RecordingFormat,
+  RecordingPage,
+  RecordingRecord,
+  RecordingRepositories,
+  RecordingRepository,
+} from "./recordings.js";
 export type {
   AuditEventRecord,
   AuthorityKind,
@@ -74,6 +87,7 @@ export type {
   WorkspaceUsageRepository,
 } from "./sso-billing.js";
 export type {
+  AppendUnit,
   AuditEventFilter,
   AuditEventRepository,
   AuthSessionRepository,

@@ -15,6 +15,7 @@
  */
 import type { AccountRepositories } from "./accounts.js";
 import type { DaemonProtocolQueries, DaemonProtocolRepositories } from "./daemons-sessions.js";
+import type { RecordingRepositories } from "./recordings.js";
 import type {
   AuditEventRecord,
   AuthorityKind,
@@ -312,7 +313,8 @@ export interface Repositories
   extends AccountRepositories,
     WorkspaceAccessRepositories,
     SsoBillingRepositories,
-    DaemonProtocolRepositories {
+    DaemonProtocolRepositories,
+    RecordingRepositories {
   readonly users: UserRepository;
   readonly authSessions: AuthSessionRepository;
   readonly refreshTokens: RefreshTokenRepository;
@@ -334,6 +336,15 @@ export interface StorageCapabilities {
   readonly multiInstance: boolean;
 }
 
+/**
+ * Rows of the append-only tables written together: all of them, or none. Certificate issuance
+ * writes its ledger entry and audit event this way.
+ */
+export interface AppendUnit {
+  readonly issuedCertificates?: readonly IssuedCertificateRecord[];
+  readonly auditEvents?: readonly AuditEventRecord[];
+}
+
 /** A storage backend. */
 export interface Storage extends Repositories {
   readonly capabilities: StorageCapabilities;
@@ -342,6 +353,14 @@ export interface Storage extends Repositories {
    * rethrown) when it throws. Nested calls run in the outer transaction.
    */
   transaction<T>(fn: (tx: Repositories) => Promise<T>): Promise<T>;
+  /**
+   * Writes the rows of `unit` atomically, in a transaction of its own (never the caller's: call
+   * it outside any transaction), and resolves once they are durable. Units appended at about the
+   * same time may share a commit (group commit), yet each succeeds or fails alone: one that breaks
+   * a uniqueness rule throws {@link UniqueViolationError} and leaves none of its rows behind,
+   * whatever the others do.
+   */
+  append(unit: AppendUnit): Promise<void>;
   /** Checks that the database answers (used by readiness probes). */
   ping(): Promise<void>;
   /** Releases connections. The storage is unusable afterwards. */

@@ -27,6 +27,7 @@ import { type Repositories, type Storage, UniqueViolationError } from "../storag
 import { runAccountContract } from "./contract/accounts.js";
 import { runCertificateContract } from "./contract/certificates.js";
 import { runDaemonContract } from "./contract/daemons.js";
+import { runRecordingContract } from "./contract/recordings.js";
 import { runSsoBillingContract } from "./contract/sso-billing.js";
 import { runWorkspaceAccessContract } from "./contract/workspace-access.js";
 
@@ -1044,6 +1045,7 @@ export function runStorageContract(options: StorageContractOptions): void {
       expectUnique,
     });
     runDaemonContract({ storage: () => storage, test, seedWorkspace, aDaemon, expectUnique });
+    runRecordingContract({ storage: () => storage, test, seedWorkspace, expectUnique });
     runSsoBillingContract({
       storage: () => storage,
       test,

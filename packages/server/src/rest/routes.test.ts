@@ -266,6 +266,16 @@ const addedRoutes = [
   ["CredentialService", "FinishPasskeyRegistration", "POST", "/v1/credentials/passkeys:finish", "*"],
   ["AuthService", "BeginPasskeyLogin", "POST", "/v1/login/passkey:begin", "*"],
   ["AuthService", "FinishPasskeyLogin", "POST", "/v1/login/passkey:finish", "*"],
+  // docs/recordings.md
+  ["RecordingService", "ListRecordings", "GET", "/v1/workspaces/{workspace_id}/recordings", ""],
+  ["RecordingService", "GetRecording", "GET", "/v1/workspaces/{workspace_id}/recordings/{recording_id}", ""],
+  [
+    "RecordingService",
+    "DeleteRecording",
+    "DELETE",
+    "/v1/workspaces/{workspace_id}/recordings/{recording_id}",
+    "",
+  ],
 ] as const;
 
 const uuid = "3f1c2a9e-8b7d-4c6e-9a5f-0d1e2f3a4b5c";

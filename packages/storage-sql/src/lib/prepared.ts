@@ -2,13 +2,15 @@
  * Queries built and compiled once per dialect, then executed with new values. Building a Kysely
  * query tree and compiling it to SQL costs tens of microseconds, more than SQLite takes to run a
  * primary-key lookup; the hot queries of every request (session, membership, authority, ledger
- * and audit writes) skip it.
+ * and audit writes) skip it, and on a synchronous driver they skip Kysely's executor too
+ * (lib/direct.ts).
  *
  * @module
  */
 import type { Compilable, CompiledQuery, Insertable, Kysely, QueryResult } from "kysely";
 import type { SqlDialectName } from "../dialect.js";
 import type { Database } from "../schema.js";
+import { executeQuery } from "./direct.js";
 
 /** Stands for the i-th argument while the query is compiled. */
 class Slot {
@@ -24,6 +26,8 @@ interface Compiled {
 /** A query compiled on first use per dialect; `execute` binds the arguments in place of the slots. */
 export interface PreparedQuery<Args extends readonly unknown[], Row> {
   execute(db: Kysely<Database>, dialect: SqlDialectName, ...args: Args): Promise<QueryResult<Row>>;
+  /** The SQL and parameters, for a connection Kysely does not drive (another thread's). */
+  compile(db: Kysely<Database>, dialect: SqlDialectName, ...args: Args): CompiledQuery;
 }
 
 function compileOnce(
@@ -62,7 +66,8 @@ export function prepare<Args extends readonly unknown[], Row>(
 ): PreparedQuery<Args, Row> {
   const compile = compileOnce((db, p) => build(db, ...(p as unknown as Args)), build.length - 1);
   return {
-    execute: (db, dialect, ...args) => db.executeQuery<Row>(compile(db, dialect, args)),
+    execute: (db, dialect, ...args) => executeQuery<Row>(db, compile(db, dialect, args)),
+    compile: (db, dialect, ...args) => compile(db, dialect, args),
   };
 }
 
@@ -75,29 +80,29 @@ export function prepareInsert<T extends keyof Database & string>(
   table: T,
 ): PreparedQuery<[row: Insertable<Database[T]>], never> {
   const byColumns = new Map<string, ReturnType<typeof compileOnce>>();
-  return {
-    execute(db, dialect, row) {
-      const columns = Object.keys(row);
-      const signature = columns.join(",");
-      let compile = byColumns.get(signature);
-      if (compile === undefined) {
-        compile = compileOnce(
-          (kysely, p) =>
-            kysely
-              .insertInto(table)
-              .values(Object.fromEntries(columns.map((c, i) => [c, p[i]])) as Insertable<Database[T]>),
-          columns.length,
-        );
-        byColumns.set(signature, compile);
-      }
-      const values = row as Record<string, unknown>;
-      return db.executeQuery<never>(
-        compile(
-          db,
-          dialect,
-          columns.map((c) => values[c]),
-        ),
+  const compile = (db: Kysely<Database>, dialect: SqlDialectName, row: Insertable<Database[T]>) => {
+    const columns = Object.keys(row);
+    const signature = columns.join(",");
+    let compileColumns = byColumns.get(signature);
+    if (compileColumns === undefined) {
+      compileColumns = compileOnce(
+        (kysely, p) =>
+          kysely
+            .insertInto(table)
+            .values(Object.fromEntries(columns.map((c, i) => [c, p[i]])) as Insertable<Database[T]>),
+        columns.length,
       );
-    },
+      byColumns.set(signature, compileColumns);
+    }
+    const values = row as Record<string, unknown>;
+    return compileColumns(
+      db,
+      dialect,
+      columns.map((c) => values[c]),
+    );
+  };
+  return {
+    execute: (db, dialect, row) => executeQuery<never>(db, compile(db, dialect, row)),
+    compile,
   };
 }

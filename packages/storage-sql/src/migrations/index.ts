@@ -11,6 +11,9 @@ import { accountsMigration } from "./003-accounts.js";
 import { workspaceAccessMigration } from "./004-workspace-access.js";
 import { ssoBillingMigration } from "./005-sso-billing.js";
 import { daemonsMigration } from "./006-daemons.js";
+import { instancesMigration } from "./007-instances.js";
+import { sessionRelayMigration } from "./008-session-relay.js";
+import { recordingsMigration } from "./009-recordings.js";
 
 /** Our own bookkeeping tables, so an application's Kysely migrations in the same schema never collide. */
 export const migrationTableName = "wap_schema_migration";
@@ -25,6 +28,9 @@ export function createMigrations(dialect: SqlDialectName): Record<string, Migrat
     "004_workspace_access": workspaceAccessMigration(dialect),
     "005_sso_billing": ssoBillingMigration(dialect),
     "006_daemons": daemonsMigration(dialect),
+    "007_instances": instancesMigration(dialect),
+    "008_session_relay": sessionRelayMigration(dialect),
+    "009_recordings": recordingsMigration(dialect),
   };
 }
 

@@ -1,5 +1,5 @@
 /**
- * State kept once per platform instance (signer caches, the write batcher). `Services` has no slot
+ * State kept once per platform instance (the retired-key cache). `Services` has no slot
  * for it, and each call sees its own copy of `services` (with a watched storage), so the key store,
  * which `createPlatform` takes once and shares with every call, stands for the instance.
  *

@@ -1,6 +1,7 @@
 /**
- * The last step of issuance: the ledger entry and its audit event, written together through the
- * group-commit batcher. A certificate is returned only once both are durable.
+ * The last step of issuance: the ledger entry and its audit event, appended together with
+ * `storage.append`, which group-commits concurrent issuances. A certificate is returned only once
+ * both are durable.
  *
  * @module
  */
@@ -8,10 +9,6 @@ import type { OperationCall } from "../../operations/operation.js";
 import type { Services } from "../../operations/services.js";
 import type { IssuedCertificateRecord } from "../../storage/records.js";
 import { UniqueViolationError } from "../../storage/storage.js";
-import { perPlatform } from "./platform-scope.js";
-import { createWriteBatcher } from "./write-batcher.js";
-
-const batcher = perPlatform(() => createWriteBatcher());
 
 const auditAction: Record<IssuedCertificateRecord["kind"], string> = {
   ssh_user: "certificate.sign_ssh_user",
@@ -20,17 +17,16 @@ const auditAction: Record<IssuedCertificateRecord["kind"], string> = {
 };
 
 /** Writes the ledger entry and the audit event of one certificate; resolves once committed. */
-export function recordIssuance(
-  call: Pick<OperationCall<unknown>, "services" | "audit">,
+export async function recordIssuance(
+  call: Pick<OperationCall<unknown>, "services" | "auditEvent">,
   entry: IssuedCertificateRecord,
 ): Promise<void> {
-  return batcher(call.services).write(call.services.storage, async (tx) => {
-    await tx.issuedCertificates.insert(entry);
-    await call.audit(tx, {
-      action: auditAction[entry.kind],
-      resource: `issued_certificate:${entry.id}`,
-    });
+  const audit = call.auditEvent({
+    action: auditAction[entry.kind],
+    resource: `issued_certificate:${entry.id}`,
   });
+  await call.services.storage.append({ issuedCertificates: [entry], auditEvents: [audit.record] });
+  audit.committed();
 }
 
 /** True for the (about 2^-64 likely) error of a serial another certificate of the authority has. */

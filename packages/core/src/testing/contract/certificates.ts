@@ -7,6 +7,7 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect } from "vitest";
 import type {
+  AuditEventRecord,
   CertificateAuthorityRecord,
   IssuedCertificateRecord,
   RetiredAuthorityKeyRecord,
@@ -74,6 +75,23 @@ function anIssued(
     keyId: `wap:${workspaceId}:user:${id}`,
     createdAt: at(20, 4),
     ...overrides,
+  };
+}
+
+/** The audit event that goes with a ledger entry. */
+function anIssuanceEvent(entry: IssuedCertificateRecord): AuditEventRecord {
+  return {
+    id: uid(),
+    workspaceId: entry.workspaceId,
+    actorId: entry.requesterId,
+    actorType: entry.requesterType,
+    action: "certificate.sign_ssh_user",
+    resource: `issued_certificate:${entry.id}`,
+    ipAddress: "192.0.2.1",
+    userAgent: "wap-cli/1.0",
+    statusCode: "ok",
+    requestId: uid(),
+    timestamp: entry.createdAt,
   };
 }
 
@@ -328,6 +346,83 @@ export function runCertificateContract(ctx: CertificateContractContext): void {
       expect(await storage().issuedCertificates.findBySerial(workspace.id, ca.id, entry.serial)).toEqual(
         entry,
       );
+    });
+  });
+
+  describe("append (group commit)", () => {
+    /** The unit issuance appends: a ledger entry and its audit event. */
+    const aUnit = (workspaceId: string, caId: string, overrides: Partial<IssuedCertificateRecord> = {}) => {
+      const entry = anIssued(workspaceId, caId, overrides);
+      return { entry, event: anIssuanceEvent(entry) };
+    };
+    const events = async (workspaceId: string) =>
+      (await storage().auditEvents.list(workspaceId, { limit: 1000, offset: 0 })).items;
+
+    test("append: a unit's ledger entry and audit event are both stored once it resolves", async () => {
+      const { workspace, ca } = await seedAuthority();
+      const { entry, event } = aUnit(workspace.id, ca.id);
+      await storage().append({ issuedCertificates: [entry], auditEvents: [event] });
+      expect(await storage().issuedCertificates.findBySerial(workspace.id, ca.id, entry.serial)).toEqual(
+        entry,
+      );
+      expect(await events(workspace.id)).toEqual([event]);
+      // Either kind of row alone, and an empty unit, are units too.
+      const alone = aUnit(workspace.id, ca.id);
+      await storage().append({ issuedCertificates: [alone.entry] });
+      await storage().append({ auditEvents: [alone.event] });
+      await storage().append({});
+      expect((await storage().issuedCertificates.list(workspace.id, { limit: 10, offset: 0 })).total).toBe(2);
+      expect(await events(workspace.id)).toHaveLength(2);
+    });
+
+    test("append: a unit that breaks a uniqueness rule leaves no row behind and fails alone", async () => {
+      const { workspace, ca } = await seedAuthority();
+      const taken = anIssued(workspace.id, ca.id);
+      await storage().issuedCertificates.insert(taken);
+      const units = Array.from({ length: 9 }, (_, i) =>
+        aUnit(workspace.id, ca.id, i === 4 ? { serial: taken.serial } : {}),
+      );
+      // Appended together, so that they may share a commit.
+      const outcomes = await Promise.allSettled(
+        units.map(({ entry, event }) =>
+          storage().append({ issuedCertificates: [entry], auditEvents: [event] }),
+        ),
+      );
+      expect(outcomes.map((o) => o.status)).toEqual(
+        units.map((_, i) => (i === 4 ? "rejected" : "fulfilled")),
+      );
+      await expectUnique(
+        Promise.reject((outcomes[4] as PromiseRejectedResult).reason),
+        "issued_certificates.serial",
+      );
+      const stored = await events(workspace.id);
+      expect(stored.map((e) => e.id).sort()).toEqual(
+        units
+          .filter((_, i) => i !== 4)
+          .map(({ event }) => event.id)
+          .sort(),
+      );
+      for (const [i, { entry }] of units.entries()) {
+        const found = await storage().issuedCertificates.findBySerial(workspace.id, ca.id, entry.serial);
+        expect(found).toEqual(i === 4 ? taken : entry);
+      }
+    });
+
+    test("append: of racing units with one serial, exactly one is stored, with its audit event", async () => {
+      const { workspace, ca } = await seedAuthority();
+      const serial = "12345678901234567891";
+      const racers = Array.from({ length: 12 }, () => aUnit(workspace.id, ca.id, { serial }));
+      const outcomes = await Promise.allSettled(
+        racers.map(({ entry, event }) =>
+          storage().append({ issuedCertificates: [entry], auditEvents: [event] }),
+        ),
+      );
+      expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(1);
+      const winner = racers[outcomes.findIndex((o) => o.status === "fulfilled")]!;
+      expect(await storage().issuedCertificates.findBySerial(workspace.id, ca.id, serial)).toEqual(
+        winner.entry,
+      );
+      expect(await events(workspace.id)).toEqual([winner.event]);
     });
   });
 

@@ -159,6 +159,81 @@ export function runDaemonContract(ctx: DaemonContractContext): void {
       expect(await storage.daemons.releaseHolders(prefix)).toBe(0);
     });
 
+    test("daemons: setOnline with ifHeldBy null takes only a daemon nobody holds", async () => {
+      const { storage, daemon } = await seedDaemon();
+      const mine = `instance-a/${uid()}`;
+      const newer = `instance-b/${uid()}`;
+      expect(await storage.daemons.setOnline(daemon.id, mine, at(40), null)).toBe(true);
+      expect(await storage.daemons.onlineHolder(daemon.id)).toBe(mine);
+      expect(await storage.daemons.setOnline(daemon.id, newer, at(41))).toBe(true);
+      // Restating an older stream must not take the daemon from the newer one.
+      expect(await storage.daemons.setOnline(daemon.id, mine, at(42), null)).toBe(false);
+      expect(await storage.daemons.onlineHolder(daemon.id)).toBe(newer);
+    });
+
+    test("daemons: listHolders lists exactly the holders with the prefix", async () => {
+      const storage = ctx.storage();
+      const { workspace } = await seedWorkspace();
+      const prefix = `inst_%!${uid()}/`;
+      const [a, b, c, d] = [0, 1, 2, 3].map(() => aDaemon(workspace.id));
+      for (const daemon of [a, b, c, d]) await storage.daemons.insert(daemon!);
+      expect(await storage.daemons.listHolders(prefix)).toEqual([]);
+      await storage.daemons.setOnline(a!.id, `${prefix}1`, at(50));
+      await storage.daemons.setOnline(b!.id, `${prefix}2`, at(50));
+      await storage.daemons.setOnline(c!.id, `${prefix.replace("_%", "xy")}1`, at(50));
+      const listed = await storage.daemons.listHolders(prefix);
+      expect(listed.sort((x, y) => x.holder.localeCompare(y.holder))).toEqual([
+        { daemonId: a!.id, holder: `${prefix}1` },
+        { daemonId: b!.id, holder: `${prefix}2` },
+      ]);
+    });
+
+    test("daemons: instance leases establish, renew, lapse; lapsed and unknown instances' holders are released", async () => {
+      const storage = ctx.storage();
+      const { workspace } = await seedWorkspace();
+      const live = `live-${uid()}`;
+      const lapsing = `lapsing-${uid()}`;
+      const unknown = `unknown-${uid()}`;
+      // A prefix of another instance's id must not make its holders look live.
+      const prefixOfLive = live.slice(0, -1);
+      const daemons = [0, 1, 2, 3, 4].map(() => aDaemon(workspace.id));
+      for (const daemon of daemons) await storage.daemons.insert(daemon);
+      const [onLive, onLapsing, onUnknown, onPrefix, offline] = daemons;
+
+      // A new instance: established (false), then renewed while live (true).
+      expect(await storage.daemons.renewInstanceLease(live, at(130), at(100))).toBe(false);
+      expect(await storage.daemons.renewInstanceLease(live, at(160), at(110))).toBe(true);
+      expect(await storage.daemons.renewInstanceLease(lapsing, at(130), at(100))).toBe(false);
+      await storage.daemons.setOnline(onLive!.id, `${live}/1`, at(111));
+      await storage.daemons.setOnline(onLapsing!.id, `${lapsing}/1`, at(111));
+      await storage.daemons.setOnline(onUnknown!.id, `${unknown}/1`, at(111));
+      await storage.daemons.setOnline(onPrefix!.id, `${prefixOfLive}/1`, at(111));
+
+      // While both leases are live, only the holders of no instance at all are released.
+      expect(await storage.daemons.releaseLapsedInstances(at(120))).toBeGreaterThanOrEqual(2);
+      expect(await storage.daemons.onlineHolder(onLive!.id)).toBe(`${live}/1`);
+      expect(await storage.daemons.onlineHolder(onLapsing!.id)).toBe(`${lapsing}/1`);
+      expect(await storage.daemons.onlineHolder(onUnknown!.id)).toBeNull();
+      expect(await storage.daemons.onlineHolder(onPrefix!.id)).toBeNull();
+
+      // `lapsing` stopped renewing: at its expiry it counts offline, and its renewal says so.
+      expect(await storage.daemons.releaseLapsedInstances(at(130))).toBeGreaterThanOrEqual(1);
+      expect(await storage.daemons.onlineHolder(onLapsing!.id)).toBeNull();
+      expect((await storage.daemons.findById(workspace.id, onLapsing!.id))?.onlineSince).toBeNull();
+      expect(await storage.daemons.onlineHolder(onLive!.id)).toBe(`${live}/1`);
+      expect(await storage.daemons.renewInstanceLease(lapsing, at(170), at(140))).toBe(false);
+      // Established anew: live again, and renewable.
+      expect(await storage.daemons.renewInstanceLease(lapsing, at(180), at(150))).toBe(true);
+      // A lease that lapsed without being swept is not renewed either.
+      expect(await storage.daemons.renewInstanceLease(live, at(200), at(160))).toBe(false);
+
+      // A stopping instance releases its holders and forgets its lease.
+      await storage.daemons.releaseHolders(`${live}/`);
+      await storage.daemons.removeInstance(live);
+      expect(await storage.daemons.renewInstanceLease(live, at(210), at(170))).toBe(false);
+      expect(await storage.daemons.onlineHolder(offline!.id)).toBeNull();
+    });
+
     test("daemons: recordSync round-trips and starts empty; scoped to the workspace", async () => {
       const { storage, workspace, daemon } = await seedDaemon();
       const other = await seedWorkspace();
@@ -276,6 +351,84 @@ export function runDaemonContract(ctx: DaemonContractContext): void {
       expect(second.map((s) => s.id)).toEqual([stale[2]!.id]);
       expect((await storage.daemonSessions.findById(workspace.id, fresh.id))?.state).toBe("pending");
       expect((await storage.daemonSessions.findById(workspace.id, openOld.id))?.state).toBe("open");
+    });
+
+    test("daemonSessions: open records the relay; findRelay reads state and relay, in the workspace", async () => {
+      const { storage, workspace, daemon } = await seedDaemon();
+      const other = await seedWorkspace();
+      const relay = { instanceId: `instance-${uid()}`, url: "http://10.0.0.5:8080" };
+      const relayed = aSession(workspace.id, daemon.id, { createdAt: at(100) });
+      const bare = aSession(workspace.id, daemon.id, { createdAt: at(100) });
+      await storage.daemonSessions.insert(relayed);
+      await storage.daemonSessions.insert(bare);
+      expect(await storage.daemonSessions.findRelay(workspace.id, relayed.id)).toEqual({
+        state: "pending",
+        createdAt: at(100),
+        closeReason: "",
+        relay: null,
+      });
+      const opened = await storage.daemonSessions.open(daemon.id, relayed.id, at(101), at(90), relay);
+      // The relay is not part of the session record: the record reads the same either way.
+      expect(opened).toEqual({ ...relayed, state: "open", openedAt: at(101) });
+      expect(await storage.daemonSessions.findRelay(workspace.id, relayed.id)).toEqual({
+        state: "open",
+        createdAt: at(100),
+        closeReason: "",
+        relay,
+      });
+      await storage.daemonSessions.open(daemon.id, bare.id, at(101), at(90));
+      expect((await storage.daemonSessions.findRelay(workspace.id, bare.id))?.relay).toBeNull();
+      expect(await storage.daemonSessions.findRelay(other.workspace.id, relayed.id)).toBeNull();
+      expect(await storage.daemonSessions.findRelay(workspace.id, uid())).toBeNull();
+      await storage.daemonSessions.close(workspace.id, relayed.id, "done", at(102));
+      expect(await storage.daemonSessions.findRelay(workspace.id, relayed.id)).toMatchObject({
+        state: "closed",
+        closeReason: "done",
+      });
+    });
+
+    test("daemonSessions: closeOrphaned closes open sessions whose relay has no live lease, once", async () => {
+      const { storage, workspace, daemon } = await seedDaemon();
+      const live = { instanceId: `live-${uid()}`, url: "http://a" };
+      const gone = { instanceId: `gone-${uid()}`, url: "http://b" };
+      // Far in the future, so leases other tests left behind in a shared database have lapsed.
+      const future = (s: number) => new Date(Date.UTC(2090, 0, 1) + s * 1000);
+      await storage.daemons.renewInstanceLease(live.instanceId, future(100), future(0));
+      await storage.daemons.renewInstanceLease(gone.instanceId, future(10), future(0));
+      const sessions = {
+        onLive: aSession(workspace.id, daemon.id),
+        onGone: aSession(workspace.id, daemon.id),
+        unrelayed: aSession(workspace.id, daemon.id),
+        pending: aSession(workspace.id, daemon.id),
+      };
+      for (const s of Object.values(sessions)) await storage.daemonSessions.insert(s);
+      await storage.daemonSessions.open(daemon.id, sessions.onLive.id, at(11), at(0), live);
+      await storage.daemonSessions.open(daemon.id, sessions.onGone.id, at(11), at(0), gone);
+      await storage.daemonSessions.open(daemon.id, sessions.unrelayed.id, at(11), at(0));
+      const state = async (id: string) => (await storage.daemonSessions.findById(workspace.id, id))?.state;
+
+      // Both leases live: nothing of ours is orphaned.
+      const early = await storage.daemonSessions.closeOrphaned(future(5), "gone", future(5), 500);
+      expect(early.map((s) => s.id)).not.toContain(sessions.onGone.id);
+      expect(await state(sessions.onGone.id)).toBe("open");
+
+      const results = await Promise.all(
+        Array.from({ length: 5 }, () =>
+          storage.daemonSessions.closeOrphaned(future(20), "the relay stopped", future(20), 500),
+        ),
+      );
+      const ours = results.flat().filter((s) => s.workspaceId === workspace.id);
+      expect(ours.map((s) => s.id)).toEqual([sessions.onGone.id]);
+      expect(ours[0]).toMatchObject({
+        state: "closed",
+        closeReason: "the relay stopped",
+        closedAt: future(20),
+      });
+      expect(await state(sessions.onLive.id)).toBe("open");
+      expect(await state(sessions.unrelayed.id)).toBe("open");
+      expect(await state(sessions.pending.id)).toBe("pending");
+      await storage.daemons.removeInstance(live.instanceId);
+      await storage.daemons.removeInstance(gone.instanceId);
     });
 
     test("daemonSessions: closeAllForDaemon; a deleted daemon takes its sessions along", async () => {

@@ -1,0 +1,378 @@
+/**
+ * The request path under load, each subject next to a baseline measured in the same run:
+ *
+ * 1. Authenticated GetCertificateAuthority (Connect JSON over HTTP/2: bearer check, session
+ *    lookup, rate limiter, validation, workspace access, storage read) against a bare Hono route
+ *    (`GET /healthz`) on the same server, through the same HTTP/2 client.
+ * 2. SignSSHCertificate end to end (the same path, plus key parsing, an Ed25519 signature, and the
+ *    ledger entry and audit event committed to the SQLite file before the answer) against raw
+ *    `crypto.sign` Ed25519 over a certificate-sized message, measured in the same process.
+ *
+ * The load generator runs in a child process, so the server keeps one of the two cores.
+ */
+import { generateKeyPairSync, sign } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createPlatformClient } from "@wap/client";
+import { CertificateKeyType } from "@wap/core/api";
+import { createJsonLogger, createServer, silentLogger } from "@wap/server";
+import { intervalSeconds, type LoadResult, type RequestSpec, runLoadInChild } from "./http2-load.js";
+import type { BenchComparison, BenchFigure, BenchSection, BenchSeries } from "./results.js";
+
+/** The measures of this benchmark, as BENCH_ONLY names them. */
+export const requestPathMeasures = ["healthz", "get-ca", "sign", "raw"] as const;
+export type RequestPathMeasure = (typeof requestPathMeasures)[number];
+
+export interface RequestPathOptions {
+  readonly seconds: number;
+  readonly concurrency: number;
+  /** The measures to run; the others are left out of the sections. */
+  readonly only: ReadonlySet<string>;
+  /** e.g. `info` logs every request to stderr as the server does by default. Default: silent. */
+  readonly logLevel?: string;
+}
+
+/** SignSSHCertificate end to end must reach this rate. */
+export const signingTargetPerSecond = 5000;
+
+type Measured = LoadResult & { serverCpuUsPerRequest: number; serverMainThreadUsPerRequest: number };
+
+/** Runs the measures asked for; returns one section per subject that was measured. */
+export async function runRequestPathBench(options: RequestPathOptions): Promise<BenchSection[]> {
+  const { seconds, concurrency, only } = options;
+  const dataDir = await mkdtemp(join(tmpdir(), "wap-bench-"));
+  const server = await createServer({
+    port: 0,
+    dataDir,
+    logger: options.logLevel
+      ? createJsonLogger(options.logLevel as Parameters<typeof createJsonLogger>[0])
+      : silentLogger,
+    // The benchmark measures request handling, not the limiter's refusals.
+    rateLimit: { authenticatedPoints: 0, anonymousPoints: 0 },
+  });
+
+  try {
+    const client = createPlatformClient({ baseUrl: server.url });
+    await client.auth.register({
+      name: "Bench Mark",
+      email: "bench@example.com",
+      username: "bench",
+      password: "benchmark password",
+    });
+    const { accessToken } = await client.login("bench@example.com", "benchmark password");
+    const { workspace } = await client.workspaces.createWorkspace({ name: "bench" });
+    const { certificateAuthority } = await client.certificates.createCertificateAuthority({
+      workspaceId: workspace!.id,
+      name: "bench-ca",
+      keyType: CertificateKeyType.ED25519,
+    });
+
+    const getCa: RequestSpec = {
+      method: "POST",
+      path: "/platform.v1.CertificateService/GetCertificateAuthority",
+      headers: {
+        "content-type": "application/json",
+        "connect-protocol-version": "1",
+        authorization: `Bearer ${accessToken}`,
+      },
+      body: JSON.stringify({ workspaceId: workspace!.id, id: certificateAuthority!.id }),
+    };
+    const healthz: RequestSpec = { method: "GET", path: "/healthz" };
+    const signSsh: RequestSpec = {
+      method: "POST",
+      path: "/platform.v1.CertificateService/SignSSHCertificate",
+      headers: getCa.headers,
+      body: JSON.stringify({
+        workspaceId: workspace!.id,
+        caId: certificateAuthority!.id,
+        type: "CERTIFICATE_TYPE_USER",
+        publicKey: ed25519PublicKeyLine("bench@platform"),
+      }),
+    };
+
+    const measure = async (name: RequestPathMeasure, spec: RequestSpec): Promise<Measured | null> => {
+      if (!only.has(name)) return null;
+      await runLoadInChild(server.url, spec, { seconds: 1, concurrency }); // warm-up: JIT, caches, connections
+      const cpuBefore = process.cpuUsage();
+      const mainBefore = mainThreadCpuUs();
+      const result = await runLoadInChild(server.url, spec, { seconds, concurrency });
+      const cpu = process.cpuUsage(cpuBefore);
+      const main = mainThreadCpuUs() - mainBefore;
+      const requests = Math.max(1, result.requests);
+      return {
+        ...result,
+        serverCpuUsPerRequest: (cpu.user + cpu.system) / requests,
+        serverMainThreadUsPerRequest: main / requests,
+      };
+    };
+    const baseline = await measure("healthz", healthz);
+    const subject = await measure("get-ca", getCa);
+    const storage = server.platform.services.storage;
+    const ledgerBefore = (await storage.issuedCertificates.list(workspace!.id, { limit: 1, offset: 0 }))
+      .total;
+    const signing = await measure("sign", signSsh);
+    const ledgerAfter = (await storage.issuedCertificates.list(workspace!.id, { limit: 1, offset: 0 })).total;
+    const audited = await storage.auditEvents.list(workspace!.id, {
+      limit: 1,
+      offset: 0,
+      action: "certificate.sign_ssh_user",
+    });
+    const rawSign = only.has("raw") ? measureRawEd25519(seconds) : null;
+
+    const load = `HTTP/2, ${concurrency} concurrent requests on one connection, ${seconds} s each after a 1 s warm-up (Node ${process.version})`;
+    if (baseline || subject) {
+      console.log(`\n${load}\n`);
+      printTable([
+        ["bare Hono route GET /healthz (baseline)", baseline],
+        ["authenticated GetCertificateAuthority (Connect JSON)", subject],
+      ]);
+      if (baseline && subject) {
+        console.log(
+          `\nratio GetCertificateAuthority / baseline: ${ratio(subject.perSecond, baseline.perSecond)}`,
+        );
+      }
+    }
+    if (signing || rawSign !== null) {
+      console.log("\nSSH certificates per second (Ed25519 CA, Ed25519 user key)\n");
+      printTable([["SignSSHCertificate end to end (Connect JSON, ledger + audit committed)", signing]]);
+      if (rawSign !== null)
+        console.log(`raw crypto.sign Ed25519 (one core, same process): ${rawSign.toFixed(0)} signatures/s`);
+      if (signing && rawSign !== null) {
+        console.log(`ratio SignSSHCertificate / raw Ed25519 signing: ${ratio(signing.perSecond, rawSign)}`);
+      }
+      if (signing) {
+        // Warm-up requests are signed too: every answered request must have its ledger and audit rows.
+        console.log(
+          `ledger entries written in the run: ${ledgerAfter - ledgerBefore}; audit events of issuance in total: ${audited.total}`,
+        );
+      }
+    }
+
+    const sections: BenchSection[] = [];
+    if (baseline || subject) sections.push(requestSection(load, baseline, subject));
+    if (signing || rawSign !== null) {
+      const unrecorded =
+        signing !== null && (ledgerAfter - ledgerBefore < signing.requests || audited.total !== ledgerAfter);
+      sections.push(
+        signingSection(load, signing, rawSign, { written: ledgerAfter - ledgerBefore, unrecorded }),
+      );
+      if (unrecorded) {
+        console.error("\nsome certificates were answered without their ledger entry or audit event");
+        process.exitCode = 1;
+      }
+    }
+    const failed = [baseline, subject, signing].reduce((n, r) => n + (r?.errors ?? 0), 0);
+    if (failed > 0) {
+      console.error(`\n${failed} requests failed: the figures above are not valid`);
+      process.exitCode = 1;
+    }
+    return sections;
+  } finally {
+    await server.close();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+// --- sections ------------------------------------------------------------------------------------
+
+const ratio = (subject: number, baseline: number) => (baseline > 0 ? round(subject / baseline, 3) : 0);
+const round = (value: number, digits = 0) => Number(value.toFixed(digits));
+
+/** The figures of one load run, labelled with `name`. */
+function loadFigures(name: string, r: Measured, rateUnit: string): BenchFigure[] {
+  return [
+    { label: `${name}: throughput`, value: round(r.perSecond), unit: rateUnit },
+    { label: `${name}: latency p50`, value: round(r.p50Ms, 2), unit: "ms" },
+    { label: `${name}: latency p90`, value: round(r.p90Ms, 2), unit: "ms" },
+    { label: `${name}: latency p99`, value: round(r.p99Ms, 2), unit: "ms" },
+    { label: `${name}: server CPU per request`, value: round(r.serverCpuUsPerRequest), unit: "µs" },
+    { label: `${name}: event loop per request`, value: round(r.serverMainThreadUsPerRequest), unit: "µs" },
+    { label: `${name}: load generator CPU per request`, value: round(r.clientCpuUsPerRequest), unit: "µs" },
+    { label: `${name}: requests`, value: r.requests, unit: "requests" },
+    { label: `${name}: failed requests`, value: r.errors, unit: "requests" },
+  ];
+}
+
+function loadSeries(name: string, r: Measured, rateUnit: string): BenchSeries[] {
+  return [
+    { label: name, xUnit: "s", yUnit: rateUnit, points: r.throughput },
+    { label: name, xUnit: "percentile", yUnit: "ms", points: r.latencyCurve },
+  ];
+}
+
+/** Subject against baseline for the figures both runs have (throughput, p50, p99). */
+function pairs(subject: BenchFigure[], baseline: BenchFigure[]): BenchComparison[] {
+  return [0, 1, 3].map((i) => ({
+    subject: subject[i]!,
+    baseline: baseline[i]!,
+    ratio: ratio(subject[i]!.value, baseline[i]!.value),
+  }));
+}
+
+function requestSection(load: string, baseline: Measured | null, subject: Measured | null): BenchSection {
+  const bare = baseline ? loadFigures("GET /healthz (baseline)", baseline, "req/s") : [];
+  const rpc = subject ? loadFigures("GetCertificateAuthority", subject, "req/s") : [];
+  const share: BenchFigure | null =
+    baseline && subject
+      ? {
+          label: "GetCertificateAuthority throughput / GET /healthz throughput",
+          value: ratio(subject.perSecond, baseline.perSecond),
+          unit: "×",
+        }
+      : null;
+  return {
+    title: "Authenticated RPC against a bare route",
+    method: `${load}. Subject: GetCertificateAuthority over Connect JSON (bearer token, session lookup, rate limiter, validation, workspace access, storage read). Baseline: GET /healthz, a bare Hono route on the same server, through the same client. Throughput is sampled every ${intervalSeconds} s.`,
+    figures: [...bare, ...rpc, ...(share ? [share] : [])],
+    comparisons: baseline && subject ? pairs(rpc, bare) : [],
+    // No target of its own: the ratio shows what authentication, access and storage cost per request.
+    targets: [],
+    series: [
+      ...(baseline ? loadSeries("GET /healthz", baseline, "req/s") : []),
+      ...(subject ? loadSeries("GetCertificateAuthority", subject, "req/s") : []),
+    ],
+    notes: [
+      "Server CPU counts every thread of the server process (GC and libuv helpers included); the event loop figure is its main thread alone, which bounds the rate at 1e6 / (µs per request).",
+      ...(baseline && subject ? [] : ["Run with BENCH_ONLY: one side of the comparison was not measured."]),
+    ],
+  };
+}
+
+function signingSection(
+  load: string,
+  signing: Measured | null,
+  rawSign: number | null,
+  ledger: { written: number; unrecorded: boolean },
+): BenchSection {
+  const endToEnd = signing ? loadFigures("SignSSHCertificate end to end", signing, "certificates/s") : [];
+  const raw: BenchFigure | null =
+    rawSign === null
+      ? null
+      : {
+          label: "raw crypto.sign Ed25519 (one core, same process)",
+          value: round(rawSign),
+          unit: "signatures/s",
+        };
+  return {
+    title: "SSH certificate issuance",
+    method: `${load}. Subject: SignSSHCertificate for an Ed25519 user key with an Ed25519 CA over Connect JSON, answered once its ledger entry and audit event are committed to the SQLite file (group commit). Baseline: Ed25519 signatures of a certificate-sized message with crypto.sign, one thread, the same number of seconds.`,
+    figures: [
+      ...endToEnd,
+      ...(raw ? [raw] : []),
+      ...(signing
+        ? [{ label: "ledger entries written (warm-up included)", value: ledger.written, unit: "entries" }]
+        : []),
+    ],
+    comparisons:
+      signing && raw
+        ? [{ subject: endToEnd[0]!, baseline: raw, ratio: ratio(signing.perSecond, raw.value) }]
+        : [],
+    targets: signing
+      ? [
+          {
+            figure: "SignSSHCertificate end to end: throughput",
+            comparison: ">=",
+            value: signingTargetPerSecond,
+            unit: "certificates/s",
+            met: signing.perSecond >= signingTargetPerSecond,
+          },
+        ]
+      : [],
+    series: signing ? loadSeries("SignSSHCertificate", signing, "certificates/s") : [],
+    notes: [
+      ...(signing && !ledger.unrecorded
+        ? ["Every answered certificate has its ledger entry and its audit event (checked after the run)."]
+        : []),
+      ...(ledger.unrecorded
+        ? ["Some certificates were answered without their ledger entry or audit event."]
+        : []),
+      ...(signing && raw ? [] : ["Run with BENCH_ONLY: one side of the comparison was not measured."]),
+    ],
+  };
+}
+
+// --- measuring -----------------------------------------------------------------------------------
+
+/**
+ * CPU time of this process's main thread (the event loop) in µs, from /proc on Linux (0
+ * elsewhere). Unlike `process.cpuUsage`, it leaves out the GC and libuv helper threads: the
+ * event loop's share bounds the request rate, at most 1e6 / (main-thread µs per request).
+ */
+function mainThreadCpuUs(): number {
+  try {
+    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, "utf8");
+    // Fields after the parenthesised command name; utime and stime are the 14th and 15th.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return (ticks * 1e6) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return 0;
+  }
+}
+
+/** An OpenSSH authorized_keys line for a fresh Ed25519 key. */
+function ed25519PublicKeyLine(comment: string): string {
+  const spki = generateKeyPairSync("ed25519").publicKey.export({ type: "spki", format: "der" });
+  const field = (bytes: Buffer) => {
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(bytes.length);
+    return Buffer.concat([length, bytes]);
+  };
+  const blob = Buffer.concat([field(Buffer.from("ssh-ed25519")), field(spki.subarray(spki.length - 32))]);
+  return `ssh-ed25519 ${blob.toString("base64")} ${comment}`;
+}
+
+/** Ed25519 signatures per second over a certificate-sized message, on this thread. */
+function measureRawEd25519(seconds: number): number {
+  const { privateKey } = generateKeyPairSync("ed25519");
+  const message = Buffer.alloc(330, 7);
+  const run = (ms: number) => {
+    let count = 0;
+    const end = performance.now() + ms;
+    while (performance.now() < end) {
+      for (let i = 0; i < 100; i++) sign(null, message, privateKey);
+      count += 100;
+    }
+    return count;
+  };
+  run(500);
+  const started = performance.now();
+  const count = run(seconds * 1000);
+  return count / ((performance.now() - started) / 1000);
+}
+
+function printTable(rows: Array<[string, Measured | null]>) {
+  const header = [
+    "benchmark",
+    "req/s",
+    "p50 ms",
+    "p90 ms",
+    "p99 ms",
+    "server CPU µs/req",
+    "event loop µs/req",
+    "client CPU µs/req",
+    "requests",
+    "errors",
+  ];
+  const lines = rows
+    .filter((row): row is [string, Measured] => row[1] !== null)
+    .map(([name, r]) => [
+      name,
+      r.perSecond.toFixed(0),
+      r.p50Ms.toFixed(2),
+      r.p90Ms.toFixed(2),
+      r.p99Ms.toFixed(2),
+      r.serverCpuUsPerRequest.toFixed(0),
+      r.serverMainThreadUsPerRequest.toFixed(0),
+      r.clientCpuUsPerRequest.toFixed(0),
+      String(r.requests),
+      String(r.errors),
+    ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
+  const format = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
+  console.log(format(header));
+  for (const line of lines) console.log(format(line));
+}

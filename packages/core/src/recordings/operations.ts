@@ -1,0 +1,167 @@
+/**
+ * RecordingService: ListRecordings, GetRecording (a server stream) and DeleteRecording.
+ * Recordings are made by the server's relay (recorder.ts), never uploaded.
+ *
+ * Who may do what (like CloseSession: `sessions.read` lets a caller at its own, a stronger
+ * permission at everyone's):
+ * - `recordings.read` (owners and admins) lists and plays back every recording of the workspace;
+ * - every other member, and a service account (all hold `sessions.read`), lists and plays back
+ *   only the recordings of sessions run for itself. Anyone else's answer `not_found`, exactly as an unknown id does,
+ *   and the list leaves them out (total and totalBytes included);
+ * - `recordings.delete` (owners and admins) deletes any recording; nobody deletes their own
+ *   otherwise, since a recording is part of the audit trail. Each deletion is audited
+ *   (`recording.delete`).
+ *
+ * GetRecording sends the recording's metadata, then its file in chunks of at most 64 KiB, read
+ * from storage in keyset pages, so a recording is never held whole. The stream carries the
+ * file as it was when the call began: `meta.sizeBytes` is exactly the length of the chunks
+ * that follow, even while the session is still being recorded.
+ *
+ * @module
+ */
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import * as z from "zod";
+import { roleAllows } from "../access/permissions.js";
+import type { CallContext } from "../context.js";
+import { NotFoundError, PermissionDeniedError } from "../errors.js";
+import { defineStreamingOperation } from "../events/streaming-operation.js";
+import { type RecordingSchema, RecordingService } from "../gen/platform/v1/recording_pb.js";
+import { defineOperation, type WorkspaceScope } from "../operations/operation.js";
+import type { RecordingRecord } from "../storage/recordings.js";
+import type { Repositories } from "../storage/storage.js";
+import { principalUsername } from "../validation/bounds.js";
+import { defaultPage, paging, uuid } from "../validation/rules.js";
+import { recordingChunkBytes } from "./recorder.js";
+
+/** Chunks read per storage round trip while streaming (at most 1 MiB). */
+const chunkPageSize = 16;
+
+export function toRecordingMessage(recording: RecordingRecord): MessageInitShape<typeof RecordingSchema> {
+  return {
+    id: recording.id,
+    workspaceId: recording.workspaceId,
+    daemonId: recording.daemonId,
+    targetId: recording.targetId ?? "",
+    username: recording.username,
+    userId: recording.userId,
+    format: recording.format,
+    sizeBytes: BigInt(recording.sizeBytes),
+    complete: recording.complete,
+    truncated: recording.truncated,
+    startedAt: timestampFromDate(recording.startedAt),
+    ...(recording.endedAt && { endedAt: timestampFromDate(recording.endedAt) }),
+  };
+}
+
+const notFound = (id: string) =>
+  new NotFoundError(`recording ${id} not found`, { reason: "RECORDING_NOT_FOUND" });
+
+/** The user or service-account id whose own recordings the caller may see. */
+function subjectOf(ctx: CallContext): string {
+  const caller = ctx.caller;
+  if (caller.kind === "user") return caller.userId;
+  if (caller.kind === "service_account") return caller.serviceAccountId;
+  throw new PermissionDeniedError("recordings are read by users and service accounts");
+}
+
+/** Undefined when the caller sees every recording; otherwise the subject whose own it sees. */
+function ownerFilter(workspace: WorkspaceScope, ctx: CallContext): string | undefined {
+  return workspace.role !== null && roleAllows(workspace.role, "recordings.read")
+    ? undefined
+    : subjectOf(ctx);
+}
+
+/** The recording, if the caller may read it; `not_found` alike for unknown and not theirs. */
+async function findReadable(
+  repos: Repositories,
+  workspace: WorkspaceScope,
+  ctx: CallContext,
+  id: string,
+): Promise<RecordingRecord> {
+  const recording = await repos.recordings.findById(workspace.workspaceId, id);
+  const owner = ownerFilter(workspace, ctx);
+  if (!recording || (owner !== undefined && recording.userId !== owner)) throw notFound(id);
+  return recording;
+}
+
+export const listRecordings = defineOperation({
+  method: RecordingService.method.listRecordings,
+  // Every member may ask (as for their sessions); what they see depends on recordings.read.
+  access: { kind: "workspace", permission: "sessions.read" },
+  input: z.object({
+    workspaceId: uuid.optional(),
+    ...paging,
+    daemonId: uuid.optional(),
+    username: principalUsername.optional(),
+  }),
+  async run({ input, workspace, services, ctx }) {
+    const userId = ownerFilter(workspace, ctx);
+    const page = await services.storage.recordings.list(workspace.workspaceId, {
+      limit: input.limit ?? defaultPage.limit,
+      offset: input.offset ?? defaultPage.offset,
+      ...(input.daemonId !== undefined && { daemonId: input.daemonId }),
+      ...(input.username !== undefined && { username: input.username }),
+      ...(userId !== undefined && { userId }),
+    });
+    return {
+      recordings: page.items.map(toRecordingMessage),
+      total: page.total,
+      totalBytes: BigInt(page.totalBytes),
+    };
+  },
+});
+
+export const getRecording = defineStreamingOperation({
+  method: RecordingService.method.getRecording,
+  access: { kind: "workspace", permission: "sessions.read" },
+  input: z.object({ workspaceId: uuid.optional(), recordingId: uuid }),
+  async *run({ input, workspace, services, ctx, ready }) {
+    const storage = services.storage;
+    const recording = await findReadable(storage, workspace, ctx, input.recordingId);
+    ready();
+    yield { msg: { case: "meta" as const, value: toRecordingMessage(recording) } };
+    let afterSeq: number | undefined;
+    let sent = 0;
+    while (sent < recording.chunkCount) {
+      if (ctx.signal?.aborted) return;
+      const limit = Math.min(chunkPageSize, recording.chunkCount - sent);
+      const chunks = await storage.recordings.scanChunks(workspace.workspaceId, recording.id, {
+        ...(afterSeq !== undefined && { afterSeq }),
+        limit,
+      });
+      // Fewer chunks than the metadata promised: it was deleted while being read.
+      if (chunks.length === 0) throw notFound(recording.id);
+      for (const chunk of chunks) {
+        for (let offset = 0; offset < chunk.data.byteLength; offset += recordingChunkBytes) {
+          yield {
+            msg: { case: "chunk" as const, value: chunk.data.subarray(offset, offset + recordingChunkBytes) },
+          };
+        }
+        afterSeq = chunk.seq;
+        sent++;
+      }
+    }
+  },
+});
+
+export const deleteRecording = defineOperation({
+  method: RecordingService.method.deleteRecording,
+  access: { kind: "workspace", permission: "recordings.delete" },
+  input: z.object({ workspaceId: uuid.optional(), recordingId: uuid }),
+  async run({ input, workspace, services, audit }) {
+    await services.storage.transaction(async (tx) => {
+      if (!(await tx.recordings.delete(workspace.workspaceId, input.recordingId))) {
+        throw notFound(input.recordingId);
+      }
+      await audit(tx, { action: "recording.delete", resource: `recording:${input.recordingId}` });
+    });
+    return {};
+  },
+});
+
+/** The unary RecordingService operations (GetRecording is in {@link recordingStreamingOperations}). */
+export const recordingOperations = [listRecordings, deleteRecording];
+
+/** The streaming RecordingService operations. */
+export const recordingStreamingOperations = [getRecording];

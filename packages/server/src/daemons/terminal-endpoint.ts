@@ -1,0 +1,379 @@
+/**
+ * The terminal WebSocket endpoints (docs/sessions.md), reached by an HTTP/1.1 upgrade on the one
+ * port (cleartext or TLS):
+ *
+ * - `GET /v1/workspaces/{workspace_id}/sessions/{session_id}/terminal`: a browser attaches to a
+ *   session it created. It offers the subprotocol `wap.terminal.v1` and proves who it is with
+ *   the session cookie (then its `Origin` must be ours or an allowed one: a foreign page cannot
+ *   hijack the cookie) or with a token in a second subprotocol `wap.bearer.<token>` (or an
+ *   `Authorization: Bearer` header, for clients that can send one); never in the URL. Every
+ *   refusal is an HTTP answer before the upgrade, with the REST error body; a session that is
+ *   not the caller's, or not in that workspace, is `404` like one that does not exist.
+ * - `GET /internal/session-relay/{session_id}`: another instance forwarding its browser to the
+ *   session this instance relays, proving itself with a sealed token (relay-token.ts).
+ *
+ * After the upgrade a browser's socket waits, bounded by the `ready` timeout, until the daemon
+ * claims the session, then attaches to the relay here or is forwarded to the instance relaying
+ * it (relay-forward.ts). Closing it ends the session.
+ *
+ * @module
+ */
+import type { IncomingMessage } from "node:http";
+import { STATUS_CODES } from "node:http";
+import type { Duplex } from "node:stream";
+import {
+  attachSession,
+  endSession,
+  InvalidArgumentError,
+  NotFoundError,
+  PermissionDeniedError,
+  parseSessionEvent,
+  sessionRelayOf,
+  sessionTopic,
+  UnauthenticatedError,
+} from "@wap/core";
+import type { DaemonSessionRecord } from "@wap/core/storage";
+import { type WebSocket, WebSocketServer } from "ws";
+import { admitRequest, type EdgeSettings, ownOrigin } from "../edge.js";
+import { restDetailsOf, toPublicError } from "../errors.js";
+import { httpStatusOf, restErrorBody } from "../rest/index.js";
+import { forwardTerminal } from "./relay-forward.js";
+import type { SessionRelayHub } from "./relay-hub.js";
+import { relayTokenHeader } from "./relay-token.js";
+import { endReasons } from "./session-relay.js";
+import {
+  bearerSubprotocolPrefix,
+  closeCodes,
+  maxClientFrameBytes,
+  terminalSubprotocol,
+} from "./terminal-frames.js";
+import { carryInput, closeSocket, keepAlive } from "./terminal-socket.js";
+
+/** Receives the WebSocket upgrade requests of the listener. */
+export type WebSocketUpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+
+const terminalPath = /^\/v1\/workspaces\/([^/]+)\/sessions\/([^/]+)\/terminal$/;
+const relayPath = /^\/internal\/session-relay\/([^/]+)$/;
+const uuid = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+/** How often a waiting browser looks at the session in storage (a claim elsewhere). */
+const claimPollMs = 100;
+/** How long the relaying instance waits for a relay it was named for to be registered. */
+const registrationWaitMs = 5_000;
+
+/** A refusal already decided: its status, headers and body. */
+interface Refusal {
+  readonly error: unknown;
+  readonly headers: Record<string, string | readonly string[]>;
+}
+
+export function createTerminalEndpoint(
+  settings: EdgeSettings,
+  hub: SessionRelayHub,
+): WebSocketUpgradeHandler {
+  const sockets = new WebSocketServer({
+    noServer: true,
+    maxPayload: maxClientFrameBytes,
+    perMessageDeflate: false,
+    // Only ever ours: a bearer subprotocol is never echoed back.
+    handleProtocols: (offered) => (offered.has(terminalSubprotocol) ? terminalSubprotocol : false),
+  });
+  const extraHeaders = new WeakMap<IncomingMessage, string[]>();
+  sockets.on("headers", (headers, req) => headers.push(...(extraHeaders.get(req) ?? [])));
+  const { logger } = settings;
+
+  /** Answers `refusal` on the raw socket and logs the request. */
+  function refuse(
+    req: IncomingMessage,
+    socket: Duplex,
+    requestId: string,
+    refusal: Refusal,
+    started: number,
+  ) {
+    const publicError = toPublicError(refusal.error, requestId, logger);
+    const status = httpStatusOf(publicError.code);
+    const body = JSON.stringify(
+      restErrorBody(publicError.code, publicError.message, restDetailsOf(publicError)),
+    );
+    const lines = [
+      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}`,
+      "Connection: close",
+      "Content-Type: application/json",
+      `Content-Length: ${Buffer.byteLength(body)}`,
+      ...headerLines({ ...refusal.headers, ...publicError.headers, "X-Request-Id": requestId }),
+    ];
+    if (socket.writable) socket.end(`${lines.join("\r\n")}\r\n\r\n${body}`);
+    else socket.destroy();
+    logRequest(req, status, publicError.code, requestId, started);
+  }
+
+  function logRequest(
+    req: IncomingMessage,
+    status: number,
+    code: string,
+    requestId: string,
+    started: number,
+  ) {
+    logger.info("request", {
+      method: req.method,
+      path: (req.url ?? "/").split("?", 1)[0],
+      rpc: "terminal",
+      status,
+      code,
+      ms: Math.round((performance.now() - started) * 10) / 10,
+      requestId,
+      protocol: `HTTP/${req.httpVersion}`,
+    });
+  }
+
+  /**
+   * Completes the handshake; undefined when `ws` refused it itself (a malformed handshake gets
+   * its 400 from there) and closed the connection.
+   */
+  function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, headers: string[]) {
+    extraHeaders.set(req, headers);
+    return new Promise<WebSocket | undefined>((resolve) => {
+      const aborted = () => resolve(undefined);
+      socket.once("close", aborted);
+      sockets.handleUpgrade(req, socket, head, (ws) => {
+        socket.off("close", aborted);
+        resolve(ws);
+      });
+    });
+  }
+
+  async function browser(req: IncomingMessage, socket: Duplex, head: Buffer, match: RegExpExecArray) {
+    const started = performance.now();
+    const collected: Record<string, string | readonly string[]> = {};
+    const offered = subprotocolsOf(req);
+    const bearer = offered
+      .find((p) => p.startsWith(bearerSubprotocolPrefix))
+      ?.slice(bearerSubprotocolPrefix.length);
+    const headers = { ...req.headers };
+    if (bearer !== undefined && headers.authorization === undefined)
+      headers.authorization = `Bearer ${bearer}`;
+    const edge = await admitRequest(
+      { method: req.method, url: req.url, headers, socket: req.socket },
+      {
+        setHeader: (name, value) => {
+          collected[name] = value;
+        },
+      },
+      settings,
+    );
+    let ws: WebSocket | undefined;
+    try {
+      if (edge.refusal) throw edge.refusal;
+      if (edge.authFailure !== undefined) throw edge.authFailure;
+      if (!offered.includes(terminalSubprotocol)) {
+        throw new InvalidArgumentError(`offer the WebSocket subprotocol ${terminalSubprotocol}`, {
+          reason: "TERMINAL_SUBPROTOCOL_REQUIRED",
+        });
+      }
+      if (edge.caller.kind === "anonymous") {
+        throw new UnauthenticatedError(
+          `attaching to a terminal needs the session cookie or a token in the subprotocol ${bearerSubprotocolPrefix}<token>`,
+          { reason: "CREDENTIALS_REQUIRED" },
+        );
+      }
+      if (edge.source === "cookie") checkOrigin(req, settings);
+      const [workspaceId, sessionId] = [decode(match[1]), decode(match[2])];
+      if (!uuid.test(workspaceId) || !uuid.test(sessionId)) {
+        throw new InvalidArgumentError("workspace_id and session_id must be UUIDs", {
+          reason: "INVALID_PATH",
+          violations: [
+            ...(uuid.test(workspaceId) ? [] : [{ field: "workspace_id", description: "must be a UUID" }]),
+            ...(uuid.test(sessionId) ? [] : [{ field: "session_id", description: "must be a UUID" }]),
+          ],
+        });
+      }
+      const session = await attachSession(hub.services, edge.caller, workspaceId.toLowerCase(), sessionId);
+      ws = await upgrade(req, socket, head, headerLines({ ...collected, "X-Request-Id": edge.requestId }));
+      if (ws === undefined) {
+        logRequest(req, 400, "invalid_argument", edge.requestId, started);
+        return;
+      }
+      edge.code = "ok";
+      logRequest(req, 101, "ok", edge.requestId, started);
+      keepAlive(ws);
+      await connectBrowser(ws, session);
+    } catch (error) {
+      if (ws === undefined) {
+        refuse(req, socket, edge.requestId, { error, headers: collected }, started);
+        return;
+      }
+      // After the upgrade the socket is told in a frame; the cause stays in the log.
+      logger.error("terminal socket failed", { requestId: edge.requestId, error: String(error) });
+      closeSocket(
+        ws,
+        `the server could not reach the session (request id ${edge.requestId}); try again`,
+        closeCodes.internal,
+      );
+    }
+  }
+
+  /** Waits for the session's claim, then attaches the socket here or forwards it. */
+  async function connectBrowser(ws: WebSocket, session: DaemonSessionRecord) {
+    const { services } = hub;
+    let closedElsewhere: string | undefined;
+    let wake = () => {};
+    const gone = new Promise<void>((resolve) => ws.once("close", () => resolve()));
+    const carrier = carryInput(ws, () =>
+      closeSocket(ws, "too much input before the session opened", closeCodes.normal),
+    );
+    const unsubscribe = await services.events.subscribe(sessionTopic(session.id), (payload) => {
+      const event = parseSessionEvent(payload);
+      if (event === null) return;
+      closedElsewhere ??= event.reason;
+      wake();
+    });
+    const stopWaiting = hub.wait(session.id, { size: carrier.size, wake: () => wake() });
+    try {
+      for (;;) {
+        if (ws.readyState !== ws.OPEN) {
+          // The browser gave up before the session opened: it ends, and the daemon's `ready` is refused.
+          await endSession(services, session.workspaceId, session.id, endReasons.browserLeft);
+          return;
+        }
+        if (closedElsewhere !== undefined) {
+          closeSocket(ws, closedElsewhere, closeCodes.normal);
+          return;
+        }
+        const status = await sessionRelayOf(services, session.workspaceId, session.id);
+        if (status.kind === "closed") {
+          closeSocket(ws, status.reason, closeCodes.normal);
+          return;
+        }
+        if (status.kind === "open") {
+          if (status.relay.instanceId === hub.instanceId) {
+            const relay = await hub.find(session.id, registrationWaitMs);
+            if (relay !== undefined) {
+              relay.attach(ws, carrier.take());
+              return;
+            }
+          } else {
+            stopWaiting();
+            unsubscribe();
+            await forwardTerminal(ws, carrier, session, status.relay, hub);
+            return;
+          }
+        }
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          setTimeout(resolve, claimPollMs).unref();
+          void gone.then(resolve);
+        });
+        wake = () => {};
+      }
+    } finally {
+      stopWaiting();
+      unsubscribe();
+    }
+  }
+
+  async function relayPeer(req: IncomingMessage, socket: Duplex, head: Buffer, match: RegExpExecArray) {
+    const started = performance.now();
+    const requestId = crypto.randomUUID();
+    let upgraded = false;
+    try {
+      const sessionId = decode(match[1]).toLowerCase();
+      const token = req.headers[relayTokenHeader];
+      const valid =
+        typeof token === "string" &&
+        uuid.test(sessionId) &&
+        (await hub.tokens.verify(token, sessionId, hub.services.clock.now()));
+      if (!valid) {
+        throw new UnauthenticatedError("this endpoint is for the server's own instances", {
+          reason: "RELAY_TOKEN_INVALID",
+        });
+      }
+      const relay = await hub.find(sessionId, registrationWaitMs);
+      if (relay === undefined || relay.ended) {
+        throw new NotFoundError(`session ${sessionId} is not relayed by this instance`, {
+          reason: "SESSION_NOT_RELAYED_HERE",
+        });
+      }
+      const ws = await upgrade(req, socket, head, [`X-Request-Id: ${requestId}`]);
+      upgraded = true;
+      if (ws === undefined) return;
+      logRequest(req, 101, "ok", requestId, started);
+      keepAlive(ws);
+      relay.attach(ws, { size: undefined, input: [] });
+    } catch (error) {
+      if (!upgraded) refuse(req, socket, requestId, { error, headers: {} }, started);
+    }
+  }
+
+  return (req, socket, head) => {
+    socket.on("error", () => socket.destroy());
+    const path = (req.url ?? "/").split("?", 1)[0] ?? "/";
+    const terminal = req.method === "GET" ? terminalPath.exec(path) : null;
+    if (terminal) {
+      void browser(req, socket, head, terminal);
+      return;
+    }
+    const peer = req.method === "GET" ? relayPath.exec(path) : null;
+    if (peer) {
+      void relayPeer(req, socket, head, peer);
+      return;
+    }
+    refuse(
+      req,
+      socket,
+      crypto.randomUUID(),
+      {
+        error: new NotFoundError(`no WebSocket endpoint at ${req.method} ${path}`, { reason: "NO_ROUTE" }),
+        headers: {},
+      },
+      performance.now(),
+    );
+  };
+}
+
+/** The subprotocols a handshake offers, in order. */
+function subprotocolsOf(req: IncomingMessage): string[] {
+  const header = req.headers["sec-websocket-protocol"];
+  if (header === undefined) return [];
+  return header
+    .split(",")
+    .map((p) => p.trim())
+    .filter((p) => p !== "");
+}
+
+/**
+ * With the session cookie, the page opening the socket must be ours or an allowed origin:
+ * browsers send the cookie with a cross-site WebSocket handshake, and only `Origin` tells.
+ */
+function checkOrigin(req: IncomingMessage, settings: EdgeSettings): void {
+  const origin = req.headers.origin;
+  const allowed =
+    origin !== undefined &&
+    (origin.toLowerCase() === ownOrigin(req.headers, settings).toLowerCase() ||
+      settings.allowedOrigins.has(origin.toLowerCase()));
+  if (!allowed) {
+    throw new PermissionDeniedError(
+      origin === undefined
+        ? "cross-site WebSocket refused: a handshake with the session cookie must carry Origin"
+        : `cross-site WebSocket refused: origin ${origin} is not allowed to use the session cookie`,
+      { reason: "CSRF_CHECK_FAILED" },
+    );
+  }
+}
+
+function decode(segment: string | undefined): string {
+  try {
+    return decodeURIComponent(segment ?? "");
+  } catch {
+    return "";
+  }
+}
+
+function headerLines(headers: Record<string, string | readonly string[]>): string[] {
+  const lines: string[] = [];
+  for (const [name, value] of Object.entries(headers)) {
+    for (const one of typeof value === "string" ? [value] : value) {
+      // Values come from our own edge; a line break would still split the response.
+      if (!/[\r\n]/.test(one)) lines.push(`${name}: ${one}`);
+    }
+  }
+  return lines;
+}

