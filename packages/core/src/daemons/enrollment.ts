@@ -34,6 +34,7 @@ import {
 } from "../errors.js";
 import { DaemonService } from "../gen/platform/v1/daemon_pb.js";
 import { encodeBase64Url } from "../lib/base64.js";
+import { toHex } from "../lib/bytes.js";
 import { defineOperation } from "../operations/operation.js";
 import type { DaemonRecord, TargetRecord } from "../storage/records.js";
 import { type Repositories, UniqueViolationError } from "../storage/storage.js";
@@ -49,7 +50,8 @@ export const daemonHostnameHeader = "platform-daemon-hostname";
 export const daemonAuthMethods = ["tpm", "soft"] as const;
 /** Longest PEM we read; a P-256 SPKI PEM is about 180 characters. */
 const maxPublicKeyPem = 4096;
-const nameAttempts = 3;
+/** Enrolments racing for one hostname's name; after the first clash a random suffix spreads them. */
+const nameAttempts = 5;
 
 export const refreshEnrollToken = defineOperation({
   method: DaemonService.method.refreshEnrollToken,
@@ -183,7 +185,8 @@ export const enrollDaemon = defineOperation({
           const workspace = await tx.workspaces.findById(workspaceId);
           if (!workspace) throw invalidToken();
           const id = services.random.uuid();
-          const name = await uniqueTargetName(tx, workspaceId, baseName);
+          const base = attempt === 1 ? baseName : `${baseName}-${toHex(services.random.bytes(2))}`;
+          const name = await uniqueTargetName(tx, workspaceId, base);
           const target: TargetRecord = {
             id: services.random.uuid(),
             workspaceId,
