@@ -5,6 +5,7 @@
  *
  * Nothing here cuts a long stream: there is no socket idle timeout while a stream is open, and
  * idle HTTP/2 sessions get keepalive PINGs (CLIENTS.md §6: quiet control streams, 8 h sessions).
+ * A session whose peer leaves a PING unanswered for a whole keepalive interval is closed.
  *
  * @module
  */
@@ -211,6 +212,7 @@ function sniff(socket: net.Socket, route: (isHttp2: boolean) => void) {
 function watchSession(session: http2.Http2Session, keepaliveMs: number, idleMs: number) {
   let openStreams = 0;
   let idleSince = Date.now();
+  let awaitingPong = false;
   session.on("stream", (stream: http2.ServerHttp2Stream) => {
     openStreams++;
     stream.once("close", () => {
@@ -225,8 +227,18 @@ function watchSession(session: http2.Http2Session, keepaliveMs: number, idleMs: 
         session.close();
         return;
       }
+      // A peer that has not answered the last PING in a whole interval is gone (a machine
+      // switched off, a dropped NAT mapping): its streams end now, not when TCP gives up, so a
+      // daemon behind it stops counting as online.
+      if (awaitingPong) {
+        session.destroy();
+        return;
+      }
+      awaitingPong = true;
       try {
-        session.ping(() => {});
+        session.ping((error) => {
+          if (!error) awaitingPong = false;
+        });
       } catch {
         // The session is going away; its close event clears the timer.
       }
