@@ -49,7 +49,10 @@ async function* decodedOrInvalid<T>(messages: AsyncIterable<T>): AsyncIterable<T
   }
 }
 
-/** Wraps every unary handler of `router` (call once every route is registered). */
+/**
+ * Wraps every unary handler of `router`: call it at the end of connect-node's `routes` callback,
+ * once every route is registered (the adapter reads `router.handlers` after the callback).
+ */
 export function answerUndecodableAsInvalidArgument(router: ConnectRouter): void {
   const handlers = router.handlers;
   handlers.forEach((handler, i) => {

@@ -4,6 +4,7 @@
  * stream, frames (or NDJSON lines) that parse and an error, if any, of the same kind.
  */
 import http2 from "node:http2";
+import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import type { Exchange } from "./fuzz-send.js";
 import { framesOf } from "./fuzz-send.js";
 
@@ -123,6 +124,20 @@ function statusProblems(x: Exchange, expect: Expectations): string[] {
 /** Node refuses these before any handler runs (request line or headers too large): no body. */
 const refusedByHttpParser = new Set([414, 431]);
 
+/** The frames of a stream answer, decompressed (flag 0x01) with the encoding the answer names. */
+function decodedFrames(x: Exchange, encodingHeader: string): Array<{ flags: number; data: Buffer }> {
+  const encoding = x.header(encodingHeader);
+  return framesOf(x.bytes).map(({ flags, data }) => {
+    if ((flags & 0x01) === 0) return { flags, data };
+    try {
+      const plain = encoding === "br" ? brotliDecompressSync(data) : gunzipSync(data);
+      return { flags: flags & ~0x01, data: plain };
+    } catch {
+      return { flags, data };
+    }
+  });
+}
+
 /**
  * A gRPC or gRPC-Web answer (the request said it was one): its status, from the headers of a
  * trailers-only answer or from the gRPC-Web trailer frame. gRPC trailers after a body are not
@@ -131,7 +146,7 @@ const refusedByHttpParser = new Set([414, 431]);
 function grpcProblems(x: Exchange): string[] {
   let status = x.header("grpc-status");
   if (status === null) {
-    for (const frame of framesOf(x.bytes)) {
+    for (const frame of decodedFrames(x, "grpc-encoding")) {
       if ((frame.flags & 0x80) === 0) continue;
       status = /grpc-status:\s*(\d+)/i.exec(frame.data.toString("latin1"))?.[1] ?? null;
     }
@@ -199,7 +214,7 @@ export function problemsOf(x: Exchange, expect: Expectations): string[] {
         break;
       }
       if (!type.startsWith("application/connect+")) problems.push(`a stream of type ${type}`);
-      for (const frame of framesOf(x.bytes)) {
+      for (const frame of decodedFrames(x, "connect-content-encoding")) {
         if ((frame.flags & 0b10) !== 0) {
           const end = parseJson(frame.data.toString("utf8"));
           if (!end.ok || !isObject(end.value))
