@@ -16,6 +16,7 @@ import { platformServices } from "@wap/core/api";
 import { type AppSettings, createApp, probePaths } from "./app.js";
 import { connectContextValues, registerConnectRoutes } from "./connect-routes.js";
 import { applyCors } from "./cors.js";
+import { controlStreamPath, serveControlStream } from "./daemons/control-connect.js";
 import { admitRequest, edgeOf, type ProcedureResolver } from "./edge.js";
 import type { NodeHandler } from "./listener.js";
 import type { Logger } from "./logger.js";
@@ -69,6 +70,8 @@ export function createRequestHandler(settings: AppSettings): NodeHandler {
       const edge = await admitRequest(req, res, settings.edge, resolveProcedure);
       // Named here too, for requests that connect-node refuses before any handler runs.
       if (procedurePath.test(path)) edge.rpc = path;
+      // Daemon control streams as the agent opens them take a leaner path (control-connect.ts).
+      if (path === controlStreamPath && serveControlStream(req, res, edge, settings.edge)) return;
     } catch (error) {
       // admitRequest never throws by contract; answer 500 rather than hang if it ever does.
       logger.error("request edge failed", { error: String(error) });

@@ -16,8 +16,8 @@
  * - However the stream ends (client gone, reset, shutdown, error), the daemon is marked offline
  *   unless a newer stream holds it.
  *
- * {@link runControlStream} is the stream; connect-node carries it for every protocol
- * ({@link controlStreamHandler}).
+ * {@link runControlStream} is the stream; the agent's requests reach it through the lean path of
+ * control-connect.ts, every other one through connect-node ({@link controlStreamHandler}).
  *
  * @module
  */
@@ -48,7 +48,10 @@ const procedure = procedureOf(method);
 /** Messages held for a daemon that does not read them; beyond this the stream ends and it reconnects. */
 const maxQueued = 256;
 
-/** The connect-node handler of DaemonControlService.Connect (Connect, gRPC, gRPC-Web). */
+/**
+ * The connect-node handler of DaemonControlService.Connect: gRPC, gRPC-Web, and the Connect
+ * requests that control-connect.ts leaves to connect-node.
+ */
 export function controlStreamHandler(settings: EdgeSettings) {
   return async function* (
     requests: AsyncIterable<ConnectRequest>,
