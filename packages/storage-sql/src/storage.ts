@@ -290,6 +290,12 @@ export function createSqlStorage(options: SqlStorageOptions): Storage {
 
     append(unit) {
       if (closed) return Promise.reject(new Error("storage: closed"));
+      // Its batch waits for the connection a caller's transaction holds (SQLite's only one).
+      if (live(current.getStore()) !== undefined) {
+        return Promise.reject(
+          new Error("storage: append commits on its own; call it outside storage.transaction()"),
+        );
+      }
       let statements: AppendStatements;
       try {
         statements = appendStatements(unit);

@@ -61,8 +61,10 @@ function report(error) {
   const e = error instanceof Error ? error : new Error(String(error));
   return { name: e.name, message: e.message, code: typeof e.code === "string" ? e.code : undefined };
 }
+// The SQL of each statement crosses once; units then name it by number: [number, parameters, ...].
+const texts = [];
 function run(unit) {
-  for (const query of unit) statement(query.sql).run(query.parameters);
+  for (let i = 0; i < unit.length; i += 2) statement(texts[unit[i]]).run(unit[i + 1]);
 }
 // The usual case: every unit of the batch in one transaction, no savepoints (each costs a
 // statement journal). A unit that breaks a constraint (a serial taken) undoes the batch, which
@@ -107,7 +109,8 @@ parentPort.on("message", (message) => {
     parentPort.close();
     return;
   }
-  const { id, units } = message;
+  const { id, units, newTexts } = message;
+  if (newTexts !== undefined) texts.push(...newTexts);
   try {
     let outcomes;
     try {
@@ -144,6 +147,8 @@ export function createAppendWriter(options: {
 }): AppendWriter {
   const driver = createRequire(import.meta.url).resolve("better-sqlite3");
   let worker: Worker | undefined;
+  /** The statement numbers the running thread knows. */
+  let textIds = new Map<string, number>();
   let nextId = 1;
   const waiting = new Map<
     number,
@@ -186,17 +191,32 @@ export function createAppendWriter(options: {
 
   return {
     commit(units) {
-      worker ??= start();
+      if (worker === undefined) {
+        worker = start();
+        textIds = new Map();
+      }
       const thread = worker;
       const id = nextId++;
+      // The SQL texts repeat: copying each once, not with every unit, halves what crosses.
+      const newTexts: string[] = [];
+      const encoded = units.map((unit) => {
+        const flat: unknown[] = [];
+        for (const query of unit) {
+          let textId = textIds.get(query.sql);
+          if (textId === undefined) {
+            textId = textIds.size;
+            textIds.set(query.sql, textId);
+            newTexts.push(query.sql);
+          }
+          flat.push(textId, query.parameters);
+        }
+        return flat;
+      });
       return new Promise<unknown[]>((resolve, reject) => {
         waiting.set(id, { resolve, reject });
         // Held open while a batch is out, so the process waits for its answer.
         thread.ref();
-        thread.postMessage({
-          id,
-          units: units.map((unit) => unit.map((query) => ({ sql: query.sql, parameters: query.parameters }))),
-        });
+        thread.postMessage({ id, units: encoded, ...(newTexts.length > 0 && { newTexts }) });
       });
     },
     async close() {
@@ -204,6 +224,8 @@ export function createAppendWriter(options: {
       worker = undefined;
       if (thread === undefined) return;
       const exited = new Promise<void>((resolve) => thread.once("exit", () => resolve()));
+      // Referenced until it has gone: a process closing its storage last waits for the thread.
+      thread.ref();
       thread.postMessage("close");
       await exited;
     },

@@ -168,6 +168,51 @@ describe("sqlite durability", () => {
     }
   });
 
+  it("a process that appends, then closes its storage, ends normally once the writer thread is done", async () => {
+    const filename = file();
+    const entry = pathToFileURL(fileURLToPath(new URL("../src/index.ts", import.meta.url))).href;
+    const tsx = createRequire(import.meta.url).resolve("tsx");
+    // Nothing but the closing storage keeps the child alive: it must wait for the thread to end.
+    const script = `
+      const { createSqliteStorage } = await import(${JSON.stringify(entry)});
+      const storage = await createSqliteStorage({ filename: ${JSON.stringify(filename)} });
+      await storage.append({ auditEvents: [JSON.parse(process.env.WAP_EVENT, (k, v) => (k === "timestamp" ? new Date(v) : v))] });
+      await storage.close();
+      process.stdout.write("closed\\n");
+    `;
+    const event: AuditEventRecord = {
+      id: randomUUID(),
+      workspaceId: null,
+      actorId: randomUUID(),
+      actorType: "user",
+      action: "user.login",
+      resource: "user:me",
+      ipAddress: "192.0.2.1",
+      userAgent: "test",
+      statusCode: "ok",
+      requestId: randomUUID(),
+      timestamp: new Date(1_700_000_000_000),
+    };
+    const { stdout, code } = await new Promise<{ stdout: string; code: number | null }>((resolve) => {
+      const child = execFile(
+        process.execPath,
+        ["--conditions=dev-source", "--import", pathToFileURL(tsx).href, "--input-type=module", "-e", script],
+        { env: { ...process.env, WAP_EVENT: JSON.stringify(event) } },
+        (_error, out) => resolve({ stdout: out, code: child.exitCode }),
+      );
+    });
+    expect(stdout).toBe("closed\n");
+    expect(code).toBe(0);
+    const raw = new Database(filename, { readonly: true });
+    try {
+      expect(raw.prepare("select count(*) as n from audit_events where id = ?").get(event.id)).toEqual({
+        n: 1,
+      });
+    } finally {
+      raw.close();
+    }
+  });
+
   it("a second connection to the same file sees committed writes while the first stays open", async () => {
     const filename = file();
     const first = await createSqliteStorage({ filename });

@@ -408,6 +408,23 @@ export function runCertificateContract(ctx: CertificateContractContext): void {
       }
     });
 
+    test("append: inside a transaction it is refused, and the transaction is unaffected", async () => {
+      const { workspace, ca } = await seedAuthority();
+      const { entry, event } = aUnit(workspace.id, ca.id);
+      const kept = aUnit(workspace.id, ca.id);
+      await storage().transaction(async (tx) => {
+        await tx.issuedCertificates.insert(kept.entry);
+        await expect(storage().append({ issuedCertificates: [entry], auditEvents: [event] })).rejects.toThrow(
+          /outside storage\.transaction/,
+        );
+      });
+      expect(await storage().issuedCertificates.findBySerial(workspace.id, ca.id, kept.entry.serial)).toEqual(
+        kept.entry,
+      );
+      expect(await storage().issuedCertificates.findBySerial(workspace.id, ca.id, entry.serial)).toBeNull();
+      expect(await events(workspace.id)).toEqual([]);
+    });
+
     test("append: of racing units with one serial, exactly one is stored, with its audit event", async () => {
       const { workspace, ca } = await seedAuthority();
       const serial = "12345678901234567891";
