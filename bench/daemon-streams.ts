@@ -37,6 +37,7 @@ import { formatMasterKey, generateMasterKey } from "@wap/core";
 import { CertificateKeyType } from "@wap/core/api";
 import { createServer, silentLogger } from "@wap/server";
 import type { BenchFigure, BenchSection, BenchTarget } from "./results.js";
+import { signUpWorkspaceOwner } from "./workspace-owner.js";
 
 const selfPath = fileURLToPath(import.meta.url);
 const connectPath = "/platform.v1.DaemonControlService/Connect";
@@ -108,15 +109,7 @@ export async function runDaemonStreamsBench(options: { streams?: number } = {}):
   const children = shares.map(() => startLoader());
   try {
     const client = createPlatformClient({ baseUrl: server.url });
-    await client.auth.register({
-      name: "Fleet Owner",
-      email: "fleet@example.com",
-      username: "fleet",
-      password: "benchmark password",
-    });
-    await client.login("fleet@example.com", "benchmark password");
-    const { workspace } = await client.workspaces.createWorkspace({ name: "fleet" });
-    const workspaceId = workspace!.id;
+    const { workspaceId } = await signUpWorkspaceOwner(client, "Fleet Owner", "fleet");
     await client.certificates.createCertificateAuthority({
       workspaceId,
       name: "ssh-hosts",

@@ -363,33 +363,60 @@ function horizontalAxis(
   return out;
 }
 
+/** Where the rows of a bar panel start, below its title. */
+const barsTop = 64;
+
+/**
+ * The frame of a bar panel: its title, then `rows` rows of `rowHeight` from {@link barsTop}
+ * down to `bottom`, where the value axis of `scale` stands.
+ */
+function barPanelFrame(frame: {
+  rows: number;
+  rowHeight: number;
+  scale: { ticks: readonly number[]; at: (v: number) => number };
+  title: string;
+  subtitle: string;
+  axisTitle: string;
+  label: (v: number) => string;
+}): { bottom: number; body: string } {
+  const bottom = barsTop + frame.rows * frame.rowHeight;
+  const axis = horizontalAxis(
+    frame.scale.ticks,
+    frame.scale.at,
+    barsTop - 6,
+    bottom,
+    frame.axisTitle,
+    frame.label,
+  );
+  return { bottom, body: panelTitle(frame.title, frame.subtitle) + axis };
+}
+
+/** A bar from the value axis's start to `end`, at least 1 px wide. */
+const barFromAxis = (y: number, end: number, height: number, fill: string) =>
+  el("rect", { x: margin.left, y, width: Math.max(1, end - margin.left), height, fill });
+
 const isRate = (unit: string) => unit.endsWith("/s");
 
 /** Throughput comparisons: subject and baseline bars on one logarithmic per-second axis. */
 function throughputPanel(rows: readonly { section: string; c: BenchComparison }[]): Panel | null {
   if (rows.length === 0) return null;
-  const top = 64;
   const rowHeight = 54;
-  const bottom = top + rows.length * rowHeight;
   const scale = logScale(
     rows.flatMap(({ c }) => [c.subject.value, c.baseline.value]),
     margin.left,
     width - margin.right,
   );
-  let body = panelTitle(
-    "Throughput next to its baseline",
-    "Each benchmark (blue) above the baseline of the same run (grey); logarithmic axis.",
-  );
-  body += horizontalAxis(
-    scale.ticks,
-    scale.at,
-    top - 6,
-    bottom,
-    "per second (log scale)",
-    (t) => `${formatShort(t)}/s`,
-  );
+  let { bottom, body } = barPanelFrame({
+    rows: rows.length,
+    rowHeight,
+    scale,
+    title: "Throughput next to its baseline",
+    subtitle: "Each benchmark (blue) above the baseline of the same run (grey); logarithmic axis.",
+    axisTitle: "per second (log scale)",
+    label: (t) => `${formatShort(t)}/s`,
+  });
   rows.forEach(({ c }, i) => {
-    const y = top + i * rowHeight;
+    const y = barsTop + i * rowHeight;
     body += text(margin.left - 10, y + 16, fit(c.subject.label, 44), {
       "text-anchor": "end",
       "font-size": 12,
@@ -406,13 +433,7 @@ function throughputPanel(rows: readonly { section: string; c: BenchComparison }[
     ] as const) {
       const barY = y + 4 + k * 20;
       const end = scale.at(f.value);
-      body += el("rect", {
-        x: margin.left,
-        y: barY,
-        width: Math.max(1, end - margin.left),
-        height: 16,
-        fill: k === 0 ? colors.subject : colors.baseline,
-      });
+      body += barFromAxis(barY, end, 16, k === 0 ? colors.subject : colors.baseline);
       body += text(end + 6, barY + 12, `${formatShort(f.value)} ${f.unit}`, {
         "font-size": 11,
         fill: colors.text,
@@ -431,33 +452,33 @@ function throughputPanel(rows: readonly { section: string; c: BenchComparison }[
 /** Every other comparison as its ratio to the baseline, on a logarithmic axis with a line at 1×. */
 function ratioPanel(rows: readonly { section: string; c: BenchComparison }[]): Panel | null {
   if (rows.length === 0) return null;
-  const top = 64;
   const rowHeight = 34;
-  const bottom = top + rows.length * rowHeight;
   const scale = logScale(
     rows.map(({ c }) => Math.abs(c.ratio)),
     margin.left,
     width - margin.right,
     true,
   );
-  let body = panelTitle(
-    "Other figures next to their baseline",
-    "Ratio = benchmark / baseline of the same run; logarithmic axis, 1× marked.",
-  );
-  body += horizontalAxis(scale.ticks, scale.at, top - 6, bottom, "ratio to baseline (log scale)", (t) =>
-    formatRatio(t),
-  );
+  let { bottom, body } = barPanelFrame({
+    rows: rows.length,
+    rowHeight,
+    scale,
+    title: "Other figures next to their baseline",
+    subtitle: "Ratio = benchmark / baseline of the same run; logarithmic axis, 1× marked.",
+    axisTitle: "ratio to baseline (log scale)",
+    label: (t) => formatRatio(t),
+  });
   const one = scale.at(1);
   body += el("line", {
     x1: one,
-    y1: top - 6,
+    y1: barsTop - 6,
     x2: one,
     y2: bottom,
     stroke: colors.axis,
     "stroke-dasharray": "4 3",
   });
   rows.forEach(({ c }, i) => {
-    const y = top + i * rowHeight;
+    const y = barsTop + i * rowHeight;
     const x = scale.at(Math.abs(c.ratio));
     body += text(margin.left - 10, y + 17, fit(`${c.subject.label} / ${c.baseline.label}`, 46), {
       "text-anchor": "end",
@@ -498,28 +519,23 @@ function latencyPanel(series: readonly BenchSeries[]): Panel | null {
     }))
     .filter((g) => g.bars.length > 0);
   if (groups.length === 0) return null;
-  const top = 64;
   const rowHeight = 22 * wanted.length + 16;
-  const bottom = top + groups.length * rowHeight;
   const scale = linearScale(
     Math.max(...groups.flatMap((g) => g.bars.map((b) => b.ms))),
     margin.left,
     width - margin.right,
   );
-  let body = panelTitle(
-    "Latency percentiles",
-    "Time to answer, per request, at the load of each benchmark (ms).",
-  );
-  body += horizontalAxis(
-    scale.ticks,
-    scale.at,
-    top - 6,
-    bottom,
-    "latency (ms)",
-    (t) => `${formatShort(t)} ms`,
-  );
+  let { bottom, body } = barPanelFrame({
+    rows: groups.length,
+    rowHeight,
+    scale,
+    title: "Latency percentiles",
+    subtitle: "Time to answer, per request, at the load of each benchmark (ms).",
+    axisTitle: "latency (ms)",
+    label: (t) => `${formatShort(t)} ms`,
+  });
   groups.forEach((g, i) => {
-    const y = top + i * rowHeight;
+    const y = barsTop + i * rowHeight;
     body += text(margin.left - 10, y + 14 + (g.bars.length - 1) * 11, fit(g.label, 44), {
       "text-anchor": "end",
       "font-size": 12,
@@ -528,13 +544,7 @@ function latencyPanel(series: readonly BenchSeries[]): Panel | null {
     g.bars.forEach((b, k) => {
       const barY = y + 4 + k * 22;
       const end = scale.at(b.ms);
-      body += el("rect", {
-        x: margin.left,
-        y: barY,
-        width: Math.max(1, end - margin.left),
-        height: 18,
-        fill: colors.percentiles[k] ?? colors.subject,
-      });
+      body += barFromAxis(barY, end, 18, colors.percentiles[k] ?? colors.subject);
       body += text(end + 6, barY + 13, `p${b.p} ${formatNumber(b.ms)} ms`, {
         "font-size": 11,
         fill: colors.text,

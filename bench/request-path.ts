@@ -20,6 +20,7 @@ import { CertificateKeyType } from "@wap/core/api";
 import { createJsonLogger, createServer, silentLogger } from "@wap/server";
 import { intervalSeconds, type LoadResult, type RequestSpec, runLoadInChild } from "./http2-load.js";
 import type { BenchComparison, BenchFigure, BenchSection, BenchSeries } from "./results.js";
+import { signUpWorkspaceOwner } from "./workspace-owner.js";
 
 /** The measures of this benchmark, as BENCH_ONLY names them. */
 export const requestPathMeasures = ["healthz", "get-ca", "sign", "raw"] as const;
@@ -55,16 +56,9 @@ export async function runRequestPathBench(options: RequestPathOptions): Promise<
 
   try {
     const client = createPlatformClient({ baseUrl: server.url });
-    await client.auth.register({
-      name: "Bench Mark",
-      email: "bench@example.com",
-      username: "bench",
-      password: "benchmark password",
-    });
-    const { accessToken } = await client.login("bench@example.com", "benchmark password");
-    const { workspace } = await client.workspaces.createWorkspace({ name: "bench" });
+    const { accessToken, workspaceId } = await signUpWorkspaceOwner(client, "Bench Mark", "bench");
     const { certificateAuthority } = await client.certificates.createCertificateAuthority({
-      workspaceId: workspace!.id,
+      workspaceId,
       name: "bench-ca",
       keyType: CertificateKeyType.ED25519,
     });
@@ -77,7 +71,7 @@ export async function runRequestPathBench(options: RequestPathOptions): Promise<
         "connect-protocol-version": "1",
         authorization: `Bearer ${accessToken}`,
       },
-      body: JSON.stringify({ workspaceId: workspace!.id, id: certificateAuthority!.id }),
+      body: JSON.stringify({ workspaceId, id: certificateAuthority!.id }),
     };
     const healthz: RequestSpec = { method: "GET", path: "/healthz" };
     const signSsh: RequestSpec = {
@@ -85,7 +79,7 @@ export async function runRequestPathBench(options: RequestPathOptions): Promise<
       path: "/platform.v1.CertificateService/SignSSHCertificate",
       headers: getCa.headers,
       body: JSON.stringify({
-        workspaceId: workspace!.id,
+        workspaceId,
         caId: certificateAuthority!.id,
         type: "CERTIFICATE_TYPE_USER",
         publicKey: ed25519PublicKeyLine("bench@platform"),
@@ -110,11 +104,10 @@ export async function runRequestPathBench(options: RequestPathOptions): Promise<
     const baseline = await measure("healthz", healthz);
     const subject = await measure("get-ca", getCa);
     const storage = server.platform.services.storage;
-    const ledgerBefore = (await storage.issuedCertificates.list(workspace!.id, { limit: 1, offset: 0 }))
-      .total;
+    const ledgerBefore = (await storage.issuedCertificates.list(workspaceId, { limit: 1, offset: 0 })).total;
     const signing = await measure("sign", signSsh);
-    const ledgerAfter = (await storage.issuedCertificates.list(workspace!.id, { limit: 1, offset: 0 })).total;
-    const audited = await storage.auditEvents.list(workspace!.id, {
+    const ledgerAfter = (await storage.issuedCertificates.list(workspaceId, { limit: 1, offset: 0 })).total;
+    const audited = await storage.auditEvents.list(workspaceId, {
       limit: 1,
       offset: 0,
       action: "certificate.sign_ssh_user",

@@ -17,8 +17,8 @@ import {
   orphanedReason,
   sessionRelayOf,
 } from "../src/sessions/lifecycle.js";
-import { type Owner, sshAuthority } from "./support/access.js";
-import { callAsDaemon, enroll, grantLogin, type TestDaemon } from "./support/daemons.js";
+import type { Owner } from "./support/access.js";
+import { callAsDaemon, enrolledDaemon, grantLogin, type TestDaemon } from "./support/daemons.js";
 import { createTestPlatform, type TestPlatform } from "./support.js";
 
 let t: TestPlatform;
@@ -28,11 +28,7 @@ let self: DaemonCaller;
 beforeEach(async () => {
   t = await createTestPlatform();
   ada = await t.owner();
-  await sshAuthority(t, ada);
-  const { token } = await t.call(ada.caller, DaemonService.method.refreshEnrollToken, {
-    workspaceId: ada.workspaceId,
-  });
-  d = await enroll(t, token, { hostname: "relay-host" });
+  d = await enrolledDaemon(t, ada, "relay-host");
   self = { kind: "daemon", daemonId: d.id, workspaceId: ada.workspaceId };
   await grantLogin(t, ada, d.targetId, "ubuntu", PrincipalType.USER, [ada.caller.userId]);
   await t.call(ada.caller, DaemonService.method.updateDaemon, {

@@ -18,8 +18,8 @@ import {
   sessionReadyTimeoutSeconds,
 } from "../src/sessions/lifecycle.js";
 import { maxLiveSessionsPerDaemon } from "../src/sessions/operations.js";
-import { memberWithRole, type Owner, type Person, sshAuthority } from "./support/access.js";
-import { callAsDaemon, enroll, grantLogin, type TestDaemon } from "./support/daemons.js";
+import { memberWithRole, type Owner, type Person } from "./support/access.js";
+import { callAsDaemon, enrolledDaemon, grantLogin, type TestDaemon } from "./support/daemons.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 
 let t: TestPlatform;
@@ -30,11 +30,7 @@ let pushes: EventPayload[];
 beforeEach(async () => {
   t = await createTestPlatform();
   ada = await t.owner();
-  await sshAuthority(t, ada);
-  const { token } = await t.call(ada.caller, DaemonService.method.refreshEnrollToken, {
-    workspaceId: ada.workspaceId,
-  });
-  d = await enroll(t, token, { hostname: "web-1" });
+  d = await enrolledDaemon(t, ada, "web-1");
   self = { kind: "daemon", daemonId: d.id, workspaceId: ada.workspaceId };
   pushes = await capture(daemonTopic(d.id));
   await grantLogin(t, ada, d.targetId, "ubuntu", PrincipalType.USER, [ada.caller.userId]);

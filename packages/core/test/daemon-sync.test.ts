@@ -10,8 +10,8 @@ import { DaemonService, DaemonStatus } from "../src/gen/platform/v1/daemon_pb.js
 import { PrincipalType } from "../src/gen/platform/v1/principal_pb.js";
 import { TargetService } from "../src/gen/platform/v1/target_pb.js";
 import { TeamService } from "../src/gen/platform/v1/team_pb.js";
-import { memberWithRole, type Owner, serviceAccountCaller, sshAuthority } from "./support/access.js";
-import { callAsDaemon, enroll, grantLogin, type TestDaemon } from "./support/daemons.js";
+import { memberWithRole, type Owner, serviceAccountCaller } from "./support/access.js";
+import { callAsDaemon, enrolledDaemon, grantLogin, type TestDaemon } from "./support/daemons.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 
 let t: TestPlatform;
@@ -20,11 +20,7 @@ let d: TestDaemon;
 beforeEach(async () => {
   t = await createTestPlatform();
   ada = await t.owner();
-  await sshAuthority(t, ada);
-  const { token } = await t.call(ada.caller, DaemonService.method.refreshEnrollToken, {
-    workspaceId: ada.workspaceId,
-  });
-  d = await enroll(t, token, { hostname: "web-1" });
+  d = await enrolledDaemon(t, ada, "web-1");
 });
 afterEach(() => t.platform.close());
 

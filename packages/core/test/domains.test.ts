@@ -2,58 +2,30 @@
  * WorkspaceDomainService against a real DNS server on a loopback port (dns2): claims, the TXT
  * record proof through node's resolver, token regeneration, one verifier per domain, DNS faults.
  */
-import { Resolver } from "node:dns/promises";
-import dns2 from "dns2";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { WorkspaceDomainService } from "../src/gen/platform/v1/workspace_domain_pb.js";
 import { memberWithRole, type Owner, useDnsResolver } from "./support/access.js";
+import { startTxtDnsServer, type TxtDnsServer } from "./support/txt-dns.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
-
-/** DNS response codes (RFC 1035 §4.1.1); dns2's type declarations leave out its RCODE table. */
-const rcode = { SERVFAIL: 2, NXDOMAIN: 3 } as const;
 
 /** The zone the test server answers from: TXT records by name, or a failure for the name. */
 const zone = new Map<string, string[][] | "servfail">();
-let server: ReturnType<typeof dns2.createServer>;
-let resolver: Resolver;
+let dns: TxtDnsServer;
 const queries: string[] = [];
 
 beforeAll(async () => {
-  server = dns2.createServer({
-    udp: true,
-    handle: (request, send) => {
-      const response = dns2.Packet.createResponseFromRequest(request);
-      const [question] = request.questions;
-      const name = question?.name.toLowerCase() ?? "";
-      queries.push(name);
-      const entry = zone.get(name);
-      if (entry === "servfail") response.header.rcode = rcode.SERVFAIL;
-      else if (entry === undefined || question === undefined) response.header.rcode = rcode.NXDOMAIN;
-      else {
-        for (const strings of entry) {
-          response.answers.push({
-            name: question.name,
-            type: dns2.Packet.TYPE.TXT,
-            class: dns2.Packet.CLASS.IN,
-            ttl: 60,
-            data: strings,
-          } as never);
-        }
-      }
-      send(response);
-    },
+  dns = await startTxtDnsServer((name) => {
+    queries.push(name);
+    return zone.get(name);
   });
-  const addresses = await server.listen({ udp: { port: 0, address: "127.0.0.1" } });
-  resolver = new Resolver({ timeout: 1000, tries: 1 });
-  resolver.setServers([`127.0.0.1:${addresses.udp?.port}`]);
 });
-afterAll(() => server?.close());
+afterAll(() => dns?.close());
 
 let t: TestPlatform;
 let ada: Owner;
 beforeEach(async () => {
   t = await createTestPlatform();
-  useDnsResolver(t, resolver);
+  useDnsResolver(t, dns.resolver);
   ada = await t.owner();
   zone.clear();
   queries.length = 0;

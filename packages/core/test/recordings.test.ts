@@ -19,6 +19,7 @@ import type { DaemonSessionRecord } from "../src/storage/daemons-sessions.js";
 import type { Storage } from "../src/storage/storage.js";
 import { memberWithRole, type Owner, serviceAccountCaller } from "./support/access.js";
 import { ofLength, violatedFieldsOf } from "./support/bounds.js";
+import { insertAcceptedDaemon } from "./support/daemons.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 
 const R = RecordingService.method;
@@ -41,23 +42,12 @@ afterEach(async () => {
 
 /** An accepted daemon of the workspace, recording sessions unless told otherwise. */
 async function aDaemon(workspaceId: string, recordSessions = true): Promise<string> {
-  const now = t.clock.now();
-  const id = uuid();
-  await t.storage.daemons.insert({
-    id,
+  return insertAcceptedDaemon(t, {
     workspaceId,
     targetId: null,
-    name: `host-${id.slice(0, 8)}`,
-    status: "accepted",
+    name: `host-${uuid().slice(0, 8)}`,
     recordSessions,
-    metadata: {},
-    authPublicKey: "",
-    authMethod: "tpm",
-    onlineSince: now,
-    createdAt: now,
-    updatedAt: now,
   });
-  return id;
 }
 
 /** An open terminal session, as the relay has it when it starts recording. */

@@ -14,6 +14,7 @@ import { TargetService } from "../src/gen/platform/v1/target_pb.js";
 import { TeamService } from "../src/gen/platform/v1/team_pb.js";
 import { WorkspaceService } from "../src/gen/platform/v1/workspace_pb.js";
 import { memberWithRole, type Owner, serviceAccountCaller, sshAuthority } from "./support/access.js";
+import { insertAcceptedDaemon } from "./support/daemons.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 
 let t: TestPlatform;
@@ -387,21 +388,11 @@ describe("GetSubjectAccess", () => {
 
   it("lists the daemons serving the reachable targets and follows revocations", async () => {
     const w = await world();
-    const now = t.clock.now();
-    const daemonId = crypto.randomUUID();
-    await t.storage.daemons.insert({
-      id: daemonId,
+    const daemonId = await insertAcceptedDaemon(t, {
       workspaceId: ws(),
       targetId: w.web.id,
       name: "web",
-      status: "accepted",
       recordSessions: false,
-      metadata: {},
-      authPublicKey: "",
-      authMethod: "tpm",
-      onlineSince: now,
-      createdAt: now,
-      updatedAt: now,
     });
     const before = await t.call(w.vic.caller, T.getSubjectAccess, {
       workspaceId: ws(),

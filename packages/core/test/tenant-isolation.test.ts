@@ -51,6 +51,7 @@ import { WorkspaceDomainService } from "../src/gen/platform/v1/workspace_domain_
 import { WorkspaceService } from "../src/gen/platform/v1/workspace_pb.js";
 import { createPlatform, type Platform } from "../src/platform.js";
 import { createManualClock } from "../src/runtime.js";
+import { tenantRows } from "./support/tenant-rows.js";
 
 // --- the seeded world ------------------------------------------------------------------------
 
@@ -256,76 +257,6 @@ async function seedWorld(): Promise<World> {
       secrets: [...ids, domain, "workspace B secret name", invite.slice(invite.lastIndexOf("/") + 1)],
     },
   };
-}
-
-// --- B's rows --------------------------------------------------------------------------------
-
-/**
- * Every row that belongs to B: rows with B's workspace id, B's workspace and users, and (to a
- * fixed point) every row whose foreign key points at one of those.
- */
-function snapshotOfB(database: Database.Database, b: World["b"]): Record<string, string[]> {
-  const tables = (
-    database
-      .prepare(
-        "select name from sqlite_master where type = 'table' and name not like 'sqlite_%' and name not like 'wap_schema%'",
-      )
-      .all() as Array<{ name: string }>
-  ).map((r) => r.name);
-  const rows = new Map<string, Array<Record<string, unknown>>>();
-  const keys = new Map<string, Array<{ parent: string; from: string[]; to: string[] }>>();
-  const included = new Map<string, Set<number>>();
-  for (const table of tables) {
-    rows.set(table, database.prepare(`select * from "${table}"`).all() as Array<Record<string, unknown>>);
-    const fks = database.prepare(`pragma foreign_key_list("${table}")`).all() as Array<{
-      id: number;
-      table: string;
-      from: string;
-      to: string | null;
-    }>;
-    const grouped = new Map<number, { parent: string; from: string[]; to: string[] }>();
-    for (const fk of fks) {
-      const entry = grouped.get(fk.id) ?? { parent: fk.table, from: [], to: [] };
-      entry.from.push(fk.from);
-      entry.to.push(fk.to ?? "id");
-      grouped.set(fk.id, entry);
-    }
-    keys.set(table, [...grouped.values()]);
-    const mine = new Set<number>();
-    rows.get(table)?.forEach((row, index) => {
-      if (row.workspace_id === b.workspaceId) mine.add(index);
-      if (table === "workspaces" && row.id === b.workspaceId) mine.add(index);
-      if (table === "users" && b.userIds.includes(String(row.id))) mine.add(index);
-    });
-    included.set(table, mine);
-  }
-  for (let changed = true; changed; ) {
-    changed = false;
-    for (const table of tables) {
-      for (const fk of keys.get(table) ?? []) {
-        const parents = rows.get(fk.parent) ?? [];
-        const parentKeys = new Set(
-          [...(included.get(fk.parent) ?? [])].map((i) => JSON.stringify(fk.to.map((c) => parents[i]?.[c]))),
-        );
-        if (parentKeys.size === 0) continue;
-        const mine = included.get(table) ?? new Set<number>();
-        rows.get(table)?.forEach((row, index) => {
-          if (mine.has(index)) return;
-          if (parentKeys.has(JSON.stringify(fk.from.map((c) => row[c])))) {
-            mine.add(index);
-            changed = true;
-          }
-        });
-        included.set(table, mine);
-      }
-    }
-  }
-  const snapshot: Record<string, string[]> = {};
-  for (const table of tables) {
-    const list = [...(included.get(table) ?? [])].map((i) => JSON.stringify(rows.get(table)?.[i]));
-    if (list.length > 0) snapshot[table] = list.sort();
-  }
-  return snapshot;
 }
 
 // --- generic requests ------------------------------------------------------------------------
@@ -552,7 +483,7 @@ describe("tenant isolation: callers of workspace A against workspace B", () => {
       const random = randomPool();
       const blanks = [...world.b.ids, world.b.domain, ...random.ids, random.domain, world.a.workspaceId];
       try {
-        const before = snapshotOfB(real.database, world.b);
+        const before = tenantRows(real.database, world.b);
         let reachedAccessCheck = 0;
         const invoke = async (platform: Platform, caller: Caller, fields: Record<string, unknown>) => {
           if (procedure.kind === "unary")
@@ -629,7 +560,7 @@ describe("tenant isolation: callers of workspace A against workspace B", () => {
                   }
                 }
               }
-              expect(snapshotOfB(real.database, world.b), `${label} changed B`).toEqual(before);
+              expect(tenantRows(real.database, world.b), `${label} changed B`).toEqual(before);
             },
           ),
           { numRuns: 8 },

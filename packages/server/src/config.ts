@@ -105,6 +105,26 @@ interface Setting {
   apply(config: Mutable<ServerConfig>, text: string, source: string): void;
 }
 
+type Parse<T> = (text: string, source: string) => T;
+
+/** The `apply` of a setting that sets `key` to its value, as `parse` reads it. */
+function assign<K extends keyof ServerConfig>(
+  key: K,
+  parse: Parse<Mutable<ServerConfig>[K]>,
+): Setting["apply"] {
+  return (config, text, source) => {
+    config[key] = parse(text, source);
+  };
+}
+
+const verbatim: Parse<string> = (text) => text;
+
+/** Reads a whole number from `min` to `max`. */
+const wholeNumber =
+  (min: number, max: number): Parse<number> =>
+  (text, source) =>
+    integer(text, source, min, max);
+
 /** Every setting, in `--help` order. */
 export const settings: readonly Setting[] = [
   {
@@ -113,9 +133,7 @@ export const settings: readonly Setting[] = [
     value: "<address>",
     defaultText: "127.0.0.1",
     help: "Address to listen on (0.0.0.0 for every interface).",
-    apply: (c, t) => {
-      c.host = t;
-    },
+    apply: assign("host", verbatim),
   },
   {
     env: "WAP_PORT",
@@ -123,9 +141,7 @@ export const settings: readonly Setting[] = [
     value: "<port>",
     defaultText: "8080",
     help: "TCP port for everything: HTTP/1.1, h2c and, with TLS, HTTPS (0 picks a free port).",
-    apply: (c, t, s) => {
-      c.port = integer(t, s, 0, 65535);
-    },
+    apply: assign("port", wholeNumber(0, 65535)),
   },
   {
     env: "WAP_DATA_DIR",
@@ -133,9 +149,7 @@ export const settings: readonly Setting[] = [
     value: "<dir>",
     defaultText: "./.wap-data",
     help: "Directory of the embedded SQLite database and the generated master key.",
-    apply: (c, t) => {
-      c.dataDir = t;
-    },
+    apply: assign("dataDir", verbatim),
   },
   {
     env: "WAP_DATABASE_URL",
@@ -143,9 +157,7 @@ export const settings: readonly Setting[] = [
     value: "<url>",
     defaultText: "sqlite:<data dir>/wap.db",
     help: "Database: postgres://user:password@host:5432/db (several instances may share it), or sqlite:<path> (one instance).",
-    apply: (c, t) => {
-      c.databaseUrl = t;
-    },
+    apply: assign("databaseUrl", verbatim),
   },
   {
     env: "WAP_DATABASE_POOL_SIZE",
@@ -153,9 +165,7 @@ export const settings: readonly Setting[] = [
     value: "<n>",
     defaultText: "10",
     help: "PostgreSQL only: connections this instance may open for requests (the event bus adds 3 more).",
-    apply: (c, t, s) => {
-      c.databasePoolSize = integer(t, s, 1, 1000);
-    },
+    apply: assign("databasePoolSize", wholeNumber(1, 1000)),
   },
   {
     env: "WAP_MASTER_KEY",
@@ -163,9 +173,7 @@ export const settings: readonly Setting[] = [
     value: "<base64>",
     defaultText: "generated into <data dir>/master.key (SQLite only)",
     help: "32-byte master key (base64) sealing CA keys and signing keys; `wap-server master-key` prints a new one. Every instance over one PostgreSQL needs the same key. Prefer the env var or a key file: flags show in `ps`.",
-    apply: (c, t) => {
-      c.masterKey = t;
-    },
+    apply: assign("masterKey", verbatim),
   },
   {
     env: "WAP_MASTER_KEY_FILE",
@@ -173,9 +181,7 @@ export const settings: readonly Setting[] = [
     value: "<file>",
     defaultText: "<data dir>/master.key",
     help: "File holding the base64 master key; on SQLite created (mode 0600) on first start if missing, on PostgreSQL it must exist.",
-    apply: (c, t) => {
-      c.masterKeyFile = t;
-    },
+    apply: assign("masterKeyFile", verbatim),
   },
   {
     env: "WAP_TLS_CERT",
@@ -183,9 +189,7 @@ export const settings: readonly Setting[] = [
     value: "<file>",
     defaultText: "none (cleartext)",
     help: "PEM certificate chain. With --tls-key, the port serves TLS (h2 and http/1.1 by ALPN).",
-    apply: (c, t) => {
-      c.tlsCert = t;
-    },
+    apply: assign("tlsCert", verbatim),
   },
   {
     env: "WAP_TLS_KEY",
@@ -193,9 +197,7 @@ export const settings: readonly Setting[] = [
     value: "<file>",
     defaultText: "none",
     help: "PEM private key of the TLS certificate.",
-    apply: (c, t) => {
-      c.tlsKey = t;
-    },
+    apply: assign("tlsKey", verbatim),
   },
   {
     env: "WAP_RATE_LIMIT",
@@ -233,9 +235,7 @@ export const settings: readonly Setting[] = [
     value: "<bytes>",
     defaultText: "1mb",
     help: "Largest request message accepted (e.g. 1048576, 512kb, 2mb).",
-    apply: (c, t, s) => {
-      c.bodyLimitBytes = byteSize(t, s);
-    },
+    apply: assign("bodyLimitBytes", byteSize),
   },
   {
     env: "WAP_ALLOWED_ORIGINS",
@@ -243,9 +243,7 @@ export const settings: readonly Setting[] = [
     value: "<origins>",
     defaultText: "none",
     help: "Comma-separated origins (https://app.example.com) whose pages may make cookie-authenticated calls.",
-    apply: (c, t, s) => {
-      c.allowedOrigins = origins(t, s);
-    },
+    apply: assign("allowedOrigins", origins),
   },
   {
     env: "WAP_TRUST_PROXY",
@@ -254,9 +252,7 @@ export const settings: readonly Setting[] = [
     defaultText: "false",
     bare: "true",
     help: "Believe X-Forwarded-For/-Proto/-Host from this many proxies in front (true = 1).",
-    apply: (c, t, s) => {
-      c.trustProxyHops = trustProxy(t, s);
-    },
+    apply: assign("trustProxyHops", trustProxy),
   },
   {
     env: "WAP_PUBLIC_URL",
@@ -264,9 +260,7 @@ export const settings: readonly Setting[] = [
     value: "<url>",
     defaultText: "http://localhost:<port> (https with TLS)",
     help: "Where users reach this server or its web app: links in mails and the CLI login point here, and passkeys are bound to its host.",
-    apply: (c, t, s) => {
-      c.publicUrl = publicUrl(t, s);
-    },
+    apply: assign("publicUrl", publicUrl),
   },
   {
     env: "WAP_INTERNAL_URL",
@@ -274,9 +268,7 @@ export const settings: readonly Setting[] = [
     value: "<url>",
     defaultText: "the URL this instance listens on",
     help: "Where the other instances over the same database reach this one (e.g. http://10.0.0.5:8080): a browser's terminal attaching through another instance is forwarded here when this instance holds the daemon's session stream.",
-    apply: (c, t, s) => {
-      c.internalUrl = publicUrl(t, s);
-    },
+    apply: assign("internalUrl", publicUrl),
   },
   {
     env: "WAP_SMTP_URL",
@@ -284,9 +276,7 @@ export const settings: readonly Setting[] = [
     value: "<url>",
     defaultText: "none: mails go to <data dir>/outbox (SQLite) or nowhere (PostgreSQL)",
     help: "Mail relay for account mails (verification, password reset): smtp://user:password@host:587 (STARTTLS when offered) or smtps://host:465. Needs --mail-from. Prefer the env var: flags show in `ps`.",
-    apply: (c, t, s) => {
-      c.smtpUrl = smtpUrl(t, s);
-    },
+    apply: assign("smtpUrl", smtpUrl),
   },
   {
     env: "WAP_MAIL_FROM",
@@ -305,9 +295,7 @@ export const settings: readonly Setting[] = [
     value: "<seconds>",
     defaultText: "60",
     help: "How often an idle daemon control stream gets an unsolicited HeartbeatAck (the agent ignores it), so that no proxy idle timeout cuts it. Keep it below every idle timeout in front of the server.",
-    apply: (c, t, s) => {
-      c.daemonKeepaliveSeconds = integer(t, s, 1, 3600);
-    },
+    apply: assign("daemonKeepaliveSeconds", wholeNumber(1, 3600)),
   },
   {
     env: "WAP_INSTANCE_LEASE_SECONDS",
@@ -315,9 +303,7 @@ export const settings: readonly Setting[] = [
     value: "<seconds>",
     defaultText: "30",
     help: "Lease of this instance on the daemon control streams it holds, renewed every third of it. If the instance dies without stopping, its daemons are reported offline within about 4/3 of this. Instances sharing a database need clocks within a few seconds of each other.",
-    apply: (c, t, s) => {
-      c.instanceLeaseSeconds = integer(t, s, 3, 3600);
-    },
+    apply: assign("instanceLeaseSeconds", wholeNumber(3, 3600)),
   },
   ...integrationSettings,
   {
@@ -339,9 +325,7 @@ export const settings: readonly Setting[] = [
     value: "<seconds>",
     defaultText: "10",
     help: "On SIGTERM/SIGINT, how long open requests may run before they are cut.",
-    apply: (c, t, s) => {
-      c.shutdownGraceSeconds = integer(t, s, 0, 3600);
-    },
+    apply: assign("shutdownGraceSeconds", wholeNumber(0, 3600)),
   },
 ];
 

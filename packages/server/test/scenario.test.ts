@@ -19,7 +19,7 @@ import {
   WorkspaceService,
 } from "@wap/core/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bearer, clientFor, transportFor } from "./support/clients.js";
+import { bearer, clientFor, clientsFor, transportFor } from "./support/clients.js";
 import { startTestServer, type TestServer } from "./support/server.js";
 
 async function codeOf(call: Promise<unknown>): Promise<Code> {
@@ -39,16 +39,14 @@ describe("the vertical slice over Connect", () => {
   let token = "";
   let workspaceId = "";
 
-  const makeClients = (baseUrl: string) => {
-    const transport = transportFor("connect-json-h2", baseUrl);
-    return {
-      auth: clientFor(AuthService, transport),
-      user: clientFor(UserService, transport),
-      workspaces: clientFor(WorkspaceService, transport),
-      cas: clientFor(CertificateService, transport),
-      accounts: clientFor(ServiceAccountService, transport),
-    };
-  };
+  const makeClients = (baseUrl: string) =>
+    clientsFor(transportFor("connect-json-h2", baseUrl), {
+      auth: AuthService,
+      user: UserService,
+      workspaces: WorkspaceService,
+      cas: CertificateService,
+      accounts: ServiceAccountService,
+    });
 
   beforeAll(async () => {
     server = await startTestServer();

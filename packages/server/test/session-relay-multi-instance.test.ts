@@ -18,11 +18,14 @@ import { startTestServer, type TestServer } from "./support/server.js";
 import {
   openSessionStream,
   openTerminal,
-  type SessionStream,
+  relayNumberedChunks,
+  stdinAfterResizes,
+  stdinText,
   type TerminalWorld,
   terminalUrl,
   terminalWorld,
 } from "./support/terminal.js";
+import { until } from "./support/until.js";
 
 let pg: TestPostgres;
 let a: TestServer;
@@ -80,18 +83,6 @@ function watchNotifications(channel: string) {
 
 async function stateOf(sessionId: string) {
   return b.platform.services.storage.daemonSessions.findById(world.workspaceId, sessionId);
-}
-
-async function until(check: () => Promise<boolean> | boolean): Promise<void> {
-  while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 20));
-}
-
-async function stdinText(stream: SessionStream): Promise<string> {
-  for (;;) {
-    const message = await stream.next();
-    if (message.msg.case === "stdin") return Buffer.from(message.msg.value).toString();
-    if (message.msg.case !== "resize") throw new Error(`expected stdin, got ${message.msg.case}`);
-  }
 }
 
 /** A session whose daemon stream is open on A. */
@@ -162,17 +153,8 @@ describe("a terminal whose daemon stream is on A and whose browser is on B", () 
     browser.send("echo early\n");
     const stream = openSessionStream(daemon.daemon);
     stream.ready(session);
-    const sizes: unknown[] = [];
-    for (;;) {
-      const message = await stream.next();
-      if (message.msg.case === "resize")
-        sizes.push({ width: message.msg.value.width, height: message.msg.value.height });
-      else {
-        expect(message.msg.case).toBe("stdin");
-        expect(Buffer.from(message.msg.value as Uint8Array).toString()).toBe("echo early\n");
-        break;
-      }
-    }
+    const { sizes, stdin } = await stdinAfterResizes(stream);
+    expect(stdin).toBe("echo early\n");
     expect(sizes.at(-1)).toEqual({ width: 120, height: 40 });
     stream.stdout("early\r\n");
     expect((await browser.readBytes(7)).toString()).toBe("early\r\n");
@@ -206,25 +188,9 @@ describe("a terminal whose daemon stream is on A and whose browser is on B", () 
     const browser = await openTerminal(terminalUrl(b.url, world.workspaceId, session.sessionId), {
       token: world.accessToken,
     });
-    const chunk = 32 * 1024;
-    const chunks = 128; // 4 MiB
-    const sent = createHash("sha256");
-    const started = performance.now();
-    const reading = browser.readBytes(chunk * chunks);
-    for (let i = 0; i < chunks; i++) {
-      const bytes = Buffer.alloc(chunk, i % 251);
-      bytes.writeUInt32BE(i, 0);
-      sent.update(bytes);
-      stream.stdout(bytes);
-      while (stream.unsent > 4) await new Promise((resolve) => setImmediate(resolve));
-    }
-    const received = await reading;
-    const ms = performance.now() - started;
-    console.info(
-      "terminal relay throughput across instances",
-      JSON.stringify({ mib: (chunk * chunks) / 2 ** 20, ms: Math.round(ms) }),
-    );
-    expect(createHash("sha256").update(received).digest("hex")).toBe(sent.digest("hex"));
+    const { received, sentSha256, mib, ms } = await relayNumberedChunks(stream, browser, 128); // 4 MiB
+    console.info("terminal relay throughput across instances", JSON.stringify({ mib, ms: Math.round(ms) }));
+    expect(createHash("sha256").update(received).digest("hex")).toBe(sentSha256);
     browser.close();
     expect((await stream.next()).msg.case).toBe("close");
   });

@@ -5,11 +5,9 @@
  * the session on the daemon's control stream, the daemon opens its stream with `ready`, the
  * browser attaches, and bytes, sizes and the end of the session cross both ways.
  */
-import { execFile, execFileSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rm } from "node:fs/promises";
 import { promisify } from "node:util";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { claimSession, createManualClock } from "@wap/core";
@@ -22,12 +20,16 @@ import {
   openSessionStream,
   openTerminal,
   refusedTerminal,
-  type SessionStream,
+  relayNumberedChunks,
   sessionPushed,
+  stdinAfterResizes,
+  stdinText,
   type TerminalWorld,
   terminalUrl,
   terminalWorld,
 } from "./support/terminal.js";
+import { selfSignedLocalhostCertificate } from "./support/tls-certificate.js";
+import { until } from "./support/until.js";
 
 let server: TestServer;
 let world: TerminalWorld;
@@ -40,30 +42,6 @@ afterAll(() => server?.close());
 /** The stored state of a session. */
 async function stateOf(sessionId: string) {
   return server.platform.services.storage.daemonSessions.findById(world.workspaceId, sessionId);
-}
-
-/** Polls until `check` holds (the test's own timeout bounds the wait). */
-async function until(check: () => Promise<boolean> | boolean): Promise<void> {
-  while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 20));
-}
-
-/** Reads daemon messages until `stdin` bytes arrive, returning the sizes seen before them. */
-async function stdinAfterResizes(stream: SessionStream) {
-  const sizes: Array<{ width: number; height: number }> = [];
-  for (;;) {
-    const message = await stream.next();
-    if (message.msg.case === "resize")
-      sizes.push({ width: message.msg.value.width, height: message.msg.value.height });
-    else if (message.msg.case === "stdin") return { sizes, stdin: Buffer.from(message.msg.value).toString() };
-    else throw new Error(`unexpected ${message.msg.case}`);
-  }
-}
-
-/** The next message that is not a resize, which must be `stdin`, as text. */
-async function stdinText(stream: SessionStream): Promise<string> {
-  const message = await stream.nextNotResize();
-  if (message.msg.case !== "stdin") throw new Error(`expected stdin, got ${message.msg.case}`);
-  return Buffer.from(message.msg.value).toString();
 }
 
 describe("a session from CreateSession to the end", () => {
@@ -376,31 +354,12 @@ describe("recording", () => {
 describe("volume", () => {
   it("relays 32 KiB chunks at volume, in order", async () => {
     const { stream, browser } = await openedSession("volume-1");
-    const chunk = 32 * 1024;
     const chunks = 256; // 8 MiB
-    const sent = createHash("sha256");
-    const started = performance.now();
-    const reading = browser.readBytes(chunk * chunks);
-    for (let i = 0; i < chunks; i++) {
-      const bytes = Buffer.alloc(chunk, i % 251);
-      bytes.writeUInt32BE(i, 0);
-      sent.update(bytes);
-      stream.stdout(bytes);
-      // The agent sends as fast as its stream takes them; keep a few in flight.
-      while (stream.unsent > 4) await new Promise((resolve) => setImmediate(resolve));
-    }
-    const received = await reading;
-    const ms = performance.now() - started;
-    console.info(
-      "terminal relay throughput",
-      JSON.stringify({
-        mib: (chunk * chunks) / 2 ** 20,
-        ms: Math.round(ms),
-        mibPerSecond: Math.round(((chunk * chunks) / 2 ** 20 / (ms / 1000)) * 10) / 10,
-      }),
-    );
-    expect(createHash("sha256").update(received).digest("hex")).toBe(sent.digest("hex"));
-    for (let i = 0; i < chunks; i++) expect(received.readUInt32BE(i * chunk)).toBe(i);
+    const { received, chunkBytes, sentSha256, mib, ms } = await relayNumberedChunks(stream, browser, chunks);
+    const mibPerSecond = Math.round((mib / (ms / 1000)) * 10) / 10;
+    console.info("terminal relay throughput", JSON.stringify({ mib, ms: Math.round(ms), mibPerSecond }));
+    expect(createHash("sha256").update(received).digest("hex")).toBe(sentSha256);
+    for (let i = 0; i < chunks; i++) expect(received.readUInt32BE(i * chunkBytes)).toBe(i);
     browser.close();
   });
 });
@@ -484,36 +443,13 @@ describe("over TLS, and through another instance", () => {
   let tlsServer: TestServer;
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), "wap-terminal-tls-"));
-    execFileSync(
-      "openssl",
-      [
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:P-256",
-        "-nodes",
-        "-keyout",
-        join(dir, "key.pem"),
-        "-out",
-        join(dir, "cert.pem"),
-        "-days",
-        "1",
-        "-subj",
-        "/CN=localhost",
-        "-addext",
-        "subjectAltName=IP:127.0.0.1,DNS:localhost",
-      ],
-      { stdio: "ignore" },
-    );
-    ca = await readFile(join(dir, "cert.pem"));
+    const tls = await selfSignedLocalhostCertificate("wap-terminal-tls-");
+    ({ dir, ca } = tls);
     // A second instance over the same platform (storage and event bus), speaking TLS.
     tlsServer = await startTestServer({
       platform: server.platform,
-      tlsCert: join(dir, "cert.pem"),
-      tlsKey: join(dir, "key.pem"),
+      tlsCert: tls.certPath,
+      tlsKey: tls.keyPath,
       daemonKeepaliveSeconds: 3600,
     });
   });

@@ -60,6 +60,13 @@ const { enrollExpirySeconds, inviteExpirySeconds } = defaultTokenLifetimes;
 const call = (procedure: string, body: unknown, options?: CallOptions) =>
   connectCall(server.url, `platform.v1.${procedure}`, body, options);
 
+/** A call that must succeed, as a step on the way to an attack. */
+async function callOk(procedure: string, body: unknown, options?: CallOptions): Promise<JsonResponse> {
+  const answer = await call(procedure, body, options);
+  expect(answer.status).toBe(200);
+  return answer;
+}
+
 const later = (seconds: number) => clock.advance(seconds * 1000);
 
 /** A request signed with a `Platform` challenge (CLIENTS.md 1.1/1.2) for `procedure`. */
@@ -148,12 +155,7 @@ async function ownerWithAuthority(name: string) {
 async function cliDevice(name: string) {
   const user = await signUp(server.url, name);
   const login = await openCliLogin();
-  const approved = await call(
-    "AuthService/VerifyCLILogin",
-    { loginCode: login.code },
-    { token: user.accessToken },
-  );
-  expect(approved.status).toBe(200);
+  await callOk("AuthService/VerifyCLILogin", { loginCode: login.code }, { token: user.accessToken });
   expect((await login.next()).value?.user?.email).toBe(user.email);
   return { user, id: login.deviceId, key: login.key };
 }
@@ -230,7 +232,7 @@ async function inviteToken(owner: { workspaceId: string; accessToken: string }):
 }
 
 async function serviceAccount(owner: { workspaceId: string; accessToken: string }, extra: object = {}) {
-  const created = await call(
+  const created = await callOk(
     "ServiceAccountService/CreateServiceAccount",
     {
       workspaceId: owner.workspaceId,
@@ -240,7 +242,6 @@ async function serviceAccount(owner: { workspaceId: string; accessToken: string 
     },
     { token: owner.accessToken },
   );
-  expect(created.status).toBe(200);
   return { id: created.body.serviceAccount.id as string, token: created.body.token as string };
 }
 
@@ -425,7 +426,7 @@ function accessTokenAttacks(carry: (token: string) => CallOptions): Attack[] {
       code: "unauthenticated",
       async prepare() {
         const { accessToken } = await signUp(server.url, "logout");
-        expect((await call("AuthService/Logout", {}, { token: accessToken })).status).toBe(200);
+        await callOk("AuthService/Logout", {}, { token: accessToken });
         return attempt(accessToken);
       },
     },
@@ -436,12 +437,7 @@ function accessTokenAttacks(carry: (token: string) => CallOptions): Attack[] {
         const user = await signUp(server.url, "signedout");
         const other = await call("AuthService/Login", { email: user.email, password: user.password });
         const { sid } = pasetoParts(user.accessToken).claims;
-        const deleted = await call(
-          "UserService/DeleteUserDevice",
-          { id: sid },
-          { token: other.body.accessToken },
-        );
-        expect(deleted.status).toBe(200);
+        await callOk("UserService/DeleteUserDevice", { id: sid }, { token: other.body.accessToken });
         return attempt(user.accessToken);
       },
     },
@@ -451,12 +447,11 @@ function accessTokenAttacks(carry: (token: string) => CallOptions): Attack[] {
       async prepare() {
         const user = await signUp(server.url, "rotated");
         const other = await call("AuthService/Login", { email: user.email, password: user.password });
-        const changed = await call(
+        await callOk(
           "CredentialService/UpdatePassword",
           { currentPassword: user.password, newPassword: "another long passphrase" },
           { token: other.body.accessToken },
         );
-        expect(changed.status).toBe(200);
         return attempt(user.accessToken);
       },
     },
@@ -465,7 +460,7 @@ function accessTokenAttacks(carry: (token: string) => CallOptions): Attack[] {
       code: "unauthenticated",
       async prepare() {
         const { accessToken } = await signUp(server.url, "deleted");
-        expect((await call("UserService/DeleteAccount", {}, { token: accessToken })).status).toBe(200);
+        await callOk("UserService/DeleteAccount", {}, { token: accessToken });
         return attempt(accessToken);
       },
     },
@@ -505,7 +500,7 @@ const kinds: CredentialKind[] = [
     kind: "refresh token",
     async genuine() {
       const { refreshToken } = await signUp(server.url, "genuine");
-      expect((await call("AuthService/RefreshToken", { refreshToken })).status).toBe(200);
+      await callOk("AuthService/RefreshToken", { refreshToken });
     },
     attacks: [
       {
@@ -517,7 +512,7 @@ const kinds: CredentialKind[] = [
             send: () => call("AuthService/RefreshToken", { refreshToken: flip(refreshToken, -5, hex) }),
             // The attempt did not end the session: the genuine token still rotates.
             async after() {
-              expect((await call("AuthService/RefreshToken", { refreshToken })).status).toBe(200);
+              await callOk("AuthService/RefreshToken", { refreshToken });
             },
           };
         },
@@ -563,8 +558,7 @@ const kinds: CredentialKind[] = [
         code: "unauthenticated",
         async prepare() {
           const { refreshToken } = await signUp(server.url, "replay");
-          const rotated = await call("AuthService/RefreshToken", { refreshToken });
-          expect(rotated.status).toBe(200);
+          const rotated = await callOk("AuthService/RefreshToken", { refreshToken });
           return {
             send: () => call("AuthService/RefreshToken", { refreshToken }),
             changes: { tables: ["auth_sessions"], why: "a spent token coming back ends its whole session" },
@@ -637,12 +631,11 @@ const kinds: CredentialKind[] = [
         async prepare() {
           const owner = await signUpWithWorkspace(server.url, "deleted");
           const { id, token } = await serviceAccount(owner);
-          const deleted = await call(
+          await callOk(
             "ServiceAccountService/DeleteServiceAccount",
             { workspaceId: owner.workspaceId, id },
             { token: owner.accessToken },
           );
-          expect(deleted.status).toBe(200);
           return { send: () => createTeam(owner.workspaceId, { token }) };
         },
       },
@@ -670,12 +663,11 @@ const kinds: CredentialKind[] = [
         {
           attack: "revoked by DeleteUserDevice",
           async revoke(device) {
-            const deleted = await call(
+            await callOk(
               "UserService/DeleteUserDevice",
               { id: device.id },
               { token: device.user.accessToken },
             );
-            expect(deleted.status).toBe(200);
           },
         },
         {
@@ -690,12 +682,11 @@ const kinds: CredentialKind[] = [
         {
           attack: "revoked by a password change elsewhere",
           async revoke(device) {
-            const changed = await call(
+            await callOk(
               "CredentialService/UpdatePassword",
               { currentPassword: device.user.password, newPassword: "another long passphrase" },
               { token: device.user.accessToken },
             );
-            expect(changed.status).toBe(200);
           },
         },
       ],
@@ -706,12 +697,11 @@ const kinds: CredentialKind[] = [
     async genuine() {
       const daemon = await enrolledDaemon("genuine");
       const header = challenge(daemon.id, daemon.key, "CertificateService/GetCertificateAuthority");
-      const got = await call(
+      await callOk(
         "CertificateService/GetCertificateAuthority",
         { workspaceId: daemon.owner.workspaceId, id: daemon.owner.caId },
         { headers: { authorization: header } },
       );
-      expect(got.status).toBe(200);
     },
     attacks: signedRequestAttacks({
       setUp: async () => {
@@ -733,12 +723,11 @@ const kinds: CredentialKind[] = [
         {
           attack: "revoked by deleting the daemon",
           async revoke(daemon) {
-            const deleted = await call(
+            await callOk(
               "DaemonService/DeleteDaemon",
               { workspaceId: daemon.owner.workspaceId, id: daemon.id },
               { token: daemon.owner.accessToken },
             );
-            expect(deleted.status).toBe(200);
           },
         },
       ],
@@ -825,7 +814,7 @@ const kinds: CredentialKind[] = [
     async genuine() {
       const user = await signUp(server.url, "genuine");
       const token = await linkToken(user.email, "/verify-email");
-      expect((await call("AuthService/VerifyEmail", { token })).status).toBe(200);
+      await callOk("AuthService/VerifyEmail", { token });
     },
     attacks: [
       {
@@ -853,7 +842,7 @@ const kinds: CredentialKind[] = [
         async prepare() {
           const user = await signUp(server.url, "replay");
           const token = await linkToken(user.email, "/verify-email");
-          expect((await call("AuthService/VerifyEmail", { token })).status).toBe(200);
+          await callOk("AuthService/VerifyEmail", { token });
           return { send: () => call("AuthService/VerifyEmail", { token }) };
         },
       },
@@ -933,7 +922,7 @@ const kinds: CredentialKind[] = [
           return {
             send: () => resetPassword(token),
             async after() {
-              expect((await call("AuthService/VerifyEmail", { token })).status).toBe(200);
+              await callOk("AuthService/VerifyEmail", { token });
             },
           };
         },
@@ -960,10 +949,9 @@ const kinds: CredentialKind[] = [
           const token = await linkToken(user.email, "/reset-password");
           const address = `moved-${randomBytes(4).toString("hex")}@example.com`;
           await call("UserService/UpdateProfile", { email: address }, { token: user.accessToken });
-          const confirmed = await call("AuthService/VerifyEmail", {
+          await callOk("AuthService/VerifyEmail", {
             token: await linkToken(address, "/verify-email"),
           });
-          expect(confirmed.status).toBe(200);
           return {
             send: () => resetPassword(token),
             changes: { tables: ["one_time_tokens"], why: "the link, dead since the move, is spent" },
@@ -978,7 +966,7 @@ const kinds: CredentialKind[] = [
     async genuine() {
       const user = await signUp(server.url, "genuine");
       const [code] = await backupCodes(user);
-      expect((await call("AuthService/LoginWithBackupCode", { email: user.email, code })).status).toBe(200);
+      await callOk("AuthService/LoginWithBackupCode", { email: user.email, code });
     },
     attacks: [
       {

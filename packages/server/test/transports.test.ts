@@ -2,11 +2,10 @@
  * One port, every transport: Connect JSON and binary over HTTP/2 (h2c) and HTTP/1.1, gRPC,
  * gRPC-Web, REST with fetch, TLS with ALPN, `buf curl`, and a graceful shutdown.
  */
-import { execFile, execFileSync } from "node:child_process";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { execFile } from "node:child_process";
+import { rm } from "node:fs/promises";
 import http2 from "node:http2";
 import https from "node:https";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -16,6 +15,7 @@ import { BadRequestSchema, ErrorInfoSchema } from "../src/index.js";
 import { bearer, clientFor, protocols, transportFor } from "./support/clients.js";
 import { restCall, signUp } from "./support/http.js";
 import { startTestServer, type TestServer } from "./support/server.js";
+import { selfSignedLocalhostCertificate } from "./support/tls-certificate.js";
 
 const run = promisify(execFile);
 const repoRoot = join(import.meta.dirname, "../../..");
@@ -153,32 +153,9 @@ describe("TLS with ALPN", () => {
   let ca: Buffer;
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), "wap-tls-"));
-    execFileSync(
-      "openssl",
-      [
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:P-256",
-        "-nodes",
-        "-keyout",
-        join(dir, "key.pem"),
-        "-out",
-        join(dir, "cert.pem"),
-        "-days",
-        "1",
-        "-subj",
-        "/CN=localhost",
-        "-addext",
-        "subjectAltName=IP:127.0.0.1,DNS:localhost",
-      ],
-      { stdio: "ignore" },
-    );
-    ca = await readFile(join(dir, "cert.pem"));
-    server = await startTestServer({ tlsCert: join(dir, "cert.pem"), tlsKey: join(dir, "key.pem") });
+    const tls = await selfSignedLocalhostCertificate("wap-tls-");
+    ({ dir, ca } = tls);
+    server = await startTestServer({ tlsCert: tls.certPath, tlsKey: tls.keyPath });
   });
   afterAll(async () => {
     await server.close();

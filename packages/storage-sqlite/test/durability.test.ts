@@ -33,38 +33,47 @@ const user = (id = randomUUID()): UserRecord => ({
   updatedAt: new Date(1_700_000_000_456),
 });
 
+/** The package as a child process imports it: from source, through tsx. */
+const storageEntry = pathToFileURL(fileURLToPath(new URL("../src/index.ts", import.meta.url))).href;
+const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
+
+interface ChildEnd {
+  readonly stdout: string;
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+}
+
+/**
+ * Runs `script` (an ES module body, with `env` added to the environment) in a child process that
+ * has opened `filename` as `storage`; resolves with what it printed and how it ended.
+ */
+function runWithStorage(filename: string, script: string, env: Record<string, string>): Promise<ChildEnd> {
+  const module = `
+    const { createSqliteStorage } = await import(${JSON.stringify(storageEntry)});
+    const storage = await createSqliteStorage({ filename: ${JSON.stringify(filename)} });
+    ${script}`;
+  return new Promise((resolve) => {
+    const child = execFile(
+      process.execPath,
+      ["--conditions=dev-source", "--import", tsxLoader, "--input-type=module", "-e", module],
+      { env: { ...process.env, ...env } },
+      (_error, stdout) => resolve({ stdout, code: child.exitCode, signal: child.signalCode }),
+    );
+  });
+}
+
 describe("sqlite durability", () => {
   it("a write acknowledged before the process is killed (SIGKILL, no close) is there on reopen", async () => {
     const filename = file();
-    const entry = pathToFileURL(fileURLToPath(new URL("../src/index.ts", import.meta.url))).href;
-    const tsx = createRequire(import.meta.url).resolve("tsx");
     // The child writes, reports, then dies without closing the database or checkpointing the WAL.
     const script = `
-      const { createSqliteStorage } = await import(${JSON.stringify(entry)});
-      const storage = await createSqliteStorage({ filename: ${JSON.stringify(filename)} });
       const u = JSON.parse(process.env.WAP_USER, (k, v) => (k.endsWith("At") ? new Date(v) : v));
       await storage.transaction(async (tx) => { await tx.users.insert(u); });
       process.stdout.write("written\\n");
       process.kill(process.pid, "SIGKILL");
     `;
     const record = user();
-    const { stdout, signal } = await new Promise<{ stdout: string; signal: NodeJS.Signals | null }>(
-      (resolve) => {
-        const child = execFile(
-          process.execPath,
-          [
-            "--conditions=dev-source",
-            "--import",
-            pathToFileURL(tsx).href,
-            "--input-type=module",
-            "-e",
-            script,
-          ],
-          { env: { ...process.env, WAP_USER: JSON.stringify(record) } },
-          (_error, out) => resolve({ stdout: out, signal: child.signalCode }),
-        );
-      },
-    );
+    const { stdout, signal } = await runWithStorage(filename, script, { WAP_USER: JSON.stringify(record) });
     expect(stdout).toBe("written\n");
     expect(signal).toBe("SIGKILL");
 
@@ -78,8 +87,6 @@ describe("sqlite durability", () => {
 
   it("units appended (group commit, writer thread) before the process is killed are there on reopen", async () => {
     const filename = file();
-    const entry = pathToFileURL(fileURLToPath(new URL("../src/index.ts", import.meta.url))).href;
-    const tsx = createRequire(import.meta.url).resolve("tsx");
     const owner = user();
     const workspace: WorkspaceRecord = {
       id: randomUUID(),
@@ -127,8 +134,6 @@ describe("sqlite durability", () => {
     });
     // The child appends the units at once (they share commits), reports, then dies.
     const script = `
-      const { createSqliteStorage } = await import(${JSON.stringify(entry)});
-      const storage = await createSqliteStorage({ filename: ${JSON.stringify(filename)} });
       const revive = (k, v) => (v !== null && /(At|validAfter|validBefore|timestamp)$/.test(k) ? new Date(v) : v);
       const { owner, workspace, units } = JSON.parse(process.env.WAP_FIXTURE, revive);
       await storage.users.insert(owner);
@@ -137,23 +142,9 @@ describe("sqlite durability", () => {
       process.stdout.write("appended\\n");
       process.kill(process.pid, "SIGKILL");
     `;
-    const { stdout, signal } = await new Promise<{ stdout: string; signal: NodeJS.Signals | null }>(
-      (resolve) => {
-        const child = execFile(
-          process.execPath,
-          [
-            "--conditions=dev-source",
-            "--import",
-            pathToFileURL(tsx).href,
-            "--input-type=module",
-            "-e",
-            script,
-          ],
-          { env: { ...process.env, WAP_FIXTURE: JSON.stringify({ owner, workspace, units }) } },
-          (_error, out) => resolve({ stdout: out, signal: child.signalCode }),
-        );
-      },
-    );
+    const { stdout, signal } = await runWithStorage(filename, script, {
+      WAP_FIXTURE: JSON.stringify({ owner, workspace, units }),
+    });
     expect(stdout).toBe("appended\n");
     expect(signal).toBe("SIGKILL");
 
@@ -170,12 +161,8 @@ describe("sqlite durability", () => {
 
   it("a process that appends, then closes its storage, ends normally once the writer thread is done", async () => {
     const filename = file();
-    const entry = pathToFileURL(fileURLToPath(new URL("../src/index.ts", import.meta.url))).href;
-    const tsx = createRequire(import.meta.url).resolve("tsx");
     // Nothing but the closing storage keeps the child alive: it must wait for the thread to end.
     const script = `
-      const { createSqliteStorage } = await import(${JSON.stringify(entry)});
-      const storage = await createSqliteStorage({ filename: ${JSON.stringify(filename)} });
       await storage.append({ auditEvents: [JSON.parse(process.env.WAP_EVENT, (k, v) => (k === "timestamp" ? new Date(v) : v))] });
       await storage.close();
       process.stdout.write("closed\\n");
@@ -193,14 +180,7 @@ describe("sqlite durability", () => {
       requestId: randomUUID(),
       timestamp: new Date(1_700_000_000_000),
     };
-    const { stdout, code } = await new Promise<{ stdout: string; code: number | null }>((resolve) => {
-      const child = execFile(
-        process.execPath,
-        ["--conditions=dev-source", "--import", pathToFileURL(tsx).href, "--input-type=module", "-e", script],
-        { env: { ...process.env, WAP_EVENT: JSON.stringify(event) } },
-        (_error, out) => resolve({ stdout: out, code: child.exitCode }),
-      );
-    });
+    const { stdout, code } = await runWithStorage(filename, script, { WAP_EVENT: JSON.stringify(event) });
     expect(stdout).toBe("closed\n");
     expect(code).toBe(0);
     const raw = new Database(filename, { readonly: true });

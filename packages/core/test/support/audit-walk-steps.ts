@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { DescMessage, DescMethodUnary } from "@bufbuild/protobuf";
+import type { DescMessage, DescMethodUnary, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import { type Caller, createCallContext, type UserCaller } from "../../src/context.js";
 import { startCliLogin } from "../../src/devices/cli-login.js";
 import { AuthService } from "../../src/gen/platform/v1/auth_pb.js";
@@ -39,29 +39,29 @@ import { WorkspaceService } from "../../src/gen/platform/v1/workspace_pb.js";
 import { procedureOf } from "../../src/platform.js";
 import { memberWithRole, type Owner, serviceAccountCaller, sshAuthority } from "./access.js";
 import { linkParam, publicBaseUrl } from "./accounts.js";
-import type { ExpectedEntry, PreparedCall, RequestFacts, WalkFixture, WalkStep } from "./audit-walk.js";
+import type {
+  AuditedStep,
+  ExpectedEntry,
+  PreparedCall,
+  RequestFacts,
+  WalkFixture,
+  WalkStep,
+} from "./audit-walk.js";
 import { createSoftwareAuthenticator } from "./authenticator.js";
 import { createAuthority, run, scratch, subjectKey } from "./certificates.js";
-import { aDaemonKey, callAsDaemon, daemonCaller, enroll, grantLogin, type TestDaemon } from "./daemons.js";
+import {
+  aDaemonKey,
+  callAsDaemon,
+  daemonCaller,
+  enrolledDaemon,
+  grantLogin,
+  type TestDaemon,
+} from "./daemons.js";
 
 // --- helpers -------------------------------------------------------------------------------------
 
 const anonymous: Caller = { kind: "anonymous" };
 const password = "correct horse battery";
-
-/**
- * Calls one of several methods the table treats alike (their requests differ only in the
- * fields given); TypeScript cannot pair a union of descriptors with its requests.
- */
-function invokeEither(
-  f: WalkFixture,
-  caller: Caller,
-  method: unknown,
-  request: Record<string, unknown>,
-  facts: RequestFacts,
-): Promise<unknown> {
-  return f.invoke(caller, method as DescMethodUnary<DescMessage, DescMessage>, request as never, facts);
-}
 
 /** A call and what it must leave; `R` is the response. */
 function prepared<R>(
@@ -82,6 +82,136 @@ function entry(
 ): ExpectedEntry {
   return { actor: typeof actor === "string" ? byUser(actor) : actor, action, resource, workspaceId };
 }
+
+// --- step builders -------------------------------------------------------------------------------
+
+type Row = readonly [{ parent: { typeName: string }; name: string }, WalkStep];
+type SignedUp = Awaited<ReturnType<WalkFixture["signUp"]>>;
+
+/**
+ * One of several methods a row of the table treats alike (their requests differ only in the
+ * fields given); TypeScript cannot pair a union of descriptors with its requests.
+ */
+const either = (method: unknown) => method as DescMethodUnary<DescMessage, DescMessage>;
+
+/** What a step's call sends, as whom (its builder's person unless told), and what its entry names. */
+interface Arranged<I extends DescMessage, O extends DescMessage> {
+  readonly caller?: Caller;
+  readonly request: MessageInitShape<I>;
+  /** The resource of the call's one entry, or how the response (or storage after it) names it. */
+  readonly resource: string | ((response: MessageShape<O>) => string | Promise<string>);
+}
+
+/** The call `arranged` describes, leaving the one entry `entryOf` makes of its resource. */
+function oneEntry<I extends DescMessage, O extends DescMessage>(
+  f: WalkFixture,
+  method: DescMethodUnary<I, O>,
+  arranged: Arranged<I, O>,
+  caller: Caller,
+  entryOf: (resource: string) => ExpectedEntry,
+): PreparedCall {
+  const { resource } = arranged;
+  return prepared(
+    (facts) => f.invoke(arranged.caller ?? caller, method, arranged.request, facts),
+    async (response) => [entryOf(typeof resource === "string" ? resource : await resource(response))],
+  );
+}
+
+/**
+ * A call the owner of a fresh workspace makes, leaving one entry of `action` by the owner in the
+ * workspace; `arrange` sets up what it needs.
+ */
+function ownerStep<I extends DescMessage, O extends DescMessage>(
+  method: DescMethodUnary<I, O>,
+  action: string,
+  arrange: (f: WalkFixture, o: Owner) => Arranged<I, O> | Promise<Arranged<I, O>>,
+): Row {
+  return [
+    method,
+    {
+      prepare: async (f) => {
+        const o = await f.owner();
+        return oneEntry(f, method, await arrange(f, o), o.caller, (resource) =>
+          entry(o.caller.userId, action, resource, o.workspaceId),
+        );
+      },
+    },
+  ];
+}
+
+/**
+ * A call about a fresh account (made by the user unless `arrange` names another caller), leaving
+ * one account-level entry of `action` by the user.
+ */
+function userStep<I extends DescMessage, O extends DescMessage>(
+  method: DescMethodUnary<I, O>,
+  action: string,
+  arrange: (f: WalkFixture, u: SignedUp) => Arranged<I, O> | Promise<Arranged<I, O>>,
+  more: Pick<AuditedStep, "committedFirst"> = {},
+): Row {
+  return [
+    method,
+    {
+      ...more,
+      prepare: async (f) => {
+        const u = await f.signUp();
+        return oneEntry(f, method, await arrange(f, u), u.caller, (resource) =>
+          entry(u.caller.userId, action, resource, null),
+        );
+      },
+    },
+  ];
+}
+
+/**
+ * Owner steps that each change one existing `kind` (made by `existing`, which returns its id):
+ * per row, the method, its action and the request's fields beyond the workspace and id.
+ */
+function changeByIdSteps(
+  kind: string,
+  rows: ReadonlyArray<readonly [unknown, string, Record<string, unknown>]>,
+  existing: (f: WalkFixture, o: Owner) => Promise<string>,
+): Row[] {
+  return rows.map(([method, action, change]) =>
+    ownerStep(either(method), action, async (f, o) => {
+      const id = await existing(f, o);
+      return { request: { workspaceId: o.workspaceId, id, ...change }, resource: `${kind}:${id}` };
+    }),
+  );
+}
+
+/** A call that writes no entry, for the reason `unaudited`; `arrange` makes one that succeeds. */
+function unauditedStep<I extends DescMessage, O extends DescMessage>(
+  method: DescMethodUnary<I, O>,
+  unaudited: string,
+  arrange: (f: WalkFixture) => Promise<{ caller: Caller; request: MessageInitShape<I> }>,
+): Row {
+  return [
+    method,
+    {
+      unaudited,
+      prepare: async (f) => {
+        const { caller, request } = await arrange(f);
+        return { call: (facts) => f.invoke(caller, method, request, facts) };
+      },
+    },
+  ];
+}
+
+/** A request naming only the owner's workspace, whose entry names the workspace. */
+const theWorkspace = (o: Owner) => ({
+  request: { workspaceId: o.workspaceId },
+  resource: `workspace:${o.workspaceId}`,
+});
+
+/** A read by a fresh user with an empty request. */
+const readBySignedUpUser = async (f: WalkFixture) => ({ caller: (await f.signUp()).caller, request: {} });
+
+/** The resource a session's sign-in entry names. */
+const sessionOfResponse =
+  (f: WalkFixture) =>
+  async ({ accessToken }: { accessToken: string }) =>
+    `session:${await sessionOf(f, accessToken)}`;
 
 /** The session an access token belongs to. */
 async function sessionOf(f: WalkFixture, accessToken: string): Promise<string> {
@@ -127,14 +257,7 @@ async function aTarget(f: WalkFixture, owner: Owner) {
   return target!;
 }
 
-/** An SSH authority and a daemon enrolled with the workspace's token. */
-async function aDaemon(f: WalkFixture, owner: Owner): Promise<TestDaemon> {
-  await sshAuthority(f, owner);
-  const { token } = await f.call(owner.caller, DaemonService.method.refreshEnrollToken, {
-    workspaceId: owner.workspaceId,
-  });
-  return enroll(f, token, { hostname: "web-1" });
-}
+const aDaemon = (f: WalkFixture, owner: Owner) => enrolledDaemon(f, owner, "web-1");
 
 /**
  * An accepted daemon with an open control stream that knows `owner` may log in as `ubuntu`: what
@@ -177,6 +300,54 @@ async function clientCsr(owner: Owner): Promise<string> {
   }
 }
 
+/** The entry resource of the certificate most recently issued in `owner`'s workspace. */
+async function latestIssuedCertificate(f: WalkFixture, owner: Owner): Promise<string> {
+  const ledger = await f.storage.issuedCertificates.list(owner.workspaceId, { limit: 1, offset: 0 });
+  return `issued_certificate:${ledger.items[0]!.id}`;
+}
+
+/** A request that adds or removes `owner` as a subject of `principal`. */
+const grantToOwner = (owner: Owner, principal: string) => ({
+  workspaceId: owner.workspaceId,
+  id: principal,
+  subjectIds: [owner.caller.userId],
+  type: PrincipalType.USER,
+});
+
+/** The recording of a closed session on `daemon`, written straight to storage; returns its id. */
+async function aClosedSessionRecording(f: WalkFixture, owner: Owner, daemon: TestDaemon): Promise<string> {
+  const now = f.clock.now();
+  const id = randomUUID();
+  const session = {
+    workspaceId: owner.workspaceId,
+    daemonId: daemon.id,
+    userId: owner.caller.userId,
+    username: "ubuntu",
+  };
+  await f.storage.daemonSessions.insert({
+    ...session,
+    id,
+    state: "closed",
+    createdAt: now,
+    openedAt: now,
+    closedAt: now,
+    closeReason: "exit",
+  });
+  await f.storage.recordings.insert({
+    ...session,
+    id,
+    targetId: daemon.targetId,
+    format: "asciicast-v2",
+    sizeBytes: 0,
+    chunkCount: 0,
+    complete: true,
+    truncated: false,
+    startedAt: now,
+    endedAt: now,
+  });
+  return id;
+}
+
 /** Rows of a CSV export, without the header row. */
 const csvRows = (data: Uint8Array) =>
   Buffer.from(data)
@@ -188,6 +359,12 @@ const csvRows = (data: Uint8Array) =>
 
 /** RPCs that only read, which the contract leaves unmarked (so not NO_SIDE_EFFECTS). */
 const readsOnly = "reads only; the contract does not mark it NO_SIDE_EFFECTS";
+
+/** Passkey ceremonies spend their challenge before the response is checked. */
+const challengeSpentFirst = {
+  tables: ["one_time_tokens"],
+  why: "the challenge is spent before the response is checked, whatever comes of it, so no response is replayed",
+};
 
 // --- the table -----------------------------------------------------------------------------------
 
@@ -208,7 +385,7 @@ const Bill = BillingService.method;
 const Util = UtilService.method;
 const Rec = RecordingService.method;
 
-const steps: ReadonlyArray<readonly [{ parent: { typeName: string }; name: string }, WalkStep]> = [
+const steps: ReadonlyArray<Row> = [
   // WorkspaceService
   [
     W.createWorkspace,
@@ -224,34 +401,14 @@ const steps: ReadonlyArray<readonly [{ parent: { typeName: string }; name: strin
       },
     },
   ],
-  [
-    W.updateWorkspace,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        return prepared(
-          (facts) =>
-            f.invoke(o.caller, W.updateWorkspace, { workspaceId: o.workspaceId, name: "Renamed" }, facts),
-          () => [entry(o.caller.userId, "workspace.update", `workspace:${o.workspaceId}`, o.workspaceId)],
-        );
-      },
-    },
-  ],
-  [
-    W.updateWorkspaceSettings,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        const request = { workspaceId: o.workspaceId, enrollAutoApprove: true };
-        return prepared(
-          (facts) => f.invoke(o.caller, W.updateWorkspaceSettings, request, facts),
-          () => [
-            entry(o.caller.userId, "workspace.settings.update", `workspace:${o.workspaceId}`, o.workspaceId),
-          ],
-        );
-      },
-    },
-  ],
+  ownerStep(W.updateWorkspace, "workspace.update", (_f, o) => ({
+    request: { workspaceId: o.workspaceId, name: "Renamed" },
+    resource: `workspace:${o.workspaceId}`,
+  })),
+  ownerStep(W.updateWorkspaceSettings, "workspace.settings.update", (_f, o) => ({
+    request: { workspaceId: o.workspaceId, enrollAutoApprove: true },
+    resource: `workspace:${o.workspaceId}`,
+  })),
   [
     W.deleteWorkspace,
     {
@@ -265,132 +422,64 @@ const steps: ReadonlyArray<readonly [{ parent: { typeName: string }; name: strin
       },
     },
   ],
-  [
-    W.removeWorkspaceMember,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        const m = await memberWithRole(f, o.workspaceId, "viewer");
-        const request = { workspaceId: o.workspaceId, userId: m.caller.userId };
-        return prepared(
-          (facts) => f.invoke(o.caller, W.removeWorkspaceMember, request, facts),
-          () => [entry(o.caller.userId, "member.remove", `user:${m.caller.userId}`, o.workspaceId)],
-        );
-      },
-    },
-  ],
-  [
-    W.updateWorkspaceMember,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        const m = await memberWithRole(f, o.workspaceId, "viewer");
-        const request = { workspaceId: o.workspaceId, userId: m.caller.userId, roleName: "editor" };
-        return prepared(
-          (facts) => f.invoke(o.caller, W.updateWorkspaceMember, request, facts),
-          () => [entry(o.caller.userId, "member.update", `user:${m.caller.userId}`, o.workspaceId)],
-        );
-      },
-    },
-  ],
-  [
-    W.updateWorkspaceOwner,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        const m = await memberWithRole(f, o.workspaceId, "admin");
-        const request = { workspaceId: o.workspaceId, newOwner: m.caller.userId };
-        return prepared(
-          (facts) => f.invoke(o.caller, W.updateWorkspaceOwner, request, facts),
-          () => [entry(o.caller.userId, "workspace.transfer", `user:${m.caller.userId}`, o.workspaceId)],
-        );
-      },
-    },
-  ],
+  ownerStep(W.removeWorkspaceMember, "member.remove", async (f, o) => {
+    const m = await memberWithRole(f, o.workspaceId, "viewer");
+    return {
+      request: { workspaceId: o.workspaceId, userId: m.caller.userId },
+      resource: `user:${m.caller.userId}`,
+    };
+  }),
+  ownerStep(W.updateWorkspaceMember, "member.update", async (f, o) => {
+    const m = await memberWithRole(f, o.workspaceId, "viewer");
+    return {
+      request: { workspaceId: o.workspaceId, userId: m.caller.userId, roleName: "editor" },
+      resource: `user:${m.caller.userId}`,
+    };
+  }),
+  ownerStep(W.updateWorkspaceOwner, "workspace.transfer", async (f, o) => {
+    const m = await memberWithRole(f, o.workspaceId, "admin");
+    return {
+      request: { workspaceId: o.workspaceId, newOwner: m.caller.userId },
+      resource: `user:${m.caller.userId}`,
+    };
+  }),
   [
     W.subscribeWorkspaceEvents,
     { unaudited: "a server stream that delivers the workspace's events; it changes nothing" },
   ],
 
   // WorkspaceDomainService
-  [
-    Dom.createWorkspaceDomain,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        const domain = uniqueDomain();
-        return prepared(
-          (facts) =>
-            f.invoke(o.caller, Dom.createWorkspaceDomain, { workspaceId: o.workspaceId, domain }, facts),
-          () => [entry(o.caller.userId, "domain.create", `domain:${domain}`, o.workspaceId)],
-        );
-      },
-    },
-  ],
+  ownerStep(Dom.createWorkspaceDomain, "domain.create", (_f, o) => {
+    const domain = uniqueDomain();
+    return { request: { workspaceId: o.workspaceId, domain }, resource: `domain:${domain}` };
+  }),
   ...(
     [
       [Dom.deleteWorkspaceDomain, "domain.delete"],
       [Dom.verifyWorkspaceDomain, "domain.verify"],
       [Dom.regenerateWorkspaceDomainToken, "domain.regenerate_token"],
     ] as const
-  ).map(
-    ([method, action]) =>
-      [
-        method,
-        {
-          prepare: async (f: WalkFixture) => {
-            const o = await f.owner();
-            const request = { workspaceId: o.workspaceId, domain: uniqueDomain() };
-            const { domain } = await f.call(o.caller, Dom.createWorkspaceDomain, request);
-            // The TXT record VerifyWorkspaceDomain looks for, on the walk's DNS server.
-            f.network.zone.set(`_wap-challenge.${request.domain}`, [[domain!.verificationToken]]);
-            return prepared(
-              (facts) => invokeEither(f, o.caller, method, request, facts),
-              () => [entry(o.caller.userId, action, `domain:${request.domain}`, o.workspaceId)],
-            );
-          },
-        },
-      ] as const,
+  ).map(([method, action]) =>
+    ownerStep(either(method), action, async (f, o) => {
+      const request = { workspaceId: o.workspaceId, domain: uniqueDomain() };
+      const { domain } = await f.call(o.caller, Dom.createWorkspaceDomain, request);
+      // The TXT record VerifyWorkspaceDomain looks for, on the walk's DNS server.
+      f.network.zone.set(`_wap-challenge.${request.domain}`, [[domain!.verificationToken]]);
+      return { request, resource: `domain:${request.domain}` };
+    }),
   ),
 
   // InvitationService
-  [
-    Inv.refreshInviteToken,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        return prepared(
-          (facts) => f.invoke(o.caller, Inv.refreshInviteToken, { workspaceId: o.workspaceId }, facts),
-          () => [entry(o.caller.userId, "invitation.refresh", `workspace:${o.workspaceId}`, o.workspaceId)],
-        );
-      },
-    },
-  ],
-  [
-    Inv.revokeInviteToken,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        await f.call(o.caller, Inv.refreshInviteToken, { workspaceId: o.workspaceId });
-        return prepared(
-          (facts) => f.invoke(o.caller, Inv.revokeInviteToken, { workspaceId: o.workspaceId }, facts),
-          () => [entry(o.caller.userId, "invitation.revoke", `workspace:${o.workspaceId}`, o.workspaceId)],
-        );
-      },
-    },
-  ],
-  [
-    Inv.getInvitation,
-    {
-      unaudited: `${readsOnly} (the public page an invitee lands on)`,
-      prepare: async (f) => {
-        const o = await f.owner();
-        const { link } = await f.call(o.caller, Inv.refreshInviteToken, { workspaceId: o.workspaceId });
-        const token = link.split("/").pop()!;
-        return { call: (facts) => f.invoke(anonymous, Inv.getInvitation, { token }, facts) };
-      },
-    },
-  ],
+  ownerStep(Inv.refreshInviteToken, "invitation.refresh", (_f, o) => theWorkspace(o)),
+  ownerStep(Inv.revokeInviteToken, "invitation.revoke", async (f, o) => {
+    await f.call(o.caller, Inv.refreshInviteToken, { workspaceId: o.workspaceId });
+    return theWorkspace(o);
+  }),
+  unauditedStep(Inv.getInvitation, `${readsOnly} (the public page an invitee lands on)`, async (f) => {
+    const o = await f.owner();
+    const { link } = await f.call(o.caller, Inv.refreshInviteToken, { workspaceId: o.workspaceId });
+    return { caller: anonymous, request: { token: link.split("/").pop()! } };
+  }),
   [
     Inv.acceptInvitation,
     {
@@ -410,217 +499,90 @@ const steps: ReadonlyArray<readonly [{ parent: { typeName: string }; name: strin
   ],
 
   // TeamService
-  [
-    Team.createTeam,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        return prepared(
-          (facts) =>
-            f.invoke(o.caller, Team.createTeam, { workspaceId: o.workspaceId, name: "walkers" }, facts),
-          ({ team }) => [entry(o.caller.userId, "team.create", `team:${team!.id}`, o.workspaceId)],
-        );
-      },
-    },
-  ],
-  [
-    Team.updateTeam,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        const team = await aTeam(f, o);
-        const request = { workspaceId: o.workspaceId, id: team.id, name: "runners" };
-        return prepared(
-          (facts) => f.invoke(o.caller, Team.updateTeam, request, facts),
-          () => [entry(o.caller.userId, "team.update", `team:${team.id}`, o.workspaceId)],
-        );
-      },
-    },
-  ],
-  [
-    Team.deleteTeam,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        const team = await aTeam(f, o);
-        return prepared(
-          (facts) => f.invoke(o.caller, Team.deleteTeam, { workspaceId: o.workspaceId, id: team.id }, facts),
-          () => [entry(o.caller.userId, "team.delete", `team:${team.id}`, o.workspaceId)],
-        );
-      },
-    },
-  ],
-  [
-    Team.addTeamMember,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        const team = await aTeam(f, o);
-        const m = await memberWithRole(f, o.workspaceId, "viewer");
-        const request = { workspaceId: o.workspaceId, teamId: team.id, userId: m.caller.userId };
-        return prepared(
-          (facts) => f.invoke(o.caller, Team.addTeamMember, request, facts),
-          () => [entry(o.caller.userId, "team.member.add", `team:${team.id}`, o.workspaceId)],
-        );
-      },
-    },
-  ],
-  [
-    Team.removeTeamMember,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        const team = await aTeam(f, o);
-        const m = await memberWithRole(f, o.workspaceId, "viewer");
-        const request = { workspaceId: o.workspaceId, teamId: team.id, userId: m.caller.userId };
-        await f.call(o.caller, Team.addTeamMember, request);
-        return prepared(
-          (facts) => f.invoke(o.caller, Team.removeTeamMember, request, facts),
-          () => [entry(o.caller.userId, "team.member.remove", `team:${team.id}`, o.workspaceId)],
-        );
-      },
-    },
-  ],
+  ownerStep(Team.createTeam, "team.create", (_f, o) => ({
+    request: { workspaceId: o.workspaceId, name: "walkers" },
+    resource: ({ team }) => `team:${team!.id}`,
+  })),
+  ownerStep(Team.updateTeam, "team.update", async (f, o) => {
+    const team = await aTeam(f, o);
+    return {
+      request: { workspaceId: o.workspaceId, id: team.id, name: "runners" },
+      resource: `team:${team.id}`,
+    };
+  }),
+  ownerStep(Team.deleteTeam, "team.delete", async (f, o) => {
+    const team = await aTeam(f, o);
+    return { request: { workspaceId: o.workspaceId, id: team.id }, resource: `team:${team.id}` };
+  }),
+  ownerStep(Team.addTeamMember, "team.member.add", async (f, o) => {
+    const team = await aTeam(f, o);
+    const m = await memberWithRole(f, o.workspaceId, "viewer");
+    return {
+      request: { workspaceId: o.workspaceId, teamId: team.id, userId: m.caller.userId },
+      resource: `team:${team.id}`,
+    };
+  }),
+  ownerStep(Team.removeTeamMember, "team.member.remove", async (f, o) => {
+    const team = await aTeam(f, o);
+    const m = await memberWithRole(f, o.workspaceId, "viewer");
+    const request = { workspaceId: o.workspaceId, teamId: team.id, userId: m.caller.userId };
+    await f.call(o.caller, Team.addTeamMember, request);
+    return { request, resource: `team:${team.id}` };
+  }),
 
   // ServiceAccountService
-  [
-    SA.createServiceAccount,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        const request = { workspaceId: o.workspaceId, name: "ci", roleName: "editor" };
-        return prepared(
-          (facts) => f.invoke(o.caller, SA.createServiceAccount, request, facts),
-          ({ serviceAccount }) => [
-            entry(
-              o.caller.userId,
-              "service_account.create",
-              `service_account:${serviceAccount!.id}`,
-              o.workspaceId,
-            ),
-          ],
-        );
-      },
-    },
-  ],
-  ...(
+  ownerStep(SA.createServiceAccount, "service_account.create", (_f, o) => ({
+    request: { workspaceId: o.workspaceId, name: "ci", roleName: "editor" },
+    resource: ({ serviceAccount }) => `service_account:${serviceAccount!.id}`,
+  })),
+  ...changeByIdSteps(
+    "service_account",
     [
       [SA.updateServiceAccount, "service_account.update", { description: "deploys" }],
       [SA.deleteServiceAccount, "service_account.delete", {}],
-    ] as const
-  ).map(
-    ([method, action, change]) =>
-      [
-        method,
-        {
-          prepare: async (f: WalkFixture) => {
-            const o = await f.owner();
-            const sa = await serviceAccountCaller(f, o, "editor");
-            const request = { workspaceId: o.workspaceId, id: sa.serviceAccountId, ...change };
-            return prepared(
-              (facts) => invokeEither(f, o.caller, method, request, facts),
-              () => [entry(o.caller.userId, action, `service_account:${sa.serviceAccountId}`, o.workspaceId)],
-            );
-          },
-        },
-      ] as const,
+    ],
+    async (f, o) => (await serviceAccountCaller(f, o, "editor")).serviceAccountId,
   ),
 
   // CertificateService
-  [
-    Cert.createCertificateAuthority,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        const request = { workspaceId: o.workspaceId, name: "walk-ca", keyType: CertificateKeyType.ED25519 };
-        return prepared(
-          (facts) => f.invoke(o.caller, Cert.createCertificateAuthority, request, facts),
-          ({ certificateAuthority: ca }) => [
-            entry(
-              o.caller.userId,
-              "certificate_authority.create",
-              `certificate_authority:${ca!.id}`,
-              o.workspaceId,
-            ),
-          ],
-        );
-      },
-    },
-  ],
-  ...(
+  ownerStep(Cert.createCertificateAuthority, "certificate_authority.create", (_f, o) => ({
+    request: { workspaceId: o.workspaceId, name: "walk-ca", keyType: CertificateKeyType.ED25519 },
+    resource: ({ certificateAuthority: ca }) => `certificate_authority:${ca!.id}`,
+  })),
+  ...changeByIdSteps(
+    "certificate_authority",
     [
       [Cert.updateCertificateAuthority, "certificate_authority.update", { description: "for people" }],
       [Cert.deleteCertificateAuthority, "certificate_authority.delete", {}],
       [Cert.rolloverCertificateAuthority, "certificate_authority.rollover", {}],
-    ] as const
-  ).map(
-    ([method, action, change]) =>
-      [
-        method,
-        {
-          prepare: async (f: WalkFixture) => {
-            const o = await f.owner();
-            const ca = await sshAuthority(f, o);
-            const request = { workspaceId: o.workspaceId, id: ca.id, ...change };
-            return prepared(
-              (facts) => invokeEither(f, o.caller, method, request, facts),
-              () => [entry(o.caller.userId, action, `certificate_authority:${ca.id}`, o.workspaceId)],
-            );
-          },
-        },
-      ] as const,
+    ],
+    async (f, o) => (await sshAuthority(f, o)).id,
   ),
-  [
-    Cert.signSSHCertificate,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        const ca = await sshAuthority(f, o);
-        const { line } = await subjectKey({ type: "ed25519" });
-        const request = {
-          workspaceId: o.workspaceId,
-          caId: ca.id,
-          type: SignSSHCertificateRequest_CertificateType.USER,
-          publicKey: line,
-        };
-        return prepared(
-          (facts) => f.invoke(o.caller, Cert.signSSHCertificate, request, facts),
-          async () => {
-            const ledger = await f.storage.issuedCertificates.list(o.workspaceId, { limit: 1, offset: 0 });
-            const id = ledger.items[0]!.id;
-            return [
-              entry(o.caller.userId, "certificate.sign_ssh_user", `issued_certificate:${id}`, o.workspaceId),
-            ];
-          },
-        );
+  ownerStep(Cert.signSSHCertificate, "certificate.sign_ssh_user", async (f, o) => {
+    const ca = await sshAuthority(f, o);
+    const { line } = await subjectKey({ type: "ed25519" });
+    return {
+      request: {
+        workspaceId: o.workspaceId,
+        caId: ca.id,
+        type: SignSSHCertificateRequest_CertificateType.USER,
+        publicKey: line,
       },
-    },
-  ],
-  [
-    Cert.signX509Certificate,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        const ca = await createAuthority(f, o, { type: "ed25519" }, { authorityType: AuthorityType.X509 });
-        const request = {
-          workspaceId: o.workspaceId,
-          caId: ca.id,
-          csr: await clientCsr(o),
-          usage: SignX509CertificateRequest_X509Usage.CLIENT_AUTH,
-        };
-        return prepared(
-          (facts) => f.invoke(o.caller, Cert.signX509Certificate, request, facts),
-          async () => {
-            const ledger = await f.storage.issuedCertificates.list(o.workspaceId, { limit: 1, offset: 0 });
-            const id = ledger.items[0]!.id;
-            return [
-              entry(o.caller.userId, "certificate.sign_x509", `issued_certificate:${id}`, o.workspaceId),
-            ];
-          },
-        );
+      resource: () => latestIssuedCertificate(f, o),
+    };
+  }),
+  ownerStep(Cert.signX509Certificate, "certificate.sign_x509", async (f, o) => {
+    const ca = await createAuthority(f, o, { type: "ed25519" }, { authorityType: AuthorityType.X509 });
+    return {
+      request: {
+        workspaceId: o.workspaceId,
+        caId: ca.id,
+        csr: await clientCsr(o),
+        usage: SignX509CertificateRequest_X509Usage.CLIENT_AUTH,
       },
-    },
-  ],
+      resource: () => latestIssuedCertificate(f, o),
+    };
+  }),
 
   // TargetService
   [
@@ -645,126 +607,54 @@ const steps: ReadonlyArray<readonly [{ parent: { typeName: string }; name: strin
       },
     },
   ],
-  ...(
+  ...changeByIdSteps(
+    "target",
     [
       [Tgt.updateTarget, "target.update", { description: "the web server" }],
       [Tgt.deleteTarget, "target.delete", {}],
-    ] as const
-  ).map(
-    ([method, action, change]) =>
-      [
-        method,
-        {
-          prepare: async (f: WalkFixture) => {
-            const o = await f.owner();
-            const target = await aTarget(f, o);
-            const request = { workspaceId: o.workspaceId, id: target.id, ...change };
-            return prepared(
-              (facts) => invokeEither(f, o.caller, method, request, facts),
-              () => [entry(o.caller.userId, action, `target:${target.id}`, o.workspaceId)],
-            );
-          },
-        },
-      ] as const,
+    ],
+    async (f, o) => (await aTarget(f, o)).id,
   ),
-  [
-    Tgt.getSubjectAccess,
-    {
-      unaudited: readsOnly,
-      prepare: async (f) => {
-        const o = await f.owner();
-        const request = { workspaceId: o.workspaceId, subjectId: o.caller.userId };
-        return { call: (facts) => f.invoke(o.caller, Tgt.getSubjectAccess, request, facts) };
-      },
-    },
-  ],
+  unauditedStep(Tgt.getSubjectAccess, readsOnly, async (f) => {
+    const o = await f.owner();
+    return { caller: o.caller, request: { workspaceId: o.workspaceId, subjectId: o.caller.userId } };
+  }),
 
   // PrincipalService
-  [
-    Pr.setPrincipals,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        const target = await aTarget(f, o);
-        const request = { workspaceId: o.workspaceId, targetId: target.id, usernames: ["ubuntu"] };
-        return prepared(
-          (facts) => f.invoke(o.caller, Pr.setPrincipals, request, facts),
-          () => [entry(o.caller.userId, "principal.set", `target:${target.id}`, o.workspaceId)],
-        );
-      },
-    },
-  ],
-  [
-    Pr.addSubjectsToPrincipal,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        const target = await aTarget(f, o);
-        const principal = await grantLogin(f, o, target.id, "ubuntu", PrincipalType.USER, []);
-        const request = {
-          workspaceId: o.workspaceId,
-          id: principal,
-          subjectIds: [o.caller.userId],
-          type: PrincipalType.USER,
-        };
-        return prepared(
-          (facts) => f.invoke(o.caller, Pr.addSubjectsToPrincipal, request, facts),
-          () => [entry(o.caller.userId, "principal.grant", `principal:${principal}`, o.workspaceId)],
-        );
-      },
-    },
-  ],
-  [
-    Pr.removeSubjectsFromPrincipal,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        const target = await aTarget(f, o);
-        const principal = await grantLogin(f, o, target.id, "ubuntu", PrincipalType.USER, [o.caller.userId]);
-        const request = {
-          workspaceId: o.workspaceId,
-          id: principal,
-          subjectIds: [o.caller.userId],
-          type: PrincipalType.USER,
-        };
-        return prepared(
-          (facts) => f.invoke(o.caller, Pr.removeSubjectsFromPrincipal, request, facts),
-          () => [entry(o.caller.userId, "principal.revoke", `principal:${principal}`, o.workspaceId)],
-        );
-      },
-    },
-  ],
-  [
-    Pr.revokeAllAccess,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        const target = await aTarget(f, o);
-        await grantLogin(f, o, target.id, "ubuntu", PrincipalType.USER, [o.caller.userId]);
-        const request = { workspaceId: o.workspaceId, subjectId: o.caller.userId, type: PrincipalType.USER };
-        return prepared(
-          (facts) => f.invoke(o.caller, Pr.revokeAllAccess, request, facts),
-          () => [entry(o.caller.userId, "access.revoke_all", `user:${o.caller.userId}`, o.workspaceId)],
-        );
-      },
-    },
-  ],
+  ownerStep(Pr.setPrincipals, "principal.set", async (f, o) => {
+    const target = await aTarget(f, o);
+    return {
+      request: { workspaceId: o.workspaceId, targetId: target.id, usernames: ["ubuntu"] },
+      resource: `target:${target.id}`,
+    };
+  }),
+  ownerStep(Pr.addSubjectsToPrincipal, "principal.grant", async (f, o) => {
+    const target = await aTarget(f, o);
+    const principal = await grantLogin(f, o, target.id, "ubuntu", PrincipalType.USER, []);
+    return { request: grantToOwner(o, principal), resource: `principal:${principal}` };
+  }),
+  ownerStep(Pr.removeSubjectsFromPrincipal, "principal.revoke", async (f, o) => {
+    const target = await aTarget(f, o);
+    const principal = await grantLogin(f, o, target.id, "ubuntu", PrincipalType.USER, [o.caller.userId]);
+    return { request: grantToOwner(o, principal), resource: `principal:${principal}` };
+  }),
+  ownerStep(Pr.revokeAllAccess, "access.revoke_all", async (f, o) => {
+    const target = await aTarget(f, o);
+    await grantLogin(f, o, target.id, "ubuntu", PrincipalType.USER, [o.caller.userId]);
+    return {
+      request: { workspaceId: o.workspaceId, subjectId: o.caller.userId, type: PrincipalType.USER },
+      resource: `user:${o.caller.userId}`,
+    };
+  }),
 
   // DaemonService
-  [
-    Dmn.updateDaemon,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        const d = await aDaemon(f, o);
-        const request = { workspaceId: o.workspaceId, id: d.id, status: DaemonStatus.ACCEPTED };
-        return prepared(
-          (facts) => f.invoke(o.caller, Dmn.updateDaemon, request, facts),
-          () => [entry(o.caller.userId, "daemon.update", `daemon:${d.id}`, o.workspaceId)],
-        );
-      },
-    },
-  ],
+  ownerStep(Dmn.updateDaemon, "daemon.update", async (f, o) => {
+    const d = await aDaemon(f, o);
+    return {
+      request: { workspaceId: o.workspaceId, id: d.id, status: DaemonStatus.ACCEPTED },
+      resource: `daemon:${d.id}`,
+    };
+  }),
   [
     Dmn.deleteDaemon,
     {
@@ -781,40 +671,11 @@ const steps: ReadonlyArray<readonly [{ parent: { typeName: string }; name: strin
       },
     },
   ],
-  [
-    Dmn.refreshEnrollToken,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        return prepared(
-          (facts) => f.invoke(o.caller, Dmn.refreshEnrollToken, { workspaceId: o.workspaceId }, facts),
-          () => [
-            entry(
-              o.caller.userId,
-              "daemon.enroll_token.refresh",
-              `workspace:${o.workspaceId}`,
-              o.workspaceId,
-            ),
-          ],
-        );
-      },
-    },
-  ],
-  [
-    Dmn.revokeEnrollToken,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        await f.call(o.caller, Dmn.refreshEnrollToken, { workspaceId: o.workspaceId });
-        return prepared(
-          (facts) => f.invoke(o.caller, Dmn.revokeEnrollToken, { workspaceId: o.workspaceId }, facts),
-          () => [
-            entry(o.caller.userId, "daemon.enroll_token.revoke", `workspace:${o.workspaceId}`, o.workspaceId),
-          ],
-        );
-      },
-    },
-  ],
+  ownerStep(Dmn.refreshEnrollToken, "daemon.enroll_token.refresh", (_f, o) => theWorkspace(o)),
+  ownerStep(Dmn.revokeEnrollToken, "daemon.enroll_token.revoke", async (f, o) => {
+    await f.call(o.caller, Dmn.refreshEnrollToken, { workspaceId: o.workspaceId });
+    return theWorkspace(o);
+  }),
   [
     Dmn.enrollDaemon,
     {
@@ -847,41 +708,25 @@ const steps: ReadonlyArray<readonly [{ parent: { typeName: string }; name: strin
       },
     },
   ],
-  [
-    Dmn.createSession,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        const d = await aSessionReadyDaemon(f, o);
-        const request = { workspaceId: o.workspaceId, daemonId: d.id, username: "ubuntu" };
-        return prepared(
-          (facts) => f.invoke(o.caller, Dmn.createSession, request, facts),
-          ({ session }) => [
-            entry(o.caller.userId, "session.create", `session:${session!.sessionId}`, o.workspaceId),
-          ],
-        );
-      },
-    },
-  ],
-  [
-    Dmn.closeSession,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        const d = await aSessionReadyDaemon(f, o);
-        const { session } = await f.call(o.caller, Dmn.createSession, {
-          workspaceId: o.workspaceId,
-          daemonId: d.id,
-          username: "ubuntu",
-        });
-        const request = { workspaceId: o.workspaceId, daemonId: d.id, sessionId: session!.sessionId };
-        return prepared(
-          (facts) => f.invoke(o.caller, Dmn.closeSession, request, facts),
-          () => [entry(o.caller.userId, "session.close", `session:${session!.sessionId}`, o.workspaceId)],
-        );
-      },
-    },
-  ],
+  ownerStep(Dmn.createSession, "session.create", async (f, o) => {
+    const d = await aSessionReadyDaemon(f, o);
+    return {
+      request: { workspaceId: o.workspaceId, daemonId: d.id, username: "ubuntu" },
+      resource: ({ session }) => `session:${session!.sessionId}`,
+    };
+  }),
+  ownerStep(Dmn.closeSession, "session.close", async (f, o) => {
+    const d = await aSessionReadyDaemon(f, o);
+    const { session } = await f.call(o.caller, Dmn.createSession, {
+      workspaceId: o.workspaceId,
+      daemonId: d.id,
+      username: "ubuntu",
+    });
+    return {
+      request: { workspaceId: o.workspaceId, daemonId: d.id, sessionId: session!.sessionId },
+      resource: `session:${session!.sessionId}`,
+    };
+  }),
   [
     DaemonControlService.method.connect,
     {
@@ -918,122 +763,68 @@ const steps: ReadonlyArray<readonly [{ parent: { typeName: string }; name: strin
       },
     },
   ],
-  [
-    Auth.login,
-    {
-      prepare: async (f) => {
-        const u = await f.signUp();
-        return prepared(
-          (facts) => f.invoke(anonymous, Auth.login, { email: u.email, password }, facts),
-          async ({ accessToken }) => [
-            entry(u.caller.userId, "user.login", `session:${await sessionOf(f, accessToken)}`, null),
-          ],
-        );
-      },
-    },
-  ],
-  [
+  userStep(Auth.login, "user.login", (f, u) => ({
+    caller: anonymous,
+    request: { email: u.email, password },
+    resource: sessionOfResponse(f),
+  })),
+  userStep(
     Auth.loginWithBackupCode,
+    "user.login.backup_code",
+    async (f, u) => {
+      const { codes } = await f.call(u.caller, Cred.createBackupCodes, {});
+      return {
+        caller: anonymous,
+        request: { email: u.email, code: codes[0]! },
+        resource: sessionOfResponse(f),
+      };
+    },
     {
       committedFirst: {
         tables: ["login_throttles"],
         why: "a sign-in attempt is counted before the code is checked, whatever comes of it (throttling)",
       },
-      prepare: async (f) => {
-        const u = await f.signUp();
-        const { codes } = await f.call(u.caller, Cred.createBackupCodes, {});
-        return prepared(
-          (facts) =>
-            f.invoke(anonymous, Auth.loginWithBackupCode, { email: u.email, code: codes[0]! }, facts),
-          async ({ accessToken }) => [
-            entry(
-              u.caller.userId,
-              "user.login.backup_code",
-              `session:${await sessionOf(f, accessToken)}`,
-              null,
-            ),
-          ],
-        );
-      },
     },
-  ],
-  [
-    Auth.logout,
-    {
-      prepare: async (f) => {
-        const u = await f.signUp();
-        return prepared(
-          (facts) => f.invoke(u.caller, Auth.logout, {}, facts),
-          () => [entry(u.caller.userId, "user.logout", `session:${u.caller.sessionId}`, null)],
-        );
-      },
-    },
-  ],
-  [
+  ),
+  userStep(Auth.logout, "user.logout", (_f, u) => ({
+    request: {},
+    resource: `session:${u.caller.sessionId}`,
+  })),
+  unauditedStep(
     Auth.refreshToken,
-    {
-      unaudited:
-        "rotates the refresh token of a session whose start is audited (user.login); an entry per " +
-        "access-token lifetime of every client would bury the log",
-      prepare: async (f) => {
-        const u = await f.signUp();
-        const request = { refreshToken: u.tokens.refreshToken };
-        return { call: (facts) => f.invoke(anonymous, Auth.refreshToken, request, facts) };
-      },
+    "rotates the refresh token of a session whose start is audited (user.login); an entry per " +
+      "access-token lifetime of every client would bury the log",
+    async (f) => {
+      const u = await f.signUp();
+      return { caller: anonymous, request: { refreshToken: u.tokens.refreshToken } };
     },
-  ],
-  [
+  ),
+  unauditedStep(
     Auth.forgotPassword,
-    {
-      unaudited:
-        "mails a reset link and answers the same whether or not the account exists; the reset itself " +
-        "is audited (user.password.reset)",
-      prepare: async (f) => {
-        const u = await f.signUp();
-        return { call: (facts) => f.invoke(anonymous, Auth.forgotPassword, { email: u.email }, facts) };
-      },
-    },
-  ],
-  [
-    Auth.resetPassword,
-    {
-      prepare: async (f) => {
-        const u = await f.signUp();
-        await f.call(anonymous, Auth.forgotPassword, { email: u.email });
-        const token = await mailedToken(f, u.email, "/reset-password");
-        const request = { token, newPassword: "a brand new passphrase" };
-        return prepared(
-          (facts) => f.invoke(anonymous, Auth.resetPassword, request, facts),
-          () => [entry(u.caller.userId, "user.password.reset", `user:${u.caller.userId}`, null)],
-        );
-      },
-    },
-  ],
-  [
+    "mails a reset link and answers the same whether or not the account exists; the reset itself " +
+      "is audited (user.password.reset)",
+    async (f) => ({ caller: anonymous, request: { email: (await f.signUp()).email } }),
+  ),
+  userStep(Auth.resetPassword, "user.password.reset", async (f, u) => {
+    await f.call(anonymous, Auth.forgotPassword, { email: u.email });
+    const token = await mailedToken(f, u.email, "/reset-password");
+    return {
+      caller: anonymous,
+      request: { token, newPassword: "a brand new passphrase" },
+      resource: `user:${u.caller.userId}`,
+    };
+  }),
+  unauditedStep(
     Auth.resendVerification,
-    {
-      unaudited:
-        "mails the verification link again and answers the same whether or not the account exists; " +
-        "the verification itself is audited (user.email.verify)",
-      prepare: async (f) => {
-        const u = await f.signUp();
-        return { call: (facts) => f.invoke(anonymous, Auth.resendVerification, { email: u.email }, facts) };
-      },
-    },
-  ],
-  [
-    Auth.verifyEmail,
-    {
-      prepare: async (f) => {
-        const u = await f.signUp();
-        const token = await mailedToken(f, u.email, "/verify-email");
-        return prepared(
-          (facts) => f.invoke(anonymous, Auth.verifyEmail, { token }, facts),
-          () => [entry(u.caller.userId, "user.email.verify", `user:${u.caller.userId}`, null)],
-        );
-      },
-    },
-  ],
+    "mails the verification link again and answers the same whether or not the account exists; " +
+      "the verification itself is audited (user.email.verify)",
+    async (f) => ({ caller: anonymous, request: { email: (await f.signUp()).email } }),
+  ),
+  userStep(Auth.verifyEmail, "user.email.verify", async (f, u) => ({
+    caller: anonymous,
+    request: { token: await mailedToken(f, u.email, "/verify-email") },
+    resource: `user:${u.caller.userId}`,
+  })),
   [
     Auth.streamCLILogin,
     {
@@ -1042,448 +833,182 @@ const steps: ReadonlyArray<readonly [{ parent: { typeName: string }; name: strin
         "within minutes; its approval is audited by VerifyCLILogin (user.device.login)",
     },
   ],
-  [
-    Auth.verifyCLILogin,
-    {
-      prepare: async (f) => {
-        const u = await f.signUp();
-        const deviceId = randomUUID();
-        const pending = await startCliLogin(f.platform.services, createCallContext(anonymous), {
-          authMethod: "soft",
-          authPubkey: aDaemonKey().pem,
-          deviceId,
-        });
-        const loginCode = new URL(pending.verificationUrl).searchParams.get("code")!;
-        return prepared(
-          (facts) => f.invoke(u.caller, Auth.verifyCLILogin, { loginCode }, facts),
-          () => [entry(u.caller.userId, "user.device.login", `device:${deviceId}`, null)],
-        );
-      },
-    },
-  ],
-  [
+  userStep(Auth.verifyCLILogin, "user.device.login", async (f) => {
+    const deviceId = randomUUID();
+    const pending = await startCliLogin(f.platform.services, createCallContext(anonymous), {
+      authMethod: "soft",
+      authPubkey: aDaemonKey().pem,
+      deviceId,
+    });
+    const loginCode = new URL(pending.verificationUrl).searchParams.get("code")!;
+    return { request: { loginCode }, resource: `device:${deviceId}` };
+  }),
+  unauditedStep(
     Auth.beginPasskeyLogin,
-    {
-      unaudited: "hands out a short-lived challenge; the sign-in it leads to is audited (user.login.passkey)",
-      prepare: async (f) => ({ call: (facts) => f.invoke(anonymous, Auth.beginPasskeyLogin, {}, facts) }),
-    },
-  ],
-  [
+    "hands out a short-lived challenge; the sign-in it leads to is audited (user.login.passkey)",
+    async () => ({ caller: anonymous, request: {} }),
+  ),
+  userStep(
     Auth.finishPasskeyLogin,
-    {
-      committedFirst: {
-        tables: ["one_time_tokens"],
-        why: "the challenge is spent before the response is checked, whatever comes of it, so no response is replayed",
-      },
-      prepare: async (f) => {
-        const u = await f.signUp();
-        const { key } = await withPasskey(f, u.caller);
-        const { optionsJson } = await f.call(anonymous, Auth.beginPasskeyLogin, {});
-        const request = { credentialJson: key.get(optionsJson) };
-        return prepared(
-          (facts) => f.invoke(anonymous, Auth.finishPasskeyLogin, request, facts),
-          async ({ accessToken }) => [
-            entry(u.caller.userId, "user.login.passkey", `session:${await sessionOf(f, accessToken)}`, null),
-          ],
-        );
-      },
+    "user.login.passkey",
+    async (f, u) => {
+      const { key } = await withPasskey(f, u.caller);
+      const { optionsJson } = await f.call(anonymous, Auth.beginPasskeyLogin, {});
+      return {
+        caller: anonymous,
+        request: { credentialJson: key.get(optionsJson) },
+        resource: sessionOfResponse(f),
+      };
     },
-  ],
+    { committedFirst: challengeSpentFirst },
+  ),
 
   // UserService
-  ...[User.whoami, User.listUserDevices, User.listLinkedAccounts].map(
-    (method) =>
-      [
-        method,
-        {
-          unaudited: readsOnly,
-          prepare: async (f: WalkFixture) => {
-            const u = await f.signUp();
-            return { call: (facts: RequestFacts) => invokeEither(f, u.caller, method, {}, facts) };
-          },
-        },
-      ] as const,
+  ...[User.whoami, User.listUserDevices, User.listLinkedAccounts].map((method) =>
+    unauditedStep(either(method), readsOnly, readBySignedUpUser),
   ),
-  [
-    User.updateProfile,
-    {
-      prepare: async (f) => {
-        const u = await f.signUp();
-        return prepared(
-          (facts) => f.invoke(u.caller, User.updateProfile, { name: "Ada King" }, facts),
-          () => [entry(u.caller.userId, "user.profile.update", `user:${u.caller.userId}`, null)],
-        );
-      },
-    },
-  ],
-  [
-    User.deleteAccount,
-    {
-      prepare: async (f) => {
-        const u = await f.signUp();
-        return prepared(
-          (facts) => f.invoke(u.caller, User.deleteAccount, {}, facts),
-          () => [entry(u.caller.userId, "user.delete", `user:${u.caller.userId}`, null)],
-        );
-      },
-    },
-  ],
-  [
-    User.deleteUserDevice,
-    {
-      prepare: async (f) => {
-        const u = await f.signUp();
-        // A second sign-in: the browser session signed out from the first.
-        const other = await f.call(anonymous, Auth.login, { email: u.email, password });
-        const id = await sessionOf(f, other.accessToken);
-        return prepared(
-          (facts) => f.invoke(u.caller, User.deleteUserDevice, { id }, facts),
-          () => [entry(u.caller.userId, "user.device.delete", `session:${id}`, null)],
-        );
-      },
-    },
-  ],
-  [
-    User.unlinkAccount,
-    {
-      prepare: async (f) => {
-        const u = await f.signUp();
-        await f.storage.linkedAccounts.insert({
-          userId: u.caller.userId,
-          provider: "github",
-          providerId: "4242",
-          providerEmail: u.email,
-          providerUsername: "walker",
-          protocol: "oauth",
-          createdAt: f.clock.now(),
-        });
-        return prepared(
-          (facts) => f.invoke(u.caller, User.unlinkAccount, { provider: "github" }, facts),
-          () => [entry(u.caller.userId, "user.linked_account.delete", "linked_account:github", null)],
-        );
-      },
-    },
-  ],
-  [
-    User.setEmailRecovery,
-    {
-      prepare: async (f) => {
-        const u = await f.signUp();
-        return prepared(
-          (facts) => f.invoke(u.caller, User.setEmailRecovery, { enable: true }, facts),
-          () => [entry(u.caller.userId, "user.email_recovery.enable", `user:${u.caller.userId}`, null)],
-        );
-      },
-    },
-  ],
+  userStep(User.updateProfile, "user.profile.update", (_f, u) => ({
+    request: { name: "Ada King" },
+    resource: `user:${u.caller.userId}`,
+  })),
+  userStep(User.deleteAccount, "user.delete", (_f, u) => ({
+    request: {},
+    resource: `user:${u.caller.userId}`,
+  })),
+  userStep(User.deleteUserDevice, "user.device.delete", async (f, u) => {
+    // A second sign-in: the browser session signed out from the first.
+    const other = await f.call(anonymous, Auth.login, { email: u.email, password });
+    const id = await sessionOf(f, other.accessToken);
+    return { request: { id }, resource: `session:${id}` };
+  }),
+  userStep(User.unlinkAccount, "user.linked_account.delete", async (f, u) => {
+    await f.storage.linkedAccounts.insert({
+      userId: u.caller.userId,
+      provider: "github",
+      providerId: "4242",
+      providerEmail: u.email,
+      providerUsername: "walker",
+      protocol: "oauth",
+      createdAt: f.clock.now(),
+    });
+    return { request: { provider: "github" }, resource: "linked_account:github" };
+  }),
+  userStep(User.setEmailRecovery, "user.email_recovery.enable", (_f, u) => ({
+    request: { enable: true },
+    resource: `user:${u.caller.userId}`,
+  })),
 
   // CredentialService
-  [
-    Cred.updatePassword,
-    {
-      prepare: async (f) => {
-        const u = await f.signUp();
-        const request = { currentPassword: password, newPassword: "another fine passphrase" };
-        return prepared(
-          (facts) => f.invoke(u.caller, Cred.updatePassword, request, facts),
-          () => [entry(u.caller.userId, "user.password.update", `user:${u.caller.userId}`, null)],
-        );
-      },
-    },
-  ],
-  [
-    Cred.deletePassword,
-    {
-      prepare: async (f) => {
-        const u = await f.signUp();
-        await withPasskey(f, u.caller);
-        return prepared(
-          (facts) => f.invoke(u.caller, Cred.deletePassword, { currentPassword: password }, facts),
-          () => [entry(u.caller.userId, "user.password.delete", `user:${u.caller.userId}`, null)],
-        );
-      },
-    },
-  ],
-  ...[Cred.listPasskeys, Cred.listBackupCodes].map(
-    (method) =>
-      [
-        method,
-        {
-          unaudited: readsOnly,
-          prepare: async (f: WalkFixture) => {
-            const u = await f.signUp();
-            return { call: (facts: RequestFacts) => invokeEither(f, u.caller, method, {}, facts) };
-          },
-        },
-      ] as const,
+  userStep(Cred.updatePassword, "user.password.update", (_f, u) => ({
+    request: { currentPassword: password, newPassword: "another fine passphrase" },
+    resource: `user:${u.caller.userId}`,
+  })),
+  userStep(Cred.deletePassword, "user.password.delete", async (f, u) => {
+    await withPasskey(f, u.caller);
+    return { request: { currentPassword: password }, resource: `user:${u.caller.userId}` };
+  }),
+  ...[Cred.listPasskeys, Cred.listBackupCodes].map((method) =>
+    unauditedStep(either(method), readsOnly, readBySignedUpUser),
   ),
-  [
-    Cred.updatePasskey,
-    {
-      prepare: async (f) => {
-        const u = await f.signUp();
-        const { passkey } = await withPasskey(f, u.caller);
-        return prepared(
-          (facts) => f.invoke(u.caller, Cred.updatePasskey, { id: passkey.id, name: "Desk key" }, facts),
-          () => [entry(u.caller.userId, "user.passkey.update", `passkey:${passkey.id}`, null)],
-        );
-      },
-    },
-  ],
-  [
-    Cred.deletePasskey,
-    {
-      prepare: async (f) => {
-        const u = await f.signUp();
-        const { passkey } = await withPasskey(f, u.caller);
-        return prepared(
-          (facts) => f.invoke(u.caller, Cred.deletePasskey, { id: passkey.id }, facts),
-          () => [entry(u.caller.userId, "user.passkey.delete", `passkey:${passkey.id}`, null)],
-        );
-      },
-    },
-  ],
-  [
-    Cred.createBackupCodes,
-    {
-      prepare: async (f) => {
-        const u = await f.signUp();
-        return prepared(
-          (facts) => f.invoke(u.caller, Cred.createBackupCodes, {}, facts),
-          () => [entry(u.caller.userId, "user.backup_codes.create", `user:${u.caller.userId}`, null)],
-        );
-      },
-    },
-  ],
-  [
-    Cred.deleteBackupCodes,
-    {
-      prepare: async (f) => {
-        const u = await f.signUp();
-        await f.call(u.caller, Cred.createBackupCodes, {});
-        return prepared(
-          (facts) => f.invoke(u.caller, Cred.deleteBackupCodes, {}, facts),
-          () => [entry(u.caller.userId, "user.backup_codes.delete", `user:${u.caller.userId}`, null)],
-        );
-      },
-    },
-  ],
-  [
+  userStep(Cred.updatePasskey, "user.passkey.update", async (f, u) => {
+    const { passkey } = await withPasskey(f, u.caller);
+    return { request: { id: passkey.id, name: "Desk key" }, resource: `passkey:${passkey.id}` };
+  }),
+  userStep(Cred.deletePasskey, "user.passkey.delete", async (f, u) => {
+    const { passkey } = await withPasskey(f, u.caller);
+    return { request: { id: passkey.id }, resource: `passkey:${passkey.id}` };
+  }),
+  userStep(Cred.createBackupCodes, "user.backup_codes.create", (_f, u) => ({
+    request: {},
+    resource: `user:${u.caller.userId}`,
+  })),
+  userStep(Cred.deleteBackupCodes, "user.backup_codes.delete", async (f, u) => {
+    await f.call(u.caller, Cred.createBackupCodes, {});
+    return { request: {}, resource: `user:${u.caller.userId}` };
+  }),
+  unauditedStep(
     Cred.beginPasskeyRegistration,
-    {
-      unaudited:
-        "hands out a short-lived challenge; the passkey it leads to is audited (user.passkey.create)",
-      prepare: async (f) => {
-        const u = await f.signUp();
-        return { call: (facts) => f.invoke(u.caller, Cred.beginPasskeyRegistration, {}, facts) };
-      },
-    },
-  ],
-  [
+    "hands out a short-lived challenge; the passkey it leads to is audited (user.passkey.create)",
+    readBySignedUpUser,
+  ),
+  userStep(
     Cred.finishPasskeyRegistration,
-    {
-      committedFirst: {
-        tables: ["one_time_tokens"],
-        why: "the challenge is spent before the response is checked, whatever comes of it, so no response is replayed",
-      },
-      prepare: async (f) => {
-        const u = await f.signUp();
-        const key = createSoftwareAuthenticator({ origin: publicBaseUrl });
-        const { optionsJson } = await f.call(u.caller, Cred.beginPasskeyRegistration, {});
-        const request = { credentialJson: key.create(optionsJson), name: "Laptop" };
-        return prepared(
-          (facts) => f.invoke(u.caller, Cred.finishPasskeyRegistration, request, facts),
-          ({ passkey }) => [entry(u.caller.userId, "user.passkey.create", `passkey:${passkey!.id}`, null)],
-        );
-      },
+    "user.passkey.create",
+    async (f, u) => {
+      const key = createSoftwareAuthenticator({ origin: publicBaseUrl });
+      const { optionsJson } = await f.call(u.caller, Cred.beginPasskeyRegistration, {});
+      return {
+        request: { credentialJson: key.create(optionsJson), name: "Laptop" },
+        resource: ({ passkey }) => `passkey:${passkey!.id}`,
+      };
     },
-  ],
+    { committedFirst: challengeSpentFirst },
+  ),
 
   // SSOService
-  [
-    Sso.updateOIDCProvider,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        const request = {
-          workspaceId: o.workspaceId,
-          name: "Corporate IdP",
-          issuerUrl: "https://idp.example.com",
-          clientId: "wap",
-          clientSecret: "a client secret",
-          scopes: ["openid", "email"],
-        };
-        return prepared(
-          (facts) => f.invoke(o.caller, Sso.updateOIDCProvider, request, facts),
-          async () => {
-            const { id } = (await f.storage.oidcProviders.find(o.workspaceId))!;
-            return [entry(o.caller.userId, "sso.oidc.create", `oidc_provider:${id}`, o.workspaceId)];
-          },
-        );
-      },
+  ownerStep(Sso.updateOIDCProvider, "sso.oidc.create", (f, o) => ({
+    request: {
+      workspaceId: o.workspaceId,
+      name: "Corporate IdP",
+      issuerUrl: "https://idp.example.com",
+      clientId: "wap",
+      clientSecret: "a client secret",
+      scopes: ["openid", "email"],
     },
-  ],
-  [
-    Sso.updateSAMLProvider,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        const request = {
-          workspaceId: o.workspaceId,
-          name: "Corporate IdP",
-          metadataUrl: "https://idp.example.com/saml/metadata",
-        };
-        return prepared(
-          (facts) => f.invoke(o.caller, Sso.updateSAMLProvider, request, facts),
-          async () => {
-            const { id } = (await f.storage.samlProviders.find(o.workspaceId))!;
-            return [entry(o.caller.userId, "sso.saml.create", `saml_provider:${id}`, o.workspaceId)];
-          },
-        );
-      },
+    resource: async () => `oidc_provider:${(await f.storage.oidcProviders.find(o.workspaceId))!.id}`,
+  })),
+  ownerStep(Sso.updateSAMLProvider, "sso.saml.create", (f, o) => ({
+    request: {
+      workspaceId: o.workspaceId,
+      name: "Corporate IdP",
+      metadataUrl: "https://idp.example.com/saml/metadata",
     },
-  ],
-  [
+    resource: async () => `saml_provider:${(await f.storage.samlProviders.find(o.workspaceId))!.id}`,
+  })),
+  unauditedStep(
     Sso.checkSSO,
-    {
-      unaudited: `${readsOnly} (public: a sign-in page asks before anyone signs in)`,
-      prepare: async (f) => ({
-        call: (facts) => f.invoke(anonymous, Sso.checkSSO, { email: "someone@example.com" }, facts),
-      }),
-    },
-  ],
+    `${readsOnly} (public: a sign-in page asks before anyone signs in)`,
+    async () => ({ caller: anonymous, request: { email: "someone@example.com" } }),
+  ),
 
   // BillingService (against the walk's fake Stripe)
-  [
-    Bill.createCheckout,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        return prepared(
-          (facts) => f.invoke(o.caller, Bill.createCheckout, { workspaceId: o.workspaceId }, facts),
-          async () => {
-            const { customerId } = (await f.storage.billingAccounts.find(o.workspaceId))!;
-            return [
-              entry(
-                o.caller.userId,
-                "billing.checkout.create",
-                `billing_customer:${customerId}`,
-                o.workspaceId,
-              ),
-            ];
-          },
-        );
-      },
-    },
-  ],
-  [
-    Bill.createPortal,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        const customerId = await aCheckout(f, o);
-        return prepared(
-          (facts) => f.invoke(o.caller, Bill.createPortal, { workspaceId: o.workspaceId }, facts),
-          () => [
-            entry(o.caller.userId, "billing.portal.create", `billing_customer:${customerId}`, o.workspaceId),
-          ],
-        );
-      },
-    },
-  ],
-  [
-    Bill.cancelSubscription,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        const customerId = await aCheckout(f, o);
-        const subscriptionId = `sub_walk_${randomUUID().slice(0, 8)}`;
-        const account = (await f.storage.billingAccounts.find(o.workspaceId))!;
-        await f.storage.billingAccounts.upsert({ ...account, subscriptionId, status: "active" });
-        f.network.stripe.subscriptions.set(subscriptionId, {
-          id: subscriptionId,
-          customer: customerId,
-          status: "active",
-          cancel_at_period_end: false,
-          current_period_end: Math.floor(f.clock.now().getTime() / 1000) + 30 * 86_400,
-          metadata: { workspace_id: o.workspaceId },
-          product: { id: "prod_team", name: "Team" },
-        });
-        return prepared(
-          (facts) => f.invoke(o.caller, Bill.cancelSubscription, { workspaceId: o.workspaceId }, facts),
-          () => [
-            entry(
-              o.caller.userId,
-              "billing.subscription.cancel_at_period_end",
-              `billing_subscription:${subscriptionId}`,
-              o.workspaceId,
-            ),
-          ],
-        );
-      },
-    },
-  ],
+  ownerStep(Bill.createCheckout, "billing.checkout.create", (f, o) => ({
+    request: { workspaceId: o.workspaceId },
+    resource: async () =>
+      `billing_customer:${(await f.storage.billingAccounts.find(o.workspaceId))!.customerId}`,
+  })),
+  ownerStep(Bill.createPortal, "billing.portal.create", async (f, o) => ({
+    request: { workspaceId: o.workspaceId },
+    resource: `billing_customer:${await aCheckout(f, o)}`,
+  })),
+  ownerStep(Bill.cancelSubscription, "billing.subscription.cancel_at_period_end", async (f, o) => {
+    const customerId = await aCheckout(f, o);
+    const subscriptionId = `sub_walk_${randomUUID().slice(0, 8)}`;
+    const account = (await f.storage.billingAccounts.find(o.workspaceId))!;
+    await f.storage.billingAccounts.upsert({ ...account, subscriptionId, status: "active" });
+    f.network.stripe.subscriptions.set(subscriptionId, {
+      id: subscriptionId,
+      customer: customerId,
+      status: "active",
+      cancel_at_period_end: false,
+      current_period_end: Math.floor(f.clock.now().getTime() / 1000) + 30 * 86_400,
+      metadata: { workspace_id: o.workspaceId },
+      product: { id: "prod_team", name: "Team" },
+    });
+    return { request: { workspaceId: o.workspaceId }, resource: `billing_subscription:${subscriptionId}` };
+  }),
 
   // UtilService
-  [
-    Util.exportAuditLogs,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        return prepared(
-          (facts) => f.invoke(o.caller, Util.exportAuditLogs, { workspaceId: o.workspaceId }, facts),
-          ({ data }) => [
-            entry(o.caller.userId, "audit.export", `audit_export:csv:${csvRows(data)}`, o.workspaceId),
-          ],
-        );
-      },
-    },
-  ],
+  ownerStep(Util.exportAuditLogs, "audit.export", (_f, o) => ({
+    request: { workspaceId: o.workspaceId },
+    resource: ({ data }) => `audit_export:csv:${csvRows(data)}`,
+  })),
 
   // RecordingService
-  [
-    Rec.deleteRecording,
-    {
-      prepare: async (f) => {
-        const o = await f.owner();
-        const d = await aDaemon(f, o);
-        const now = f.clock.now();
-        const id = randomUUID();
-        const session = {
-          workspaceId: o.workspaceId,
-          daemonId: d.id,
-          userId: o.caller.userId,
-          username: "ubuntu",
-        };
-        await f.storage.daemonSessions.insert({
-          ...session,
-          id,
-          state: "closed",
-          createdAt: now,
-          openedAt: now,
-          closedAt: now,
-          closeReason: "exit",
-        });
-        await f.storage.recordings.insert({
-          ...session,
-          id,
-          targetId: d.targetId,
-          format: "asciicast-v2",
-          sizeBytes: 0,
-          chunkCount: 0,
-          complete: true,
-          truncated: false,
-          startedAt: now,
-          endedAt: now,
-        });
-        const request = { workspaceId: o.workspaceId, recordingId: id };
-        return prepared(
-          (facts) => f.invoke(o.caller, Rec.deleteRecording, request, facts),
-          () => [entry(o.caller.userId, "recording.delete", `recording:${id}`, o.workspaceId)],
-        );
-      },
-    },
-  ],
+  ownerStep(Rec.deleteRecording, "recording.delete", async (f, o) => {
+    const id = await aClosedSessionRecording(f, o, await aDaemon(f, o));
+    return { request: { workspaceId: o.workspaceId, recordingId: id }, resource: `recording:${id}` };
+  }),
 ];
 
 /** The walk's table by procedure (`/platform.v1.Service/Method`). */

@@ -4,7 +4,7 @@
  * that can fail the transaction holding an audit entry on demand, and the shape of the walk's
  * table (support/audit-walk-steps.ts).
  */
-import { Resolver } from "node:dns/promises";
+import type { Resolver } from "node:dns/promises";
 import {
   create,
   type DescMessage,
@@ -14,13 +14,13 @@ import {
 } from "@bufbuild/protobuf";
 import { createSqliteStorage } from "@wap/storage-sqlite";
 import BetterSqlite3 from "better-sqlite3";
-import dns2 from "dns2";
 import { createStripeBillingProvider } from "../../src/billing/stripe.js";
 import { type Caller, createCallContext } from "../../src/context.js";
 import type { AppendUnit, Repositories, Storage } from "../../src/storage/storage.js";
 import { createTestPlatform, type TestPlatform } from "../support.js";
 import { createMemoryMailer, publicBaseUrl } from "./accounts.js";
 import { type FakeStripe, startFakeStripe } from "./fake-stripe.js";
+import { startTxtDnsServer } from "./txt-dns.js";
 
 // --- what the walk's table says ------------------------------------------------------------------
 
@@ -197,38 +197,14 @@ export interface WalkNetwork {
 
 export async function startWalkNetwork(): Promise<WalkNetwork> {
   const zone = new Map<string, string[][]>();
-  const server = dns2.createServer({
-    udp: true,
-    handle: (request, send) => {
-      const response = dns2.Packet.createResponseFromRequest(request);
-      const [question] = request.questions;
-      const records = zone.get(question?.name.toLowerCase() ?? "");
-      if (question === undefined || records === undefined)
-        response.header.rcode = 3; // NXDOMAIN
-      else {
-        for (const data of records) {
-          response.answers.push({
-            name: question.name,
-            type: dns2.Packet.TYPE.TXT,
-            class: dns2.Packet.CLASS.IN,
-            ttl: 60,
-            data,
-          } as never);
-        }
-      }
-      send(response);
-    },
-  });
-  const addresses = await server.listen({ udp: { port: 0, address: "127.0.0.1" } });
-  const resolver = new Resolver({ timeout: 1000, tries: 1 });
-  resolver.setServers([`127.0.0.1:${addresses.udp?.port}`]);
+  const dns = await startTxtDnsServer((name) => zone.get(name));
   const stripe = await startFakeStripe();
   return {
     zone,
-    resolver,
+    resolver: dns.resolver,
     stripe,
     async close() {
-      await Promise.all([server.close(), stripe.close()]);
+      await Promise.all([dns.close(), stripe.close()]);
     },
   };
 }

@@ -2,7 +2,7 @@
  * A simulated agent daemon for the core tests: a P-256 key signing real `Platform` challenges,
  * enrolment with the hostname header, and calls authenticated as the daemon.
  */
-import { generateKeyPairSync, type KeyObject, randomBytes, sign } from "node:crypto";
+import { generateKeyPairSync, type KeyObject, randomBytes, randomUUID, sign } from "node:crypto";
 import {
   create,
   type DescMessage,
@@ -16,6 +16,7 @@ import { DaemonService } from "../../src/gen/platform/v1/daemon_pb.js";
 import { PrincipalService, type PrincipalType } from "../../src/gen/platform/v1/principal_pb.js";
 import { procedureOf } from "../../src/platform.js";
 import type { TestPlatform } from "../support.js";
+import { type Owner, sshAuthority } from "./access.js";
 
 export interface DaemonKey {
   readonly privateKey: KeyObject;
@@ -70,6 +71,36 @@ export async function enroll(
     }),
   );
   return { key, id: response.id, workspaceId: response.workspaceId, targetId: response.targetId, response };
+}
+
+/** An SSH authority in `owner`'s workspace and a daemon enrolled with the workspace's token. */
+export async function enrolledDaemon(t: TestPlatform, owner: Owner, hostname: string): Promise<TestDaemon> {
+  await sshAuthority(t, owner);
+  const { token } = await t.call(owner.caller, DaemonService.method.refreshEnrollToken, {
+    workspaceId: owner.workspaceId,
+  });
+  return enroll(t, token, { hostname });
+}
+
+/** An accepted, online daemon written straight to storage: one the tests list, never one that calls. */
+export async function insertAcceptedDaemon(
+  t: TestPlatform,
+  daemon: { workspaceId: string; targetId: string | null; name: string; recordSessions: boolean },
+): Promise<string> {
+  const now = t.clock.now();
+  const id = randomUUID();
+  await t.storage.daemons.insert({
+    id,
+    ...daemon,
+    status: "accepted",
+    metadata: {},
+    authPublicKey: "",
+    authMethod: "tpm",
+    onlineSince: now,
+    createdAt: now,
+    updatedAt: now,
+  });
+  return id;
 }
 
 /** Authenticates as the daemon for one call of `method`, as the transport would. */

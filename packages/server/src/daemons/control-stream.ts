@@ -23,14 +23,12 @@
  */
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import {
-  type Caller,
   type ConnectResponseInit,
   closeControlStream,
   type DaemonCaller,
   daemonTopic,
   heartbeatAck,
   openControlStream,
-  PermissionDeniedError,
   parseDaemonEvent,
   procedureOf,
   ResourceExhaustedError,
@@ -41,6 +39,7 @@ import {
 import { type ConnectRequest, DaemonControlService } from "@wap/core/api";
 import { answer, requireEdge, shuttingDown } from "../connect-routes.js";
 import { callerFor, type EdgeRequest, type EdgeSettings } from "../edge.js";
+import { daemonCallerOf } from "./daemon-caller.js";
 import type { TrackedStream } from "./instance.js";
 
 const method = DaemonControlService.method.connect;
@@ -92,7 +91,7 @@ export async function* runControlStream(
   let keepalive: NodeJS.Timeout | undefined;
   let unsubscribe: (() => void) | undefined;
   try {
-    caller = daemonCallerOf(callerFor(edge, settings, method));
+    caller = daemonCallerOf(callerFor(edge, settings, method), "control stream");
     if (instance === undefined) {
       throw new UnimplementedError("this server does not hold daemon control streams");
     }
@@ -175,20 +174,6 @@ export async function* runControlStream(
 /** A request message the client sent that could not be read: its fault, answered as such. */
 function isRequestFault(error: unknown): error is ConnectError {
   return error instanceof ConnectError && error.code === Code.InvalidArgument;
-}
-
-/** The caller as a daemon, or why it may not open a control stream. */
-function daemonCallerOf(caller: Caller): DaemonCaller {
-  if (caller.kind === "daemon") return caller;
-  if (caller.kind === "anonymous") {
-    throw new UnauthenticatedError(
-      "the control stream is for enrolled daemons: sign the request with the daemon's key (Authorization: Platform ...)",
-      { reason: "DAEMON_CREDENTIALS_REQUIRED" },
-    );
-  }
-  throw new PermissionDeniedError(`a ${caller.kind.replace("_", " ")} may not open a daemon control stream`, {
-    reason: "DAEMONS_ONLY",
-  });
 }
 
 /** Answers the client's heartbeats until it stops sending; a broken request stream ends ours. */

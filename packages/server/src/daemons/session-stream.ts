@@ -21,21 +21,18 @@
  */
 import type { HandlerContext } from "@connectrpc/connect";
 import {
-  type Caller,
   claimSession,
-  type DaemonCaller,
   DeadlineExceededError,
   InvalidArgumentError,
-  PermissionDeniedError,
   parseSessionEvent,
   procedureOf,
   sessionTopic,
-  UnauthenticatedError,
   UnimplementedError,
 } from "@wap/core";
 import { DaemonSessionService, type SessionEnded, type SessionRequest } from "@wap/core/api";
 import { answer, requireEdge, shuttingDown } from "../connect-routes.js";
 import { callerFor, type EdgeSettings } from "../edge.js";
+import { daemonCallerOf } from "./daemon-caller.js";
 import { type DaemonMessage, endReasons, type SessionRelay } from "./session-relay.js";
 
 const method = DaemonSessionService.method.session;
@@ -57,7 +54,7 @@ export function sessionStreamHandler(settings: EdgeSettings) {
     let unsubscribe: (() => void) | undefined;
     const stopListening: Array<() => void> = [];
     try {
-      const caller = daemonCallerOf(callerFor(edge, settings, method));
+      const caller = daemonCallerOf(callerFor(edge, settings, method), "session stream");
       if (hub === undefined) throw new UnimplementedError("this server does not relay terminal sessions");
       const input = requests[Symbol.asyncIterator]();
       const ready = await firstReady(input, context.signal, settings.closing);
@@ -115,20 +112,6 @@ export function sessionStreamHandler(settings: EdgeSettings) {
       }
     }
   };
-}
-
-/** The caller as a daemon, or why it may not open a session stream. */
-function daemonCallerOf(caller: Caller): DaemonCaller {
-  if (caller.kind === "daemon") return caller;
-  if (caller.kind === "anonymous") {
-    throw new UnauthenticatedError(
-      "the session stream is for enrolled daemons: sign the request with the daemon's key (Authorization: Platform ...)",
-      { reason: "DAEMON_CREDENTIALS_REQUIRED" },
-    );
-  }
-  throw new PermissionDeniedError(`a ${caller.kind.replace("_", " ")} may not open a daemon session stream`, {
-    reason: "DAEMONS_ONLY",
-  });
 }
 
 /**

@@ -50,6 +50,15 @@ export function clientFor<S extends DescService>(service: S, transport: Transpor
   return createClient(service, transport);
 }
 
+/** One typed client per named service, all over `transport`. */
+export function clientsFor<M extends Record<string, DescService>>(
+  transport: Transport,
+  services: M,
+): { [K in keyof M]: Client<M[K]> } {
+  const clients = Object.entries(services).map(([name, service]) => [name, createClient(service, transport)]);
+  return Object.fromEntries(clients) as { [K in keyof M]: Client<M[K]> };
+}
+
 /** Call options carrying a bearer token. */
 export function bearer(token: string, extra: CallOptions = {}): CallOptions {
   return {

@@ -156,6 +156,12 @@ function grpcProblems(x: Exchange): string[] {
   return name !== undefined && forbidden.has(name) ? [`gRPC status ${name}`] : [];
 }
 
+/** A REST error answer's body, which must parse as JSON before its shape is checked. */
+function restErrorBodyProblems(x: Exchange, expect: Expectations): string[] {
+  const parsed = parseJson(x.text);
+  return parsed.ok ? restErrorProblems(parsed.value, x.status, expect) : ["an error body that is not JSON"];
+}
+
 /** An error answer on a Connect path: a Connect error, a bare 405/415, or the REST app's 404. */
 function connectHttpErrorProblems(x: Exchange, expect: Expectations): string[] {
   if (x.text === "" && (x.status === 405 || x.status === 415)) return [];
@@ -196,12 +202,7 @@ export function problemsOf(x: Exchange, expect: Expectations): string[] {
         const parsed = parseJson(x.text);
         if (!parsed.ok || !isObject(parsed.value)) problems.push("a success whose body is not a JSON object");
       } else {
-        const parsed = parseJson(x.text);
-        problems.push(
-          ...(parsed.ok
-            ? restErrorProblems(parsed.value, x.status, expect)
-            : ["an error body that is not JSON"]),
-        );
+        problems.push(...restErrorBodyProblems(x, expect));
       }
       break;
     case "connect-stream":
@@ -233,12 +234,7 @@ export function problemsOf(x: Exchange, expect: Expectations): string[] {
     case "rest-stream":
       if (x.httpMethod === "HEAD" || (x.status === 204 && x.text === "")) break;
       if (x.status !== 200) {
-        const parsed = parseJson(x.text);
-        problems.push(
-          ...(parsed.ok
-            ? restErrorProblems(parsed.value, x.status, expect)
-            : ["an error body that is not JSON"]),
-        );
+        problems.push(...restErrorBodyProblems(x, expect));
         break;
       }
       if (!type.startsWith("application/x-ndjson")) problems.push(`a stream of type ${type}`);

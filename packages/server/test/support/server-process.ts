@@ -88,6 +88,18 @@ export function startServerProcess(env: Record<string, string>, name = "wap-serv
   });
 }
 
+/** What every instance of a multi-instance test shares: one schema, one master key, info logs. */
+export function sharedInstanceEnv(databaseUrl: string, masterKey: string): Record<string, string> {
+  return {
+    WAP_DATABASE_URL: databaseUrl,
+    WAP_MASTER_KEY: masterKey,
+    WAP_HOST: "127.0.0.1",
+    WAP_DATABASE_POOL_SIZE: "4",
+    WAP_LOG_LEVEL: "info",
+    WAP_SHUTDOWN_GRACE: "5",
+  };
+}
+
 /** Signals the child by its PID, unless it is gone already. */
 function sendSignal(child: ChildProcess, which: NodeJS.Signals): void {
   if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;

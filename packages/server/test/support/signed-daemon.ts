@@ -4,33 +4,27 @@
  * it is sent to, and the `Platform-Daemon-*` headers. The control stream opens with no first
  * message, as the agent's does.
  */
-import { generateKeyPairSync, type KeyObject, randomBytes, sign } from "node:crypto";
 import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { type ConnectResponse, DaemonControlService, DaemonService } from "@wap/core/api";
+import { expect } from "vitest";
+import {
+  aDaemonKey,
+  type DaemonKey,
+  signChallenge as signedChallenge,
+} from "../../../core/test/support/daemons.js";
+import { responseReader } from "./response-reader.js";
 
-export interface DaemonKey {
-  readonly privateKey: KeyObject;
-  readonly pem: string;
-}
+export { aDaemonKey, type DaemonKey };
 
-export function aDaemonKey(): DaemonKey {
-  const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
-  return { privateKey, pem: publicKey.export({ type: "spki", format: "pem" }).toString() };
-}
-
-/** `<id>:<ts>:<nonce>:<procedure>:<sig>`, DER ECDSA over SHA-256 of the first four, base64url. */
+/** `<id>:<ts>:<nonce>:<procedure>:<sig>`, signed now unless `at` says otherwise. */
 export function signChallenge(
   key: DaemonKey,
   id: string,
   procedure: string,
   options: { at?: Date; nonce?: string } = {},
 ): string {
-  const seconds = Math.floor((options.at ?? new Date()).getTime() / 1000);
-  const nonce = options.nonce ?? randomBytes(12).toString("hex");
-  const signed = `${id}:${seconds}:${nonce}:${procedure}`;
-  const signature = sign("sha256", Buffer.from(signed), { key: key.privateKey, dsaEncoding: "der" });
-  return `${signed}:${signature.toString("base64url")}`;
+  return signedChallenge(key, id, procedure, { ...options, at: options.at ?? new Date() });
 }
 
 /** Signs every call once the daemon has an id; sends the hostname and build headers always. */
@@ -128,41 +122,30 @@ export class SignedDaemon {
         wake = undefined;
       }
     }
-    const responses = this.control.connect(requests(), { signal: abort.signal })[Symbol.asyncIterator]();
-    let end: Promise<unknown> | undefined;
-    const next = async (): Promise<ConnectResponse> => {
-      const result = await responses.next();
-      if (result.done) throw new Error("the control stream ended");
-      return result.value;
-    };
+    const responses = responseReader(
+      this.control.connect(requests(), { signal: abort.signal })[Symbol.asyncIterator](),
+      "the control stream",
+    );
     return {
-      next,
-      async nextNotAck() {
-        for (;;) {
-          const message = await next();
-          if (message.msg.case !== "heartbeatAck") return message;
-        }
-      },
+      next: responses.next,
+      nextNotAck: () => responses.nextExcept("heartbeatAck"),
       heartbeat() {
         outgoing.push({ msg: { case: "heartbeat", value: {} } });
         wake?.();
       },
-      ended() {
-        end ??= (async () => {
-          try {
-            for (;;) {
-              const result = await responses.next();
-              if (result.done) return undefined;
-            }
-          } catch (error) {
-            return error;
-          }
-        })();
-        return end;
-      },
+      ended: responses.ended,
       cancel() {
         abort.abort();
       },
     };
   }
+}
+
+/** Opens the stream and waits until it is in effect: a heartbeat is answered after the daemon is marked online. */
+export async function openControlStream(daemon: SignedDaemon): Promise<ControlStream> {
+  const stream = daemon.connect();
+  expect((await stream.next()).msg.case).toBe("heartbeatAck");
+  stream.heartbeat();
+  expect((await stream.next()).msg.case).toBe("heartbeatAck");
+  return stream;
 }

@@ -5,6 +5,7 @@
  * with an accepted, synced daemon on an open control stream and a user allowed to log in on it.
  */
 
+import { createHash } from "node:crypto";
 import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import {
@@ -21,6 +22,7 @@ import {
 import WebSocket from "ws";
 import { bearer, clientFor, transportFor } from "./clients.js";
 import { signUpWithWorkspace } from "./http.js";
+import { responseReader } from "./response-reader.js";
 import { type ControlStream, SignedDaemon, signChallenge } from "./signed-daemon.js";
 
 /** The agent's session-stream deadline (CLIENTS.md §3). */
@@ -81,16 +83,13 @@ export function openSessionStream(
     options.serverTimeoutMs !== undefined
       ? { headers: { "connect-timeout-ms": String(options.serverTimeoutMs) } }
       : { timeoutMs: options.timeoutMs ?? agentSessionTimeoutMs };
-  const responses = client.session(requests(), { signal: abort.signal, ...deadline })[Symbol.asyncIterator]();
+  const responses = responseReader(
+    client.session(requests(), { signal: abort.signal, ...deadline })[Symbol.asyncIterator](),
+    "the session stream",
+  );
   const push = (message: SessionRequestInit) => {
     outgoing.push(message);
     wake?.();
-  };
-  let end: Promise<unknown> | undefined;
-  const next = async (): Promise<SessionResponse> => {
-    const result = await responses.next();
-    if (result.done) throw new Error("the session stream ended");
-    return result.value;
   };
   return {
     ready: (value) => push({ msg: { case: "ready", value } }),
@@ -101,26 +100,9 @@ export function openSessionStream(
       done = true;
       wake?.();
     },
-    next,
-    async nextNotResize() {
-      for (;;) {
-        const message = await next();
-        if (message.msg.case !== "resize") return message;
-      }
-    },
-    ended() {
-      end ??= (async () => {
-        try {
-          for (;;) {
-            const result = await responses.next();
-            if (result.done) return undefined;
-          }
-        } catch (error) {
-          return error;
-        }
-      })();
-      return end;
-    },
+    next: responses.next,
+    nextNotResize: () => responses.nextExcept("resize"),
+    ended: responses.ended,
     cancel() {
       abort.abort();
       wake?.();
@@ -397,4 +379,48 @@ export function daemonTransport(baseUrl: string, daemon: SignedDaemon, ca?: Buff
       },
     ],
   });
+}
+
+/** The next message that is not a resize, which must be `stdin`, as text. */
+export async function stdinText(stream: SessionStream): Promise<string> {
+  const message = await stream.nextNotResize();
+  if (message.msg.case !== "stdin") throw new Error(`expected stdin, got ${message.msg.case}`);
+  return Buffer.from(message.msg.value).toString();
+}
+
+/**
+ * Sends `chunks` chunks of 32 KiB from the daemon, each numbered in its first four bytes, keeping
+ * a few in flight as the agent does, while the browser reads them all.
+ */
+export async function relayNumberedChunks(
+  stream: SessionStream,
+  browser: TerminalSocket,
+  chunks: number,
+): Promise<{ received: Buffer; chunkBytes: number; sentSha256: string; mib: number; ms: number }> {
+  const chunkBytes = 32 * 1024;
+  const sent = createHash("sha256");
+  const started = performance.now();
+  const reading = browser.readBytes(chunkBytes * chunks);
+  for (let i = 0; i < chunks; i++) {
+    const bytes = Buffer.alloc(chunkBytes, i % 251);
+    bytes.writeUInt32BE(i, 0);
+    sent.update(bytes);
+    stream.stdout(bytes);
+    while (stream.unsent > 4) await new Promise((resolve) => setImmediate(resolve));
+  }
+  const received = await reading;
+  const ms = performance.now() - started;
+  return { received, chunkBytes, sentSha256: sent.digest("hex"), mib: (chunkBytes * chunks) / 2 ** 20, ms };
+}
+
+/** Reads daemon messages until `stdin` bytes arrive, returning the sizes seen before them. */
+export async function stdinAfterResizes(stream: SessionStream) {
+  const sizes: Array<{ width: number; height: number }> = [];
+  for (;;) {
+    const message = await stream.next();
+    if (message.msg.case === "resize")
+      sizes.push({ width: message.msg.value.width, height: message.msg.value.height });
+    else if (message.msg.case === "stdin") return { sizes, stdin: Buffer.from(message.msg.value).toString() };
+    else throw new Error(`unexpected ${message.msg.case}`);
+  }
 }
