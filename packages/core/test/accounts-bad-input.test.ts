@@ -10,7 +10,7 @@ import { AuthService } from "../src/gen/platform/v1/auth_pb.js";
 import { CredentialService } from "../src/gen/platform/v1/credential_pb.js";
 import { UserService } from "../src/gen/platform/v1/user_pb.js";
 import { type AccountsPlatform, createAccountsPlatform } from "./support/accounts.js";
-import { ofLength, violatedFieldsOf } from "./support/bounds.js";
+import { expectLengthRule, type LengthRule, violatedFieldsOf } from "./support/bounds.js";
 
 let t: AccountsPlatform;
 let user: Caller;
@@ -23,19 +23,6 @@ afterAll(() => t.platform.close());
 const anonymous: Caller = { kind: "anonymous" };
 
 const violatedFields = violatedFieldsOf(() => t);
-
-interface LengthRule {
-  readonly name: string;
-  readonly caller: () => Caller;
-  // biome-ignore lint/suspicious/noExplicitAny: one table for methods of every shape.
-  readonly method: DescMethodUnary<any, any>;
-  readonly field: string;
-  readonly min: number;
-  /** Undefined: no upper bound (checked far above the minimum instead). */
-  readonly max?: number;
-  readonly request: (value: string) => Record<string, unknown>;
-  readonly chars?: fc.Arbitrary<string>;
-}
 
 const usernameChars = fc.constantFrom("a", "Z", "7");
 const rules: LengthRule[] = [
@@ -188,45 +175,7 @@ const rules: LengthRule[] = [
 
 describe("length rules, both sides of each bound", () => {
   for (const rule of rules) {
-    it(rule.name, async () => {
-      const inside = rule.max === undefined ? rule.min + 64 : rule.max;
-      const lengths = fc.integer({ min: rule.min, max: Math.min(inside, rule.min + 300) });
-      await fc.assert(
-        fc.asyncProperty(
-          lengths.chain((n) => ofLength(n, rule.chars)),
-          async (value) => {
-            const fields = await violatedFields(rule.caller(), rule.method, rule.request(value) as never);
-            expect(fields).not.toContain(rule.field);
-          },
-        ),
-        { numRuns: 15 },
-      );
-      const edges = [rule.min, ...(rule.max === undefined ? [rule.min + 10_000] : [rule.max])];
-      for (const length of edges) {
-        const value = fc.sample(ofLength(length, rule.chars), 1)[0]!;
-        expect(await violatedFields(rule.caller(), rule.method, rule.request(value) as never)).not.toContain(
-          rule.field,
-        );
-      }
-      if (rule.min > 0) {
-        await fc.assert(
-          fc.asyncProperty(
-            fc.integer({ min: 0, max: rule.min - 1 }).chain((n) => ofLength(n, rule.chars)),
-            async (value) => {
-              const fields = await violatedFields(rule.caller(), rule.method, rule.request(value) as never);
-              expect(fields).toContain(rule.field);
-            },
-          ),
-          { numRuns: 10 },
-        );
-      }
-      if (rule.max !== undefined) {
-        const over = fc.sample(ofLength(rule.max + 1, rule.chars), 1)[0]!;
-        expect(await violatedFields(rule.caller(), rule.method, rule.request(over) as never)).toContain(
-          rule.field,
-        );
-      }
-    });
+    it(rule.name, () => expectLengthRule(violatedFields, rule, 15));
   }
 });
 

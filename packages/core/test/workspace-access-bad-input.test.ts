@@ -15,7 +15,7 @@ import { TeamService } from "../src/gen/platform/v1/team_pb.js";
 import { WorkspaceDomainService } from "../src/gen/platform/v1/workspace_domain_pb.js";
 import { WorkspaceService } from "../src/gen/platform/v1/workspace_pb.js";
 import { type Owner, sshAuthority } from "./support/access.js";
-import { ofLength, violatedFieldsOf } from "./support/bounds.js";
+import { expectLengthRule, type LengthRule, violatedFieldsOf } from "./support/bounds.js";
 import { createTestPlatform, type TestPlatform } from "./support.js";
 
 let t: TestPlatform;
@@ -38,19 +38,6 @@ const anonymous: Caller = { kind: "anonymous" };
 const uuid = () => crypto.randomUUID();
 
 const violatedFields = violatedFieldsOf(() => t);
-
-interface LengthRule {
-  readonly name: string;
-  readonly caller: () => Caller;
-  // biome-ignore lint/suspicious/noExplicitAny: one table for methods of every shape.
-  readonly method: DescMethodUnary<any, any>;
-  readonly field: string;
-  readonly min: number;
-  /** Undefined: no upper bound (checked far above the minimum instead). */
-  readonly max?: number;
-  readonly request: (value: string) => Record<string, unknown>;
-  readonly chars?: fc.Arbitrary<string>;
-}
 
 const nameChars = fc.constantFrom("a", "Z", "7", "-", "_");
 const usernameChars = fc.constantFrom("a", "z", "0", "_", "-");
@@ -129,42 +116,7 @@ const rules: LengthRule[] = [
 
 describe("length rules, both sides of each bound", () => {
   for (const rule of rules) {
-    it(rule.name, async () => {
-      const within = fc.integer({ min: rule.min, max: rule.max ?? rule.min + 2000 });
-      await fc.assert(
-        fc.asyncProperty(
-          within.chain((n) => ofLength(n, rule.chars)),
-          async (value) => {
-            expect(await violatedFields(rule.caller(), rule.method, rule.request(value))).not.toContain(
-              rule.field,
-            );
-          },
-        ),
-        { numRuns: 25 },
-      );
-      const outside: fc.Arbitrary<number>[] = [];
-      if (rule.min > 0) outside.push(fc.integer({ min: 0, max: rule.min - 1 }));
-      if (rule.max !== undefined) outside.push(fc.integer({ min: rule.max + 1, max: rule.max + 300 }));
-      if (outside.length === 0) return;
-      await fc.assert(
-        fc.asyncProperty(
-          fc.oneof(...outside).chain((n) => ofLength(n, rule.chars)),
-          async (value) => {
-            expect(await violatedFields(rule.caller(), rule.method, rule.request(value))).toContain(
-              rule.field,
-            );
-          },
-        ),
-        { numRuns: 25 },
-      );
-      // The exact bounds.
-      for (const n of [rule.min, rule.max].filter((x): x is number => x !== undefined)) {
-        const [atBound] = fc.sample(ofLength(n, rule.chars), 1);
-        expect(await violatedFields(rule.caller(), rule.method, rule.request(atBound!))).not.toContain(
-          rule.field,
-        );
-      }
-    });
+    it(rule.name, () => expectLengthRule(violatedFields, rule));
   }
 });
 

@@ -53,6 +53,13 @@ export interface IntegrationSetting {
   apply(config: MutableIntegrationConfig, text: string): void;
 }
 
+/** The `apply` of a setting whose text is kept as given under `key`. */
+function setsText(key: keyof IntegrationConfig): IntegrationSetting["apply"] {
+  return (config, text) => {
+    config[key] = text;
+  };
+}
+
 export const integrationSettings: readonly IntegrationSetting[] = [
   {
     env: "WAP_STRIPE_SECRET_KEY",
@@ -60,9 +67,7 @@ export const integrationSettings: readonly IntegrationSetting[] = [
     value: "<key>",
     defaultText: "none: billing disabled (self-hosted)",
     help: "Stripe secret API key (sk_live_..., sk_test_... or a restricted rk_ key). With --stripe-webhook-secret and --stripe-price-id it turns billing on. Prefer the env var: flags show in `ps`.",
-    apply: (c, t) => {
-      c.stripeSecretKey = t;
-    },
+    apply: setsText("stripeSecretKey"),
   },
   {
     env: "WAP_STRIPE_WEBHOOK_SECRET",
@@ -70,9 +75,7 @@ export const integrationSettings: readonly IntegrationSetting[] = [
     value: "<secret>",
     defaultText: "none",
     help: "Signing secret (whsec_...) of the Stripe webhook endpoint <public URL>/v1/billing/webhook. Prefer the env var.",
-    apply: (c, t) => {
-      c.stripeWebhookSecret = t;
-    },
+    apply: setsText("stripeWebhookSecret"),
   },
   {
     env: "WAP_STRIPE_PRICE_ID",
@@ -80,9 +83,7 @@ export const integrationSettings: readonly IntegrationSetting[] = [
     value: "<id>",
     defaultText: "none",
     help: "The Stripe price (price_...) a checkout subscribes a workspace to.",
-    apply: (c, t) => {
-      c.stripePriceId = t;
-    },
+    apply: setsText("stripePriceId"),
   },
   {
     env: "WAP_LICENSE_FILE",
@@ -90,9 +91,7 @@ export const integrationSettings: readonly IntegrationSetting[] = [
     value: "<file>",
     defaultText: "none: the free self-hosted plan",
     help: "Offline licence file (docs/licence.md), read at start; needs --license-public-key-file. A bad licence is logged, never fatal.",
-    apply: (c, t) => {
-      c.licenseFile = t;
-    },
+    apply: setsText("licenseFile"),
   },
   {
     env: "WAP_LICENSE_PUBLIC_KEY_FILE",
@@ -100,9 +99,7 @@ export const integrationSettings: readonly IntegrationSetting[] = [
     value: "<file>",
     defaultText: "none",
     help: "PEM file with the Ed25519 public key(s) (SPKI) whose licence signatures are trusted; several keys may follow each other.",
-    apply: (c, t) => {
-      c.licensePublicKeyFile = t;
-    },
+    apply: setsText("licensePublicKeyFile"),
   },
 ];
 

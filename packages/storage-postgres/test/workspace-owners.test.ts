@@ -5,70 +5,27 @@
  * succeeding.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import {
-  type Caller,
-  createArgon2PasswordHasher,
-  createCallContext,
-  createMasterKeyStore,
-  createPlatform,
-  generateMasterKey,
-  isPlatformError,
-  type Platform,
-} from "@wap/core";
+import type { Caller } from "@wap/core";
 import { AuthService, WorkspaceService } from "@wap/core/api";
-import { createPostgresStorage } from "@wap/storage-postgres";
-import { startTestPostgres, type TestPostgres } from "@wap/storage-postgres/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { call, codeOf, twoInstancesOverOnePostgres } from "./support/two-instances.js";
 
-let pgServer: TestPostgres;
-let a: Platform;
-let b: Platform;
-beforeAll(async () => {
-  pgServer = await startTestPostgres();
-  const url = await pgServer.freshSchema();
-  const keyStore = createMasterKeyStore({ masterKey: generateMasterKey() });
-  const instance = async () =>
-    createPlatform({
-      storage: await createPostgresStorage({ connectionString: url }),
-      keyStore,
-      passwords: createArgon2PasswordHasher({ memoryCost: 1024, timeCost: 1 }),
-    });
-  a = await instance();
-  b = await instance();
-}, 120_000);
-afterAll(async () => {
-  await Promise.all([a?.close(), b?.close()]);
-  await pgServer?.stop();
-}, 60_000);
-
-type Unary = Platform["invoke"] extends (method: infer M, ...rest: never[]) => unknown ? M : never;
-/** protobuf-es messages are plain objects tagged with `$typeName`; only the fields given are set. */
-const call = (platform: Platform, caller: Caller, method: Unary, fields: Record<string, unknown>) =>
-  platform.invoke(method, createCallContext(caller), {
-    $typeName: method.input.typeName,
-    ...fields,
-  } as never);
-
-const codeOf = (promise: Promise<unknown>) =>
-  promise.then(
-    () => "ok",
-    (error: unknown) => (isPlatformError(error) ? error.code : `not a platform error: ${String(error)}`),
-  );
+const instances = twoInstancesOverOnePostgres();
 
 async function signUp(): Promise<Caller & { kind: "user" }> {
   const name = `own${randomBytes(4).toString("hex")}`;
   const email = `${name}@example.com`;
-  await call(a, { kind: "anonymous" }, AuthService.method.register, {
+  await call(instances.a, { kind: "anonymous" }, AuthService.method.register, {
     name: `${name} Test`,
     email,
     username: name,
     password: "correct horse battery",
   });
-  const tokens = (await call(a, { kind: "anonymous" }, AuthService.method.login, {
+  const tokens = (await call(instances.a, { kind: "anonymous" }, AuthService.method.login, {
     email,
     password: "correct horse battery",
   })) as unknown as { accessToken: string };
-  const { caller } = await a.authenticate({ bearer: tokens.accessToken });
+  const { caller } = await instances.a.authenticate({ bearer: tokens.accessToken });
   if (caller.kind !== "user") throw new Error("no user");
   return caller;
 }
@@ -76,13 +33,13 @@ async function signUp(): Promise<Caller & { kind: "user" }> {
 /** A workspace with `count` owners (the creator and count - 1 promoted members). */
 async function workspaceWithOwners(count: number) {
   const owners = [await signUp()];
-  const { workspace } = (await call(a, owners[0]!, WorkspaceService.method.createWorkspace, {
+  const { workspace } = (await call(instances.a, owners[0]!, WorkspaceService.method.createWorkspace, {
     name: `owners ${randomUUID().slice(0, 8)}`,
   })) as unknown as { workspace: { id: string } };
   for (let i = 1; i < count; i++) {
     const user = await signUp();
     const now = new Date();
-    await a.services.storage.members.insert({
+    await instances.a.services.storage.members.insert({
       workspaceId: workspace.id,
       userId: user.userId,
       role: "owner",
@@ -95,7 +52,9 @@ async function workspaceWithOwners(count: number) {
 }
 
 async function ownersOf(workspaceId: string) {
-  return (await a.services.storage.members.listByWorkspace(workspaceId)).filter((m) => m.role === "owner");
+  return (await instances.a.services.storage.members.listByWorkspace(workspaceId)).filter(
+    (m) => m.role === "owner",
+  );
 }
 
 describe("the last owner under concurrency (two instances, PostgreSQL)", () => {
@@ -105,14 +64,14 @@ describe("the last owner under concurrency (two instances, PostgreSQL)", () => {
       const [x, y] = owners as [Caller & { kind: "user" }, Caller & { kind: "user" }];
       const codes = await Promise.all([
         codeOf(
-          call(a, x, WorkspaceService.method.updateWorkspaceMember, {
+          call(instances.a, x, WorkspaceService.method.updateWorkspaceMember, {
             workspaceId,
             userId: y.userId,
             roleName: "viewer",
           }),
         ),
         codeOf(
-          call(b, y, WorkspaceService.method.updateWorkspaceMember, {
+          call(instances.b, y, WorkspaceService.method.updateWorkspaceMember, {
             workspaceId,
             userId: x.userId,
             roleName: "admin",
@@ -132,27 +91,36 @@ describe("the last owner under concurrency (two instances, PostgreSQL)", () => {
       const [o1, o2, o3, o4] = owners as Array<Caller & { kind: "user" }>;
       const codes = await Promise.all([
         codeOf(
-          call(a, o1!, WorkspaceService.method.removeWorkspaceMember, { workspaceId, userId: o2!.userId }),
+          call(instances.a, o1!, WorkspaceService.method.removeWorkspaceMember, {
+            workspaceId,
+            userId: o2!.userId,
+          }),
         ),
         codeOf(
-          call(b, o2!, WorkspaceService.method.updateWorkspaceMember, {
+          call(instances.b, o2!, WorkspaceService.method.updateWorkspaceMember, {
             workspaceId,
             userId: o3!.userId,
             roleName: "viewer",
           }),
         ),
         codeOf(
-          call(a, o3!, WorkspaceService.method.removeWorkspaceMember, { workspaceId, userId: o4!.userId }),
+          call(instances.a, o3!, WorkspaceService.method.removeWorkspaceMember, {
+            workspaceId,
+            userId: o4!.userId,
+          }),
         ),
         codeOf(
-          call(b, o4!, WorkspaceService.method.updateWorkspaceMember, {
+          call(instances.b, o4!, WorkspaceService.method.updateWorkspaceMember, {
             workspaceId,
             userId: o1!.userId,
             roleName: "editor",
           }),
         ),
         codeOf(
-          call(a, o1!, WorkspaceService.method.removeWorkspaceMember, { workspaceId, userId: o1!.userId }),
+          call(instances.a, o1!, WorkspaceService.method.removeWorkspaceMember, {
+            workspaceId,
+            userId: o1!.userId,
+          }),
         ),
       ]);
       for (const code of codes)

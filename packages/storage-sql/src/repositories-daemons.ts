@@ -13,8 +13,10 @@ import type {
   DaemonSyncRecord,
   EnrollTokenRecord,
 } from "@wap/core/storage";
-import { type Insertable, type Selectable, type SqlBool, sql } from "kysely";
+import { type Insertable, type Selectable, type SqlBool, sql, type Updateable } from "kysely";
 import { fromDate, fromDateOrNull, rowToDaemon, toDate, toDateOrNull, toJson } from "./lib/mapping.js";
+import { findInWorkspace } from "./lib/scoped.js";
+import { workspaceTokenQueries } from "./lib/workspace-token.js";
 import type { QueryRunner } from "./repositories.js";
 import type { DaemonEnrollTokensTable, DaemonSessionsTable } from "./schema-daemons.js";
 
@@ -69,6 +71,11 @@ function rowToSession(r: Selectable<DaemonSessionsTable>): DaemonSessionRecord {
 }
 
 const live: readonly DaemonSessionState[] = ["pending", "open"];
+
+/** What every way of ending a session writes. */
+function closedAs(at: Date, reason: string): Updateable<DaemonSessionsTable> {
+  return { state: "closed", closed_at: fromDate(at), close_reason: reason };
+}
 
 /** A LIKE pattern matching text that starts with `prefix`; `!` escapes wildcards. */
 function likePrefix(prefix: string): string {
@@ -226,65 +233,14 @@ export function daemonProtocolQueries(run: QueryRunner): DaemonProtocolQueries {
 /** The enrolment-token and session repositories. */
 export function createDaemonProtocolRepositories(run: QueryRunner): DaemonProtocolRepositories {
   return {
-    enrollTokens: {
-      async replace(token) {
-        const row = tokenToRow(token);
-        await run.write((db) =>
-          db
-            .insertInto("daemon_enroll_tokens")
-            .values(row)
-            .onConflict((oc) =>
-              oc.column("workspace_id").doUpdateSet({
-                token_hash: row.token_hash,
-                created_by: row.created_by,
-                created_at: row.created_at,
-                expires_at: row.expires_at,
-              }),
-            )
-            .execute(),
-        );
-      },
-      async find(workspaceId) {
-        const row = await run.read((db) =>
-          db
-            .selectFrom("daemon_enroll_tokens")
-            .selectAll()
-            .where("workspace_id", "=", workspaceId)
-            .executeTakeFirst(),
-        );
-        return row ? rowToToken(row) : null;
-      },
-      async findByTokenHash(tokenHash) {
-        const row = await run.read((db) =>
-          db
-            .selectFrom("daemon_enroll_tokens")
-            .selectAll()
-            .where("token_hash", "=", tokenHash)
-            .executeTakeFirst(),
-        );
-        return row ? rowToToken(row) : null;
-      },
-      async delete(workspaceId) {
-        const result = await run.write((db) =>
-          db.deleteFrom("daemon_enroll_tokens").where("workspace_id", "=", workspaceId).executeTakeFirst(),
-        );
-        return result.numDeletedRows > 0n;
-      },
-    },
+    enrollTokens: workspaceTokenQueries(run, "daemon_enroll_tokens", tokenToRow, rowToToken),
 
     daemonSessions: {
       async insert(session) {
         await run.write((db) => db.insertInto("daemon_sessions").values(sessionToRow(session)).execute());
       },
       async findById(workspaceId, id) {
-        const row = await run.read((db) =>
-          db
-            .selectFrom("daemon_sessions")
-            .selectAll()
-            .where("workspace_id", "=", workspaceId)
-            .where("id", "=", id)
-            .executeTakeFirst(),
-        );
+        const row = await run.read((db) => findInWorkspace(db, "daemon_sessions", workspaceId, id));
         return row ? rowToSession(row) : null;
       },
       async listByDaemon(workspaceId, daemonId, states) {
@@ -342,7 +298,7 @@ export function createDaemonProtocolRepositories(run: QueryRunner): DaemonProtoc
         const rows = await run.write((db) =>
           db
             .updateTable("daemon_sessions")
-            .set({ state: "closed", closed_at: fromDate(at), close_reason: reason })
+            .set(closedAs(at, reason))
             .where("state", "=", "open")
             .where("id", "in", (eb) =>
               eb
@@ -371,7 +327,7 @@ export function createDaemonProtocolRepositories(run: QueryRunner): DaemonProtoc
         const row = await run.write((db) =>
           db
             .updateTable("daemon_sessions")
-            .set({ state: "closed", closed_at: fromDate(at), close_reason: reason })
+            .set(closedAs(at, reason))
             .where("workspace_id", "=", workspaceId)
             .where("id", "=", id)
             .where("state", "in", [...live])
@@ -384,7 +340,7 @@ export function createDaemonProtocolRepositories(run: QueryRunner): DaemonProtoc
         const rows = await run.write((db) =>
           db
             .updateTable("daemon_sessions")
-            .set({ state: "closed", closed_at: fromDate(at), close_reason: reason })
+            .set(closedAs(at, reason))
             .where("state", "=", "pending")
             .where("id", "in", (eb) =>
               eb
@@ -404,7 +360,7 @@ export function createDaemonProtocolRepositories(run: QueryRunner): DaemonProtoc
         const rows = await run.write((db) =>
           db
             .updateTable("daemon_sessions")
-            .set({ state: "closed", closed_at: fromDate(at), close_reason: reason })
+            .set(closedAs(at, reason))
             .where("workspace_id", "=", workspaceId)
             .where("daemon_id", "=", daemonId)
             .where("state", "in", [...live])

@@ -24,7 +24,7 @@ import {
   toFlag,
   toNumber,
 } from "./lib/mapping.js";
-import { deleteInWorkspace } from "./lib/scoped.js";
+import { deleteInWorkspace, findInWorkspace } from "./lib/scoped.js";
 import type { QueryRunner } from "./repositories.js";
 import type { Database } from "./schema.js";
 import type { RecordingsTable } from "./schema-recordings.js";
@@ -83,14 +83,7 @@ export function createRecordingRepositories(run: QueryRunner): RecordingReposito
         await run.write((db) => db.insertInto("recordings").values(recordingToRow(recording)).execute());
       },
       async findById(workspaceId, id) {
-        const row = await run.read((db) =>
-          db
-            .selectFrom("recordings")
-            .selectAll()
-            .where("workspace_id", "=", workspaceId)
-            .where("id", "=", id)
-            .executeTakeFirst(),
-        );
+        const row = await run.read((db) => findInWorkspace(db, "recordings", workspaceId, id));
         return row ? rowToRecording(row) : null;
       },
       async list(workspaceId, filter) {

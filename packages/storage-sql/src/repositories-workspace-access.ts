@@ -49,7 +49,9 @@ import {
   settingsToRow,
   teamToRow,
 } from "./lib/mapping-workspace-access.js";
-import { deleteInWorkspace, updateInWorkspace } from "./lib/scoped.js";
+import { listPage } from "./lib/page.js";
+import { deleteInWorkspace, findInWorkspace, updateInWorkspace } from "./lib/scoped.js";
+import { workspaceTokenQueries } from "./lib/workspace-token.js";
 import type { QueryRunner } from "./repositories.js";
 import type { Database } from "./schema.js";
 import type { PrincipalSubjectsTable, PrincipalsTable, TeamsTable } from "./schema-workspace-access.js";
@@ -90,10 +92,10 @@ export function createWorkspaceAccessRepositories(
   run: QueryRunner,
   dialect: SqlDialectTraits,
 ): WorkspaceAccessRepositories {
-  const profiles = (db: Kysely<Database>) =>
-    db
-      .selectFrom("workspace_members as m")
-      .innerJoin("users as u", "u.id", "m.user_id")
+  const members = (db: Kysely<Database>) =>
+    db.selectFrom("workspace_members as m").innerJoin("users as u", "u.id", "m.user_id");
+  const withProfileColumns = (query: ReturnType<typeof members>) =>
+    query
       .selectAll("m")
       .select([
         "u.name as u_name",
@@ -102,6 +104,7 @@ export function createWorkspaceAccessRepositories(
         "u.email_verified as u_email_verified",
         "u.picture as u_picture",
       ]);
+  const profiles = (db: Kysely<Database>) => withProfileColumns(members(db));
 
   /**
    * The one place owners are taken away: every change that could remove the last owner takes the
@@ -248,25 +251,14 @@ export function createWorkspaceAccessRepositories(
       },
       async listProfiles(workspaceId, filter) {
         const where = memberWhere(workspaceId, filter);
-        return run.read(async (db) => {
-          const count = await db
-            .selectFrom("workspace_members as m")
-            .innerJoin("users as u", "u.id", "m.user_id")
-            .where(where)
-            .select((eb) => eb.fn.countAll().as("n"))
-            .executeTakeFirstOrThrow();
-          const rows = await profiles(db)
-            .where(where)
-            .orderBy("m.created_at")
-            .orderBy("m.user_id")
-            .limit(filter.limit)
-            .offset(filter.offset)
-            .execute();
-          return {
-            items: rows.map((r) => rowToMemberProfile(r as MemberProfileRow)),
-            total: toNumber(count.n),
-          };
-        });
+        const page = await run.read((db) =>
+          listPage(
+            members(db).where(where),
+            (q) => withProfileColumns(q).orderBy("m.created_at").orderBy("m.user_id"),
+            filter,
+          ),
+        );
+        return { items: page.rows.map((r) => rowToMemberProfile(r as MemberProfileRow)), total: page.total };
       },
       changeRole(workspaceId, userId, role, updatedAt) {
         return guardedOwnerChange(
@@ -329,52 +321,7 @@ export function createWorkspaceAccessRepositories(
       },
     },
 
-    workspaceInvites: {
-      async replace(invite) {
-        const row = inviteToRow(invite);
-        await run.write((db) =>
-          db
-            .insertInto("workspace_invites")
-            .values(row)
-            .onConflict((oc) =>
-              oc.column("workspace_id").doUpdateSet({
-                token_hash: row.token_hash,
-                role: row.role,
-                created_by: row.created_by,
-                created_at: row.created_at,
-                expires_at: row.expires_at,
-              }),
-            )
-            .execute(),
-        );
-      },
-      async find(workspaceId) {
-        const row = await run.read((db) =>
-          db
-            .selectFrom("workspace_invites")
-            .selectAll()
-            .where("workspace_id", "=", workspaceId)
-            .executeTakeFirst(),
-        );
-        return row ? rowToInvite(row) : null;
-      },
-      async findByTokenHash(tokenHash) {
-        const row = await run.read((db) =>
-          db
-            .selectFrom("workspace_invites")
-            .selectAll()
-            .where("token_hash", "=", tokenHash)
-            .executeTakeFirst(),
-        );
-        return row ? rowToInvite(row) : null;
-      },
-      async delete(workspaceId) {
-        const result = await run.write((db) =>
-          db.deleteFrom("workspace_invites").where("workspace_id", "=", workspaceId).executeTakeFirst(),
-        );
-        return result.numDeletedRows > 0n;
-      },
-    },
+    workspaceInvites: workspaceTokenQueries(run, "workspace_invites", inviteToRow, rowToInvite),
 
     workspaceDomains: {
       async insert(domain) {
@@ -382,12 +329,7 @@ export function createWorkspaceAccessRepositories(
       },
       async find(workspaceId, domain) {
         const row = await run.read((db) =>
-          db
-            .selectFrom("workspace_domains")
-            .selectAll()
-            .where("workspace_id", "=", workspaceId)
-            .where("domain", "=", domain)
-            .executeTakeFirst(),
+          findInWorkspace(db, "workspace_domains", workspaceId, domain, "domain"),
         );
         return row ? rowToDomain(row) : null;
       },
@@ -416,35 +358,19 @@ export function createWorkspaceAccessRepositories(
         await run.write((db) => db.insertInto("teams").values(teamToRow(team)).execute());
       },
       async findById(workspaceId, id) {
-        const row = await run.read((db) =>
-          db
-            .selectFrom("teams")
-            .selectAll()
-            .where("workspace_id", "=", workspaceId)
-            .where("id", "=", id)
-            .executeTakeFirst(),
-        );
+        const row = await run.read((db) => findInWorkspace(db, "teams", workspaceId, id));
         return row ? rowToTeam(row) : null;
       },
       async list(workspaceId, filter) {
         const where = teamWhere(workspaceId, filter);
-        return run.read(async (db) => {
-          const count = await db
-            .selectFrom("teams")
-            .where(where)
-            .select((eb) => eb.fn.countAll().as("n"))
-            .executeTakeFirstOrThrow();
-          const rows = await db
-            .selectFrom("teams")
-            .selectAll()
-            .where(where)
-            .orderBy("created_at")
-            .orderBy("id")
-            .limit(filter.limit)
-            .offset(filter.offset)
-            .execute();
-          return { items: rows.map(rowToTeam), total: toNumber(count.n) };
-        });
+        const page = await run.read((db) =>
+          listPage(
+            db.selectFrom("teams").where(where),
+            (q) => q.selectAll().orderBy("created_at").orderBy("id"),
+            filter,
+          ),
+        );
+        return { items: page.rows.map(rowToTeam), total: page.total };
       },
       async update(workspaceId, id, patch, updatedAt) {
         const set: Updateable<TeamsTable> = { updated_at: fromDate(updatedAt) };
@@ -536,14 +462,7 @@ export function createWorkspaceAccessRepositories(
         );
       },
       async findById(workspaceId, id) {
-        const row = await run.read((db) =>
-          db
-            .selectFrom("principals")
-            .selectAll()
-            .where("workspace_id", "=", workspaceId)
-            .where("id", "=", id)
-            .executeTakeFirst(),
-        );
+        const row = await run.read((db) => findInWorkspace(db, "principals", workspaceId, id));
         return row
           ? {
               id: row.id,
@@ -560,21 +479,13 @@ export function createWorkspaceAccessRepositories(
       async list(workspaceId, filter) {
         const where = principalWhere(workspaceId, filter);
         return run.read(async (db) => {
-          const count = await db
-            .selectFrom("principals")
-            .where(where)
-            .select((eb) => eb.fn.countAll().as("n"))
-            .executeTakeFirstOrThrow();
-          const rows = await db
-            .selectFrom("principals")
-            .selectAll()
-            .where(where)
-            .orderBy(binary("principals.target_id"))
-            .orderBy(binary("principals.username"))
-            .limit(filter.limit)
-            .offset(filter.offset)
-            .execute();
-          return { items: await withGrants(db, workspaceId, rows), total: toNumber(count.n) };
+          const page = await listPage(
+            db.selectFrom("principals").where(where),
+            (q) =>
+              q.selectAll().orderBy(binary("principals.target_id")).orderBy(binary("principals.username")),
+            filter,
+          );
+          return { items: await withGrants(db, workspaceId, page.rows), total: page.total };
         });
       },
       async listByTargets(workspaceId, targetIds) {

@@ -61,7 +61,8 @@ import {
   userToRow,
   workspaceToRow,
 } from "./lib/mapping.js";
-import { deleteInWorkspace, updateInWorkspace } from "./lib/scoped.js";
+import { listPage } from "./lib/page.js";
+import { deleteInWorkspace, findInWorkspace, updateInWorkspace } from "./lib/scoped.js";
 import {
   createAccountRepositories,
   memberAccountQueries,
@@ -350,35 +351,19 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
         await run.write((db) => db.insertInto("targets").values(targetToRow(target)).execute());
       },
       async findById(workspaceId, id) {
-        const row = await run.read((db) =>
-          db
-            .selectFrom("targets")
-            .selectAll()
-            .where("workspace_id", "=", workspaceId)
-            .where("id", "=", id)
-            .executeTakeFirst(),
-        );
+        const row = await run.read((db) => findInWorkspace(db, "targets", workspaceId, id));
         return row ? rowToTarget(row) : null;
       },
       async list(workspaceId, filter) {
         const where = targetWhere(dialect, workspaceId, filter);
-        return run.read(async (db) => {
-          const count = await db
-            .selectFrom("targets")
-            .where(where)
-            .select((eb) => eb.fn.countAll().as("n"))
-            .executeTakeFirstOrThrow();
-          const rows = await db
-            .selectFrom("targets")
-            .selectAll()
-            .where(where)
-            .orderBy("created_at")
-            .orderBy("id")
-            .limit(filter.limit)
-            .offset(filter.offset)
-            .execute();
-          return { items: rows.map(rowToTarget), total: toNumber(count.n) };
-        });
+        const page = await run.read((db) =>
+          listPage(
+            db.selectFrom("targets").where(where),
+            (q) => q.selectAll().orderBy("created_at").orderBy("id"),
+            filter,
+          ),
+        );
+        return { items: page.rows.map(rowToTarget), total: page.total };
       },
       async update(workspaceId, id, patch, updatedAt) {
         const row = await run.write((db) =>
@@ -422,23 +407,14 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
       },
       async list(workspaceId, filter) {
         const where = issuedWhere(workspaceId, filter);
-        return run.read(async (db) => {
-          const count = await db
-            .selectFrom("issued_certificates")
-            .where(where)
-            .select((eb) => eb.fn.countAll().as("n"))
-            .executeTakeFirstOrThrow();
-          const rows = await db
-            .selectFrom("issued_certificates")
-            .selectAll()
-            .where(where)
-            .orderBy("created_at", "desc")
-            .orderBy("id", "desc")
-            .limit(filter.limit)
-            .offset(filter.offset)
-            .execute();
-          return { items: rows.map(rowToIssuedCertificate), total: toNumber(count.n) };
-        });
+        const page = await run.read((db) =>
+          listPage(
+            db.selectFrom("issued_certificates").where(where),
+            (q) => q.selectAll().orderBy("created_at", "desc").orderBy("id", "desc"),
+            filter,
+          ),
+        );
+        return { items: page.rows.map(rowToIssuedCertificate), total: page.total };
       },
       async latestExpiry(workspaceId, caId, caKeyVersion) {
         const row = await run.read((db) =>
@@ -461,14 +437,7 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
         );
       },
       async findById(workspaceId, id) {
-        const row = await run.read((db) =>
-          db
-            .selectFrom("service_accounts")
-            .selectAll()
-            .where("workspace_id", "=", workspaceId)
-            .where("id", "=", id)
-            .executeTakeFirst(),
-        );
+        const row = await run.read((db) => findInWorkspace(db, "service_accounts", workspaceId, id));
         return row ? rowToServiceAccount(row) : null;
       },
       async findByIdForAuthentication(id) {
@@ -479,23 +448,14 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
       },
       async list(workspaceId, filter) {
         const where = serviceAccountWhere(dialect, workspaceId, filter);
-        return run.read(async (db) => {
-          const count = await db
-            .selectFrom("service_accounts")
-            .where(where)
-            .select((eb) => eb.fn.countAll().as("n"))
-            .executeTakeFirstOrThrow();
-          const rows = await db
-            .selectFrom("service_accounts")
-            .selectAll()
-            .where(where)
-            .orderBy("created_at")
-            .orderBy("id")
-            .limit(filter.limit)
-            .offset(filter.offset)
-            .execute();
-          return { items: rows.map(rowToServiceAccount), total: toNumber(count.n) };
-        });
+        const page = await run.read((db) =>
+          listPage(
+            db.selectFrom("service_accounts").where(where),
+            (q) => q.selectAll().orderBy("created_at").orderBy("id"),
+            filter,
+          ),
+        );
+        return { items: page.rows.map(rowToServiceAccount), total: page.total };
       },
       async update(workspaceId, id, patch, updatedAt) {
         const set = serviceAccountPatch(patch, updatedAt);
@@ -522,35 +482,19 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
         await run.write((db) => db.insertInto("daemons").values(daemonToRow(daemon)).execute());
       },
       async findById(workspaceId, id) {
-        const row = await run.read((db) =>
-          db
-            .selectFrom("daemons")
-            .selectAll()
-            .where("workspace_id", "=", workspaceId)
-            .where("id", "=", id)
-            .executeTakeFirst(),
-        );
+        const row = await run.read((db) => findInWorkspace(db, "daemons", workspaceId, id));
         return row ? rowToDaemon(row) : null;
       },
       async list(workspaceId, filter) {
         const where = daemonWhere(workspaceId, filter);
-        return run.read(async (db) => {
-          const count = await db
-            .selectFrom("daemons")
-            .where(where)
-            .select((eb) => eb.fn.countAll().as("n"))
-            .executeTakeFirstOrThrow();
-          const rows = await db
-            .selectFrom("daemons")
-            .selectAll()
-            .where(where)
-            .orderBy("created_at")
-            .orderBy("id")
-            .limit(filter.limit)
-            .offset(filter.offset)
-            .execute();
-          return { items: rows.map(rowToDaemon), total: toNumber(count.n) };
-        });
+        const page = await run.read((db) =>
+          listPage(
+            db.selectFrom("daemons").where(where),
+            (q) => q.selectAll().orderBy("created_at").orderBy("id"),
+            filter,
+          ),
+        );
+        return { items: page.rows.map(rowToDaemon), total: page.total };
       },
       async update(workspaceId, id, patch, updatedAt) {
         const set = daemonPatch(patch, updatedAt);
@@ -568,23 +512,14 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
       },
       async list(workspaceId, filter) {
         const where = auditFilter(workspaceId, filter, dialect.name);
-        return run.read(async (db) => {
-          const count = await db
-            .selectFrom("audit_events")
-            .where(where)
-            .select((eb) => eb.fn.countAll().as("n"))
-            .executeTakeFirstOrThrow();
-          const rows = await db
-            .selectFrom("audit_events")
-            .selectAll()
-            .where(where)
-            .orderBy("occurred_at", "desc")
-            .orderBy("seq", "desc")
-            .limit(filter.limit)
-            .offset(filter.offset)
-            .execute();
-          return { items: rows.map(rowToAuditEvent), total: toNumber(count.n) };
-        });
+        const page = await run.read((db) =>
+          listPage(
+            db.selectFrom("audit_events").where(where),
+            (q) => q.selectAll().orderBy("occurred_at", "desc").orderBy("seq", "desc"),
+            filter,
+          ),
+        );
+        return { items: page.rows.map(rowToAuditEvent), total: page.total };
       },
     },
 

@@ -1,6 +1,6 @@
 /**
- * The statement most repositories share: remove one row of a workspace-scoped table, addressed
- * by the workspace and its key. The workspace condition is what keeps tenants apart, so it is
+ * The statements most repositories share: read, update or remove one row of a workspace-scoped
+ * table, addressed by the workspace and its key. The workspace condition is what keeps tenants apart, so it is
  * written once, here.
  *
  * @module
@@ -16,6 +16,24 @@ export type WorkspaceTable = {
 // The table name is a parameter, which Kysely's per-table typing cannot follow; the columns used
 // here exist on every table `WorkspaceTable` admits.
 type ScopedRow = { workspace_id: string; id: string; domain: string };
+
+/** Reads the row whose `key` column is `value` in the workspace. */
+export async function findInWorkspace<T extends WorkspaceTable>(
+  db: Kysely<Database>,
+  table: T,
+  workspaceId: string,
+  value: string,
+  key: "id" | "domain" = "id",
+): Promise<Selectable<Database[T]> | undefined> {
+  const loose = db as unknown as Kysely<Record<string, ScopedRow>>;
+  const row = await loose
+    .selectFrom(table as string)
+    .selectAll()
+    .where("workspace_id", "=", workspaceId)
+    .where(key, "=", value)
+    .executeTakeFirst();
+  return row as Selectable<Database[T]> | undefined;
+}
 
 /** Deletes the row whose `key` column is `value` in the workspace; true when a row went. */
 export async function deleteInWorkspace(
