@@ -7,7 +7,7 @@ import { createHash } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { createCallContext } from "../src/context.js";
-import { type CaKeySpec, describeKeySpec } from "../src/crypto/key-types.js";
+import { describeKeySpec } from "../src/crypto/key-types.js";
 import {
   AuthorityType,
   CertificateKeyType,
@@ -26,23 +26,11 @@ import {
   sshKeygenList,
   subjectKey,
 } from "./support/certificates.js";
+import { sshCaKeySpecs, sshSubjectKeySpecs } from "./support/key-specs.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 
-const caSpecs: readonly CaKeySpec[] = [
-  { type: "ed25519" },
-  { type: "ecdsa", curve: "P-256" },
-  { type: "ecdsa", curve: "P-384" },
-  { type: "ecdsa", curve: "P-521" },
-  { type: "rsa", bits: 2048 },
-  { type: "rsa", bits: 4096 },
-];
-const keySpecs: readonly CaKeySpec[] = [
-  { type: "ed25519" },
-  { type: "ecdsa", curve: "P-256" },
-  { type: "ecdsa", curve: "P-384" },
-  { type: "ecdsa", curve: "P-521" },
-  { type: "rsa", bits: 2048 },
-];
+const caSpecs = sshCaKeySpecs;
+const keySpecs = sshSubjectKeySpecs;
 
 let files: Awaited<ReturnType<typeof scratch>>;
 beforeAll(async () => {

@@ -18,23 +18,11 @@ import {
 } from "../src/crypto/ssh/certificate.js";
 import { type ParsedSshPublicKey, parseSshPublicKey } from "../src/crypto/ssh/parse-public-key.js";
 import { opensshPrivateKey, sshPublicKeyLine } from "../src/crypto/ssh/public-key.js";
+import { sshCaKeySpecs, sshSubjectKeySpecs } from "./support/key-specs.js";
 import { type RunningSshd, startSshd } from "./support/sshd.js";
 
-const caSpecs: readonly CaKeySpec[] = [
-  { type: "ed25519" },
-  { type: "ecdsa", curve: "P-256" },
-  { type: "ecdsa", curve: "P-384" },
-  { type: "ecdsa", curve: "P-521" },
-  { type: "rsa", bits: 2048 },
-  { type: "rsa", bits: 4096 },
-];
-const userKeySpecs: readonly CaKeySpec[] = [
-  { type: "ed25519" },
-  { type: "ecdsa", curve: "P-256" },
-  { type: "ecdsa", curve: "P-384" },
-  { type: "ecdsa", curve: "P-521" },
-  { type: "rsa", bits: 2048 },
-];
+const caSpecs = sshCaKeySpecs;
+const userKeySpecs = sshSubjectKeySpecs;
 
 interface UserKey {
   readonly parsed: ParsedSshPublicKey;

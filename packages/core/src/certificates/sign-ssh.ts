@@ -22,7 +22,6 @@ import {
   parseSshPublicKey,
   SshKeyParseError,
 } from "../crypto/ssh/parse-public-key.js";
-import { InvalidArgumentError } from "../errors.js";
 import {
   CertificateService,
   SignSSHCertificateRequest_CertificateType as CertificateType,
@@ -31,6 +30,7 @@ import {
 import { defineOperation } from "../operations/operation.js";
 import type { IssuedCertificateRecord } from "../storage/records.js";
 import { certificateTtlBounds } from "../validation/bounds.js";
+import { parseField } from "../validation/parse.js";
 import { durationSeconds, enumValue, text, uuid } from "../validation/rules.js";
 import { applySignOptions } from "./issuance/pipeline.js";
 import {
@@ -57,16 +57,7 @@ function certificateType(value: number | undefined, caller: CallerKind): SshCert
 
 /** A public key the parser refuses, as `invalid_argument` with its reason. */
 export function parsePublicKeyField(line: string): ParsedSshPublicKey {
-  try {
-    return parseSshPublicKey(line);
-  } catch (error) {
-    if (!(error instanceof SshKeyParseError)) throw error;
-    throw new InvalidArgumentError(`invalid request: publicKey: ${error.reason}`, {
-      reason: "INVALID_PUBLIC_KEY",
-      violations: [{ field: "publicKey", description: error.reason }],
-      cause: error,
-    });
-  }
+  return parseField("publicKey", "INVALID_PUBLIC_KEY", SshKeyParseError, () => parseSshPublicKey(line));
 }
 
 export const signSshCertificate = defineOperation({

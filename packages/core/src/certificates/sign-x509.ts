@@ -18,7 +18,6 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import * as z from "zod";
 import { actorOf, throwIfCancelled } from "../context.js";
 import { CsrParseError, type ParsedCsr, parseCsr, type X509Usage } from "../crypto/x509/leaf-certificate.js";
-import { InvalidArgumentError } from "../errors.js";
 import {
   CertificateService,
   SignX509CertificateRequest_X509UsageSchema,
@@ -26,6 +25,7 @@ import {
 } from "../gen/platform/v1/certificates_pb.js";
 import { defineOperation } from "../operations/operation.js";
 import { certificateTtlBounds } from "../validation/bounds.js";
+import { parseField } from "../validation/parse.js";
 import { durationSeconds, enumValue, text, uuid } from "../validation/rules.js";
 import { applySignOptions } from "./issuance/pipeline.js";
 import { isSerialCollision, keyIdOf, recordIssuance, SERIAL_ATTEMPTS } from "./issuance/record.js";
@@ -48,16 +48,7 @@ const usages: Readonly<Record<number, X509Usage>> = {
 
 /** A CSR the parser refuses, as `invalid_argument` with its reason. */
 export function parseCsrField(pem: string): ParsedCsr {
-  try {
-    return parseCsr(pem);
-  } catch (error) {
-    if (!(error instanceof CsrParseError)) throw error;
-    throw new InvalidArgumentError(`invalid request: csr: ${error.reason}`, {
-      reason: "INVALID_CSR",
-      violations: [{ field: "csr", description: error.reason }],
-      cause: error,
-    });
-  }
+  return parseField("csr", "INVALID_CSR", CsrParseError, () => parseCsr(pem));
 }
 
 export const signX509Certificate = defineOperation({

@@ -25,3 +25,23 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   if (issue.code === "unrecognized_keys") return `unknown field(s): ${issue.keys.join(", ")}`;
   return issue.message;
 }
+
+/** An error of a parser that refuses its input for a reason a developer can act on. */
+type ParserRefusal = abstract new (...args: never[]) => Error & { readonly reason: string };
+
+/**
+ * Runs the parser of one request field; its refusal (an error of class `refusal`) becomes an
+ * InvalidArgumentError naming the field, with the parser's reason. Other errors pass through.
+ */
+export function parseField<T>(field: string, reason: string, refusal: ParserRefusal, parse: () => T): T {
+  try {
+    return parse();
+  } catch (error) {
+    if (!(error instanceof refusal)) throw error;
+    throw new InvalidArgumentError(`invalid request: ${field}: ${error.reason}`, {
+      reason,
+      violations: [{ field, description: error.reason }],
+      cause: error,
+    });
+  }
+}

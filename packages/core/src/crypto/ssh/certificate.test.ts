@@ -5,11 +5,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sshCaKeySpecs, sshSubjectKeySpecs } from "../../../test/support/key-specs.js";
 import { decodeBase64Lenient } from "../../lib/base64.js";
 import { fromUtf8 } from "../../lib/bytes.js";
 import { SshReader } from "../../lib/ssh-wire.js";
 import { type GeneratedKey, generateKeyPair } from "../generate-key.js";
-import { type CaKeySpec, describeKeySpec } from "../key-types.js";
+import { describeKeySpec } from "../key-types.js";
 import {
   createSshCertificateSigner,
   type SshCertificateParams,
@@ -22,21 +23,8 @@ import { sshFingerprintSha256, sshPublicKeyLine } from "./public-key.js";
 
 const run = promisify(execFile);
 
-const caSpecs: readonly CaKeySpec[] = [
-  { type: "ed25519" },
-  { type: "ecdsa", curve: "P-256" },
-  { type: "ecdsa", curve: "P-384" },
-  { type: "ecdsa", curve: "P-521" },
-  { type: "rsa", bits: 2048 },
-  { type: "rsa", bits: 4096 },
-];
-const userKeySpecs: readonly CaKeySpec[] = [
-  { type: "ed25519" },
-  { type: "ecdsa", curve: "P-256" },
-  { type: "ecdsa", curve: "P-384" },
-  { type: "ecdsa", curve: "P-521" },
-  { type: "rsa", bits: 2048 },
-];
+const caSpecs = sshCaKeySpecs;
+const userKeySpecs = sshSubjectKeySpecs;
 
 let dir: string;
 const caKeys = new Map<string, GeneratedKey>();
