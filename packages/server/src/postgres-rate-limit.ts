@@ -4,8 +4,8 @@
  * spent across all instances rather than once per instance.
  *
  * The counters live in the library's own table, created by the library once at start-up (it
- * knows its schema and tolerates instances creating it at the same moment). It is not part of
- * our migrations: nothing else reads it, and losing it only resets the windows.
+ * knows its schema). It is not part of our migrations: nothing else reads it, and losing it only
+ * resets the windows.
  *
  * @module
  */
@@ -43,8 +43,28 @@ export async function createPostgresRateLimiters(
   };
 }
 
+/**
+ * Creates the counters' table. Instances starting at the same moment race in PostgreSQL's own
+ * `CREATE TABLE IF NOT EXISTS` (the loser sees "type … already exists"): by then the table is
+ * there, so one more try finds it.
+ */
+async function createCounterTable(pool: PostgresConnectionPool): Promise<void> {
+  try {
+    await createCounterTableOnce(pool);
+  } catch (error) {
+    if (!isDuplicateObject(error)) throw error;
+    await createCounterTableOnce(pool);
+  }
+}
+
+/** unique_violation (on pg_type), duplicate_table, duplicate_object. */
+function isDuplicateObject(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === "23505" || code === "42P07" || code === "42710";
+}
+
 /** The library creates its table when a limiter is built without `tableCreated`, and calls back. */
-function createCounterTable(pool: PostgresConnectionPool): Promise<void> {
+function createCounterTableOnce(pool: PostgresConnectionPool): Promise<void> {
   return new Promise((resolve, reject) => {
     new RateLimiterPostgres(
       {

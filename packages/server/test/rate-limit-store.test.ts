@@ -57,6 +57,26 @@ describe("PostgreSQL rate limits", () => {
   };
   const settings = { authenticatedPoints: 3, anonymousPoints: 2, windowSeconds: 60 };
 
+  it("instances starting at the same moment all create their limiters, whoever creates the table", async () => {
+    // PostgreSQL's CREATE TABLE IF NOT EXISTS is not safe against itself: the losers of the race
+    // see "type … already exists". Several rounds on fresh schemas make the race likely.
+    for (let round = 0; round < 5; round++) {
+      const schema = await pg.freshSchema();
+      const racers = Array.from({ length: 6 }, () =>
+        createPostgresPool({ connectionString: schema, maxConnections: 1 }),
+      );
+      try {
+        const limiters = await Promise.all(
+          racers.map((racer) => createPostgresRateLimiters(racer, settings)),
+        );
+        expect(limiters).toHaveLength(6);
+        expect((await limiters[0]!.authenticated.consume("user:round")).allowed).toBe(true);
+      } finally {
+        await Promise.all(racers.map((racer) => racer.end()));
+      }
+    }
+  });
+
   it("counts one budget across instances (one pool each), in its own table", async () => {
     // Started together, as instances behind a load balancer are: the table is created once.
     const [first, second] = await Promise.all([
