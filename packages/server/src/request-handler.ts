@@ -21,6 +21,7 @@ import { admitRequest, edgeOf, type ProcedureResolver } from "./edge.js";
 import type { NodeHandler } from "./listener.js";
 import type { Logger } from "./logger.js";
 import { createRestRoutes, type RestRoutes } from "./rest/index.js";
+import { createUnaryConnectPath } from "./unary-connect.js";
 import { answerUndecodableAsInvalidArgument, undecodableRequests } from "./undecodable-requests.js";
 
 /** Builds the handler the listener serves. */
@@ -39,6 +40,8 @@ export function createRequestHandler(settings: AppSettings): NodeHandler {
     () => shutdown.abort(new ConnectError("the server is shutting down; retry", Code.Unavailable)),
     { once: true },
   );
+  // The contract rejects unknown fields (spec §1.5); connect-node ignores them unless told.
+  const jsonOptions = { ignoreUnknownFields: false };
   const connect = connectNodeAdapter({
     routes: (router) => {
       registerConnectRoutes(router, settings.edge);
@@ -48,12 +51,17 @@ export function createRequestHandler(settings: AppSettings): NodeHandler {
     fallback: (req, res) => void fallback(req, res as Parameters<typeof fallback>[1]),
     contextValues: connectContextValues,
     readMaxBytes: settings.bodyLimitBytes,
-    // The contract rejects unknown fields (spec §1.5); connect-node ignores them unless told.
-    jsonOptions: { ignoreUnknownFields: false },
+    jsonOptions,
     shutdownSignal: shutdown.signal,
     // Deadlines beyond a timer's range (24.8 days) would fire at once; they are refused instead.
     // The agent's 8 h session streams (28 800 000 ms) are well inside.
     maxTimeoutMs: 2 ** 31 - 1,
+  });
+  const serveUnary = createUnaryConnectPath({
+    edge: settings.edge,
+    readMaxBytes: settings.bodyLimitBytes,
+    jsonOptions,
+    shutdown: shutdown.signal,
   });
   const { logger } = settings.edge;
   // Decided once: with request lines off (below info), no request pays for gathering them.
@@ -72,6 +80,8 @@ export function createRequestHandler(settings: AppSettings): NodeHandler {
       if (procedurePath.test(path)) edge.rpc = path;
       // Daemon control streams as the agent opens them take a leaner path (control-connect.ts).
       if (path === controlStreamPath && serveControlStream(req, res, edge, settings.edge)) return;
+      // Unary calls as Connect clients usually send them, too (unary-connect.ts).
+      if (serveUnary(req, res, edge, path)) return;
     } catch (error) {
       // admitRequest never throws by contract; answer 500 rather than hang if it ever does.
       logger.error("request edge failed", { error: String(error) });

@@ -26,7 +26,8 @@ const decoded = createContextKey(false, { description: "wap request message deco
 
 const hint = "the request message could not be decoded for its content type";
 
-function undecodable(detail: string | undefined): ConnectError {
+/** A message the protocol layer could not decode, as the caller's mistake. */
+export function undecodable(detail: string | undefined): ConnectError {
   const text = detail === undefined || detail === "" || detail === "internal error" ? "" : `: ${detail}`;
   return new ConnectError(`${hint}${text}`, Code.InvalidArgument);
 }

@@ -1,0 +1,317 @@
+/**
+ * Unary Connect calls take one of two paths through the server: the lean one (unary-connect.ts)
+ * for the usual shape, connect-node's pipeline for everything else. A `Connect-Timeout-Ms` header
+ * sends a call to connect-node without changing what it means, so each call here is sent both
+ * ways and the answers compared: status, headers and body, for answers and refusals alike.
+ */
+import http2 from "node:http2";
+import { gunzipSync } from "node:zlib";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { GetWorkspaceRequestSchema } from "@wap/core/api";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { leanUnaryFormat } from "../src/unary-connect.js";
+import { signUpWithWorkspace } from "./support/http.js";
+import { startTestServer, type TestServer } from "./support/server.js";
+
+interface Answer {
+  readonly status: number;
+  readonly headers: Record<string, string | string[]>;
+  readonly body: Buffer;
+}
+
+interface Call {
+  readonly path: string;
+  readonly headers?: Record<string, string>;
+  readonly body: string | Uint8Array;
+}
+
+/** A deadline far beyond any call here: it changes the path the call takes, not its meaning. */
+const generalPath = { "connect-timeout-ms": "600000" };
+
+/** Headers whose values differ from one call to the next whatever the path. */
+const perCall = new Set([
+  "date",
+  "x-request-id",
+  "x-ratelimit-remaining",
+  "x-ratelimit-reset",
+  "retry-after",
+]);
+
+describe("lean and general unary paths answer alike", () => {
+  let server: TestServer;
+  let session: http2.ClientHttp2Session;
+  let owner: Awaited<ReturnType<typeof signUpWithWorkspace>>;
+  let json: Record<string, string>;
+
+  beforeAll(async () => {
+    server = await startTestServer({ bodyLimitBytes: 64 * 1024 });
+    owner = await signUpWithWorkspace(server.url, "lean");
+    session = http2.connect(server.url);
+    json = {
+      "content-type": "application/json",
+      "connect-protocol-version": "1",
+      authorization: `Bearer ${owner.accessToken}`,
+    };
+  });
+  afterAll(async () => {
+    session?.close();
+    await server?.close();
+  });
+
+  function send(call: Call, extra: Record<string, string> = {}): Promise<Answer> {
+    return new Promise((resolve, reject) => {
+      const stream = session.request({
+        ":method": "POST",
+        ":path": call.path,
+        ...call.headers,
+        ...extra,
+      });
+      const chunks: Buffer[] = [];
+      let status = 0;
+      let headers: Record<string, string | string[]> = {};
+      stream.on("response", (h) => {
+        status = Number(h[":status"]);
+        headers = Object.fromEntries(
+          Object.entries(h).filter(([name]) => !name.startsWith(":")) as [string, string | string[]][],
+        );
+      });
+      stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+      stream.on("end", () => resolve({ status, headers, body: Buffer.concat(chunks) }));
+      stream.on("error", reject);
+      stream.end(call.body);
+    });
+  }
+
+  /** Sends `call` both ways; returns the lean answer once both agree. */
+  async function bothWays(call: Call): Promise<Answer> {
+    const lean = await send(call);
+    const general = await send(call, generalPath);
+    expect(lean.status).toBe(general.status);
+    expect(comparable(lean.headers)).toEqual(comparable(general.headers));
+    expect(decoded(lean).toString("latin1")).toBe(decoded(general).toString("latin1"));
+    return lean;
+  }
+
+  const getWorkspace = "/platform.v1.WorkspaceService/GetWorkspace";
+
+  it("answers a JSON call", async () => {
+    const answer = await bothWays({
+      path: getWorkspace,
+      headers: json,
+      body: JSON.stringify({ workspaceId: owner.workspaceId }),
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.headers["content-type"]).toBe("application/json");
+    expect(JSON.parse(answer.body.toString()).workspace.id).toBe(owner.workspaceId);
+  });
+
+  it("answers a binary call, and JSON declared with its charset", async () => {
+    const binary = await bothWays({
+      path: getWorkspace,
+      headers: { ...json, "content-type": "application/proto" },
+      body: toBinary(
+        GetWorkspaceRequestSchema,
+        create(GetWorkspaceRequestSchema, { workspaceId: owner.workspaceId }),
+      ),
+    });
+    expect(binary.status).toBe(200);
+    expect(binary.headers["content-type"]).toBe("application/proto");
+    const charset = await bothWays({
+      path: getWorkspace,
+      headers: { ...json, "content-type": "application/json; charset=utf-8" },
+      body: JSON.stringify({ workspaceId: owner.workspaceId }),
+    });
+    expect(charset.status).toBe(200);
+  });
+
+  it("compresses a large answer for a client that accepts gzip", async () => {
+    for (let i = 0; i < 12; i++) {
+      const created = await send({
+        path: "/platform.v1.WorkspaceService/CreateWorkspace",
+        headers: json,
+        body: JSON.stringify({ name: `lean workspace ${i} with a long enough name to fill the answer` }),
+      });
+      expect(created.status).toBe(200);
+    }
+    const answer = await bothWays({
+      path: "/platform.v1.WorkspaceService/ListWorkspaces",
+      headers: { ...json, "accept-encoding": "gzip" },
+      body: "{}",
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.headers["content-encoding"]).toBe("gzip");
+    expect(JSON.parse(decoded(answer).toString()).workspaces.length).toBeGreaterThanOrEqual(13);
+  });
+
+  it("refuses invalid arguments with the same details", async () => {
+    const answer = await bothWays({
+      path: getWorkspace,
+      headers: json,
+      body: JSON.stringify({ workspaceId: "nope" }),
+    });
+    expect(answer.status).toBe(400);
+    const error = JSON.parse(answer.body.toString());
+    expect(error.code).toBe("invalid_argument");
+    expect(error.message).toMatch(/workspaceId/);
+    expect(error.details.length).toBeGreaterThan(0);
+  });
+
+  it("refuses what cannot be decoded as invalid_argument, JSON or binary", async () => {
+    for (const call of [
+      { path: getWorkspace, headers: json, body: "{not json" },
+      {
+        path: getWorkspace,
+        headers: json,
+        body: JSON.stringify({ workspaceId: owner.workspaceId, extra: 1 }),
+      },
+      { path: getWorkspace, headers: json, body: JSON.stringify({ workspaceId: 12 }) },
+      {
+        path: getWorkspace,
+        headers: { ...json, "content-type": "application/proto" },
+        body: new Uint8Array([0x0a, 0x7f]),
+      },
+      {
+        path: getWorkspace,
+        headers: { ...json, "content-type": "application/proto" },
+        body: new Uint8Array([0xff, 0xff, 0xff]),
+      },
+    ]) {
+      const answer = await bothWays(call);
+      expect(answer.status).toBe(400);
+      expect(JSON.parse(answer.body.toString()).code).toBe("invalid_argument");
+    }
+  });
+
+  it("refuses a body over the limit with resource_exhausted, declared or not", async () => {
+    const body = JSON.stringify({ workspaceId: "x".repeat(70 * 1024) });
+    const declared = await bothWays({
+      path: getWorkspace,
+      headers: { ...json, "content-length": String(body.length) },
+      body,
+    });
+    expect(declared.status).toBe(429);
+    expect(JSON.parse(declared.body.toString())).toMatchObject({
+      code: "resource_exhausted",
+      message: `message size ${body.length} is larger than configured readMaxBytes ${64 * 1024}`,
+    });
+    const streamed = await bothWays({ path: getWorkspace, headers: json, body });
+    expect(streamed.status).toBe(429);
+    expect(JSON.parse(streamed.body.toString()).message).toBe(
+      `message size is larger than configured readMaxBytes ${64 * 1024}`,
+    );
+  });
+
+  it("refuses missing and bad credentials, and other workspaces, alike", async () => {
+    const { authorization: _, ...anonymous } = json;
+    const cases: [Call, number, string][] = [
+      [
+        { path: getWorkspace, headers: anonymous, body: JSON.stringify({ workspaceId: owner.workspaceId }) },
+        401,
+        "unauthenticated",
+      ],
+      [
+        {
+          path: getWorkspace,
+          headers: { ...json, authorization: "Bearer v4.public.forged" },
+          body: JSON.stringify({ workspaceId: owner.workspaceId }),
+        },
+        401,
+        "unauthenticated",
+      ],
+      [
+        {
+          path: getWorkspace,
+          headers: json,
+          body: JSON.stringify({ workspaceId: "0b5b2c4e-6a1f-4c1e-9d7e-3f3b8f1a2c4d" }),
+        },
+        404,
+        "not_found",
+      ],
+      [
+        {
+          path: getWorkspace,
+          headers: { ...json, "connect-protocol-version": "2" },
+          body: JSON.stringify({ workspaceId: owner.workspaceId }),
+        },
+        400,
+        "invalid_argument",
+      ],
+    ];
+    for (const [call, status, code] of cases) {
+      const answer = await bothWays(call);
+      expect(answer.status).toBe(status);
+      expect(JSON.parse(answer.body.toString()).code).toBe(code);
+    }
+  });
+
+  it("lets a client leave halfway through its request, and serves the next", async () => {
+    for (const extra of [{}, generalPath]) {
+      const stream = session.request({ ":method": "POST", ":path": getWorkspace, ...json, ...extra });
+      stream.write('{"workspaceId":');
+      const closed = new Promise((resolve) => stream.once("close", resolve));
+      stream.close(http2.constants.NGHTTP2_CANCEL);
+      await closed;
+      expect(stream.rstCode).toBe(http2.constants.NGHTTP2_CANCEL);
+    }
+    const next = await bothWays({
+      path: getWorkspace,
+      headers: json,
+      body: JSON.stringify({ workspaceId: owner.workspaceId }),
+    });
+    expect(next.status).toBe(200);
+  });
+
+  it("sets the session cookie on Login", async () => {
+    const login = (extra: Record<string, string> = {}) =>
+      send(
+        {
+          path: "/platform.v1.AuthService/Login",
+          headers: { "content-type": "application/json", "connect-protocol-version": "1" },
+          body: JSON.stringify({ email: owner.email, password: owner.password }),
+        },
+        extra,
+      );
+    const lean = await login();
+    const general = await login(generalPath);
+    expect(lean.status).toBe(200);
+    expect(general.status).toBe(200);
+    const attributes = (answer: Answer) => String(answer.headers["set-cookie"]).replace(/=[^;]*/, "=<token>");
+    expect(attributes(lean)).toBe(attributes(general));
+    expect(String(lean.headers["set-cookie"])).toMatch(/HttpOnly/i);
+  });
+});
+
+describe("which calls take the lean path", () => {
+  const json = { "content-type": "application/json" };
+
+  it("takes POST calls in JSON or binary, without compression or deadline", () => {
+    expect(leanUnaryFormat("POST", json)).toEqual({ binary: false });
+    expect(leanUnaryFormat("POST", { "content-type": "application/json; charset=utf-8" })).toEqual({
+      binary: false,
+    });
+    expect(leanUnaryFormat("POST", { "content-type": "application/proto" })).toEqual({ binary: true });
+    expect(leanUnaryFormat("POST", { ...json, "content-encoding": "identity" })).toEqual({ binary: false });
+  });
+
+  it("leaves everything else to connect-node", () => {
+    expect(leanUnaryFormat("GET", json)).toBeUndefined();
+    expect(leanUnaryFormat("POST", { "content-type": "application/connect+proto" })).toBeUndefined();
+    expect(leanUnaryFormat("POST", { "content-type": "application/grpc" })).toBeUndefined();
+    expect(leanUnaryFormat("POST", { "content-type": "text/plain" })).toBeUndefined();
+    expect(leanUnaryFormat("POST", {})).toBeUndefined();
+    expect(leanUnaryFormat("POST", { ...json, "content-encoding": "gzip" })).toBeUndefined();
+    expect(leanUnaryFormat("POST", { ...json, "connect-timeout-ms": "1000" })).toBeUndefined();
+  });
+});
+
+function comparable(headers: Record<string, string | string[]>) {
+  return Object.fromEntries(
+    Object.entries(headers)
+      .filter(([name]) => !perCall.has(name))
+      .sort(([a], [b]) => a.localeCompare(b)),
+  );
+}
+
+function decoded(answer: Answer): Buffer {
+  return answer.headers["content-encoding"] === "gzip" ? gunzipSync(answer.body) : answer.body;
+}
