@@ -8,7 +8,7 @@
  * one average hides.
  */
 import http2 from "node:http2";
-import { createLatencyHistogram } from "./histogram.js";
+import { createLatencyHistogram, type LatencyHistogram } from "./histogram.js";
 
 /** The width of one throughput-over-time interval. */
 export const intervalSeconds = 0.5;
@@ -37,7 +37,7 @@ export interface RequestSpec {
   readonly method: "GET" | "POST";
   readonly path: string;
   readonly headers?: Record<string, string>;
-  readonly body?: string;
+  readonly body?: string | Uint8Array;
 }
 
 export async function runLoad(
@@ -94,18 +94,33 @@ export async function runLoad(
   const elapsed = (performance.now() - started) / 1000;
   const cpu = process.cpuUsage(cpuBefore);
   session.close();
+  return summarize({ latencies, completedPerInterval, elapsed, errors, clientCpuUs: cpu.user + cpu.system });
+}
+
+/**
+ * The result of a run from its latencies, its completions per interval of {@link intervalSeconds}
+ * (index 0 is the first interval), its length in seconds, its failures and the client's CPU time.
+ */
+export function summarize(run: {
+  readonly latencies: LatencyHistogram;
+  readonly completedPerInterval: readonly (number | undefined)[];
+  readonly elapsed: number;
+  readonly errors: number;
+  readonly clientCpuUs: number;
+}): LoadResult {
+  const { latencies, elapsed } = run;
   const requests = latencies.count;
   return {
     requests,
-    errors,
+    errors: run.errors,
     seconds: elapsed,
-    perSecond: requests / elapsed,
+    perSecond: elapsed > 0 ? requests / elapsed : 0,
     p50Ms: latencies.percentile(50),
     p90Ms: latencies.percentile(90),
     p99Ms: latencies.percentile(99),
     maxMs: latencies.maxMs,
-    clientCpuUsPerRequest: (cpu.user + cpu.system) / Math.max(1, requests),
-    throughput: Array.from(completedPerInterval, (n, i) => {
+    clientCpuUsPerRequest: run.clientCpuUs / Math.max(1, requests),
+    throughput: Array.from(run.completedPerInterval, (n, i) => {
       const end = Math.min(elapsed, (i + 1) * intervalSeconds);
       return { end, width: end - i * intervalSeconds, n: n ?? 0 };
     })
@@ -127,6 +142,8 @@ export async function runLoadInChild(
   const { fork } = await import("node:child_process");
   const child = fork(new URL("./load-worker.ts", import.meta.url), {
     execArgv: ["--conditions=dev-source", "--import", "tsx"],
+    // A binary body crosses as bytes.
+    serialization: "advanced",
   });
   return new Promise((resolve, reject) => {
     child.once("message", (result) => resolve(result as LoadResult));

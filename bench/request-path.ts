@@ -5,25 +5,34 @@
  *    lookup, rate limiter, validation, workspace access, storage read) against a bare Hono route
  *    (`GET /healthz`) on the same server, through the same HTTP/2 client.
  * 2. SignSSHCertificate end to end (the same path, plus key parsing, an Ed25519 signature, and the
- *    ledger entry and audit event committed to the SQLite file before the answer) against raw
- *    `crypto.sign` Ed25519 over a certificate-sized message, measured in the same process.
+ *    ledger entry and audit event committed to the SQLite file before the answer), in Connect
+ *    JSON and in Connect binary (what @wap/client sends), against raw `crypto.sign` Ed25519 over
+ *    a certificate-sized message, measured in the same process.
  *
- * The load generator runs in a child process, so the server keeps one of the two cores.
+ * The load comes from another process: h2load when it is installed (h2load.ts: a C client that
+ * leaves the server nearly all of the two cores), else the Node generator of http2-load.ts in a
+ * child process. `load` chooses one.
  */
 import { generateKeyPairSync, sign } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { create, toBinary, toJsonString } from "@bufbuild/protobuf";
 import { createPlatformClient } from "@wap/client";
-import { CertificateKeyType } from "@wap/core/api";
+import {
+  CertificateKeyType,
+  SignSSHCertificateRequest_CertificateType as CertificateType,
+  SignSSHCertificateRequestSchema,
+} from "@wap/core/api";
 import { createJsonLogger, createServer, silentLogger } from "@wap/server";
+import { h2loadAvailable, runH2load } from "./h2load.js";
 import { intervalSeconds, type LoadResult, type RequestSpec, runLoadInChild } from "./http2-load.js";
 import type { BenchComparison, BenchFigure, BenchSection, BenchSeries } from "./results.js";
 import { signUpWorkspaceOwner } from "./workspace-owner.js";
 
 /** The measures of this benchmark, as BENCH_ONLY names them. */
-export const requestPathMeasures = ["healthz", "get-ca", "sign", "raw"] as const;
+export const requestPathMeasures = ["healthz", "get-ca", "sign", "sign-binary", "raw"] as const;
 export type RequestPathMeasure = (typeof requestPathMeasures)[number];
 
 export interface RequestPathOptions {
@@ -33,6 +42,21 @@ export interface RequestPathOptions {
   readonly only: ReadonlySet<string>;
   /** e.g. `info` logs every request to stderr as the server does by default. Default: silent. */
   readonly logLevel?: string;
+  /** The load generator: `h2load`, `node`, or (default) h2load when it is installed. */
+  readonly load?: string;
+}
+
+/** The load generator of a run and its name for the report. */
+function loadGenerator(choice: string | undefined) {
+  const h2load = choice === "h2load" || (choice !== "node" && h2loadAvailable());
+  if (choice === "h2load" && !h2loadAvailable()) {
+    throw new Error(
+      "BENCH_LOAD=h2load, but h2load is not installed (Debian: apt-get install nghttp2-client)",
+    );
+  }
+  return h2load
+    ? { name: "h2load (nghttp2)", run: runH2load }
+    : { name: `the Node HTTP/2 client in a child process (Node ${process.version})`, run: runLoadInChild };
 }
 
 /** SignSSHCertificate end to end must reach this rate. */
@@ -43,6 +67,7 @@ type Measured = LoadResult & { serverCpuUsPerRequest: number; serverMainThreadUs
 /** Runs the measures asked for; returns one section per subject that was measured. */
 export async function runRequestPathBench(options: RequestPathOptions): Promise<BenchSection[]> {
   const { seconds, concurrency, only } = options;
+  const generator = loadGenerator(options.load);
   const dataDir = await mkdtemp(join(tmpdir(), "wap-bench-"));
   const server = await createServer({
     port: 0,
@@ -74,24 +99,33 @@ export async function runRequestPathBench(options: RequestPathOptions): Promise<
       body: JSON.stringify({ workspaceId, id: certificateAuthority!.id }),
     };
     const healthz: RequestSpec = { method: "GET", path: "/healthz" };
+    const signRequest = {
+      workspaceId,
+      caId: certificateAuthority!.id,
+      type: CertificateType.USER,
+      publicKey: ed25519PublicKeyLine("bench@platform"),
+    };
     const signSsh: RequestSpec = {
       method: "POST",
       path: "/platform.v1.CertificateService/SignSSHCertificate",
       headers: getCa.headers,
-      body: JSON.stringify({
-        workspaceId,
-        caId: certificateAuthority!.id,
-        type: "CERTIFICATE_TYPE_USER",
-        publicKey: ed25519PublicKeyLine("bench@platform"),
-      }),
+      body: toJsonString(
+        SignSSHCertificateRequestSchema,
+        create(SignSSHCertificateRequestSchema, signRequest),
+      ),
+    };
+    const signSshBinary: RequestSpec = {
+      ...signSsh,
+      headers: { ...getCa.headers, "content-type": "application/proto" },
+      body: toBinary(SignSSHCertificateRequestSchema, create(SignSSHCertificateRequestSchema, signRequest)),
     };
 
     const measure = async (name: RequestPathMeasure, spec: RequestSpec): Promise<Measured | null> => {
       if (!only.has(name)) return null;
-      await runLoadInChild(server.url, spec, { seconds: 1, concurrency }); // warm-up: JIT, caches, connections
+      await generator.run(server.url, spec, { seconds: 1, concurrency }); // warm-up: JIT, caches, connections
       const cpuBefore = process.cpuUsage();
       const mainBefore = mainThreadCpuUs();
-      const result = await runLoadInChild(server.url, spec, { seconds, concurrency });
+      const result = await generator.run(server.url, spec, { seconds, concurrency });
       const cpu = process.cpuUsage(cpuBefore);
       const main = mainThreadCpuUs() - mainBefore;
       const requests = Math.max(1, result.requests);
@@ -106,6 +140,7 @@ export async function runRequestPathBench(options: RequestPathOptions): Promise<
     const storage = server.platform.services.storage;
     const ledgerBefore = (await storage.issuedCertificates.list(workspaceId, { limit: 1, offset: 0 })).total;
     const signing = await measure("sign", signSsh);
+    const signingBinary = await measure("sign-binary", signSshBinary);
     const ledgerAfter = (await storage.issuedCertificates.list(workspaceId, { limit: 1, offset: 0 })).total;
     const audited = await storage.auditEvents.list(workspaceId, {
       limit: 1,
@@ -114,7 +149,7 @@ export async function runRequestPathBench(options: RequestPathOptions): Promise<
     });
     const rawSign = only.has("raw") ? measureRawEd25519(seconds) : null;
 
-    const load = `HTTP/2, ${concurrency} concurrent requests on one connection, ${seconds} s each after a 1 s warm-up (Node ${process.version})`;
+    const load = `HTTP/2 from ${generator.name}, ${concurrency} concurrent requests on one connection, ${seconds} s each after a 1 s warm-up; server on Node ${process.version}`;
     if (baseline || subject) {
       console.log(`\n${load}\n`);
       printTable([
@@ -127,15 +162,26 @@ export async function runRequestPathBench(options: RequestPathOptions): Promise<
         );
       }
     }
-    if (signing || rawSign !== null) {
+    const signings = [
+      { format: "Connect JSON", measured: signing },
+      { format: "Connect binary", measured: signingBinary },
+    ].filter((run): run is SigningRun => run.measured !== null);
+    if (signings.length > 0 || rawSign !== null) {
       console.log("\nSSH certificates per second (Ed25519 CA, Ed25519 user key)\n");
-      printTable([["SignSSHCertificate end to end (Connect JSON, ledger + audit committed)", signing]]);
+      printTable(
+        signings.map(({ format, measured }) => [
+          `SignSSHCertificate end to end (${format}, ledger + audit committed)`,
+          measured,
+        ]),
+      );
       if (rawSign !== null)
         console.log(`raw crypto.sign Ed25519 (one core, same process): ${rawSign.toFixed(0)} signatures/s`);
-      if (signing && rawSign !== null) {
-        console.log(`ratio SignSSHCertificate / raw Ed25519 signing: ${ratio(signing.perSecond, rawSign)}`);
+      for (const { format, measured } of rawSign === null ? [] : signings) {
+        console.log(
+          `ratio SignSSHCertificate (${format}) / raw Ed25519 signing: ${ratio(measured.perSecond, rawSign!)}`,
+        );
       }
-      if (signing) {
+      if (signings.length > 0) {
         // Warm-up requests are signed too: every answered request must have its ledger and audit rows.
         console.log(
           `ledger entries written in the run: ${ledgerAfter - ledgerBefore}; audit events of issuance in total: ${audited.total}`,
@@ -145,18 +191,19 @@ export async function runRequestPathBench(options: RequestPathOptions): Promise<
 
     const sections: BenchSection[] = [];
     if (baseline || subject) sections.push(requestSection(load, baseline, subject));
-    if (signing || rawSign !== null) {
+    if (signings.length > 0 || rawSign !== null) {
+      const answered = signings.reduce((n, run) => n + run.measured.requests, 0);
       const unrecorded =
-        signing !== null && (ledgerAfter - ledgerBefore < signing.requests || audited.total !== ledgerAfter);
+        signings.length > 0 && (ledgerAfter - ledgerBefore < answered || audited.total !== ledgerAfter);
       sections.push(
-        signingSection(load, signing, rawSign, { written: ledgerAfter - ledgerBefore, unrecorded }),
+        signingSection(load, signings, rawSign, { written: ledgerAfter - ledgerBefore, unrecorded }),
       );
       if (unrecorded) {
         console.error("\nsome certificates were answered without their ledger entry or audit event");
         process.exitCode = 1;
       }
     }
-    const failed = [baseline, subject, signing].reduce((n, r) => n + (r?.errors ?? 0), 0);
+    const failed = [baseline, subject, signing, signingBinary].reduce((n, r) => n + (r?.errors ?? 0), 0);
     if (failed > 0) {
       console.error(`\n${failed} requests failed: the figures above are not valid`);
       process.exitCode = 1;
@@ -233,13 +280,23 @@ function requestSection(load: string, baseline: Measured | null, subject: Measur
   };
 }
 
+/** One SignSSHCertificate run and the message format it sent. */
+interface SigningRun {
+  readonly format: string;
+  readonly measured: Measured;
+}
+
 function signingSection(
   load: string,
-  signing: Measured | null,
+  signings: readonly SigningRun[],
   rawSign: number | null,
   ledger: { written: number; unrecorded: boolean },
 ): BenchSection {
-  const endToEnd = signing ? loadFigures("SignSSHCertificate end to end", signing, "certificates/s") : [];
+  const runs = signings.map(({ format, measured }) => ({
+    format,
+    measured,
+    figures: loadFigures(`SignSSHCertificate end to end (${format})`, measured, "certificates/s"),
+  }));
   const raw: BenchFigure | null =
     rawSign === null
       ? null
@@ -250,38 +307,41 @@ function signingSection(
         };
   return {
     title: "SSH certificate issuance",
-    method: `${load}. Subject: SignSSHCertificate for an Ed25519 user key with an Ed25519 CA over Connect JSON, answered once its ledger entry and audit event are committed to the SQLite file (group commit). Baseline: Ed25519 signatures of a certificate-sized message with crypto.sign, one thread, the same number of seconds.`,
+    method: `${load}. Subject: SignSSHCertificate for an Ed25519 user key with an Ed25519 CA, in Connect JSON and in Connect binary (the format @wap/client sends), answered once its ledger entry and audit event are committed to the SQLite file (group commit). Baseline: Ed25519 signatures of a certificate-sized message with crypto.sign, one thread, the same number of seconds.`,
     figures: [
-      ...endToEnd,
+      ...runs.flatMap((run) => run.figures),
       ...(raw ? [raw] : []),
-      ...(signing
+      ...(runs.length > 0
         ? [{ label: "ledger entries written (warm-up included)", value: ledger.written, unit: "entries" }]
         : []),
     ],
-    comparisons:
-      signing && raw
-        ? [{ subject: endToEnd[0]!, baseline: raw, ratio: ratio(signing.perSecond, raw.value) }]
-        : [],
-    targets: signing
-      ? [
-          {
-            figure: "SignSSHCertificate end to end: throughput",
-            comparison: ">=",
-            value: signingTargetPerSecond,
-            unit: "certificates/s",
-            met: signing.perSecond >= signingTargetPerSecond,
-          },
-        ]
+    comparisons: raw
+      ? runs.map((run) => ({
+          subject: run.figures[0]!,
+          baseline: raw,
+          ratio: ratio(run.measured.perSecond, raw.value),
+        }))
       : [],
-    series: signing ? loadSeries("SignSSHCertificate", signing, "certificates/s") : [],
+    targets: runs.map((run) => ({
+      figure: run.figures[0]!.label,
+      comparison: ">=" as const,
+      value: signingTargetPerSecond,
+      unit: "certificates/s",
+      met: run.measured.perSecond >= signingTargetPerSecond,
+    })),
+    series: runs.flatMap((run) =>
+      loadSeries(`SignSSHCertificate (${run.format})`, run.measured, "certificates/s"),
+    ),
     notes: [
-      ...(signing && !ledger.unrecorded
+      ...(runs.length > 0 && !ledger.unrecorded
         ? ["Every answered certificate has its ledger entry and its audit event (checked after the run)."]
         : []),
       ...(ledger.unrecorded
         ? ["Some certificates were answered without their ledger entry or audit event."]
         : []),
-      ...(signing && raw ? [] : ["Run with BENCH_ONLY: one side of the comparison was not measured."]),
+      ...(runs.length > 0 && raw
+        ? []
+        : ["Run with BENCH_ONLY: one side of the comparison was not measured."]),
     ],
   };
 }

@@ -17,6 +17,8 @@
  * - BENCH_AUDIT_ROWS (default 1,000,000): events in the exported window;
  * - BENCH_DAEMON_STREAMS (default 10,000): daemon control streams held open; BENCH_DAEMON_LOADERS
  *   and BENCH_HEARTBEAT_RATE as daemon-streams.ts says;
+ * - BENCH_LOAD (`h2load` or `node`; default h2load when installed): the load generator of the
+ *   request path (request-path.ts);
  * - BENCH_LOG_LEVEL (default silent; `info` logs every request to stderr as the server does by
  *   default: run with `2>/dev/null` or a file to see its cost);
  * - BENCH_REPORT (default `1`): `0` prints the figures without writing REPORT.md and report.svg.
@@ -60,6 +62,7 @@ if (requestPathMeasures.some((m) => only.has(m))) {
       concurrency,
       only,
       ...(process.env.BENCH_LOG_LEVEL ? { logLevel: process.env.BENCH_LOG_LEVEL } : {}),
+      ...(process.env.BENCH_LOAD ? { load: process.env.BENCH_LOAD } : {}),
     })),
   );
 }
