@@ -204,6 +204,7 @@ function readBody(req: Request, maxBytes: number): Promise<Uint8Array> {
       req.off("end", onEnd);
       req.off("error", onGone);
       req.off("aborted", onGone);
+      req.off("close", onGone);
     };
     const onData = (chunk: Buffer) => {
       size += chunk.byteLength;
@@ -228,6 +229,8 @@ function readBody(req: Request, maxBytes: number): Promise<Uint8Array> {
     req.on("end", onEnd);
     req.on("error", onGone);
     req.on("aborted", onGone);
+    // A stream destroyed without a reset (the connection lost) closes without ending.
+    req.on("close", onGone);
   });
 }
 

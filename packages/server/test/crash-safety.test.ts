@@ -124,14 +124,22 @@ async function postgresBackend(pg: TestPostgres): Promise<InspectedBackend> {
         return (await client.query(text)).rows as Row[];
       }),
     async afterCrash() {
-      // The killed instance's transactions end with its connections: none is left open.
-      const open = await pg.admin(async (client) => {
-        const { rows } = await client.query(
-          "select count(*)::int as n from pg_stat_activity where application_name = $1 and state like 'idle in transaction%'",
-          [schema],
-        );
-        return rows[0].n as number;
-      });
+      // The killed instance's transactions end with its connections: none is left open. Each
+      // backend ends once it reads its closed socket, a moment after the kill: give it a second.
+      const openTransactions = () =>
+        pg.admin(async (client) => {
+          const { rows } = await client.query(
+            "select count(*)::int as n from pg_stat_activity where application_name = $1 and state like 'idle in transaction%'",
+            [schema],
+          );
+          return rows[0].n as number;
+        });
+      const deadline = Date.now() + 1000;
+      let open = await openTransactions();
+      while (open > 0 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        open = await openTransactions();
+      }
       expect(open).toBe(0);
     },
     async afterRestart() {},
