@@ -23,7 +23,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { exportAuditLog } from "@wap/core";
+import { defaultAuditExportOptions, exportAuditLog } from "@wap/core";
 import type { AuditEventRecord, Storage } from "@wap/core/storage";
 import { createSqliteStorage } from "@wap/storage-sqlite";
 import type { BenchComparison, BenchFigure, BenchSection, BenchTarget } from "./results.js";
@@ -34,6 +34,8 @@ export const memoryTargetRatio = 1.5;
 export const rowsPerSecondTarget = 50_000;
 
 const workspaceId = "00000000-0000-4000-8000-000000000001";
+/** The export's own page size: the baselines scan as it does. */
+const pageSize = defaultAuditExportOptions.pageSize;
 
 interface PhaseResult {
   readonly phase: string;
@@ -118,7 +120,10 @@ async function runPhase(phase: string, filename: string): Promise<PhaseResult> {
     } else if (phase === "select") {
       let after: string | undefined;
       for (;;) {
-        const page = await storage.auditLog.scan(workspaceId, { limit: 2000, ...(after ? { after } : {}) });
+        const page = await storage.auditLog.scan(workspaceId, {
+          limit: pageSize,
+          ...(after ? { after } : {}),
+        });
         count += page.items.length;
         if (page.next === null) break;
         after = page.next;
@@ -127,7 +132,10 @@ async function runPhase(phase: string, filename: string): Promise<PhaseResult> {
       const all: Record<string, string>[] = [];
       let after: string | undefined;
       for (;;) {
-        const page = await storage.auditLog.scan(workspaceId, { limit: 2000, ...(after ? { after } : {}) });
+        const page = await storage.auditLog.scan(workspaceId, {
+          limit: pageSize,
+          ...(after ? { after } : {}),
+        });
         for (const e of page.items) {
           all.push({
             id: e.id,
@@ -296,8 +304,7 @@ function auditExportSection(
   });
   return {
     title: `Audit export (${rows.toLocaleString("en")} events)`,
-    method:
-      "ExportAuditLogs' core export of one workspace's events from a SQLite file, as CSV and as JSON (keyset pages of 2,000 serialised into one growing buffer), each phase in a process of its own so that its peak RSS (maxRSS) is its own. Baselines: the same keyset scan with no output, and the naive export (every row loaded, then one JSON.stringify).",
+    method: `ExportAuditLogs' core export of one workspace's events from a SQLite file, as CSV and as JSON (keyset pages of ${pageSize.toLocaleString("en")} serialised a few dozen rows at a time into one growing buffer), each phase in a process of its own so that its peak RSS (maxRSS) is its own. Baselines: the same keyset scan with no output, and the naive export (every row loaded, then one JSON.stringify).`,
     figures,
     comparisons,
     targets,
