@@ -138,18 +138,23 @@ async function serve(
   let body: Uint8Array;
   try {
     const request = parse(route, binary, await readBody(req, limits.readMaxBytes));
-    const { response, setCookie } = await callPlatform(
-      edge,
-      settings.edge,
-      route.method,
-      request,
-      call.signal,
-    );
-    if (setCookie !== undefined) head["set-cookie"] = setCookie;
+    let result: Awaited<ReturnType<typeof callPlatform>>;
+    try {
+      result = await callPlatform(edge, settings.edge, route.method, request, call.signal);
+    } catch (error) {
+      // Whatever the call ends with, as the connect-node handler answers it (connect-routes.ts).
+      throw answer(edge, settings.edge, error);
+    }
+    if (result.setCookie !== undefined) head["set-cookie"] = result.setCookie;
     edge.code = "ok";
-    body = route.serialization.getO(binary).serialize(response);
+    body = route.serialization.getO(binary).serialize(result.response);
   } catch (error) {
-    const connectError = asConnectError(edge, settings.edge, error);
+    // The call's answer, or a refusal of the protocol layer (size, framing, decoding).
+    const connectError =
+      error instanceof ConnectError
+        ? error
+        : new ConnectError("internal error", Code.Internal, undefined, undefined, error);
+    edge.code = errorCodeOf(connectError.code);
     status = codeToHttpStatus(connectError.code);
     head["content-type"] = contentTypeUnaryJson;
     connectError.metadata.forEach((value, key) => {
@@ -177,16 +182,6 @@ function parse(route: Route, binary: boolean, bytes: Uint8Array) {
     const connectError = ConnectError.from(error, Code.InvalidArgument);
     throw connectError.code === Code.Internal ? undecodable(connectError.rawMessage) : connectError;
   }
-}
-
-/** The error to answer with; the code goes to the request log. */
-function asConnectError(edge: EdgeRequest, settings: EdgeSettings, error: unknown): ConnectError {
-  // Protocol-level refusals (body size, framing, decoding) are already Connect errors.
-  if (error instanceof ConnectError) {
-    edge.code = errorCodeOf(error.code);
-    return error;
-  }
-  return answer(edge, settings, error);
 }
 
 /**

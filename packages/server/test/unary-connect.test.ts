@@ -7,10 +7,11 @@
 import http2 from "node:http2";
 import { gunzipSync } from "node:zlib";
 import { create, toBinary } from "@bufbuild/protobuf";
+import { createArgon2PasswordHasher } from "@wap/core";
 import { GetWorkspaceRequestSchema } from "@wap/core/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { leanUnaryFormat } from "../src/unary-connect.js";
-import { signUpWithWorkspace } from "./support/http.js";
+import { signUp, signUpWithWorkspace } from "./support/http.js";
 import { startTestServer, type TestServer } from "./support/server.js";
 
 interface Answer {
@@ -278,6 +279,64 @@ describe("lean and general unary paths answer alike", () => {
     const attributes = (answer: Answer) => String(answer.headers["set-cookie"]).replace(/=[^;]*/, "=<token>");
     expect(attributes(lean)).toBe(attributes(general));
     expect(String(lean.headers["set-cookie"])).toMatch(/HttpOnly/i);
+  });
+});
+
+describe("a call in flight when the server shuts down", () => {
+  it("is answered unavailable on both paths, once the grace period is over", async () => {
+    const real = createArgon2PasswordHasher({ memoryCost: 1024, timeCost: 1 });
+    let slow = false;
+    const server = await startTestServer({
+      shutdownGraceSeconds: 0,
+      platformOptions: {
+        // Sign-in takes a while once the test says so: long enough to be in flight at shutdown.
+        passwords: {
+          hash: (password) => real.hash(password),
+          burn: (password) => real.burn(password),
+          verify: async (hash, password) => {
+            if (slow) await new Promise((resolve) => setTimeout(resolve, 3000));
+            return real.verify(hash, password);
+          },
+        },
+      },
+    });
+    const user = await signUp(server.url, "shutdown");
+    const session = http2.connect(server.url);
+    try {
+      slow = true;
+      const login = (extra: Record<string, string>) =>
+        new Promise<{ status: number; body: string }>((resolve, reject) => {
+          const stream = session.request({
+            ":method": "POST",
+            ":path": "/platform.v1.AuthService/Login",
+            "content-type": "application/json",
+            ...extra,
+          });
+          let status = 0;
+          const chunks: Buffer[] = [];
+          stream.on("response", (h) => {
+            status = Number(h[":status"]);
+          });
+          stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+          stream.on("end", () => resolve({ status, body: Buffer.concat(chunks).toString() }));
+          stream.on("error", reject);
+          stream.end(JSON.stringify({ email: user.email, password: user.password }));
+        });
+      const answers = Promise.all([login({}), login(generalPath)]);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await server.close();
+      const [lean, general] = await answers;
+      expect(lean.status).toBe(503);
+      expect(JSON.parse(lean.body)).toMatchObject({
+        code: "unavailable",
+        message: expect.stringMatching(/shutting down/),
+      });
+      expect(general.status).toBe(lean.status);
+      expect(JSON.parse(general.body)).toEqual(JSON.parse(lean.body));
+    } finally {
+      session.close();
+      await server.close();
+    }
   });
 });
 
