@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { leanUnaryFormat } from "../src/unary-connect.js";
 import { signUp, signUpWithWorkspace } from "./support/http.js";
 import { startTestServer, type TestServer } from "./support/server.js";
+import { until } from "./support/until.js";
 
 interface Answer {
   readonly status: number;
@@ -286,6 +287,7 @@ describe("a call in flight when the server shuts down", () => {
   it("is answered unavailable on both paths, once the grace period is over", async () => {
     const real = createArgon2PasswordHasher({ memoryCost: 1024, timeCost: 1 });
     let slow = false;
+    let verifying = 0;
     const server = await startTestServer({
       shutdownGraceSeconds: 0,
       platformOptions: {
@@ -294,7 +296,10 @@ describe("a call in flight when the server shuts down", () => {
           hash: (password) => real.hash(password),
           burn: (password) => real.burn(password),
           verify: async (hash, password) => {
-            if (slow) await new Promise((resolve) => setTimeout(resolve, 3000));
+            if (slow) {
+              verifying++;
+              await new Promise((resolve) => setTimeout(resolve, 3000));
+            }
             return real.verify(hash, password);
           },
         },
@@ -323,7 +328,8 @@ describe("a call in flight when the server shuts down", () => {
           stream.end(JSON.stringify({ email: user.email, password: user.password }));
         });
       const answers = Promise.all([login({}), login(generalPath)]);
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // Both calls are inside the operation: the shutdown finds them in flight.
+      await until(() => verifying === 2);
       await server.close();
       const [lean, general] = await answers;
       expect(lean.status).toBe(503);
