@@ -62,7 +62,12 @@ function loadGenerator(choice: string | undefined) {
 /** SignSSHCertificate end to end must reach this rate. */
 export const signingTargetPerSecond = 5000;
 
-type Measured = LoadResult & { serverCpuUsPerRequest: number; serverMainThreadUsPerRequest: number };
+type Measured = LoadResult & {
+  serverCpuUsPerRequest: number;
+  serverMainThreadUsPerRequest: number;
+  /** Share of the run the event loop was not waiting for I/O (performance.eventLoopUtilization). */
+  eventLoopUtilization: number;
+};
 
 /** Runs the measures asked for; returns one section per subject that was measured. */
 export async function runRequestPathBench(options: RequestPathOptions): Promise<BenchSection[]> {
@@ -125,7 +130,9 @@ export async function runRequestPathBench(options: RequestPathOptions): Promise<
       await generator.run(server.url, spec, { seconds: 1, concurrency }); // warm-up: JIT, caches, connections
       const cpuBefore = process.cpuUsage();
       const mainBefore = mainThreadCpuUs();
+      const loopBefore = performance.eventLoopUtilization();
       const result = await generator.run(server.url, spec, { seconds, concurrency });
+      const loop = performance.eventLoopUtilization(loopBefore);
       const cpu = process.cpuUsage(cpuBefore);
       const main = mainThreadCpuUs() - mainBefore;
       const requests = Math.max(1, result.requests);
@@ -133,6 +140,7 @@ export async function runRequestPathBench(options: RequestPathOptions): Promise<
         ...result,
         serverCpuUsPerRequest: (cpu.user + cpu.system) / requests,
         serverMainThreadUsPerRequest: main / requests,
+        eventLoopUtilization: loop.utilization,
       };
     };
     const baseline = await measure("healthz", healthz);
@@ -229,6 +237,7 @@ function loadFigures(name: string, r: Measured, rateUnit: string): BenchFigure[]
     { label: `${name}: latency p99`, value: round(r.p99Ms, 2), unit: "ms" },
     { label: `${name}: server CPU per request`, value: round(r.serverCpuUsPerRequest), unit: "µs" },
     { label: `${name}: event loop per request`, value: round(r.serverMainThreadUsPerRequest), unit: "µs" },
+    { label: `${name}: event loop busy`, value: round(r.eventLoopUtilization * 100), unit: "% of the run" },
     { label: `${name}: load generator CPU per request`, value: round(r.clientCpuUsPerRequest), unit: "µs" },
     { label: `${name}: requests`, value: r.requests, unit: "requests" },
     { label: `${name}: failed requests`, value: r.errors, unit: "requests" },
