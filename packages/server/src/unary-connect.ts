@@ -92,7 +92,16 @@ export function createUnaryConnectPath(settings: UnaryConnectSettings): UnaryCon
       first(req.headers["accept-encoding"]) ?? null,
       "Accept-Encoding",
     );
-    void serve(req, res, edge, route, format.binary, compression.response, limits, settings, calls);
+    serve(req, res, edge, route, format.binary, compression.response, limits, settings, calls).catch(
+      (error: unknown) => {
+        // Only writing the answer can fail here (a stream gone in between): never the process.
+        settings.edge.logger.warn("unary answer could not be written", {
+          requestId: edge.requestId,
+          error: String(error),
+        });
+        if (!res.destroyed) res.destroy();
+      },
+    );
     return true;
   };
 }
