@@ -3,8 +3,8 @@ import { createServer, type Http2Server } from "node:http2";
 import type { AddressInfo } from "node:net";
 import { type ConnectRouter, createClient, createRouterTransport } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { DaemonControlService, DaemonService, UserService } from "@wap/api";
 import { parsePlatformChallenge } from "@wap/core";
-import { DaemonControlService, DaemonService, UserService } from "@wap/core/api";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 // The server's own check, which `@wap/core` does not export on its own.

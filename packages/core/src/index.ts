@@ -2,7 +2,7 @@
  * @wap/core: every operation, validation rule and SSH/X.509 issuance of the Workspace Access
  * Platform, against a storage interface. No HTTP, no SQL driver.
  *
- * The API messages and service descriptors are in `@wap/core/api`; the storage port for adapter
+ * The API messages and service descriptors are in `@wap/api`; the storage port for adapter
  * authors in `@wap/core/storage`; the adapter contract suite in `@wap/core/testing`.
  *
  * @module

@@ -27,20 +27,20 @@ import {
   type HandlerContext,
 } from "@connectrpc/connect";
 import {
-  cliLoginStream,
-  createCallContext,
-  procedureOf,
-  UnavailableError,
-  UnimplementedError,
-} from "@wap/core";
-import {
   AuthService,
   DaemonControlService,
   DaemonSessionService,
   platformServices,
   type StreamCLILoginRequest,
   type StreamCLILoginResponseSchema,
-} from "@wap/core/api";
+} from "@wap/api";
+import {
+  cliLoginStream,
+  createCallContext,
+  procedureOf,
+  UnavailableError,
+  UnimplementedError,
+} from "@wap/core";
 import { controlStreamHandler } from "./daemons/control-stream.js";
 import { sessionStreamHandler } from "./daemons/session-stream.js";
 import { callerFor, callPlatform, type EdgeRequest, type EdgeSettings, edgeOf } from "./edge.js";

@@ -33,8 +33,8 @@ import {
   parseContentType,
 } from "@connectrpc/connect/protocol-connect";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
+import { platformServices } from "@wap/api";
 import { procedureOf } from "@wap/core";
-import { platformServices } from "@wap/core/api";
 import { answer } from "./connect-routes.js";
 import { callPlatform, type EdgeRequest, type EdgeSettings } from "./edge.js";
 import { errorCodeOf } from "./errors.js";

@@ -20,6 +20,7 @@
  * @module
  */
 import type { HandlerContext } from "@connectrpc/connect";
+import { DaemonSessionService, type SessionEnded, type SessionRequest } from "@wap/api";
 import {
   claimSession,
   DeadlineExceededError,
@@ -29,7 +30,6 @@ import {
   sessionTopic,
   UnimplementedError,
 } from "@wap/core";
-import { DaemonSessionService, type SessionEnded, type SessionRequest } from "@wap/core/api";
 import { answer, requireEdge, shuttingDown } from "../connect-routes.js";
 import { callerFor, type EdgeSettings } from "../edge.js";
 import { daemonCallerOf } from "./daemon-caller.js";
