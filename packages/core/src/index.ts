@@ -61,7 +61,7 @@ export {
 } from "./daemons/events.js";
 // For transport authors (the server package, other adapters)
 export type { DeviceChallengeInput, PlatformChallenge } from "./devices/challenge.js";
-export { authenticateDevice, parsePlatformChallenge } from "./devices/challenge.js";
+export { authenticateDevice, challengeSignatureValid, parsePlatformChallenge } from "./devices/challenge.js";
 export type { CliLoginOptions, CliLoginRequest, PendingCliLogin } from "./devices/cli-login.js";
 export { cliLoginStream, startCliLogin } from "./devices/cli-login.js";
 export type { DnsTxtResolver } from "./domains/dns.js";

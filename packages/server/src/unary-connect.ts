@@ -35,7 +35,7 @@ import {
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { platformServices } from "@wap/api";
 import { procedureOf } from "@wap/core";
-import { answer } from "./connect-routes.js";
+import { answer } from "./connect-context.js";
 import { callPlatform, type EdgeRequest, type EdgeSettings } from "./edge.js";
 import { errorCodeOf } from "./errors.js";
 import { undecodable } from "./undecodable-requests.js";

@@ -19,7 +19,7 @@ import { compressedFlag, encodeEnvelope, transformSplitEnvelope } from "@connect
 import { endStreamFlag, endStreamToJson } from "@connectrpc/connect/protocol-connect";
 import { type ConnectRequest, ConnectRequestSchema, ConnectResponseSchema } from "@wap/api";
 import { type ConnectResponseInit, heartbeatAck } from "@wap/core";
-import { answer } from "../connect-routes.js";
+import { answer } from "../connect-context.js";
 import type { EdgeRequest, EdgeSettings } from "../edge.js";
 import { runControlStream } from "./control-stream.js";
 

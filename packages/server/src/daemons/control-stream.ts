@@ -37,7 +37,7 @@ import {
   UnauthenticatedError,
   UnimplementedError,
 } from "@wap/core";
-import { answer, requireEdge, shuttingDown } from "../connect-routes.js";
+import { answer, requireEdge, shuttingDown } from "../connect-context.js";
 import { callerFor, type EdgeRequest, type EdgeSettings } from "../edge.js";
 import { daemonCallerOf } from "./daemon-caller.js";
 import type { TrackedStream } from "./instance.js";

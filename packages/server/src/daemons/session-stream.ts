@@ -30,7 +30,7 @@ import {
   sessionTopic,
   UnimplementedError,
 } from "@wap/core";
-import { answer, requireEdge, shuttingDown } from "../connect-routes.js";
+import { answer, requireEdge, shuttingDown } from "../connect-context.js";
 import { callerFor, type EdgeSettings } from "../edge.js";
 import { daemonCallerOf } from "./daemon-caller.js";
 import { type DaemonMessage, endReasons, type SessionRelay } from "./session-relay.js";
