@@ -1,5 +1,5 @@
 /**
- * The Connect routes: every method of the 18 services, for the Connect (JSON and binary), gRPC
+ * The Connect routes: every method of the contract's services, for the Connect (JSON and binary), gRPC
  * and gRPC-Web protocols. Unary methods run through the edge into `platform.invoke` (which
  * answers `unimplemented` for RPCs that have no operation yet); server-streaming methods the
  * platform implements run through the edge into `platform.stream`; the other streaming methods
