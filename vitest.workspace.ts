@@ -31,5 +31,3 @@ export const projects = [
     test: { name: "bench", root: "bench", include: ["*.test.ts"] },
   },
 ];
-
-export default projects;
