@@ -169,7 +169,7 @@ export function createProgram(runner: Runner, env: NodeJS.ProcessEnv = process.e
     .option("--cn <name>", "make an Ed25519 key and a request for this common name")
     .option(
       "--san <name>",
-      "a subject alternative name: DNS name, IP, email or URI (repeatable; default: the CN)",
+      "a subject alternative name: DNS name, IP, email or URI (repeatable; default for a server: the CN)",
       collect,
       [],
     )

@@ -1,11 +1,11 @@
 /**
  * Turns what the server (or the network) answered into one line a person can act on, with the
- * exit status that goes with it. Applied to every call through an interceptor, so no command
- * prints a Connect error or a stack trace.
+ * exit status that goes with it. Applied to every call of a session, so no command prints a
+ * Connect error or a stack trace.
  *
  * @module
  */
-import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { CliError, ExitCode } from "./exit-codes.js";
 
 /** How the CLI authenticates: a device key from `wap login`, or a service-account token. */
@@ -69,13 +69,30 @@ function isNetworkFailure(error: ConnectError): boolean {
   );
 }
 
-/** Rewrites every unary call's failure with {@link explainRpcError}. */
-export function explainingInterceptor(server: string, kind: SignInKind): Interceptor {
-  return (next) => async (request) => {
-    try {
-      return await next(request);
-    } catch (error) {
-      throw explainRpcError(error, server, kind);
-    }
-  };
+/**
+ * The same clients, with every unary call's failure rewritten by {@link explainRpcError}.
+ * (An interceptor cannot do this: the transport turns whatever it throws back into a ConnectError.)
+ */
+export function explainingClients<T extends object>(clients: T, server: string, kind: SignInKind): T {
+  const wrapService = (service: object) =>
+    new Proxy(service, {
+      get(target, name) {
+        const method: unknown = Reflect.get(target, name);
+        if (typeof method !== "function") return method;
+        return (...args: unknown[]) => {
+          const result: unknown = method.apply(target, args);
+          return result instanceof Promise
+            ? result.catch((error: unknown) => {
+                throw explainRpcError(error, server, kind);
+              })
+            : result;
+        };
+      },
+    });
+  return new Proxy(clients, {
+    get(target, name) {
+      const service: unknown = Reflect.get(target, name);
+      return typeof service === "object" && service !== null ? wrapService(service) : service;
+    },
+  });
 }

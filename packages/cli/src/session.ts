@@ -13,7 +13,7 @@ import { createDaemonClient, createPlatformSigner, type ServiceClients } from "@
 import { type CliConfig, ConfigStore, configDir } from "./config.js";
 import { CliError, notSignedIn, usageError } from "./exit-codes.js";
 import { createOutput, type Output } from "./output.js";
-import { explainingInterceptor, type SignInKind } from "./rpc-errors.js";
+import { explainingClients, type SignInKind } from "./rpc-errors.js";
 import { cliVersion } from "./version.js";
 
 /** The options every command takes. */
@@ -117,9 +117,10 @@ function connect(
   const client = createDaemonClient({
     baseUrl: server,
     headers: clientHeaders(deviceId),
-    interceptors: [...auth, explainingInterceptor(server, kind)],
+    interceptors: auth,
   });
-  return { server, kind, config, clients: client, subjectId, close: () => client.close() };
+  const clients = explainingClients<ServiceClients>(client, server, kind);
+  return { server, kind, config, clients, subjectId, close: () => client.close() };
 }
 
 function bearer(token: string): Interceptor {

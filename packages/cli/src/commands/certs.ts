@@ -191,7 +191,9 @@ export async function certTls(ctx: CommandContext, options: CertTlsOptions): Pro
     name = fileNameOf(basename(options.csr).replace(/\.(csr|pem|req)$/i, ""));
   } else {
     const commonName = options.cn!;
-    const generated = await keyAndCsr(commonName, options.san.length > 0 ? options.san : [commonName]);
+    // A server certificate names its host; a client certificate carries only its CN.
+    const sans = options.san.length > 0 || options.usage === "client" ? options.san : [commonName];
+    const generated = await keyAndCsr(commonName, sans);
     csr = generated.csr;
     key = generated.key;
     name = fileNameOf(commonName);
