@@ -444,7 +444,7 @@ describe("wap for scripts and mistakes", { timeout: 180_000 }, () => {
     }
   });
 
-  it("explains in one line, with distinct exit codes: not signed in, unreachable, usage", async () => {
+  it("explains in one line, with distinct exit codes: not signed in, unreachable, bad token, no ssh, usage", async () => {
     const empty = join(scratch, "empty-config");
     const notSignedIn = await wap(["targets"], { WAP_CONFIG_DIR: empty });
     expect(notSignedIn.code).toBe(3);
@@ -464,12 +464,20 @@ describe("wap for scripts and mistakes", { timeout: 180_000 }, () => {
       WAP_SERVER: server.url,
     });
     expect(badToken.code).toBe(3);
+    const noSsh = await wap(["ssh", "web-01", "--", "true"], {
+      WAP_CONFIG_DIR: join(scratch, "token-config"),
+      WAP_TOKEN: serviceAccountToken,
+      WAP_SERVER: server.url,
+      PATH: join(scratch, "no-such-bin"),
+    });
+    expect(noSsh.code).toBe(1);
+    expect(noSsh.stderr).toBe("wap: ssh is not installed: install the OpenSSH client (e.g. `apt-get install openssh-client`)\n");
     const usage = await wap(["cert", "tls", "--usage", "sometimes"], { WAP_CONFIG_DIR: empty });
     expect(usage.code).toBe(2);
     const help = await wap(["ssh", "--help"], {});
     expect(help.code).toBe(0);
     expect(help.stdout).toContain("Usage: wap ssh [options] [login@]target [-- command...]");
-    for (const result of [notSignedIn, unreachable, badToken, usage])
+    for (const result of [notSignedIn, unreachable, badToken, noSsh, usage])
       expect(result.stderr).not.toMatch(/\n\s+at /);
   });
 });
