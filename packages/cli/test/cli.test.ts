@@ -471,7 +471,9 @@ describe("wap for scripts and mistakes", { timeout: 180_000 }, () => {
       PATH: join(scratch, "no-such-bin"),
     });
     expect(noSsh.code).toBe(1);
-    expect(noSsh.stderr).toBe("wap: ssh is not installed: install the OpenSSH client (e.g. `apt-get install openssh-client`)\n");
+    expect(noSsh.stderr).toBe(
+      "wap: ssh is not installed: install the OpenSSH client (e.g. `apt-get install openssh-client`)\n",
+    );
     const usage = await wap(["cert", "tls", "--usage", "sometimes"], { WAP_CONFIG_DIR: empty });
     expect(usage.code).toBe(2);
     const help = await wap(["ssh", "--help"], {});
