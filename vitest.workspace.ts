@@ -4,6 +4,7 @@
  * `pnpm vitest run --project core`.
  */
 const packages = [
+  "api",
   "core",
   "storage-sql",
   "storage-sqlite",

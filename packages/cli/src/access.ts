@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { CertificateAuthority, Daemon, GetSubjectAccessResponse, Target } from "@wap/core/api";
+import type { CertificateAuthority, Daemon, GetSubjectAccessResponse, Target } from "@wap/api";
 import { CliError } from "./exit-codes.js";
 import type { Session } from "./session.js";
 

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Workspace } from "@wap/core/api";
+import type { Workspace } from "@wap/api";
 import { CliError } from "./exit-codes.js";
 import type { CommandContext, Session } from "./session.js";
 

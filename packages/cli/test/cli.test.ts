@@ -24,7 +24,7 @@ import {
   ServiceAccountService,
   SignSSHCertificateRequest_CertificateType,
   UserService,
-} from "@wap/core/api";
+} from "@wap/api";
 import { sshPublicKeyLine } from "@wap/core/ssh-keys";
 import { build } from "esbuild";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -2,7 +2,7 @@
  * @wap/core: every operation, validation rule and SSH/X.509 issuance of the Workspace Access
  * Platform, against a storage interface. No HTTP, no SQL driver.
  *
- * The API messages and service descriptors are in `@wap/core/api`; the storage port for adapter
+ * The API messages and service descriptors are in `@wap/api`; the storage port for adapter
  * authors in `@wap/core/storage`; the adapter contract suite in `@wap/core/testing`.
  *
  * @module
@@ -61,7 +61,7 @@ export {
 } from "./daemons/events.js";
 // For transport authors (the server package, other adapters)
 export type { DeviceChallengeInput, PlatformChallenge } from "./devices/challenge.js";
-export { authenticateDevice, parsePlatformChallenge } from "./devices/challenge.js";
+export { authenticateDevice, challengeSignatureValid, parsePlatformChallenge } from "./devices/challenge.js";
 export type { CliLoginOptions, CliLoginRequest, PendingCliLogin } from "./devices/cli-login.js";
 export { cliLoginStream, startCliLogin } from "./devices/cli-login.js";
 export type { DnsTxtResolver } from "./domains/dns.js";

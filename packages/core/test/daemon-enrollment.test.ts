@@ -3,20 +3,21 @@
  * with a real P-256 key signing real challenges.
  */
 import { generateKeyPairSync, randomBytes } from "node:crypto";
+import {
+  AuthorityType,
+  CertificateKeyType,
+  CertificateService,
+  DaemonService,
+  DaemonStatus,
+  TargetService,
+  WorkspaceService,
+} from "@wap/api";
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { hashSecret } from "../src/auth/service-account-tokens.js";
 import { createCallContext } from "../src/context.js";
 import { authenticateDaemon, authenticateSignedRequest } from "../src/daemons/authenticate.js";
 import { fallbackDaemonName, nameFromHostname } from "../src/daemons/names.js";
-import {
-  AuthorityType,
-  CertificateKeyType,
-  CertificateService,
-} from "../src/gen/platform/v1/certificates_pb.js";
-import { DaemonService, DaemonStatus } from "../src/gen/platform/v1/daemon_pb.js";
-import { TargetService } from "../src/gen/platform/v1/target_pb.js";
-import { WorkspaceService } from "../src/gen/platform/v1/workspace_pb.js";
 import { resourceNamePattern } from "../src/validation/bounds.js";
 import { memberWithRole, type Owner, sshAuthority } from "./support/access.js";
 import { aDaemonKey, callAsDaemon, daemonCaller, enroll, signChallenge } from "./support/daemons.js";

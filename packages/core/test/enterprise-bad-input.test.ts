@@ -4,12 +4,10 @@
  */
 import type { DescMessage, DescMethodUnary, MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { BillingService, SSOService, UtilService } from "@wap/api";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Caller } from "../src/context.js";
-import { BillingService } from "../src/gen/platform/v1/billing_pb.js";
-import { SSOService } from "../src/gen/platform/v1/sso_pb.js";
-import { UtilService } from "../src/gen/platform/v1/util_pb.js";
 import { ofLength, violatedFieldsOf } from "./support/bounds.js";
 import { createTestPlatform, type TestPlatform } from "./support.js";
 

@@ -5,17 +5,17 @@
  */
 import { createHash } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { createCallContext } from "../src/context.js";
-import { describeKeySpec } from "../src/crypto/key-types.js";
 import {
   AuthorityType,
   CertificateKeyType,
   CertificateService,
   SignSSHCertificateRequest_CertificateType as CertType,
-} from "../src/gen/platform/v1/certificates_pb.js";
-import { ServiceAccountService } from "../src/gen/platform/v1/service_account_pb.js";
-import { WorkspaceService } from "../src/gen/platform/v1/workspace_pb.js";
+  ServiceAccountService,
+  WorkspaceService,
+} from "@wap/api";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import { createCallContext } from "../src/context.js";
+import { describeKeySpec } from "../src/crypto/key-types.js";
 import {
   createAuthority,
   duration,

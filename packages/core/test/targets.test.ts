@@ -3,16 +3,18 @@
  * principals and grants to users, teams and service accounts; GetSubjectAccess as the CLI uses it
  * (CLIENTS.md obligations 10 and 44).
  */
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+
 import {
   AuthorityType,
   CertificateKeyType,
   CertificateService,
-} from "../src/gen/platform/v1/certificates_pb.js";
-import { PrincipalService, PrincipalType } from "../src/gen/platform/v1/principal_pb.js";
-import { TargetService } from "../src/gen/platform/v1/target_pb.js";
-import { TeamService } from "../src/gen/platform/v1/team_pb.js";
-import { WorkspaceService } from "../src/gen/platform/v1/workspace_pb.js";
+  PrincipalService,
+  PrincipalType,
+  TargetService,
+  TeamService,
+  WorkspaceService,
+} from "@wap/api";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { memberWithRole, type Owner, serviceAccountCaller, sshAuthority } from "./support/access.js";
 import { insertAcceptedDaemon } from "./support/daemons.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";

@@ -5,7 +5,7 @@
  */
 import { generateKeyPairSync, type KeyObject, randomBytes, randomUUID, sign } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { AuthService, UserService } from "@wap/core/api";
+import { AuthService, UserService } from "@wap/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bearer, clientFor, transportFor } from "./support/clients.js";
 import { connectCall, restCall, signUp } from "./support/http.js";

@@ -18,7 +18,7 @@ import {
   PrincipalType,
   TargetService,
   UserService,
-} from "@wap/core/api";
+} from "@wap/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bearer, clientFor, transportFor } from "./support/clients.js";
 import { signUpWithWorkspace } from "./support/http.js";

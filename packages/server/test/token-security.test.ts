@@ -23,8 +23,8 @@
 import { createHash, generateKeyPairSync, type KeyObject, randomBytes, randomUUID, sign } from "node:crypto";
 import { createRequire } from "node:module";
 import { join } from "node:path";
+import { AuthorityType, AuthService, CertificateKeyType, CertificateService } from "@wap/api";
 import { createManualClock } from "@wap/core";
-import { AuthorityType, AuthService, CertificateKeyType, CertificateService } from "@wap/core/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAccessTokenSigner } from "../../core/src/tokens/paseto.js";
 import { defaultTokenLifetimes } from "../../core/src/workspaces/settings.js";

@@ -15,7 +15,7 @@ import {
   AuthorityType,
   SignSSHCertificateRequest_CertificateType,
   SignX509CertificateRequest_X509Usage,
-} from "@wap/core/api";
+} from "@wap/api";
 import { readSshCertificate, type SshCertificateInfo } from "@wap/core/ssh-keys";
 import { chooseAuthority, subjectAccess } from "../access.js";
 import { formatDuration } from "../duration.js";

@@ -6,7 +6,7 @@
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
-import { AuthorityType } from "@wap/core/api";
+import { AuthorityType } from "@wap/api";
 import { reachableTargets, subjectAccess } from "../access.js";
 import { usageError } from "../exit-codes.js";
 import { table } from "../output.js";

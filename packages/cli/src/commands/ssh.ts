@@ -4,7 +4,7 @@
  * @module
  */
 import { join } from "node:path";
-import type { GetSubjectAccessResponse, Workspace } from "@wap/core/api";
+import type { GetSubjectAccessResponse, Workspace } from "@wap/api";
 import { findTarget, type Reachable, reachableTargets, subjectAccess } from "../access.js";
 import type { ConfigStore } from "../config.js";
 import { CliError, ExitCode } from "../exit-codes.js";

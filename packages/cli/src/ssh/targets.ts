@@ -6,7 +6,7 @@
  * @module
  */
 import { isIPv6 } from "node:net";
-import type { CertificateAuthority, Target } from "@wap/core/api";
+import type { CertificateAuthority, Target } from "@wap/api";
 import { withoutComment } from "./agent.js";
 
 export interface Endpoint {

@@ -15,7 +15,7 @@
 import { generateKeyPairSync } from "node:crypto";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import { SignSSHCertificateRequest_CertificateType } from "@wap/core/api";
+import { SignSSHCertificateRequest_CertificateType } from "@wap/api";
 import {
   opensshPrivateKey,
   readSshCertificate,

@@ -14,6 +14,11 @@
  * @module
  */
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import {
+  CertificateService,
+  SignSSHCertificateRequest_CertificateType as CertificateType,
+  SignSSHCertificateRequest_CertificateTypeSchema,
+} from "@wap/api";
 import * as z from "zod";
 import { actorOf, type CallerKind, throwIfCancelled } from "../context.js";
 import type { SshCertificateType } from "../crypto/ssh/certificate.js";
@@ -22,11 +27,6 @@ import {
   parseSshPublicKey,
   SshKeyParseError,
 } from "../crypto/ssh/parse-public-key.js";
-import {
-  CertificateService,
-  SignSSHCertificateRequest_CertificateType as CertificateType,
-  SignSSHCertificateRequest_CertificateTypeSchema,
-} from "../gen/platform/v1/certificates_pb.js";
 import { defineOperation } from "../operations/operation.js";
 import type { IssuedCertificateRecord } from "../storage/records.js";
 import { certificateTtlBounds } from "../validation/bounds.js";

@@ -17,9 +17,9 @@
  * @module
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { ConnectResponseSchema } from "@wap/api";
 import type { DaemonCaller } from "../context.js";
 import { UnauthenticatedError } from "../errors.js";
-import type { ConnectResponseSchema } from "../gen/platform/v1/daemon_pb.js";
 import type { Services } from "../operations/services.js";
 import type { DaemonRecord } from "../storage/records.js";
 import { toConnectResponse } from "./events.js";

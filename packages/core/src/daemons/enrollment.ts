@@ -21,6 +21,7 @@
  * @module
  */
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { DaemonService } from "@wap/api";
 import * as z from "zod";
 import { hashSecret } from "../auth/service-account-tokens.js";
 import { actorOf } from "../context.js";
@@ -32,7 +33,6 @@ import {
   NotFoundError,
   UnauthenticatedError,
 } from "../errors.js";
-import { DaemonService } from "../gen/platform/v1/daemon_pb.js";
 import { encodeBase64Url } from "../lib/base64.js";
 import { toHex } from "../lib/bytes.js";
 import { defineOperation } from "../operations/operation.js";

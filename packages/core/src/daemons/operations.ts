@@ -13,14 +13,9 @@
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { type DaemonSchema, DaemonService, DaemonStatus, DaemonStatusSchema } from "@wap/api";
 import * as z from "zod";
 import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from "../errors.js";
-import {
-  type DaemonSchema,
-  DaemonService,
-  DaemonStatus,
-  DaemonStatusSchema,
-} from "../gen/platform/v1/daemon_pb.js";
 import { defineOperation } from "../operations/operation.js";
 import type { DaemonSessionRecord } from "../storage/daemons-sessions.js";
 import type { DaemonRecord, DaemonStatusValue } from "../storage/records.js";

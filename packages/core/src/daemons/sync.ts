@@ -19,9 +19,9 @@
  * @module
  */
 import { isIP } from "node:net";
+import { DaemonService } from "@wap/api";
 import * as z from "zod";
 import { UnauthenticatedError } from "../errors.js";
-import { DaemonService } from "../gen/platform/v1/daemon_pb.js";
 import { defineOperation } from "../operations/operation.js";
 import { loginsOf } from "../principals/subjects.js";
 import type { Repositories } from "../storage/storage.js";

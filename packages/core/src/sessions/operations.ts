@@ -23,6 +23,7 @@
  * @module
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
+import { DaemonService, type SessionSchema } from "@wap/api";
 import * as z from "zod";
 import { roleAllows } from "../access/permissions.js";
 import type { CallContext } from "../context.js";
@@ -36,7 +37,6 @@ import {
   UnauthenticatedError,
   UnavailableError,
 } from "../errors.js";
-import { DaemonService, type SessionSchema } from "../gen/platform/v1/daemon_pb.js";
 import { defineOperation } from "../operations/operation.js";
 import type { DaemonSessionRecord } from "../storage/daemons-sessions.js";
 import type { DaemonRecord } from "../storage/records.js";

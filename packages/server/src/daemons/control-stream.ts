@@ -22,6 +22,7 @@
  * @module
  */
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import { type ConnectRequest, DaemonControlService } from "@wap/api";
 import {
   type ConnectResponseInit,
   closeControlStream,
@@ -36,8 +37,7 @@ import {
   UnauthenticatedError,
   UnimplementedError,
 } from "@wap/core";
-import { type ConnectRequest, DaemonControlService } from "@wap/core/api";
-import { answer, requireEdge, shuttingDown } from "../connect-routes.js";
+import { answer, requireEdge, shuttingDown } from "../connect-context.js";
 import { callerFor, type EdgeRequest, type EdgeSettings } from "../edge.js";
 import { daemonCallerOf } from "./daemon-caller.js";
 import type { TrackedStream } from "./instance.js";

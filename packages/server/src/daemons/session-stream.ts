@@ -20,6 +20,7 @@
  * @module
  */
 import type { HandlerContext } from "@connectrpc/connect";
+import { DaemonSessionService, type SessionEnded, type SessionRequest } from "@wap/api";
 import {
   claimSession,
   DeadlineExceededError,
@@ -29,8 +30,7 @@ import {
   sessionTopic,
   UnimplementedError,
 } from "@wap/core";
-import { DaemonSessionService, type SessionEnded, type SessionRequest } from "@wap/core/api";
-import { answer, requireEdge, shuttingDown } from "../connect-routes.js";
+import { answer, requireEdge, shuttingDown } from "../connect-context.js";
 import { callerFor, type EdgeSettings } from "../edge.js";
 import { daemonCallerOf } from "./daemon-caller.js";
 import { type DaemonMessage, endReasons, type SessionRelay } from "./session-relay.js";

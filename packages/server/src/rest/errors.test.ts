@@ -1,5 +1,4 @@
 import { create, type DescService } from "@bufbuild/protobuf";
-import { type ErrorCode, errorCodes } from "@wap/core";
 import {
   BillingService,
   CertificateService,
@@ -7,7 +6,8 @@ import {
   SubscribeWorkspaceEventsResponseSchema,
   UpdateCertificateAuthorityResponseSchema,
   WorkspaceService,
-} from "@wap/core/api";
+} from "@wap/api";
+import { type ErrorCode, errorCodes } from "@wap/core";
 import { describe, expect, it } from "vitest";
 import { httpStatusOf, restErrorBody, rpcCodeOf, writeResponse } from "./index.js";
 

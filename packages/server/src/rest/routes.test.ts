@@ -1,6 +1,6 @@
 import type { DescMethod } from "@bufbuild/protobuf";
+import { platformServices } from "@wap/api";
 import { InvalidArgumentError } from "@wap/core";
-import { platformServices } from "@wap/core/api";
 import { describe, expect, it } from "vitest";
 import { createRestRoutes, type RestMatch } from "./index.js";
 

@@ -6,7 +6,7 @@
  */
 import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import { type ConnectResponse, DaemonControlService, DaemonService } from "@wap/core/api";
+import { type ConnectResponse, DaemonControlService, DaemonService } from "@wap/api";
 import { expect } from "vitest";
 import {
   aDaemonKey,

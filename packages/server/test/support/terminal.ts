@@ -18,7 +18,7 @@ import {
   PrincipalType,
   type SessionResponse,
   UserService,
-} from "@wap/core/api";
+} from "@wap/api";
 import WebSocket from "ws";
 import { bearer, clientFor, transportFor } from "./clients.js";
 import { signUpWithWorkspace } from "./http.js";
