@@ -8,7 +8,7 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
 import { cp, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
-import { tmpdir, userInfo } from "node:os";
+import { hostname, tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -238,6 +238,16 @@ describe("wap as a signed-in user", { timeout: 180_000 }, () => {
     // No token is kept: the device key signs every request.
     expect(await readFile(join(configDir, "config.json"), "utf8")).not.toMatch(
       /accessToken|refreshToken|wapsa_/,
+    );
+
+    // The server lists the device under this machine's name, as a CLI device.
+    const config = JSON.parse(await readFile(join(configDir, "config.json"), "utf8"));
+    const { devices } = await clientFor(
+      UserService,
+      transportFor("connect-binary-h2", server.url),
+    ).listUserDevices({}, bearer(owner.accessToken));
+    expect(devices).toContainEqual(
+      expect.objectContaining({ id: config.deviceId, name: hostname(), kind: "cli" }),
     );
 
     const status = await asUser(["status", "--json"]);

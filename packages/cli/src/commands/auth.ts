@@ -10,7 +10,6 @@ import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { createDaemonClient } from "@wap/client";
-import open from "open";
 import type { SignedInUser } from "../config.js";
 import { formatDuration } from "../duration.js";
 import { CliError, usageError } from "../exit-codes.js";
@@ -38,6 +37,8 @@ export async function login(ctx: CommandContext, options: LoginOptions): Promise
 
   // The same device signs in again to the same server with its id and key; elsewhere it is new.
   const same = config.server === server && config.deviceId !== undefined;
+  // Another server: nothing of the previous sign-in (device, keys, certificates) carries over.
+  if (!same && config.server !== undefined) await ctx.store.clear();
   const deviceId = same && config.deviceId !== undefined ? config.deviceId : randomUUID();
   let keyPem = same ? await ctx.store.readFile(ctx.store.deviceKeyFile) : undefined;
   if (keyPem === undefined) {
@@ -67,6 +68,7 @@ export async function login(ctx: CommandContext, options: LoginOptions): Promise
     if (userCode !== "") ctx.out.note(`Check that the page shows this code: ${userCode}\n`);
     if (options.browser && canOpenBrowser(ctx.env)) {
       // A browser that fails to start leaves the URL above to copy.
+      const { default: open } = await import("open");
       await open(url).catch(() => undefined);
     }
     ctx.out.note("Waiting for the sign-in to be approved (Ctrl-C to give up)...");
