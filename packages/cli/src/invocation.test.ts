@@ -14,7 +14,7 @@ describe("shellQuote", () => {
         const { stdout } = await run("sh", ["-c", `printf '%s\\0' ${shellQuote(words)}`]);
         expect(stdout.split("\0").slice(0, -1)).toEqual(words);
       }),
-      { numRuns: 25 },
+      { numRuns: 10 },
     );
   });
 });
