@@ -4,7 +4,7 @@
  * the certificate's lifetime) when one runs, otherwise as a 0600 file next to it.
  *
  *     ssh/<ca id>            the private key (only without an agent)
- *     ssh/<ca id>.pub        its public key (ssh's IdentityFile when the agent holds the key)
+ *     ssh/<ca id>.pub        its public key (how ssh finds the key in the agent)
  *     ssh/<ca id>-cert.pub   the certificate
  *
  * A certificate is reused while it has more than the renewal margin left, was signed by the CA's
@@ -30,7 +30,11 @@ import { addToAgent, agentAvailable, agentPublicKeys, withoutComment } from "./a
 /** A certificate ready for `ssh`. */
 export interface UserCertificate {
   readonly caId: string;
-  /** What ssh's IdentityFile points at: the private key file, or the public key when the agent holds it. */
+  /**
+   * What ssh's IdentityFile points at: always the private key's path. When the agent holds the
+   * key there is no file there, and ssh reads `<path>.pub` to pick the agent's key; so a
+   * generated ssh_config stays right whether or not an agent runs at the next renewal.
+   */
   readonly identityFile: string;
   readonly certificateFile: string;
   readonly inAgent: boolean;
@@ -75,7 +79,7 @@ export async function currentCertificate(
   const publicKey = await store.readFile(paths.publicKey);
   if (publicKey === undefined || !(await agentPublicKeys(env)).includes(withoutComment(publicKey)))
     return undefined;
-  return { caId, identityFile: paths.publicKey, certificateFile: paths.certificate, inAgent: true, info };
+  return { caId, identityFile: paths.privateKey, certificateFile: paths.certificate, inAgent: true, info };
 }
 
 export interface IssueOptions {
@@ -121,7 +125,7 @@ export async function issueCertificate(
   await store.writeFile(paths.certificate, `${signed.signedCertificate.trim()}\n`);
   return {
     caId: options.caId,
-    identityFile: inAgent ? paths.publicKey : paths.privateKey,
+    identityFile: paths.privateKey,
     certificateFile: paths.certificate,
     inAgent,
     info,
