@@ -38,7 +38,8 @@ module.exports = {
     {
       name: "core-imports-no-adapter",
       severity: "error",
-      comment: "The core runs over a storage interface; adapters and transports depend on it, not the reverse.",
+      comment:
+        "The core runs over a storage interface; adapters and transports depend on it, not the reverse.",
       from: { path: "^packages/core/src", pathNot: "\\.test\\.ts$" },
       to: { path: "^packages/(storage-[^/]+|server|client|agent|cli|console)/" },
     },
@@ -60,7 +61,9 @@ module.exports = {
       name: "browser-code-without-node",
       severity: "error",
       comment: "The contract and the client's browser entry must not reach Node built-ins.",
-      from: { path: "^packages/(api/src|client/src/(index\\.browser|browser-client|platform-client|clients|session|paginate)\\.ts)" },
+      from: {
+        path: "^packages/(api/src|client/src/(index\\.browser|browser-client|platform-client|clients|session|paginate)\\.ts)",
+      },
       to: { dependencyTypes: ["core"] },
     },
   ],

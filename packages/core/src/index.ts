@@ -131,4 +131,8 @@ export { beginOidcSignIn, finishOidcSignIn } from "./sso/oidc.js";
 export type { SsoOptions } from "./sso/options.js";
 export { ssoUrls } from "./sso/options.js";
 export { beginSamlSignIn, finishSamlSignIn, samlServiceProviderMetadata } from "./sso/saml.js";
+export type { Bound, FoundBound } from "./validation/bound.js";
+export { describeBound } from "./validation/describe.js";
+export type { FieldBound, RequestBounds } from "./validation/table.js";
+export { validationBounds } from "./validation/table.js";
 export { apiVersion, platformVersion } from "./version.js";

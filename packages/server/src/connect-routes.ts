@@ -107,7 +107,7 @@ function serverStreamingHandler<I extends DescMessage, O extends DescMessage>(
 }
 
 /**
- * AuthService.StreamCLILogin (CLIENTS.md §1.1): the verification URL at once, then the user once
+ * AuthService.StreamCLILogin (docs/agent-protocol.md): the verification URL at once, then the user once
  * a signed-in user approves the login with VerifyCLILogin, on this instance or another. The device
  * id and its name come from the `Platform-Client-*` headers. The stream lives as long as the
  * pending login (`cliLoginTtlSeconds`) and ends quietly when the client leaves.
