@@ -103,7 +103,8 @@ export function program(): Command {
         for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => void agent.stop());
         const { exitCode, reason } = await agent.done;
         if (exitCode !== 0) process.stderr.write(`wap-agent: ${reason}\n`);
-        process.exitCode = exitCode;
+        // Whatever handle is still open (a half-closed connection), the agent is done.
+        process.stdout.write("", () => process.exit(exitCode));
       },
     );
 
