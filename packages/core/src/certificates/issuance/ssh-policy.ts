@@ -128,7 +128,8 @@ export async function resolveSshSubject(
 }
 
 /** A DNS host name (RFC 1123 labels), as `ssh` compares it with a host certificate's principals. */
-const hostNamePattern = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
+const hostNamePattern =
+  /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
 
 /** The host of an endpoint (`host:port`, `[ipv6]:port`, `host`), without port or brackets. */
 export function endpointHost(endpoint: string): string {
