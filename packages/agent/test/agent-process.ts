@@ -45,8 +45,12 @@ export interface AgentProcess {
   stop(): Promise<void>;
 }
 
-export function runAgent(args: readonly string[]): AgentProcess {
-  const child = spawn(process.execPath, [...nodeArgs, "run", ...args], {
+/**
+ * Starts `wap-agent run <args>`; `program` replaces the sources with another build of the
+ * command (e.g. a bundled `wap-agent.js`, without the TypeScript loader).
+ */
+export function runAgent(args: readonly string[], program: readonly string[] = nodeArgs): AgentProcess {
+  const child = spawn(process.execPath, [...program, "run", ...args], {
     cwd: repoRoot,
     stdio: ["ignore", "pipe", "pipe"],
   });

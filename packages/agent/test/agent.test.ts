@@ -10,6 +10,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { type AgentProcess, runAgent, wapAgent } from "@wap/agent/test-support/process";
 import { createPlatformClient, type PlatformClient } from "@wap/client";
 import { createArgon2PasswordHasher } from "@wap/core";
 import {
@@ -22,7 +23,6 @@ import { type RunningSshd, startSshd } from "@wap/core/test-support/sshd";
 import { createServer, type RunningServer, type ServerOptions, silentLogger } from "@wap/server";
 import { openTerminal, terminalUrl } from "@wap/server/test-support/terminal";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type AgentProcess, runAgent, wapAgent } from "./agent-process.js";
 
 const run = promisify(execFile);
 
