@@ -3,7 +3,15 @@
  * (which hands them to `test.projects`) and by anyone running a single project:
  * `pnpm vitest run --project core`.
  */
-const packages = ["core", "storage-sql", "storage-sqlite", "storage-postgres", "server", "client", "agent"] as const;
+const packages = [
+  "core",
+  "storage-sql",
+  "storage-sqlite",
+  "storage-postgres",
+  "server",
+  "client",
+  "agent",
+] as const;
 
 export const projects = [
   ...packages.map((name) => ({
