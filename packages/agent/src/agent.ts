@@ -3,7 +3,7 @@
  * (sshd-files.ts) in step with what the server says, and runs web-terminal sessions.
  *
  * - **Sync** (SyncDaemon, then the host certificate when it is missing, outdated or a
- *   notification asks for it, then the reload command if any file changed) runs at start, each
+ *   notification asks for it, then the reload command if the host certificate changed) runs at start, each
  *   time a control stream is accepted (whatever changed while the agent was away), on
  *   notifications, and at least every 12 hours or when the host certificate reaches two thirds
  *   of its life. Requests coalesce: one sync at a time, and at most one more queued.
@@ -53,7 +53,7 @@ export interface AgentOptions {
   readonly stateDir: string;
   /** Where the sshd files go; `/etc/ssh/wap` by default. */
   readonly sshdDir?: string;
-  /** Run with `/bin/sh -c` after the files changed, e.g. `systemctl reload ssh`. */
+  /** Run with `/bin/sh -c` after the host certificate changed, e.g. `systemctl reload ssh`. */
   readonly reloadCommand?: string;
   /** `ip:port` addresses sshd listens on; by default the machine's addresses with sshd's Port. */
   readonly sshAddresses?: readonly string[];
@@ -191,7 +191,10 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
         renewIn = renewalDelay(current);
       }
     }
-    if (changed.length > 0) await reload(changed);
+    // sshd reads the trusted keys and the principals at every login; only the host certificate
+    // needs a reload. A reload is not free: sshd re-executes itself, refusing connections for a
+    // moment, and a second SIGHUP during that moment can kill it.
+    if (changed.includes("host_certificate")) await reload(changed);
     scheduleSync(renewIn);
     log({
       level: "info",

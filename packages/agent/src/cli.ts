@@ -76,7 +76,7 @@ export function program(): Command {
     )
     .option(
       "--reload-command <cmd>",
-      "run (with /bin/sh -c) after the files changed, e.g. 'systemctl reload ssh'",
+      "run (with /bin/sh -c) after the host certificate changed, e.g. 'systemctl reload ssh'",
     )
     .option(
       "--ssh-address <ip:port>",
