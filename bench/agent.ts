@@ -17,7 +17,7 @@
  * @module
  */
 import { execFileSync } from "node:child_process";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -74,6 +74,7 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** An enrolled, accepted agent (the built program) whose machine's account can be granted. */
 async function agentWorld(dir: string, agentUrl: string, adminUrl: string, bundle: string) {
+  await mkdir(dir, { recursive: true });
   const client = createPlatformClient({ baseUrl: adminUrl });
   const { workspaceId, accessToken } = await signUpWorkspaceOwner(client, "Agent Owner", "agent-owner");
   const userId = (await client.users.whoami({})).user!.id;
@@ -197,9 +198,16 @@ export async function runAgentBench(): Promise<BenchSection> {
       });
       socket.send(`echo ready-${i}-$((1+1))\n`);
       let text = "";
-      while (!text.includes(`ready-${i}-2`)) {
-        const frame = await socket.nextFrame();
-        if (frame.binary) text += frame.data.toString("utf8");
+      try {
+        while (!text.includes(`ready-${i}-2`)) {
+          const frame = await socket.nextFrame();
+          if (frame.binary) text += frame.data.toString("utf8");
+        }
+      } catch (error) {
+        const warnings = agent.lines.filter((l) => l.level !== "info");
+        throw new Error(
+          `terminal ${i + 1} of ${sessions} failed: ${error}; agent: ${JSON.stringify(warnings.slice(-5))}`,
+        );
       }
       sockets.push(socket);
     }
