@@ -4,12 +4,14 @@
  * `pnpm vitest run --project core`.
  */
 const packages = [
+  "api",
   "core",
   "storage-sql",
   "storage-sqlite",
   "storage-postgres",
   "server",
   "client",
+  "cli",
   "agent",
 ] as const;
 
@@ -31,5 +33,3 @@ export const projects = [
     test: { name: "bench", root: "bench", include: ["*.test.ts"] },
   },
 ];
-
-export default projects;

@@ -18,7 +18,6 @@ import { exec } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { readFile } from "node:fs/promises";
 import { create } from "@bufbuild/protobuf";
-import type { DaemonClient } from "@wap/client";
 import {
   type ConnectRequest,
   ConnectRequestSchema,
@@ -27,7 +26,8 @@ import {
   Notification_EventType,
   type Session,
   SignSSHCertificateRequest_CertificateType,
-} from "@wap/core/api";
+} from "@wap/api";
+import type { DaemonClient } from "@wap/client";
 import { Backoff, type BackoffOptions } from "./backoff.js";
 import { connect } from "./connection.js";
 import { exitCodes, explain, isUnauthenticated, NotEnrolledError } from "./errors.js";

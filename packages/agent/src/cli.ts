@@ -4,7 +4,7 @@
  * @module
  */
 import { isIP } from "node:net";
-import { DaemonStatus } from "@wap/core/api";
+import { DaemonStatus } from "@wap/api";
 import { Command, InvalidArgumentError } from "commander";
 import { defaultHostKeyFile, startAgent } from "./agent.js";
 import { enroll } from "./enroll.js";

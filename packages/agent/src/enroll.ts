@@ -10,8 +10,9 @@
  *
  * @module
  */
+
+import type { DaemonStatus } from "@wap/api";
 import { Code, ConnectError } from "@wap/client";
-import type { DaemonStatus } from "@wap/core/api";
 import { connect } from "./connection.js";
 import { machineHostname } from "./machine.js";
 import { AgentState, type Enrolment, publicKeyPem } from "./state.js";

@@ -11,8 +11,8 @@
  * @module
  */
 import { create } from "@bufbuild/protobuf";
+import { type Session, type SessionRequest, SessionRequestSchema } from "@wap/api";
 import type { DaemonClient } from "@wap/client";
-import { type Session, type SessionRequest, SessionRequestSchema } from "@wap/core/api";
 import { explain } from "./errors.js";
 import type { LocalAccount } from "./machine.js";
 import { MessageQueue, sleep, TokenBucket } from "./message-queue.js";

@@ -11,14 +11,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { type AgentProcess, runAgent, wapAgent } from "@wap/agent/test-support/process";
-import { createPlatformClient, type PlatformClient } from "@wap/client";
-import { createArgon2PasswordHasher } from "@wap/core";
 import {
   CertificateKeyType,
   DaemonStatus,
   PrincipalType,
   SignSSHCertificateRequest_CertificateType,
-} from "@wap/core/api";
+} from "@wap/api";
+import { createPlatformClient, type PlatformClient } from "@wap/client";
+import { createArgon2PasswordHasher } from "@wap/core";
 import { type RunningSshd, startSshd } from "@wap/core/test-support/sshd";
 import { createServer, type RunningServer, type ServerOptions, silentLogger } from "@wap/server";
 import { openTerminal, terminalUrl } from "@wap/server/test-support/terminal";

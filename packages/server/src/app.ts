@@ -7,6 +7,7 @@
  */
 import type { DescMethod, DescMethodServerStreaming, DescMethodUnary } from "@bufbuild/protobuf";
 import type { Http2Bindings, HttpBindings } from "@hono/node-server";
+import { platformServices } from "@wap/api";
 import {
   DeadlineExceededError,
   NotFoundError,
@@ -15,7 +16,6 @@ import {
   UnavailableError,
   UnimplementedError,
 } from "@wap/core";
-import { platformServices } from "@wap/core/api";
 import type { Storage } from "@wap/core/storage";
 import { Hono } from "hono";
 import { billingWebhookRoutes } from "./billing-webhook.js";
