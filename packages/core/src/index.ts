@@ -91,6 +91,13 @@ export {
 export type { AnyStreamingOperation, StreamingOperation } from "./events/streaming-operation.js";
 export type { WorkspaceEvent } from "./events/workspace-events.js";
 export { workspaceEventOf, workspaceTopic } from "./events/workspace-events.js";
+export type { OutboundFetch, OutboundFetchOptions } from "./lib/outbound-fetch.js";
+export {
+  createOutboundFetch,
+  isAllowedAddress,
+  OutboundFetchError,
+  parseNetworks,
+} from "./lib/outbound-fetch.js";
 export type { LicenseOptions, LicensePayload, LicenseStatus } from "./license/license.js";
 export { freePlan, inspectLicense, licensePrefix, signLicense } from "./license/license.js";
 export type { Mailer, MailMessage } from "./mail/mailer.js";

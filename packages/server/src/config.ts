@@ -4,6 +4,8 @@
  *
  * @module
  */
+
+import { parseNetworks } from "@wap/core";
 import {
   defaultIntegrationConfig,
   type IntegrationConfig,
@@ -60,6 +62,11 @@ export interface ServerConfig extends IntegrationConfig {
    * every third of it): a crashed instance's daemons count offline within about 4/3 of this.
    */
   readonly instanceLeaseSeconds: number;
+  /**
+   * Non-public networks (CIDR) the server may fetch from when it reads an identity provider's
+   * documents; none by default (loopback, private, link-local and unique-local are refused).
+   */
+  readonly outboundAllowNetworks: readonly string[];
 }
 
 export const defaultConfig: ServerConfig = {
@@ -84,6 +91,7 @@ export const defaultConfig: ServerConfig = {
   mailFrom: undefined,
   daemonKeepaliveSeconds: 60,
   instanceLeaseSeconds: 30,
+  outboundAllowNetworks: [],
   ...defaultIntegrationConfig,
 };
 
@@ -305,6 +313,14 @@ export const settings: readonly Setting[] = [
     help: "Lease of this instance on the daemon control streams it holds, renewed every third of it. If the instance dies without stopping, its daemons are reported offline within about 4/3 of this. Instances sharing a database need clocks within a few seconds of each other.",
     apply: assign("instanceLeaseSeconds", wholeNumber(3, 3600)),
   },
+  {
+    env: "WAP_OUTBOUND_ALLOW_NETWORKS",
+    flag: "--outbound-allow-networks",
+    value: "<cidrs>",
+    defaultText: "none",
+    help: "Comma-separated networks (10.0.0.0/8, fd00::/8, 192.0.2.7) the server may fetch identity-provider documents from although they are not public. By default every loopback, private, link-local and unique-local address is refused, whatever name resolves to it.",
+    apply: assign("outboundAllowNetworks", networks),
+  },
   ...integrationSettings,
   {
     env: "WAP_LOG_LEVEL",
@@ -488,6 +504,19 @@ function smtpUrl(text: string, source: string): string {
     throw new ConfigError(`${source} must be an smtp:// or smtps:// URL with a host name`);
   }
   return text;
+}
+
+function networks(text: string, source: string): string[] {
+  const list = text
+    .split(",")
+    .map((n) => n.trim())
+    .filter((n) => n !== "");
+  try {
+    parseNetworks(list);
+  } catch (error) {
+    throw new ConfigError(`${source}: ${(error as Error).message}`);
+  }
+  return list;
 }
 
 function trustProxy(text: string, source: string): number {

@@ -79,6 +79,7 @@ async function configure(services: Services, provider: OidcProviderRecord): Prom
       { reason: "SSO_DISCOVERY_FAILED", cause: error },
     );
   }
+  checkDiscovered(provider.issuerUrl, config.serverMetadata());
   const methods = config.serverMetadata().token_endpoint_auth_methods_supported;
   if (
     secret !== undefined &&
@@ -97,6 +98,28 @@ async function configure(services: Services, provider: OidcProviderRecord): Prom
     if (issuer.protocol === "http:") client.allowInsecureRequests(config);
   }
   return config;
+}
+
+/**
+ * A discovery document that parsed but cannot drive a sign-in (an endpoint missing or not a URL)
+ * is the provider's configuration at fault: `unavailable`, with what to fix.
+ */
+function checkDiscovered(issuerUrl: string, metadata: client.ServerMetadata): void {
+  for (const field of ["authorization_endpoint", "token_endpoint", "jwks_uri"] as const) {
+    const value: unknown = metadata[field];
+    let usable = false;
+    try {
+      usable = typeof value === "string" && ["https:", "http:"].includes(new URL(value).protocol);
+    } catch {
+      usable = false;
+    }
+    if (!usable) {
+      throw new UnavailableError(
+        `the OpenID configuration of ${issuerUrl} is not usable: ${field} is ${value === undefined ? "missing" : "not an http(s) URL"}; check the issuer URL and the provider's /.well-known/openid-configuration`,
+        { reason: "SSO_DISCOVERY_INVALID" },
+      );
+    }
+  }
 }
 
 function describe(error: unknown): string {
