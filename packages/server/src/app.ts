@@ -39,6 +39,8 @@ export interface AppSettings {
   readonly storage: Pick<Storage, "ping">;
   /** Largest request body accepted, in bytes. */
   readonly bodyLimitBytes: number;
+  /** Time a request body (other than a client stream's) may take to arrive; default 30 s. */
+  readonly bodyTimeoutMs?: number;
   /** Aborted when the server shuts down for good: running REST calls answer `unavailable`. */
   readonly shutdownSignal: AbortSignal;
 }

@@ -67,6 +67,12 @@ export interface ServerConfig extends IntegrationConfig {
    * documents; none by default (loopback, private, link-local and unique-local are refused).
    */
   readonly outboundAllowNetworks: readonly string[];
+  /** A request must have sent its headers within this time. */
+  readonly headersTimeoutSeconds: number;
+  /** A request body (other than a client stream's) must have arrived whole within this time. */
+  readonly bodyTimeoutSeconds: number;
+  /** Connections one client address may hold open at once (0: no limit). */
+  readonly maxConnectionsPerClient: number;
 }
 
 export const defaultConfig: ServerConfig = {
@@ -92,6 +98,9 @@ export const defaultConfig: ServerConfig = {
   daemonKeepaliveSeconds: 60,
   instanceLeaseSeconds: 30,
   outboundAllowNetworks: [],
+  headersTimeoutSeconds: 20,
+  bodyTimeoutSeconds: 30,
+  maxConnectionsPerClient: 128,
   ...defaultIntegrationConfig,
 };
 
@@ -312,6 +321,30 @@ export const settings: readonly Setting[] = [
     defaultText: "30",
     help: "Lease of this instance on the daemon control streams it holds, renewed every third of it. If the instance dies without stopping, its daemons are reported offline within about 4/3 of this. Instances sharing a database need clocks within a few seconds of each other.",
     apply: assign("instanceLeaseSeconds", wholeNumber(3, 3600)),
+  },
+  {
+    env: "WAP_HEADERS_TIMEOUT",
+    flag: "--headers-timeout",
+    value: "<seconds>",
+    defaultText: "20",
+    help: "A connection must send a request's headers within this time (and say its first word within it), or it is closed.",
+    apply: assign("headersTimeoutSeconds", wholeNumber(1, 3600)),
+  },
+  {
+    env: "WAP_BODY_TIMEOUT",
+    flag: "--body-timeout",
+    value: "<seconds>",
+    defaultText: "30",
+    help: "A request body must arrive whole within this time, or the request is cut (408 on HTTP/1.1, a reset stream on HTTP/2). Client and bidirectional streams (daemon streams) are not bounded by it.",
+    apply: assign("bodyTimeoutSeconds", wholeNumber(1, 3600)),
+  },
+  {
+    env: "WAP_MAX_CONNECTIONS_PER_CLIENT",
+    flag: "--max-connections-per-client",
+    value: "<n>",
+    defaultText: "128",
+    help: "Connections one client address may hold open at once; more are closed at once (0: no limit). Behind a proxy every client has the proxy's address: raise it or set 0 there, and let the proxy limit clients.",
+    apply: assign("maxConnectionsPerClient", wholeNumber(0, 1_000_000)),
   },
   {
     env: "WAP_OUTBOUND_ALLOW_NETWORKS",

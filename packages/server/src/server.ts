@@ -127,6 +127,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
     edge,
     storage: platform.services.storage,
     bodyLimitBytes: config.bodyLimitBytes,
+    bodyTimeoutMs: config.bodyTimeoutSeconds * 1000,
     shutdownSignal: shutdown.signal,
   });
 
@@ -139,6 +140,9 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
       port: config.port,
       tls,
       onWebSocket: createTerminalEndpoint(edge, sessionRelay),
+      headersTimeoutMs: config.headersTimeoutSeconds * 1000,
+      requestTimeoutMs: (config.headersTimeoutSeconds + config.bodyTimeoutSeconds) * 1000,
+      maxConnectionsPerClient: config.maxConnectionsPerClient,
     });
   } catch (error) {
     await instance.stop();

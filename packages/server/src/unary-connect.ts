@@ -36,7 +36,7 @@ import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { platformServices } from "@wap/api";
 import { procedureOf } from "@wap/core";
 import { answer } from "./connect-routes.js";
-import { callPlatform, type EdgeRequest, type EdgeSettings } from "./edge.js";
+import { callerFor, callPlatform, type EdgeRequest, type EdgeSettings } from "./edge.js";
 import { errorCodeOf } from "./errors.js";
 import { undecodable } from "./undecodable-requests.js";
 
@@ -146,6 +146,13 @@ async function serve(
   let status = 200;
   let body: Uint8Array;
   try {
+    // A refusal known from the headers (rate limit, CSRF, credentials) is answered before any
+    // body is read; on HTTP/1.1 the connection then closes rather than wait for the rest.
+    const refused = refusalOf(edge, settings.edge, route.method);
+    if (refused !== undefined) {
+      if (req.httpVersionMajor === 1 && !req.complete) head.connection = "close";
+      throw answer(edge, settings.edge, refused);
+    }
     const request = parse(route, binary, await readBody(req, limits.readMaxBytes));
     let result: Awaited<ReturnType<typeof callPlatform>>;
     try {
@@ -181,6 +188,17 @@ async function serve(
   head["content-length"] = String(body.byteLength);
   (res as http.ServerResponse).writeHead(status, head);
   res.end(body);
+}
+
+/** The error `callerFor` would throw for this call, if any. */
+function refusalOf(edge: EdgeRequest, settings: EdgeSettings, method: DescMethodUnary): unknown {
+  if (edge.refusal === undefined && edge.authFailure === undefined) return undefined;
+  try {
+    callerFor(edge, settings, method);
+    return undefined;
+  } catch (error) {
+    return error;
+  }
 }
 
 /** The request message, with connect-node's codes for what cannot be decoded (see undecodable-requests.ts). */
