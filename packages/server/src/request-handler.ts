@@ -41,8 +41,9 @@ export function createRequestHandler(settings: AppSettings): NodeHandler {
     () => shutdown.abort(new ConnectError("the server is shutting down; retry", Code.Unavailable)),
     { once: true },
   );
-  // The contract rejects unknown fields (spec §1.5); connect-node ignores them unless told.
-  const jsonOptions = { ignoreUnknownFields: false };
+  // The contract rejects unknown fields (spec §1.5); connect-node ignores them unless told. JSON
+  // that is not UTF-8 is refused (connect-es would read it with U+FFFD in place of bad bytes).
+  const jsonOptions = { ignoreUnknownFields: false, textDecoder: strictUtf8 };
   const connect = connectNodeAdapter({
     routes: (router) => {
       registerConnectRoutes(router, settings.edge);
@@ -135,6 +136,23 @@ function keepUnreadBodyDrainable(req: http.IncomingMessage, res: Parameters<Node
     discard();
   });
 }
+
+/**
+ * A UTF-8 decoder that refuses malformed input with a message naming the problem; connect-es
+ * answers what its JSON decoder throws as `invalid_argument`, on every protocol and both paths.
+ */
+const strictUtf8 = (() => {
+  const fatal = new TextDecoder("utf-8", { fatal: true });
+  const decoder = Object.create(fatal) as TextDecoder;
+  decoder.decode = (input?: AllowSharedBufferSource, options?: TextDecodeOptions) => {
+    try {
+      return fatal.decode(input, options);
+    } catch {
+      throw new ConnectError("the request message is not valid UTF-8 JSON", Code.InvalidArgument);
+    }
+  };
+  return decoder;
+})();
 
 /** The procedure paths whose request body is a stream of messages (client and bidi streams). */
 function clientStreamPaths(): ReadonlySet<string> {
