@@ -81,6 +81,8 @@ export {
   UnavailableError,
   UnimplementedError,
 } from "./errors.js";
+export type { AccessWatchOptions } from "./events/access-watch.js";
+export { accountsTopic, watchAccess } from "./events/access-watch.js";
 export type { EventBus, EventHandler, EventPayload } from "./events/event-bus.js";
 export {
   createInProcessEventBus,
@@ -125,6 +127,7 @@ export {
   attachSession,
   claimSession,
   endSession,
+  recheckSessionAccess,
   sessionReadyTimeoutSeconds,
   sessionRelayOf,
 } from "./sessions/lifecycle.js";

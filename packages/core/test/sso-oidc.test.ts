@@ -348,7 +348,9 @@ describe("OIDC provider variants", () => {
         "failed_precondition",
       );
     } finally {
-      useIntegrations(t.platform, { sso: { baseUrl, allowInsecureHttp: true, allowNetworks: ["127.0.0.0/8"] } });
+      useIntegrations(t.platform, {
+        sso: { baseUrl, allowInsecureHttp: true, allowNetworks: ["127.0.0.0/8"] },
+      });
     }
     await expectCode(beginOidcSignIn(t.platform.services, { providerId: crypto.randomUUID() }), "not_found");
     await expectCode(

@@ -143,10 +143,10 @@ function keepUnreadBodyDrainable(req: http.IncomingMessage, res: Parameters<Node
  */
 const strictUtf8 = (() => {
   const fatal = new TextDecoder("utf-8", { fatal: true });
-  const decoder = Object.create(fatal) as TextDecoder;
-  decoder.decode = (input?: AllowSharedBufferSource, options?: TextDecodeOptions) => {
+  const decoder = Object.create(fatal) as InstanceType<typeof TextDecoder>;
+  decoder.decode = (...args: Parameters<typeof fatal.decode>) => {
     try {
-      return fatal.decode(input, options);
+      return fatal.decode(...args);
     } catch {
       throw new ConnectError("the request message is not valid UTF-8 JSON", Code.InvalidArgument);
     }

@@ -48,7 +48,10 @@ export interface UnaryConnectSettings {
   /** The largest request message read, as connect-node's `readMaxBytes`. */
   readonly readMaxBytes: number;
   /** As given to connect-node: both paths must parse and write JSON alike. */
-  readonly jsonOptions: { readonly ignoreUnknownFields: boolean; readonly textDecoder?: TextDecoder };
+  readonly jsonOptions: {
+    readonly ignoreUnknownFields: boolean;
+    readonly textDecoder?: InstanceType<typeof TextDecoder>;
+  };
   /** Aborted when the server starts shutting down, with the error calls in flight answer. */
   readonly shutdown: AbortSignal;
 }

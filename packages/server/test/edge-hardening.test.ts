@@ -65,7 +65,10 @@ describe("REST bodies and sign-in from other sites", () => {
 
   it("refuses sign-in from another site's page, by Origin or Sec-Fetch-Site, on REST and Connect", async () => {
     const credentials = { email: user.email, password: user.password };
-    const foreign = [{ origin: "https://evil.example" }, { "sec-fetch-site": "cross-site" }];
+    const foreign: Record<string, string>[] = [
+      { origin: "https://evil.example" },
+      { "sec-fetch-site": "cross-site" },
+    ];
     for (const headers of foreign) {
       const rest = await restCall(server.url, "POST", "/v1/login", credentials, { headers });
       expect(rest.status).toBe(403);
@@ -94,7 +97,8 @@ describe("JSON that is not UTF-8", () => {
   ]);
 
   it("is invalid_argument on the lean unary path and on connect-node", async () => {
-    for (const extra of [{}, { "connect-timeout-ms": "10000" }]) {
+    const variants: Record<string, string>[] = [{}, { "connect-timeout-ms": "10000" }];
+    for (const extra of variants) {
       const answer = await post(server.url, "/platform.v1.AuthService/Login", badJson, {
         "content-type": "application/json",
         ...extra,

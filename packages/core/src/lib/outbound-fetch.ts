@@ -407,13 +407,15 @@ function reasonOf(signal: AbortSignal, cause: unknown): unknown {
   });
 }
 
-async function bodyOf(body: BodyInit | null | undefined | ArrayBuffer): Promise<Uint8Array | undefined> {
+type Body = NonNullable<RequestInit["body"]>;
+
+async function bodyOf(body: Body | null | undefined | ArrayBuffer): Promise<Uint8Array | undefined> {
   if (body === undefined || body === null) return undefined;
   if (typeof body === "string") return Buffer.from(body);
   if (body instanceof URLSearchParams) return Buffer.from(body.toString());
   if (body instanceof ArrayBuffer) return new Uint8Array(body);
   if (ArrayBuffer.isView(body)) return new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
-  return new Uint8Array(await new Response(body as BodyInit).arrayBuffer());
+  return new Uint8Array(await new Response(body as Body).arrayBuffer());
 }
 
 function describe(error: unknown): string {

@@ -23,14 +23,17 @@ import { STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import {
   attachSession,
+  type Caller,
   endSession,
   InvalidArgumentError,
   NotFoundError,
   PermissionDeniedError,
   parseSessionEvent,
+  recheckSessionAccess,
   sessionRelayOf,
   sessionTopic,
   UnauthenticatedError,
+  watchAccess,
 } from "@wap/core";
 import type { DaemonSessionRecord } from "@wap/core/storage";
 import { type WebSocket, WebSocketServer } from "ws";
@@ -195,6 +198,7 @@ export function createTerminalEndpoint(
       edge.code = "ok";
       logRequest(req, 101, "ok", edge.requestId, started);
       keepAlive(ws);
+      await endWhenAccessEnds(ws, edge.caller, session);
       await connectBrowser(ws, session);
     } catch (error) {
       if (ws === undefined) {
@@ -209,6 +213,34 @@ export function createTerminalEndpoint(
         closeCodes.internal,
       );
     }
+  }
+
+  /**
+   * Ends the session (on the daemon, the relay and every browser of it, on whichever instance)
+   * when the caller's right to it goes away: signed out, removed from the workspace, the grant
+   * revoked (core access-watch.ts says when to look).
+   */
+  async function endWhenAccessEnds(ws: WebSocket, caller: Caller, session: DaemonSessionRecord) {
+    const { services } = hub;
+    const stop = await watchAccess(services, {
+      workspaceId: session.workspaceId,
+      subjectId: session.userId,
+      recheck: () => recheckSessionAccess(services, caller, session.workspaceId, session.id),
+      onRevoked: (error) => {
+        const reason = `access revoked: ${error.message}`;
+        logger.info("terminal session ended: access revoked", { sessionId: session.id, reason });
+        void endSession(services, session.workspaceId, session.id, reason)
+          .catch((failure: unknown) =>
+            logger.warn("could not end a revoked terminal session", {
+              sessionId: session.id,
+              error: String(failure),
+            }),
+          )
+          .finally(() => closeSocket(ws, reason, closeCodes.normal));
+      },
+    });
+    ws.once("close", stop);
+    if (ws.readyState !== ws.OPEN) stop();
   }
 
   /** Waits for the session's claim, then attaches the socket here or forwards it. */
