@@ -456,5 +456,9 @@ describe("fetches from identity providers", () => {
     const body = (await started.clone().json()) as { message: string };
     expect(body.message).toMatch(/authorization_endpoint is missing; check the issuer URL/);
     expect(await reasonOf(started)).toBe("SSO_DISCOVERY_INVALID");
+    // A document that cannot be used is remembered too: starting again does not fetch it again.
+    const again = await get(`${server.url}/v1/sso/oidc/${oidc.id}/start`);
+    expect(again.status).toBe(503);
+    expect(hits.get("/broken/.well-known/openid-configuration")).toBe(1);
   });
 });

@@ -136,6 +136,32 @@ export function isAllowedAddress(address: string, allowed: net.BlockList): boole
   return !nonPublic.check(address, type);
 }
 
+/** Failures kept for a while by key, so that the work that failed is not repeated at once. */
+export interface FailureMemory<T> {
+  /** What failed under `key` less than the memory's time ago, if anything. */
+  recall(key: string): T | undefined;
+  remember(key: string, failure: T): void;
+}
+
+/** A {@link FailureMemory} of `ms` (0 remembers nothing), holding at most 1000 keys. */
+export function createFailureMemory<T>(ms: number, now: () => number = Date.now): FailureMemory<T> {
+  const entries = new Map<string, { failure: T; until: number }>();
+  return {
+    recall(key) {
+      const entry = entries.get(key);
+      if (entry === undefined) return undefined;
+      if (entry.until > now()) return entry.failure;
+      entries.delete(key);
+      return undefined;
+    },
+    remember(key, failure) {
+      if (ms <= 0) return;
+      if (entries.size >= maxRememberedFailures) entries.delete(entries.keys().next().value!);
+      entries.set(key, { failure, until: now() + ms });
+    },
+  };
+}
+
 export function createOutboundFetch(options: OutboundFetchOptions = {}): OutboundFetch {
   const settings = { ...defaults, ...definedOnly(options) };
   const allowed = parseNetworks(options.allowNetworks ?? []);
@@ -143,15 +169,11 @@ export function createOutboundFetch(options: OutboundFetchOptions = {}): Outboun
     options.lookup ?? ((hostname: string) => dns.promises.lookup(hostname, { all: true, verbatim: true }));
   const now = options.now ?? Date.now;
   // A failed GET: the error it threw, or the error status it answered (replayed as is).
-  const failures = new Map<
-    string,
-    { error?: OutboundFetchError; answer?: RememberedAnswer; until: number }
-  >();
-  const remember = (key: string, failure: { error?: OutboundFetchError; answer?: RememberedAnswer }) => {
-    if (settings.failureCacheMs <= 0) return;
-    if (failures.size >= maxRememberedFailures) failures.delete(failures.keys().next().value!);
-    failures.set(key, { ...failure, until: now() + settings.failureCacheMs });
-  };
+  const failures = createFailureMemory<{ error?: OutboundFetchError; answer?: RememberedAnswer }>(
+    settings.failureCacheMs,
+    now,
+  );
+  const remember = failures.remember;
 
   /** A `lookup` for net.connect that only ever hands over allowed addresses. */
   const guardedLookup: net.LookupFunction = (hostname, lookupOptions, callback) => {
@@ -183,13 +205,10 @@ export function createOutboundFetch(options: OutboundFetchOptions = {}): Outboun
     const url = new URL(request ? request.url : input.toString());
     const method = (init.method ?? request?.method ?? "GET").toUpperCase();
     const key = method === "GET" ? url.href : undefined;
-    const remembered = key === undefined ? undefined : failures.get(key);
+    const remembered = key === undefined ? undefined : failures.recall(key);
     if (remembered !== undefined) {
-      if (remembered.until > now()) {
-        if (remembered.error) throw remembered.error;
-        return replay(remembered.answer!, url);
-      }
-      failures.delete(key!);
+      if (remembered.error) throw remembered.error;
+      return replay(remembered.answer!, url);
     }
     try {
       const answer = await exchange(url, method, init, request);

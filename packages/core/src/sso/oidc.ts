@@ -65,6 +65,9 @@ async function configure(services: Services, provider: OidcProviderRecord): Prom
   };
   // client_secret_basic is the OpenID default; servers that only take client_secret_post get that.
   let config: client.Configuration;
+  const failureKey = `oidc ${provider.issuerUrl}`;
+  const failed = options.documentFailures.recall(failureKey);
+  if (failed !== undefined) throw failed;
   try {
     config = await client.discovery(
       issuer,
@@ -74,12 +77,19 @@ async function configure(services: Services, provider: OidcProviderRecord): Prom
       requestOptions,
     );
   } catch (error) {
-    throw new UnavailableError(
+    const failure = new UnavailableError(
       `could not read the OpenID configuration of ${provider.issuerUrl}: ${describe(error)}`,
       { reason: "SSO_DISCOVERY_FAILED", cause: error },
     );
+    options.documentFailures.remember(failureKey, failure);
+    throw failure;
   }
-  checkDiscovered(provider.issuerUrl, config.serverMetadata());
+  try {
+    checkDiscovered(provider.issuerUrl, config.serverMetadata());
+  } catch (error) {
+    options.documentFailures.remember(failureKey, error as Error);
+    throw error;
+  }
   const methods = config.serverMetadata().token_endpoint_auth_methods_supported;
   if (
     secret !== undefined &&

@@ -6,7 +6,12 @@
  * @module
  */
 import { accountConfig } from "../auth/account-config.js";
-import { createOutboundFetch, type OutboundFetch } from "../lib/outbound-fetch.js";
+import {
+  createFailureMemory,
+  createOutboundFetch,
+  type FailureMemory,
+  type OutboundFetch,
+} from "../lib/outbound-fetch.js";
 import { integrationsOf } from "../operations/integrations.js";
 import type { Services } from "../operations/services.js";
 
@@ -51,6 +56,11 @@ export interface SsoOptions {
 export interface ResolvedSsoOptions {
   readonly baseUrl: string;
   readonly fetch: OutboundFetch;
+  /**
+   * Providers' documents that could not be read or used (discovery, metadata), remembered for
+   * `failureCacheSeconds`: anonymous sign-in starts do not make the server fetch them in a loop.
+   */
+  readonly documentFailures: FailureMemory<Error>;
   readonly allowInsecureHttp: boolean;
   readonly loginTtlSeconds: number;
   readonly metadataTtlSeconds: number;
@@ -63,6 +73,7 @@ export function ssoOptions(services: Services): ResolvedSsoOptions {
   return {
     baseUrl: (options.baseUrl ?? accountConfig(services).publicBaseUrl).replace(/\/+$/, ""),
     fetch: options.fetch ?? outboundFetchOf(options),
+    documentFailures: documentFailuresOf(options),
     allowInsecureHttp: options.allowInsecureHttp ?? false,
     loginTtlSeconds: options.loginTtlSeconds ?? 600,
     metadataTtlSeconds: options.metadataTtlSeconds ?? 3600,
@@ -93,6 +104,17 @@ function outboundFetchOf(options: SsoOptions): OutboundFetch {
     outboundFetches.set(options, made);
   }
   return made;
+}
+
+const documentFailures = new WeakMap<SsoOptions, FailureMemory<Error>>();
+
+function documentFailuresOf(options: SsoOptions): FailureMemory<Error> {
+  let memory = documentFailures.get(options);
+  if (memory === undefined) {
+    memory = createFailureMemory<Error>((options.failureCacheSeconds ?? 30) * 1000);
+    documentFailures.set(options, memory);
+  }
+  return memory;
 }
 
 /**

@@ -94,15 +94,23 @@ export async function idpMetadataOf(
     });
   }
   let metadata: SamlIdpMetadata;
+  const failureKey = `saml ${provider.metadataUrl}`;
+  const failed = options.documentFailures.recall(failureKey);
+  if (failed !== undefined) {
+    if (stored) return stored;
+    throw failed;
+  }
   try {
     metadata = await parseIdpMetadata(await fetchMetadata(services, provider.metadataUrl), now);
   } catch (error) {
-    if (stored) return stored;
     const detail = error instanceof Error ? error.message : String(error);
-    throw new UnavailableError(`could not read the SAML metadata at ${provider.metadataUrl}: ${detail}`, {
-      reason: "SSO_METADATA_UNAVAILABLE",
-      cause: error,
-    });
+    const failure = new UnavailableError(
+      `could not read the SAML metadata at ${provider.metadataUrl}: ${detail}`,
+      { reason: "SSO_METADATA_UNAVAILABLE", cause: error },
+    );
+    options.documentFailures.remember(failureKey, failure);
+    if (stored) return stored;
+    throw failure;
   }
   await services.storage.samlProviders.setIdpMetadata(provider.workspaceId, provider.metadataUrl, metadata);
   return metadata;
