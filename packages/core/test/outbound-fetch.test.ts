@@ -8,6 +8,7 @@ import { gzipSync } from "node:zlib";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createOutboundFetch, isAllowedAddress, OutboundFetchError, parseNetworks } from "../src/index.js";
+import { createFailureMemory } from "../src/lib/outbound-fetch.js";
 
 const loopback = ["127.0.0.0/8"];
 let server: http.Server;
@@ -159,6 +160,19 @@ describe("addresses", () => {
 });
 
 describe("remembered failures", () => {
+  it("recalls a failure for exactly its time, then forgets it", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 60_000 }), fc.integer({ min: 0, max: 120_000 }), (ms, later) => {
+        let clock = 1_000_000;
+        const memory = createFailureMemory<string>(ms, () => clock);
+        memory.remember("k", "failed");
+        clock += later;
+        expect(memory.recall("k")).toBe(later < ms ? "failed" : undefined);
+        expect(memory.recall("other")).toBeUndefined();
+      }),
+    );
+  });
+
   it("answers a failed GET from memory for a while, then asks again", async () => {
     let clock = 0;
     const fetch = createOutboundFetch({ allowNetworks: loopback, failureCacheMs: 30_000, now: () => clock });
