@@ -23,6 +23,7 @@ import { startTestServer, type TestServer } from "./support/server.js";
 import {
   openSessionStream,
   openTerminal,
+  sessionPushed,
   type TerminalWorld,
   terminalUrl,
   terminalWorld,
@@ -147,6 +148,37 @@ describe("a browser terminal", () => {
     const { stream, browser } = await terminalThroughB("revoke-logout", token);
     await clientFor(AuthService, transportFor("connect-json-h2", a.url)).logout({}, bearer(token));
     expect(await closeOf(stream)).toMatch(/^access revoked: .*session has ended/);
+    expect((await browser.closed()).closedFrame).toMatch(/^access revoked/);
+  });
+});
+
+describe("a service account's browser terminal", () => {
+  it("ends when RevokeAllAccess takes its grants away", async () => {
+    const accounts = clientFor(ServiceAccountService, transportFor("connect-binary-h2", a.url));
+    const created = await accounts.createServiceAccount(
+      { workspaceId: world.workspaceId, name: "deployer", roleName: "viewer" },
+      world.auth,
+    );
+    const serviceAccountId = created.serviceAccount!.id;
+    const daemon = await world.daemonOnline("revoke-all");
+    await world.grantLogin(daemon, serviceAccountId, PrincipalType.SERVICE_ACCOUNT);
+    const { session } = await world.admin.createSession(
+      { workspaceId: world.workspaceId, daemonId: daemon.id, username: "ubuntu" },
+      bearer(created.token),
+    );
+    await sessionPushed(daemon.control, session!.sessionId);
+    const stream = openSessionStream(daemon.daemon);
+    stream.ready({ sessionId: session!.sessionId, username: "ubuntu", userId: serviceAccountId });
+    const browser = await openTerminal(terminalUrl(b.url, world.workspaceId, session!.sessionId), {
+      token: created.token,
+    });
+    stream.stdout("$ ");
+    expect((await browser.readBytes(2)).toString()).toBe("$ ");
+    await clientFor(PrincipalService, transportFor("connect-binary-h2", a.url)).revokeAllAccess(
+      { workspaceId: world.workspaceId, subjectId: serviceAccountId, type: PrincipalType.SERVICE_ACCOUNT },
+      world.auth,
+    );
+    expect(await closeOf(stream)).toMatch(/^access revoked: .*no longer log in as 'ubuntu'/);
     expect((await browser.closed()).closedFrame).toMatch(/^access revoked/);
   });
 });

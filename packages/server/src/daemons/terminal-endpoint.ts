@@ -63,6 +63,9 @@ const claimPollMs = 100;
 /** How long the relaying instance waits for a relay it was named for to be registered. */
 const registrationWaitMs = 5_000;
 
+/** How long a revoked session's relay has to close the browser's socket before it is closed here. */
+const revokedCloseGraceMs = 5_000;
+
 /** A refusal already decided: its status, headers and body. */
 interface Refusal {
   readonly error: unknown;
@@ -229,14 +232,25 @@ export function createTerminalEndpoint(
       onRevoked: (error) => {
         const reason = `access revoked: ${error.message}`;
         logger.info("terminal session ended: access revoked", { sessionId: session.id, reason });
-        void endSession(services, session.workspaceId, session.id, reason)
-          .catch((failure: unknown) =>
+        // The session's `close` reaches the relay wherever it runs, which tells the daemon and
+        // every browser why. The socket is closed here only if that cannot happen: closing it
+        // first would end the session as "closed in the browser" instead.
+        const closeHere = () => {
+          if (ws.readyState === ws.OPEN) closeSocket(ws, reason, closeCodes.normal);
+        };
+        endSession(services, session.workspaceId, session.id, reason).then(
+          (ended) => {
+            if (ended === null) closeHere();
+            else setTimeout(closeHere, revokedCloseGraceMs).unref();
+          },
+          (failure: unknown) => {
             logger.warn("could not end a revoked terminal session", {
               sessionId: session.id,
               error: String(failure),
-            }),
-          )
-          .finally(() => closeSocket(ws, reason, closeCodes.normal));
+            });
+            closeHere();
+          },
+        );
       },
     });
     ws.once("close", stop);
