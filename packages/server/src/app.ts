@@ -80,6 +80,7 @@ export function createApp(
     const fail = (error: unknown, status?: number) => {
       const answer = toPublicError(error, edge.requestId, settings.edge.logger);
       edge.code = answer.code;
+      edge.reason = answer.reason;
       return respond(JSON.stringify(errorBody(answer)), status ?? httpStatusOf(answer.code), {
         ...answer.headers,
       });

@@ -193,6 +193,7 @@ function streamingHandler(method: DescMethod, settings: EdgeSettings) {
 export function answer(edge: EdgeRequest, settings: EdgeSettings, error: unknown) {
   const publicError = toPublicError(error, edge.requestId, settings.logger);
   edge.code = publicError.code;
+  edge.reason = publicError.reason;
   return toConnectError(publicError);
 }
 

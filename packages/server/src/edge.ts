@@ -30,6 +30,7 @@ import { checkCsrf } from "./csrf.js";
 import type { ServerInstance } from "./daemons/instance.js";
 import type { SessionRelayHub } from "./daemons/relay-hub.js";
 import type { Logger } from "./logger.js";
+import type { ServerMetrics } from "./metrics.js";
 import {
   type RateLimiter,
   type RateLimiters,
@@ -61,6 +62,8 @@ export interface EdgeSettings {
   readonly daemonStreams?: ServerInstance;
   /** This instance's terminal relays (DaemonSessionService.Session and the terminal WebSocket). */
   readonly sessionRelay?: SessionRelayHub;
+  /** Request, rate-limit and issuance metrics, when the diagnostics listener is on. */
+  readonly metrics?: ServerMetrics;
 }
 
 /** What the edge established about one request. */
@@ -83,6 +86,9 @@ export interface EdgeRequest {
   /** For the request log: the RPC served and the code answered. */
   rpc?: string;
   code?: ErrorCode | "ok";
+  /** For the request log: the error's stable reason, and the workspace the request names. */
+  reason?: string;
+  workspaceId?: string;
 }
 
 /** Minimal view of a Node request (HTTP/1.1 or HTTP/2 compatibility API). */
@@ -247,6 +253,7 @@ async function countRequest(
     const limitHeaders = rateLimitHeaders(decision);
     for (const name in limitHeaders) res.setHeader(name, limitHeaders[name]!);
     if (decision.allowed) return undefined;
+    settings.metrics?.rateLimited(caller.kind === "anonymous" ? "anonymous" : "authenticated");
     return new ResourceExhaustedError(
       `rate limit exceeded: ${decision.limit} requests per window; retry after ${limitHeaders["Retry-After"]} s`,
       { reason: "RATE_LIMITED", headers: { "Retry-After": limitHeaders["Retry-After"] ?? "1" } },
@@ -255,6 +262,7 @@ async function countRequest(
     // Fail closed: a request we cannot count is refused as `unavailable` (retry later), never let
     // through unlimited. The store is the database the request would need anyway.
     settings.logger.warn("rate limiter store failed; request refused", { requestId, error: String(error) });
+    settings.metrics?.rateLimiterFailed();
     return new UnavailableError("the rate limiter cannot count this request right now; retry shortly", {
       reason: "RATE_LIMITER_UNAVAILABLE",
       headers: { "Retry-After": "1" },
@@ -299,6 +307,8 @@ export async function callPlatform<I extends DescMessage, O extends DescMessage>
   signal: AbortSignal,
 ): Promise<EdgeCallResult<O>> {
   edge.rpc = procedureOf(method);
+  const named = (request as { workspaceId?: unknown }).workspaceId;
+  if (typeof named === "string" && named !== "") edge.workspaceId = named.slice(0, 128);
   const caller = callerFor(edge, settings, method);
   const ctx = createCallContext(caller, {
     requestId: edge.requestId,
