@@ -100,7 +100,7 @@ export type { SmtpMailerOptions } from "./mail/smtp.js";
 export { createSmtpMailer } from "./mail/smtp.js";
 // For operators' tools: master key rotation.
 export type { ResealResult } from "./maintenance/reseal-secrets.js";
-export { resealSecrets } from "./maintenance/reseal-secrets.js";
+export { checkSealedValues, resealSecrets } from "./maintenance/reseal-secrets.js";
 export type { IntegrationServices } from "./operations/integrations.js";
 export { pickIntegrations } from "./operations/integrations.js";
 export type { Access, AnyOperation, Operation } from "./operations/operation.js";

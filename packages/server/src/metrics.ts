@@ -13,14 +13,7 @@
  */
 import type { PlatformObserver } from "@wap/core";
 import type { IssuedCertificateKind } from "@wap/core/storage";
-import {
-  Counter,
-  collectDefaultMetrics,
-  Gauge,
-  Histogram,
-  type LabelValues,
-  Registry,
-} from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, type LabelValues, Registry } from "prom-client";
 
 /** How a request reached the server. */
 export type RequestProtocol = "connect" | "grpc" | "grpc_web" | "rest";
@@ -135,8 +128,11 @@ export function createServerMetrics(): ServerMetrics {
   });
 
   // The labelled series of each (rpc, protocol, code), made once.
-  const series = new Map<string, { count: Counter.Internal; duration: Histogram.Internal }>();
-  const durations = new Map<string, Histogram.Internal>();
+  const series = new Map<
+    string,
+    { count: Counter.Internal; duration: Histogram.Internal<"rpc" | "protocol"> }
+  >();
+  const durations = new Map<string, Histogram.Internal<"rpc" | "protocol">>();
   const seriesOf = (rpc: string, protocol: RequestProtocol, code: string) => {
     const key = `${rpc} ${protocol} ${code}`;
     let found = series.get(key);

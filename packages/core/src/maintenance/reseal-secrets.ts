@@ -48,3 +48,13 @@ export async function resealSecrets(storage: Storage, from: KeyStore, to: KeySto
     return { resealed };
   });
 }
+
+/**
+ * Opens every sealed value with `keyStore`, changing nothing: throws SealedDataError for the
+ * first one it cannot open (a database restored under the wrong master key).
+ */
+export async function checkSealedValues(storage: Storage, keyStore: KeyStore): Promise<number> {
+  const values = await storage.sealedValues.listAll();
+  for (const value of values) (await keyStore.open(value.sealed, sealedValueContext(value.ref))).fill(0);
+  return values.length;
+}
