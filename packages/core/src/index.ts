@@ -109,6 +109,7 @@ export { defaultPlatformConfig } from "./operations/services.js";
 export type { Platform, PlatformOptions } from "./platform.js";
 // For applications
 export { createPlatform, procedureOf } from "./platform.js";
+export { publicProcedures } from "./operations/registry.js";
 export type { RecordingConfig } from "./recordings/config.js";
 export { defaultRecordingConfig } from "./recordings/config.js";
 export type { SessionRecorder, SessionRecordingOptions } from "./recordings/recorder.js";
