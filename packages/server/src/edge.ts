@@ -45,6 +45,7 @@ import {
   sessionCookieAfter,
   touchesSessionCookie,
 } from "./session-cookie.js";
+import type { Tracing } from "./tracing.js";
 
 export interface EdgeSettings {
   readonly platform: Platform;
@@ -64,6 +65,8 @@ export interface EdgeSettings {
   readonly sessionRelay?: SessionRelayHub;
   /** Request, rate-limit and issuance metrics, when the diagnostics listener is on. */
   readonly metrics?: ServerMetrics;
+  /** A span per RPC, when OTLP export is configured. */
+  readonly tracing?: Tracing;
 }
 
 /** What the edge established about one request. */
@@ -317,7 +320,11 @@ export async function callPlatform<I extends DescMessage, O extends DescMessage>
     userAgent: edge.userAgent,
     ...(edge.daemonHeaders && { headers: edge.daemonHeaders }),
   });
-  const response = await untilAborted(settings.platform.invoke(method, ctx, request), signal, (late) =>
+  const invoke = () => settings.platform.invoke(method, ctx, request);
+  const work = settings.tracing
+    ? settings.tracing.rpc(edge.rpc, { "wap.request_id": edge.requestId }, invoke)
+    : invoke();
+  const response = await untilAborted(work, signal, (late) =>
     settings.logger.error("operation failed after its request was answered", {
       requestId: edge.requestId,
       error: String(late),

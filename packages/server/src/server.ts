@@ -33,6 +33,7 @@ import { type DataLock, lockDatabase } from "./operator/data-lock.js";
 import { createMemoryRateLimiters, type RateLimiters, type RateLimitSettings } from "./rate-limit.js";
 import { createRequestHandler } from "./request-handler.js";
 import { StartupError } from "./startup-error.js";
+import { startTracing, type Tracing } from "./tracing.js";
 
 export interface ServerOptions extends Partial<Omit<ServerConfig, "rateLimit">> {
   readonly rateLimit?: Partial<RateLimitSettings>;
@@ -92,13 +93,14 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
   const diagnosticsAddress =
     config.diagnosticsAddress === undefined ? undefined : parseListenAddress(config.diagnosticsAddress);
   const metrics = diagnosticsAddress ? createServerMetrics() : undefined;
+  const tracing = await startTracing(process.env, logger);
   // Read before the platform is built: a bad setting must not leave it open.
   const integrations = { ...(await loadIntegrations(config, logger)), ...options.integrations };
 
   const ownsPlatform = options.platform === undefined;
   const built = options.platform
     ? undefined
-    : await buildPlatform(config, options, logger, tls !== undefined, metrics);
+    : await buildPlatform(config, options, logger, tls !== undefined, metrics, tracing);
   const platform = options.platform ?? built!.platform;
   applyIntegrations(platform, integrations);
   const backend = built?.backend;
@@ -132,6 +134,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
     daemonStreams: instance,
     sessionRelay,
     ...(metrics && { metrics }),
+    ...(tracing && { tracing }),
   };
   metrics?.setSources({
     openControlStreams: () => instance.openStreams,
@@ -173,6 +176,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
     await backend?.release();
     await built?.mailer?.close?.();
     await built?.lock?.release();
+    await tracing?.shutdown();
     throw error;
   }
   const listener = opened;
@@ -219,6 +223,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
         stopLagProbe?.();
         await diagnostics?.close();
         await built?.lock?.release();
+        await tracing?.shutdown();
         logger.info("stopped");
       })();
       return stopping;
@@ -232,6 +237,7 @@ async function buildPlatform(
   logger: Logger,
   secure: boolean,
   metrics: ServerMetrics | undefined,
+  tracing: Tracing | undefined,
 ): Promise<{ platform: Platform; backend: Backend; mailer: Mailer | undefined; lock: DataLock | undefined }> {
   // Refuse a bad database URL before anything is written to the data directory.
   const target = options.storage ? undefined : databaseTargetOf(config.databaseUrl, config.dataDir);
@@ -283,7 +289,9 @@ async function buildPlatform(
       ...(mailer && { mailer }),
       ...options.platformOptions,
       config: { ...options.platformOptions?.config, ...(publicBaseUrl !== undefined && { publicBaseUrl }) },
-      storage: backend.storage,
+      storage: tracing
+        ? tracing.instrumentStorage(backend.storage, target?.kind === "postgres" ? "postgresql" : "sqlite")
+        : backend.storage,
       keyStore: createMasterKeyStore({
         masterKey,
         ...(previousKey && { previousKeys: [{ masterKey: previousKey }] }),
