@@ -104,12 +104,12 @@ export { checkSealedValues, resealSecrets } from "./maintenance/reseal-secrets.j
 export type { IntegrationServices } from "./operations/integrations.js";
 export { pickIntegrations } from "./operations/integrations.js";
 export type { Access, AnyOperation, Operation } from "./operations/operation.js";
+export { publicProcedures } from "./operations/registry.js";
 export type { PlatformConfig, PlatformObserver, Services } from "./operations/services.js";
 export { defaultPlatformConfig } from "./operations/services.js";
 export type { Platform, PlatformOptions } from "./platform.js";
 // For applications
 export { createPlatform, procedureOf } from "./platform.js";
-export { publicProcedures } from "./operations/registry.js";
 export type { RecordingConfig } from "./recordings/config.js";
 export { defaultRecordingConfig } from "./recordings/config.js";
 export type { SessionRecorder, SessionRecordingOptions } from "./recordings/recorder.js";

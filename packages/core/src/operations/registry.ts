@@ -38,7 +38,8 @@ export const allOperations: readonly AnyOperation[] = withDaemonNotifications([
 export function publicProcedures(): ReadonlySet<string> {
   const paths = new Set<string>();
   for (const operation of allOperations) {
-    if (operation.access.kind === "public") paths.add(`/${operation.method.parent.typeName}/${operation.method.name}`);
+    if (operation.access.kind === "public")
+      paths.add(`/${operation.method.parent.typeName}/${operation.method.name}`);
   }
   return paths;
 }

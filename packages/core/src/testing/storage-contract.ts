@@ -1038,14 +1038,16 @@ export function runStorageContract(options: StorageContractOptions): void {
         const resealed = new Uint8Array([9, 8, 7]);
         expect(await storage.sealedValues.replace({ ...caRef, keyVersion: 2 }, resealed)).toBe(false);
         expect(await storage.sealedValues.replace({ ...caRef, caId: uid() }, resealed)).toBe(false);
-        expect((await storage.certificateAuthorities.findById(workspace.id, ca.id))?.sealedPrivateKey).toEqual(
-          ca.sealedPrivateKey,
-        );
+        expect(
+          (await storage.certificateAuthorities.findById(workspace.id, ca.id))?.sealedPrivateKey,
+        ).toEqual(ca.sealedPrivateKey);
         expect(await storage.sealedValues.replace(caRef, resealed)).toBe(true);
-        expect((await storage.certificateAuthorities.findById(workspace.id, ca.id))?.sealedPrivateKey).toEqual(
-          resealed,
+        expect(
+          (await storage.certificateAuthorities.findById(workspace.id, ca.id))?.sealedPrivateKey,
+        ).toEqual(resealed);
+        expect(await storage.sealedValues.replace({ kind: "secret", name: secret.name }, resealed)).toBe(
+          true,
         );
-        expect(await storage.sealedValues.replace({ kind: "secret", name: secret.name }, resealed)).toBe(true);
         expect((await storage.secrets.find(secret.name))?.sealed).toEqual(resealed);
       });
 
