@@ -3,7 +3,16 @@
  * (which hands them to `test.projects`) and by anyone running a single project:
  * `pnpm vitest run --project core`.
  */
-const packages = ["core", "storage-sql", "storage-sqlite", "storage-postgres", "server", "client"] as const;
+const packages = [
+  "api",
+  "core",
+  "storage-sql",
+  "storage-sqlite",
+  "storage-postgres",
+  "server",
+  "client",
+  "cli",
+] as const;
 
 export const projects = [
   ...packages.map((name) => ({
@@ -23,5 +32,3 @@ export const projects = [
     test: { name: "bench", root: "bench", include: ["*.test.ts"] },
   },
 ];
-
-export default projects;

@@ -19,12 +19,12 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { create, toBinary, toJsonString } from "@bufbuild/protobuf";
-import { createPlatformClient } from "@wap/client";
 import {
   CertificateKeyType,
   SignSSHCertificateRequest_CertificateType as CertificateType,
   SignSSHCertificateRequestSchema,
-} from "@wap/core/api";
+} from "@wap/api";
+import { createPlatformClient } from "@wap/client";
 import { createJsonLogger, createServer, silentLogger } from "@wap/server";
 import { h2loadAvailable, runH2load } from "./h2load.js";
 import { intervalSeconds, type LoadResult, type RequestSpec, runLoadInChild } from "./http2-load.js";

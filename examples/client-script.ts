@@ -5,8 +5,9 @@
  *
  * Run against `pnpm start`: `node --conditions=dev-source --import tsx examples/client-script.ts http://127.0.0.1:8080`
  */
+
+import { CertificateKeyType } from "@wap/api";
 import { Code, ConnectError, createPlatformClient } from "@wap/client";
-import { CertificateKeyType } from "@wap/core/api";
 
 export async function main(baseUrl: string, email = "ops@example.com", password = "a long example password") {
   const client = createPlatformClient({ baseUrl });

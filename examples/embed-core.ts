@@ -5,14 +5,14 @@
  * Run: `node --conditions=dev-source --import tsx examples/embed-core.ts`
  */
 import { create } from "@bufbuild/protobuf";
-import { createCallContext, createMasterKeyStore, createPlatform, generateMasterKey } from "@wap/core";
 import {
   AuthorityType,
   AuthService,
   CertificateKeyType,
   CertificateService,
   WorkspaceService,
-} from "@wap/core/api";
+} from "@wap/api";
+import { createCallContext, createMasterKeyStore, createPlatform, generateMasterKey } from "@wap/core";
 import { createSqliteStorage } from "@wap/storage-sqlite";
 
 export async function main(): Promise<{ workspaceId: string; caPublicKey: string }> {

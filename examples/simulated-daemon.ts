@@ -39,7 +39,6 @@ import { arch, hostname as machineHostname, networkInterfaces, platform, userInf
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, createDaemonClient, createPlatformSigner, type DaemonClient } from "@wap/client";
 import {
   type ConnectRequest,
   ConnectRequestSchema,
@@ -51,7 +50,8 @@ import {
   type SessionRequest,
   SessionRequestSchema,
   SignSSHCertificateRequest_CertificateType,
-} from "@wap/core/api";
+} from "@wap/api";
+import { Code, ConnectError, createDaemonClient, createPlatformSigner, type DaemonClient } from "@wap/client";
 
 // ---------------------------------------------------------------------------------------------
 // Options, events and the handle
@@ -118,7 +118,7 @@ export class DaemonNotEnrolledError extends Error {
   }
 }
 
-// The real daemon's constants (CLIENTS.md §2-§3).
+// The real daemon's constants (docs/agent-protocol.md).
 const enrollTimeoutMs = 30_000;
 const syncAllTimeoutMs = 15_000;
 const sessionTimeoutMs = 8 * 60 * 60 * 1000;

@@ -1,5 +1,5 @@
 import { createRouterTransport } from "@connectrpc/connect";
-import { platformServices } from "@wap/core/api";
+import { platformServices } from "@wap/api";
 import { describe, expect, it } from "vitest";
 import { createServiceClients } from "./clients.js";
 

@@ -19,7 +19,7 @@ import {
   UtilService,
   WorkspaceDomainService,
   WorkspaceService,
-} from "@wap/core/api";
+} from "@wap/api";
 
 /** One typed client per service of the platform.v1 contract, over one transport. */
 export interface ServiceClients {

@@ -1,5 +1,5 @@
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
-import { AuthService, UserService } from "@wap/core/api";
+import { AuthService, UserService } from "@wap/api";
 import { describe, expect, it } from "vitest";
 import { createAuthInterceptor, createMemoryTokenStore } from "./session.js";
 

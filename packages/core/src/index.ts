@@ -2,7 +2,7 @@
  * @wap/core: every operation, validation rule and SSH/X.509 issuance of the Workspace Access
  * Platform, against a storage interface. No HTTP, no SQL driver.
  *
- * The API messages and service descriptors are in `@wap/core/api`; the storage port for adapter
+ * The API messages and service descriptors are in `@wap/api`; the storage port for adapter
  * authors in `@wap/core/storage`; the adapter contract suite in `@wap/core/testing`.
  *
  * @module
@@ -61,7 +61,7 @@ export {
 } from "./daemons/events.js";
 // For transport authors (the server package, other adapters)
 export type { DeviceChallengeInput, PlatformChallenge } from "./devices/challenge.js";
-export { authenticateDevice, parsePlatformChallenge } from "./devices/challenge.js";
+export { authenticateDevice, challengeSignatureValid, parsePlatformChallenge } from "./devices/challenge.js";
 export type { CliLoginOptions, CliLoginRequest, PendingCliLogin } from "./devices/cli-login.js";
 export { cliLoginStream, startCliLogin } from "./devices/cli-login.js";
 export type { DnsTxtResolver } from "./domains/dns.js";
@@ -102,7 +102,6 @@ export { createSmtpMailer } from "./mail/smtp.js";
 export type { ResealResult } from "./maintenance/reseal-secrets.js";
 export { checkSealedValues, resealSecrets } from "./maintenance/reseal-secrets.js";
 export type { IntegrationServices } from "./operations/integrations.js";
-export { pickIntegrations } from "./operations/integrations.js";
 export type { Access, AnyOperation, Operation } from "./operations/operation.js";
 export { publicProcedures } from "./operations/registry.js";
 export type { PlatformConfig, PlatformObserver, Services } from "./operations/services.js";
@@ -135,4 +134,8 @@ export { beginOidcSignIn, finishOidcSignIn } from "./sso/oidc.js";
 export type { SsoOptions } from "./sso/options.js";
 export { ssoUrls } from "./sso/options.js";
 export { beginSamlSignIn, finishSamlSignIn, samlServiceProviderMetadata } from "./sso/saml.js";
+export type { Bound, FoundBound } from "./validation/bound.js";
+export { describeBound } from "./validation/describe.js";
+export type { FieldBound, RequestBounds } from "./validation/table.js";
+export { validationBounds } from "./validation/table.js";
 export { apiVersion, platformVersion } from "./version.js";

@@ -1,14 +1,12 @@
 /**
- * Every rule of REFERENCE §4.12-4.14 on the account messages, through the operations, on both
+ * Every rule of the contract on the account messages, through the operations, on both
  * sides of each bound (lengths count code points: astral characters are one each).
  */
 import type { DescMessage, DescMethodUnary } from "@bufbuild/protobuf";
+import { AuthService, CredentialService, UserService } from "@wap/api";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Caller } from "../src/context.js";
-import { AuthService } from "../src/gen/platform/v1/auth_pb.js";
-import { CredentialService } from "../src/gen/platform/v1/credential_pb.js";
-import { UserService } from "../src/gen/platform/v1/user_pb.js";
 import { type AccountsPlatform, createAccountsPlatform } from "./support/accounts.js";
 import { expectLengthRule, type LengthRule, violatedFieldsOf } from "./support/bounds.js";
 

@@ -14,8 +14,8 @@
  */
 import { randomUUID } from "node:crypto";
 import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
+import { platformServices } from "@wap/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { platformServices } from "../src/api.js";
 import { streamingOperations } from "../src/events/subscribe-workspace-events.js";
 import { allOperations } from "../src/operations/registry.js";
 import { procedureOf } from "../src/platform.js";

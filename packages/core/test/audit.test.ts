@@ -3,9 +3,9 @@
  * of a time window, built page by page; size limits refused with resource_exhausted).
  */
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { ExportAuditLogsRequest_Format, UtilService } from "@wap/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { exportAuditLog } from "../src/audit/export.js";
-import { ExportAuditLogsRequest_Format, UtilService } from "../src/gen/platform/v1/util_pb.js";
 import type { AuditEventRecord } from "../src/storage/records.js";
 import { addMember, useIntegrations } from "./support/enterprise.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";

@@ -1,6 +1,5 @@
+import { AuthService, UserService } from "@wap/api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { AuthService } from "../src/gen/platform/v1/auth_pb.js";
-import { UserService } from "../src/gen/platform/v1/user_pb.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 
 const anonymous = { kind: "anonymous" } as const;

@@ -5,15 +5,19 @@
  */
 import { toJson } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
+import {
+  BillingService,
+  CertificateKeyType,
+  CertificateService,
+  GetBillingResponseSchema,
+  ServiceAccountService,
+  UtilService,
+} from "@wap/api";
 import Stripe from "stripe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BillingWebhookError } from "../src/billing/provider.js";
 import { createStripeBillingProvider } from "../src/billing/stripe.js";
 import { handleBillingWebhook } from "../src/billing/webhook.js";
-import { BillingService, GetBillingResponseSchema } from "../src/gen/platform/v1/billing_pb.js";
-import { CertificateKeyType, CertificateService } from "../src/gen/platform/v1/certificates_pb.js";
-import { ServiceAccountService } from "../src/gen/platform/v1/service_account_pb.js";
-import { UtilService } from "../src/gen/platform/v1/util_pb.js";
 import { addMember, useIntegrations } from "./support/enterprise.js";
 import { type FakeStripe, startFakeStripe } from "./support/fake-stripe.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";

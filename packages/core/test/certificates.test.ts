@@ -1,10 +1,6 @@
 import { X509Certificate } from "node:crypto";
+import { AuthorityType, CertificateKeyType, CertificateService } from "@wap/api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import {
-  AuthorityType,
-  CertificateKeyType,
-  CertificateService,
-} from "../src/gen/platform/v1/certificates_pb.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 
 let t: TestPlatform;

@@ -1,9 +1,7 @@
 import { create, toJsonString } from "@bufbuild/protobuf";
+import { AuthService, CredentialService, ListBackupCodesResponseSchema, UserService } from "@wap/api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createCallContext } from "../src/context.js";
-import { AuthService } from "../src/gen/platform/v1/auth_pb.js";
-import { CredentialService, ListBackupCodesResponseSchema } from "../src/gen/platform/v1/credential_pb.js";
-import { UserService } from "../src/gen/platform/v1/user_pb.js";
 import { type AccountsPlatform, createAccountsPlatform, publicBaseUrl } from "./support/accounts.js";
 import { createSoftwareAuthenticator } from "./support/authenticator.js";
 import { expectCode } from "./support.js";

@@ -1,22 +1,23 @@
 /**
- * The enrolment token, EnrollDaemon (obligations 19-22, 24) and daemon request authentication,
+ * The enrolment token, EnrollDaemon and daemon request authentication,
  * with a real P-256 key signing real challenges.
  */
 import { generateKeyPairSync, randomBytes } from "node:crypto";
+import {
+  AuthorityType,
+  CertificateKeyType,
+  CertificateService,
+  DaemonService,
+  DaemonStatus,
+  TargetService,
+  WorkspaceService,
+} from "@wap/api";
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { hashSecret } from "../src/auth/service-account-tokens.js";
 import { createCallContext } from "../src/context.js";
 import { authenticateDaemon, authenticateSignedRequest } from "../src/daemons/authenticate.js";
 import { fallbackDaemonName, nameFromHostname } from "../src/daemons/names.js";
-import {
-  AuthorityType,
-  CertificateKeyType,
-  CertificateService,
-} from "../src/gen/platform/v1/certificates_pb.js";
-import { DaemonService, DaemonStatus } from "../src/gen/platform/v1/daemon_pb.js";
-import { TargetService } from "../src/gen/platform/v1/target_pb.js";
-import { WorkspaceService } from "../src/gen/platform/v1/workspace_pb.js";
 import { resourceNamePattern } from "../src/validation/bounds.js";
 import { memberWithRole, type Owner, sshAuthority } from "./support/access.js";
 import { aDaemonKey, callAsDaemon, daemonCaller, enroll, signChallenge } from "./support/daemons.js";
@@ -106,7 +107,7 @@ describe("EnrollDaemon", () => {
     expect(d.id).toMatch(/^[0-9a-f-]{36}$/);
     expect(d.targetId).toMatch(/^[0-9a-f-]{36}$/);
     expect(d.response.config).toMatchObject({ recordSessions: false });
-    // The very next call is signed with the key: it must verify already (obligation 19).
+    // The very next call is signed with the key: it must verify already.
     const caller = await daemonCaller(t, d, DaemonService.method.syncDaemon);
     expect(caller).toEqual({ kind: "daemon", daemonId: d.id, workspaceId: ada.workspaceId });
     const defaultCa = await t.storage.certificateAuthorities.findDefault(ada.workspaceId, "ssh");
@@ -128,7 +129,7 @@ describe("EnrollDaemon", () => {
     expect(stored).toMatchObject({ authMethod: "tpm", targetId: d.targetId });
   });
 
-  it("makes names unique and falls back when the hostname header is missing (obligation 24)", async () => {
+  it("makes names unique and falls back when the hostname header is missing", async () => {
     const names: string[] = [];
     for (const hostname of ["db", "DB", "db", undefined, "...", "db-2"]) {
       const d = await enroll(t, token, hostname === undefined ? {} : { hostname });
@@ -245,7 +246,7 @@ describe("EnrollDaemon", () => {
 });
 
 describe("daemon authentication", () => {
-  it("verifies challenges by obligation 9's rules: procedure, window, nonce, signature, id", async () => {
+  it("verifies challenges by the challenge rules: procedure, window, nonce, signature, id", async () => {
     const d = await enroll(t, token);
     const now = t.clock.now();
     const ok = (value: string, procedure = syncPath) =>

@@ -1,17 +1,22 @@
 /**
- * What daemons hear on `daemon:<id>` after a change commits (obligations 29, 30): status
+ * What daemons hear on `daemon:<id>` after a change commits: status
  * decisions, grant changes, authority and target changes, and deletion.
  */
+
+import {
+  CertificateService,
+  DaemonService,
+  DaemonStatus,
+  PrincipalService,
+  PrincipalType,
+  TargetService,
+  TeamService,
+  WorkspaceService,
+} from "@wap/api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openControlStream } from "../src/daemons/control.js";
 import { daemonTopic, sessionTopic } from "../src/daemons/events.js";
 import type { EventPayload } from "../src/events/event-bus.js";
-import { CertificateService } from "../src/gen/platform/v1/certificates_pb.js";
-import { DaemonService, DaemonStatus } from "../src/gen/platform/v1/daemon_pb.js";
-import { PrincipalService, PrincipalType } from "../src/gen/platform/v1/principal_pb.js";
-import { TargetService } from "../src/gen/platform/v1/target_pb.js";
-import { TeamService } from "../src/gen/platform/v1/team_pb.js";
-import { WorkspaceService } from "../src/gen/platform/v1/workspace_pb.js";
 import { memberWithRole, type Owner, sshAuthority } from "./support/access.js";
 import { callAsDaemon, enroll, grantLogin, type TestDaemon } from "./support/daemons.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";

@@ -3,13 +3,13 @@
  * the instance holding the daemon's stream, a browser reads it with `sessionRelayOf`, and the
  * sweep closes sessions whose relaying instance lost its lease.
  */
+
+import { DaemonService, DaemonStatus, PrincipalType } from "@wap/api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { DaemonCaller } from "../src/context.js";
 import { openControlStream } from "../src/daemons/control.js";
 import { sessionTopic } from "../src/daemons/events.js";
 import type { EventPayload } from "../src/events/event-bus.js";
-import { DaemonService, DaemonStatus } from "../src/gen/platform/v1/daemon_pb.js";
-import { PrincipalType } from "../src/gen/platform/v1/principal_pb.js";
 import {
   abandonStaleSessions,
   claimSession,

@@ -1,15 +1,15 @@
 /**
- * Terminal sessions (obligations 35-38) and the control stream's open and close (28, 30, 34):
+ * Terminal sessions and the control stream's open and close:
  * CreateSession's checks, the pending session registered before the push, `ready` matched to
  * its session and daemon, abandonment, ListSessions, CloseSession and the relay's close events.
  */
+
+import { DaemonService, DaemonStatus, Notification_EventType, PrincipalType } from "@wap/api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { DaemonCaller } from "../src/context.js";
 import { closeControlStream, openControlStream } from "../src/daemons/control.js";
 import { daemonTopic, parseDaemonEvent, sessionTopic } from "../src/daemons/events.js";
 import type { EventPayload } from "../src/events/event-bus.js";
-import { DaemonService, DaemonStatus, Notification_EventType } from "../src/gen/platform/v1/daemon_pb.js";
-import { PrincipalType } from "../src/gen/platform/v1/principal_pb.js";
 import {
   abandonStaleSessions,
   attachSession,

@@ -1,15 +1,13 @@
 /**
- * SyncDaemon (obligations 25-27): the report is stored (endpoints on the target, metadata), the
+ * SyncDaemon: the report is stored (endpoints on the target, metadata), the
  * answer carries the complete username -> ids map of the grants, and only accepted daemons get
  * principals.
  */
+
+import { DaemonService, DaemonStatus, PrincipalType, TargetService, TeamService } from "@wap/api";
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { defaultSshPort, normalizeEndpoint } from "../src/daemons/sync.js";
-import { DaemonService, DaemonStatus } from "../src/gen/platform/v1/daemon_pb.js";
-import { PrincipalType } from "../src/gen/platform/v1/principal_pb.js";
-import { TargetService } from "../src/gen/platform/v1/target_pb.js";
-import { TeamService } from "../src/gen/platform/v1/team_pb.js";
 import { memberWithRole, type Owner, serviceAccountCaller } from "./support/access.js";
 import { callAsDaemon, enrolledDaemon, grantLogin, type TestDaemon } from "./support/daemons.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";

@@ -1,14 +1,14 @@
 /**
- * Every validation bound of the daemon protocol (REFERENCE 4.9 and our own limits where the
+ * Every validation bound of the daemon protocol (the contract and our own limits where the
  * contract sets none), on both sides of each bound, through the operations. A request that
  * passes validation may still fail for another reason: only validation errors name fields.
  */
 import type { DescMethodUnary } from "@bufbuild/protobuf";
+import { DaemonService } from "@wap/api";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Caller } from "../src/context.js";
 import { syncLimits } from "../src/daemons/sync.js";
-import { DaemonService } from "../src/gen/platform/v1/daemon_pb.js";
 import type { Owner } from "./support/access.js";
 import { ofLength, violatedFieldsOf } from "./support/bounds.js";
 import { aDaemonKey } from "./support/daemons.js";

@@ -1,5 +1,5 @@
+import { DaemonService, DaemonStatus } from "@wap/api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { DaemonService, DaemonStatus } from "../src/gen/platform/v1/daemon_pb.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 
 let t: TestPlatform;

@@ -1,11 +1,10 @@
 import { generateKeyPairSync, type KeyObject, randomBytes, randomUUID, sign } from "node:crypto";
+import { AuthService, UserService } from "@wap/api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createCallContext } from "../src/context.js";
 import { authenticateDevice } from "../src/devices/challenge.js";
 import { cliLoginStream, startCliLogin } from "../src/devices/cli-login.js";
 import { createInProcessEventBus, type EventBus } from "../src/events/event-bus.js";
-import { AuthService } from "../src/gen/platform/v1/auth_pb.js";
-import { UserService } from "../src/gen/platform/v1/user_pb.js";
 import {
   type AccountsPlatform,
   createAccountsPlatform,

@@ -2,8 +2,9 @@
  * WorkspaceDomainService against a real DNS server on a loopback port (dns2): claims, the TXT
  * record proof through node's resolver, token regeneration, one verifier per domain, DNS faults.
  */
+
+import { WorkspaceDomainService } from "@wap/api";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { WorkspaceDomainService } from "../src/gen/platform/v1/workspace_domain_pb.js";
 import { memberWithRole, type Owner, useDnsResolver } from "./support/access.js";
 import { startTxtDnsServer, type TxtDnsServer } from "./support/txt-dns.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";

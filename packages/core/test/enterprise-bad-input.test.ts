@@ -1,15 +1,13 @@
 /**
- * Every validation bound of the SSO, billing and audit messages (REFERENCE §4.15, §4.16, §4.18),
+ * Every validation bound of the SSO, billing and audit messages,
  * through the operations, on both sides of each bound. Lengths count code points.
  */
 import type { DescMessage, DescMethodUnary, MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { BillingService, SSOService, UtilService } from "@wap/api";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Caller } from "../src/context.js";
-import { BillingService } from "../src/gen/platform/v1/billing_pb.js";
-import { SSOService } from "../src/gen/platform/v1/sso_pb.js";
-import { UtilService } from "../src/gen/platform/v1/util_pb.js";
 import { ofLength, violatedFieldsOf } from "./support/bounds.js";
 import { createTestPlatform, type TestPlatform } from "./support.js";
 

@@ -3,10 +3,8 @@
  * previews publicly and admits signed-in users as viewers.
  */
 import { createHash } from "node:crypto";
+import { AuthService, InvitationService, WorkspaceService } from "@wap/api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { AuthService } from "../src/gen/platform/v1/auth_pb.js";
-import { InvitationService } from "../src/gen/platform/v1/invitation_pb.js";
-import { WorkspaceService } from "../src/gen/platform/v1/workspace_pb.js";
 import { memberWithRole, type Owner, serviceAccountCaller } from "./support/access.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 

@@ -5,14 +5,14 @@
  */
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import * as fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PlatformError } from "../src/errors.js";
 import {
   AuthorityType,
   CertificateService,
   SignSSHCertificateRequest_CertificateType as CertType,
-} from "../src/gen/platform/v1/certificates_pb.js";
+} from "@wap/api";
+import * as fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PlatformError } from "../src/errors.js";
 import { createAuthority, type Owner, run, scratch, subjectKey } from "./support/certificates.js";
 import { createTestPlatform, type TestPlatform } from "./support.js";
 

@@ -4,9 +4,9 @@
  */
 import { generateKeyPairSync } from "node:crypto";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { LicenseService } from "@wap/api";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LicenseService } from "../src/gen/platform/v1/license_pb.js";
 import { inspectLicense, licensePrefix, signLicense } from "../src/license/license.js";
 import { useIntegrations } from "./support/enterprise.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";

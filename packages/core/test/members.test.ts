@@ -2,10 +2,9 @@
  * WorkspaceService members and settings: reading and listing members, role changes, removal and
  * ownership transfer with their rules, and UpdateWorkspaceSettings.
  */
+
+import { InvitationService, TeamService, WorkspaceService } from "@wap/api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { InvitationService } from "../src/gen/platform/v1/invitation_pb.js";
-import { TeamService } from "../src/gen/platform/v1/team_pb.js";
-import { WorkspaceService } from "../src/gen/platform/v1/workspace_pb.js";
 import { memberWithRole, type Owner, serviceAccountCaller } from "./support/access.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 

@@ -4,11 +4,11 @@
  * permissions, tenant isolation and validation bounds.
  */
 import { create } from "@bufbuild/protobuf";
+import { type Recording, RecordingService } from "@wap/api";
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { type Caller, createCallContext } from "../src/context.js";
 import type { PlatformError } from "../src/errors.js";
-import { type Recording, RecordingService } from "../src/gen/platform/v1/recording_pb.js";
 import {
   maxBacklogBytes,
   recordingChunkBytes,

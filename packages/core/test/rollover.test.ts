@@ -3,15 +3,15 @@
  * its certificates can live, key type and size can change, and refusals have precise codes.
  */
 import { readFile } from "node:fs/promises";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { retiredKeysOf, x509TrustBundle } from "../src/certificates/issuance/trust.js";
-import { retiredKeyTrustedUntil } from "../src/certificates/rollover.js";
 import {
   AuthorityType,
   CertificateKeyType,
   CertificateService,
   SignSSHCertificateRequest_CertificateType as CertType,
-} from "../src/gen/platform/v1/certificates_pb.js";
+} from "@wap/api";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { retiredKeysOf, x509TrustBundle } from "../src/certificates/issuance/trust.js";
+import { retiredKeyTrustedUntil } from "../src/certificates/rollover.js";
 import {
   createAuthority,
   duration,

@@ -7,16 +7,16 @@ import { createPrivateKey } from "node:crypto";
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import {
+  AuthorityType,
+  CertificateService,
+  SignSSHCertificateRequest_CertificateType as CertType,
+} from "@wap/api";
 import { createSqliteStorage } from "@wap/storage-sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { caKeyContext } from "../src/certificates/authority-keys.js";
 import { createMasterKeyStore, generateMasterKey } from "../src/crypto/key-store.js";
 import type { CaKeySpec } from "../src/crypto/key-types.js";
-import {
-  AuthorityType,
-  CertificateService,
-  SignSSHCertificateRequest_CertificateType as CertType,
-} from "../src/gen/platform/v1/certificates_pb.js";
 import type { Storage } from "../src/storage/storage.js";
 import { createAuthority, subjectKey } from "./support/certificates.js";
 import { createTestPlatform, type TestPlatform } from "./support.js";

@@ -1,7 +1,5 @@
+import { CertificateKeyType, CertificateService, ServiceAccountService, WorkspaceService } from "@wap/api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { CertificateKeyType, CertificateService } from "../src/gen/platform/v1/certificates_pb.js";
-import { ServiceAccountService } from "../src/gen/platform/v1/service_account_pb.js";
-import { WorkspaceService } from "../src/gen/platform/v1/workspace_pb.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 
 let t: TestPlatform;

@@ -6,14 +6,11 @@
  * these tests fail (see support/sshd.ts).
  */
 import { userInfo } from "node:os";
+import { CertificateService, SignSSHCertificateRequest_CertificateType as CertType } from "@wap/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Caller } from "../src/context.js";
 import { generateKeyPair } from "../src/crypto/generate-key.js";
 import { sshPublicKeyLine } from "../src/crypto/ssh/public-key.js";
-import {
-  CertificateService,
-  SignSSHCertificateRequest_CertificateType as CertType,
-} from "../src/gen/platform/v1/certificates_pb.js";
 import {
   createAuthority,
   identityFileText,

@@ -5,17 +5,17 @@
  */
 import { createHash } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { createCallContext } from "../src/context.js";
-import { describeKeySpec } from "../src/crypto/key-types.js";
 import {
   AuthorityType,
   CertificateKeyType,
   CertificateService,
   SignSSHCertificateRequest_CertificateType as CertType,
-} from "../src/gen/platform/v1/certificates_pb.js";
-import { ServiceAccountService } from "../src/gen/platform/v1/service_account_pb.js";
-import { WorkspaceService } from "../src/gen/platform/v1/workspace_pb.js";
+  ServiceAccountService,
+  WorkspaceService,
+} from "@wap/api";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import { createCallContext } from "../src/context.js";
+import { describeKeySpec } from "../src/crypto/key-types.js";
 import {
   createAuthority,
   duration,
@@ -187,7 +187,7 @@ describe("SignSSHCertificate rules", () => {
     expect(Number(res.expiresAt?.seconds)).toBe(Number(short.notAfter?.seconds));
   });
 
-  it("gives a daemon's host certificate the target id, the target's authority and more than 7 days (obligation 41)", async () => {
+  it("gives a daemon's host certificate the target id, the target's authority and more than 7 days", async () => {
     const other = await createAuthority(t, ada, { type: "ecdsa", curve: "P-256" }, { name: "hosts" });
     const target = await insertTarget(t, ada.workspaceId, other.id);
     const daemon = await insertDaemon(t, ada.workspaceId, target.id);

@@ -4,10 +4,9 @@
  * existing verified account, the linked account in ListLinkedAccounts, and every check that must
  * refuse (state reuse, another browser, PKCE verifier, nonce, provider error, domain, JIT off).
  */
+
+import { SSOService, UserService, UtilService } from "@wap/api";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { SSOService } from "../src/gen/platform/v1/sso_pb.js";
-import { UserService } from "../src/gen/platform/v1/user_pb.js";
-import { UtilService } from "../src/gen/platform/v1/util_pb.js";
 import { sha256Hex } from "../src/sso/login-state.js";
 import { beginOidcSignIn, finishOidcSignIn } from "../src/sso/oidc.js";
 import { useIntegrations, verifyDomain } from "./support/enterprise.js";

@@ -4,10 +4,9 @@
  * audience-matched assertions answering our own request, once. Tampered, unsigned, foreign-key,
  * expired, wrong-audience, wrong-issuer, IdP-initiated and replayed responses are refused.
  */
+
+import { SSOService, UserService, UtilService } from "@wap/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SSOService } from "../src/gen/platform/v1/sso_pb.js";
-import { UserService } from "../src/gen/platform/v1/user_pb.js";
-import { UtilService } from "../src/gen/platform/v1/util_pb.js";
 import { ssoUrls } from "../src/sso/options.js";
 import { beginSamlSignIn, finishSamlSignIn, samlServiceProviderMetadata } from "../src/sso/saml.js";
 import { useIntegrations, verifyDomain } from "./support/enterprise.js";

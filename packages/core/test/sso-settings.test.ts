@@ -4,10 +4,8 @@
  * who may call them, their audit entries, and the public CheckSSO with SSO enforcement.
  */
 
+import { AuthService, SSOProvider_Type, SSOService, UtilService } from "@wap/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AuthService } from "../src/gen/platform/v1/auth_pb.js";
-import { SSOProvider_Type, SSOService } from "../src/gen/platform/v1/sso_pb.js";
-import { UtilService } from "../src/gen/platform/v1/util_pb.js";
 import { fromUtf8 } from "../src/lib/bytes.js";
 import { assertPasswordLoginAllowed, ssoEnforcedFor } from "../src/sso/directory.js";
 import { clientSecretContext } from "../src/sso/operations.js";

@@ -8,14 +8,13 @@ import {
   type MessageInitShape,
   type MessageShape,
 } from "@bufbuild/protobuf";
+import { AuthService, WorkspaceService } from "@wap/api";
 import { createSqliteStorage } from "@wap/storage-sqlite";
 import { expect } from "vitest";
 import { createArgon2PasswordHasher } from "../src/auth/passwords.js";
 import { type Caller, createCallContext } from "../src/context.js";
 import { createMasterKeyStore, generateMasterKey } from "../src/crypto/key-store.js";
 import { PlatformError } from "../src/errors.js";
-import { AuthService } from "../src/gen/platform/v1/auth_pb.js";
-import { WorkspaceService } from "../src/gen/platform/v1/workspace_pb.js";
 import { createPlatform, type Platform, type PlatformOptions } from "../src/platform.js";
 import { createManualClock } from "../src/runtime.js";
 

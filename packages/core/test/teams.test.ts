@@ -1,8 +1,9 @@
 /**
  * TeamService: teams with unique names, tags and filters, and their members.
  */
+
+import { TeamService } from "@wap/api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { TeamService } from "../src/gen/platform/v1/team_pb.js";
 import { memberWithRole, type Owner, serviceAccountCaller } from "./support/access.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 

@@ -28,6 +28,20 @@ import {
   type DescMethodUnary,
   ScalarType,
 } from "@bufbuild/protobuf";
+import {
+  AuthorityType,
+  AuthService,
+  CertificateKeyType,
+  CertificateService,
+  InvitationService,
+  PrincipalService,
+  PrincipalType,
+  ServiceAccountService,
+  TargetService,
+  TeamService,
+  WorkspaceDomainService,
+  WorkspaceService,
+} from "@wap/api";
 import { createSqliteStorage } from "@wap/storage-sqlite";
 import Database from "better-sqlite3";
 import fc from "fast-check";
@@ -36,19 +50,6 @@ import { createArgon2PasswordHasher } from "../src/auth/passwords.js";
 import { type Caller, createCallContext } from "../src/context.js";
 import { createMasterKeyStore, generateMasterKey } from "../src/crypto/key-store.js";
 import { PlatformError } from "../src/errors.js";
-import { AuthService } from "../src/gen/platform/v1/auth_pb.js";
-import {
-  AuthorityType,
-  CertificateKeyType,
-  CertificateService,
-} from "../src/gen/platform/v1/certificates_pb.js";
-import { InvitationService } from "../src/gen/platform/v1/invitation_pb.js";
-import { PrincipalService, PrincipalType } from "../src/gen/platform/v1/principal_pb.js";
-import { ServiceAccountService } from "../src/gen/platform/v1/service_account_pb.js";
-import { TargetService } from "../src/gen/platform/v1/target_pb.js";
-import { TeamService } from "../src/gen/platform/v1/team_pb.js";
-import { WorkspaceDomainService } from "../src/gen/platform/v1/workspace_domain_pb.js";
-import { WorkspaceService } from "../src/gen/platform/v1/workspace_pb.js";
 import { createPlatform, type Platform } from "../src/platform.js";
 import { createManualClock } from "../src/runtime.js";
 import { tenantRows } from "./support/tenant-rows.js";

@@ -1,8 +1,5 @@
+import { AuthService, CredentialService, UserService, WorkspaceService } from "@wap/api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { AuthService } from "../src/gen/platform/v1/auth_pb.js";
-import { CredentialService } from "../src/gen/platform/v1/credential_pb.js";
-import { UserService } from "../src/gen/platform/v1/user_pb.js";
-import { WorkspaceService } from "../src/gen/platform/v1/workspace_pb.js";
 import { type AccountsPlatform, createAccountsPlatform, linkParam, settle } from "./support/accounts.js";
 import { expectCode } from "./support.js";
 

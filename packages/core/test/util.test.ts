@@ -1,8 +1,8 @@
 import { readFile, writeFile } from "node:fs/promises";
+import { UtilService } from "@wap/api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { permissions, roles } from "../src/access/permissions.js";
 import { streamingOperations } from "../src/events/subscribe-workspace-events.js";
-import { UtilService } from "../src/gen/platform/v1/util_pb.js";
 import type { Access } from "../src/operations/operation.js";
 import { allOperations } from "../src/operations/registry.js";
 import { apiVersion } from "../src/version.js";

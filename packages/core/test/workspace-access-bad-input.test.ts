@@ -1,19 +1,22 @@
 /**
- * Every rule of REFERENCE §4.1-4.4, §4.7 and §4.8 on the workspace-access messages, through the
+ * Every rule of the contract on the workspace-access messages, through the
  * operations, on both sides of each bound (lengths count code points: astral characters are one
  * each). A request that passes validation may still fail for another reason (not_found, ...):
  * only validation errors name fields.
  */
 import type { DescMessage, DescMethodUnary } from "@bufbuild/protobuf";
+import {
+  InvitationService,
+  PrincipalService,
+  PrincipalType,
+  TargetService,
+  TeamService,
+  WorkspaceDomainService,
+  WorkspaceService,
+} from "@wap/api";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Caller } from "../src/context.js";
-import { InvitationService } from "../src/gen/platform/v1/invitation_pb.js";
-import { PrincipalService, PrincipalType } from "../src/gen/platform/v1/principal_pb.js";
-import { TargetService } from "../src/gen/platform/v1/target_pb.js";
-import { TeamService } from "../src/gen/platform/v1/team_pb.js";
-import { WorkspaceDomainService } from "../src/gen/platform/v1/workspace_domain_pb.js";
-import { WorkspaceService } from "../src/gen/platform/v1/workspace_pb.js";
 import { type Owner, sshAuthority } from "./support/access.js";
 import { expectLengthRule, type LengthRule, violatedFieldsOf } from "./support/bounds.js";
 import { createTestPlatform, type TestPlatform } from "./support.js";

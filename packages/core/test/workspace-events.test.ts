@@ -4,6 +4,12 @@
  */
 import { create, type MessageShape } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
+import {
+  AuthService,
+  ServiceAccountService,
+  type SubscribeWorkspaceEventsResponseSchema,
+  WorkspaceService,
+} from "@wap/api";
 import { createSqliteStorage } from "@wap/storage-sqlite";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createArgon2PasswordHasher } from "../src/auth/passwords.js";
@@ -12,12 +18,6 @@ import { createMasterKeyStore, generateMasterKey } from "../src/crypto/key-store
 import { createAfterCommitEvents } from "../src/events/after-commit.js";
 import { createInProcessEventBus, type EventBus, type EventPayload } from "../src/events/event-bus.js";
 import { subscribeTopic } from "../src/events/topic-subscription.js";
-import { AuthService } from "../src/gen/platform/v1/auth_pb.js";
-import { ServiceAccountService } from "../src/gen/platform/v1/service_account_pb.js";
-import {
-  type SubscribeWorkspaceEventsResponseSchema,
-  WorkspaceService,
-} from "../src/gen/platform/v1/workspace_pb.js";
 import { createPlatform } from "../src/platform.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 

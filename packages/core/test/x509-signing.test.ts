@@ -5,14 +5,14 @@
  */
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { type CaKeySpec, describeKeySpec } from "../src/crypto/key-types.js";
 import {
   AuthorityType,
   CertificateKeyType,
   CertificateService,
   SignX509CertificateRequest_X509Usage as Usage,
-} from "../src/gen/platform/v1/certificates_pb.js";
+} from "@wap/api";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { type CaKeySpec, describeKeySpec } from "../src/crypto/key-types.js";
 import { createAuthority, duration, insertTarget, type Owner, run, scratch } from "./support/certificates.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 

@@ -5,7 +5,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { publicProcedures } from "@wap/core";
-import { platformServices } from "@wap/core/api";
+import { platformServices } from "@wap/api";
 import { buildOpenApiDocument } from "../src/openapi/document.js";
 
 const root = join(import.meta.dirname, "..");

@@ -9,6 +9,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { DescMethod, DescMethodServerStreaming, DescMethodUnary } from "@bufbuild/protobuf";
 import type { Http2Bindings, HttpBindings } from "@hono/node-server";
+import { platformServices } from "@wap/api";
 import {
   DeadlineExceededError,
   NotFoundError,
@@ -17,7 +18,6 @@ import {
   UnavailableError,
   UnimplementedError,
 } from "@wap/core";
-import { platformServices } from "@wap/core/api";
 import type { Storage } from "@wap/core/storage";
 import { Hono } from "hono";
 import { billingWebhookRoutes } from "./billing-webhook.js";

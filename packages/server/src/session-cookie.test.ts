@@ -1,4 +1,4 @@
-import { AuthService, UserService } from "@wap/core/api";
+import { AuthService, UserService } from "@wap/api";
 import { describe, expect, it } from "vitest";
 import { readSessionCookie, sessionCookieAfter } from "./session-cookie.js";
 

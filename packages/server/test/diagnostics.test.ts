@@ -3,7 +3,7 @@
  * unary path included), certificate issuance, rate-limit refusals, the event bus, the runtime;
  * and the request log's fields. One server for the file.
  */
-import { AuthService, CertificateKeyType, CertificateService, WorkspaceService } from "@wap/core/api";
+import { AuthService, CertificateKeyType, CertificateService, WorkspaceService } from "@wap/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bearer, clientsFor, transportFor } from "./support/clients.js";
 import { connectCall, restCall } from "./support/http.js";

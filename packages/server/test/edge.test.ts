@@ -6,6 +6,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { DaemonControlService, platformServices, WorkspaceService } from "@wap/api";
 import {
   createArgon2PasswordHasher,
   createMasterKeyStore,
@@ -14,7 +15,6 @@ import {
   type Platform,
   procedureOf,
 } from "@wap/core";
-import { DaemonControlService, platformServices, WorkspaceService } from "@wap/core/api";
 import { createSqliteStorage } from "@wap/storage-sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bearer, clientFor, transportFor } from "./support/clients.js";

@@ -3,7 +3,7 @@
  * in-process bus): over Connect and gRPC as a server stream, over REST as NDJSON.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
-import { WorkspaceService } from "@wap/core/api";
+import { WorkspaceService } from "@wap/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bearer, clientFor, type Protocol, transportFor } from "./support/clients.js";
 import { restCall, signUpWithWorkspace } from "./support/http.js";

@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { publicProcedures } from "@wap/core";
-import { platformServices } from "@wap/core/api";
+import { platformServices } from "@wap/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AppSettings, createApp } from "../src/app.js";
 import { buildOpenApiDocument, openApiPath, openApiPathOfHono } from "../src/openapi/document.js";

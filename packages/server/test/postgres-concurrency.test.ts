@@ -8,6 +8,14 @@
 import { generateKeyPairSync } from "node:crypto";
 import { create, type DescMessage, type DescMethodUnary, type MessageInitShape } from "@bufbuild/protobuf";
 import {
+  AuthService,
+  CertificateKeyType,
+  CertificateService,
+  DaemonService,
+  ServiceAccountService,
+  WorkspaceService,
+} from "@wap/api";
+import {
   type Caller,
   createArgon2PasswordHasher,
   createCallContext,
@@ -17,14 +25,6 @@ import {
   type Platform,
   PlatformError,
 } from "@wap/core";
-import {
-  AuthService,
-  CertificateKeyType,
-  CertificateService,
-  DaemonService,
-  ServiceAccountService,
-  WorkspaceService,
-} from "@wap/core/api";
 import { createPostgresStorage } from "@wap/storage-postgres";
 import { startTestPostgres, type TestPostgres } from "@wap/storage-postgres/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

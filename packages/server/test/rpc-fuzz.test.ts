@@ -17,7 +17,7 @@
  */
 import { join } from "node:path";
 import type { DescMethod } from "@bufbuild/protobuf";
-import { platformServices } from "@wap/core/api";
+import { platformServices } from "@wap/api";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it, type MockInstance, vi } from "vitest";
 import { createRestRoutes, type RestRoute } from "../src/rest/index.js";

@@ -8,7 +8,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { createManualClock } from "@wap/core";
 import {
   AuthorityType,
   AuthService,
@@ -17,7 +16,8 @@ import {
   ServiceAccountService,
   UserService,
   WorkspaceService,
-} from "@wap/core/api";
+} from "@wap/api";
+import { createManualClock } from "@wap/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bearer, clientFor, clientsFor, transportFor } from "./support/clients.js";
 import { startTestServer, type TestServer } from "./support/server.js";

@@ -169,7 +169,7 @@ describe("a terminal whose daemon stream is on A and whose browser is on B", () 
     });
     stream.stdout("$ ");
     expect((await browser.readBytes(2)).toString()).toBe("$ ");
-    const { DaemonService } = await import("@wap/core/api");
+    const { DaemonService } = await import("@wap/api");
     const { clientFor, transportFor } = await import("./support/clients.js");
     await clientFor(DaemonService, transportFor("connect-binary-h2", b.url)).closeSession(
       { workspaceId: world.workspaceId, daemonId: daemon.id, sessionId: session.sessionId },

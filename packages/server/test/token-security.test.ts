@@ -23,8 +23,8 @@
 import { createHash, generateKeyPairSync, type KeyObject, randomBytes, randomUUID, sign } from "node:crypto";
 import { createRequire } from "node:module";
 import { join } from "node:path";
+import { AuthorityType, AuthService, CertificateKeyType, CertificateService } from "@wap/api";
 import { createManualClock } from "@wap/core";
-import { AuthorityType, AuthService, CertificateKeyType, CertificateService } from "@wap/core/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAccessTokenSigner } from "../../core/src/tokens/paseto.js";
 import { defaultTokenLifetimes } from "../../core/src/workspaces/settings.js";
@@ -69,7 +69,7 @@ async function callOk(procedure: string, body: unknown, options?: CallOptions): 
 
 const later = (seconds: number) => clock.advance(seconds * 1000);
 
-/** A request signed with a `Platform` challenge (CLIENTS.md 1.1/1.2) for `procedure`. */
+/** A request signed with a `Platform` challenge (docs/agent-protocol.md) for `procedure`. */
 function challenge(
   id: string,
   key: KeyObject,

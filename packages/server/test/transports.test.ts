@@ -9,7 +9,7 @@ import https from "node:https";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { AuthService, UserService, WorkspaceService } from "@wap/core/api";
+import { AuthService, UserService, WorkspaceService } from "@wap/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema, ErrorInfoSchema } from "../src/index.js";
 import { bearer, clientFor, protocols, transportFor } from "./support/clients.js";

@@ -7,8 +7,8 @@
 import http2 from "node:http2";
 import { gunzipSync } from "node:zlib";
 import { create, toBinary } from "@bufbuild/protobuf";
+import { GetWorkspaceRequestSchema } from "@wap/api";
 import { createArgon2PasswordHasher } from "@wap/core";
-import { GetWorkspaceRequestSchema } from "@wap/core/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { leanUnaryFormat } from "../src/unary-connect.js";
 import { signUp, signUpWithWorkspace } from "./support/http.js";

@@ -3,8 +3,8 @@
  * one schema share CLI logins, device nonces and sign-in throttles.
  */
 import { generateKeyPairSync, randomBytes, randomUUID, sign } from "node:crypto";
+import { AuthService } from "@wap/api";
 import { type Caller, createCallContext, startCliLogin } from "@wap/core";
-import { AuthService } from "@wap/core/api";
 import { describe, expect, it } from "vitest";
 import { call, codeOf, twoInstancesOverOnePostgres } from "./support/two-instances.js";
 

@@ -5,8 +5,8 @@
  * succeeding.
  */
 import { randomBytes, randomUUID } from "node:crypto";
+import { AuthService, WorkspaceService } from "@wap/api";
 import type { Caller } from "@wap/core";
-import { AuthService, WorkspaceService } from "@wap/core/api";
 import { describe, expect, it } from "vitest";
 import { call, codeOf, twoInstancesOverOnePostgres } from "./support/two-instances.js";
 

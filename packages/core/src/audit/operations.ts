@@ -9,13 +9,9 @@
  * @module
  */
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { ExportAuditLogsRequest_Format, ExportAuditLogsRequest_FormatSchema, UtilService } from "@wap/api";
 import * as z from "zod";
 import { InvalidArgumentError } from "../errors.js";
-import {
-  ExportAuditLogsRequest_Format,
-  ExportAuditLogsRequest_FormatSchema,
-  UtilService,
-} from "../gen/platform/v1/util_pb.js";
 import { integrationsOf } from "../operations/integrations.js";
 import { defineOperation } from "../operations/operation.js";
 import type { AuditEventRecord } from "../storage/records.js";

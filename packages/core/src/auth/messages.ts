@@ -1,6 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { UserSchema } from "../gen/platform/v1/user_pb.js";
+import type { UserSchema } from "@wap/api";
 import type { UserRecord } from "../storage/records.js";
 
 /** The API's view of a user. */

@@ -7,10 +7,10 @@
  *
  * @module
  */
+
+import { AuthService, UserService } from "@wap/api";
 import * as z from "zod";
 import { AlreadyExistsError, NotFoundError, UnauthenticatedError } from "../errors.js";
-import { AuthService } from "../gen/platform/v1/auth_pb.js";
-import { UserService } from "../gen/platform/v1/user_pb.js";
 import { sendInBackground } from "../mail/deliver.js";
 import { verifyEmailMail } from "../mail/templates.js";
 import { defineOperation } from "../operations/operation.js";

@@ -9,9 +9,10 @@
  *
  * @module
  */
+
+import { AuthService } from "@wap/api";
 import * as z from "zod";
 import { InvalidArgumentError } from "../errors.js";
-import { AuthService } from "../gen/platform/v1/auth_pb.js";
 import { sendInBackground } from "../mail/deliver.js";
 import { resetPasswordMail, verifyEmailMail } from "../mail/templates.js";
 import { defineOperation } from "../operations/operation.js";

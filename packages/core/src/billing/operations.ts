@@ -9,10 +9,10 @@
  * @module
  */
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { BillingService } from "@wap/api";
 import * as z from "zod";
 import { accountConfig } from "../auth/account-config.js";
 import { FailedPreconditionError, NotFoundError, PlatformError, UnavailableError } from "../errors.js";
-import { BillingService } from "../gen/platform/v1/billing_pb.js";
 import { integrationsOf } from "../operations/integrations.js";
 import { defineOperation, type OperationCall } from "../operations/operation.js";
 import type { Services } from "../operations/services.js";

@@ -1,10 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { durationFromMs, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import {
-  AuthorityType,
-  type CertificateAuthoritySchema,
-  CertificateKeyType,
-} from "../gen/platform/v1/certificates_pb.js";
+import { AuthorityType, type CertificateAuthoritySchema, CertificateKeyType } from "@wap/api";
 import type { AuthorityKind, CertificateAuthorityRecord, KeyAlgorithm } from "../storage/records.js";
 
 export const keyAlgorithmToWire: Record<KeyAlgorithm, CertificateKeyType> = {

@@ -6,15 +6,11 @@
  *
  * @module
  */
+
+import { AuthorityType, AuthorityTypeSchema, CertificateKeyTypeSchema, CertificateService } from "@wap/api";
 import * as z from "zod";
 import { throwIfCancelled } from "../context.js";
 import { AlreadyExistsError, FailedPreconditionError, NotFoundError } from "../errors.js";
-import {
-  AuthorityType,
-  AuthorityTypeSchema,
-  CertificateKeyTypeSchema,
-  CertificateService,
-} from "../gen/platform/v1/certificates_pb.js";
 import { defineOperation } from "../operations/operation.js";
 import type { Services } from "../operations/services.js";
 import type {

@@ -20,10 +20,11 @@
  *
  * @module
  */
+
+import { CertificateKeyTypeSchema, CertificateService } from "@wap/api";
 import * as z from "zod";
 import { throwIfCancelled } from "../context.js";
 import { PlatformError } from "../errors.js";
-import { CertificateKeyTypeSchema, CertificateService } from "../gen/platform/v1/certificates_pb.js";
 import { defineOperation } from "../operations/operation.js";
 import type { CertificateAuthorityRecord, KeyAlgorithm } from "../storage/records.js";
 import { enumValue, uuid } from "../validation/rules.js";

@@ -14,6 +14,11 @@
  * @module
  */
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import {
+  CertificateService,
+  SignSSHCertificateRequest_CertificateType as CertificateType,
+  SignSSHCertificateRequest_CertificateTypeSchema,
+} from "@wap/api";
 import * as z from "zod";
 import { actorOf, type CallerKind, throwIfCancelled } from "../context.js";
 import type { SshCertificateType } from "../crypto/ssh/certificate.js";
@@ -22,11 +27,6 @@ import {
   parseSshPublicKey,
   SshKeyParseError,
 } from "../crypto/ssh/parse-public-key.js";
-import {
-  CertificateService,
-  SignSSHCertificateRequest_CertificateType as CertificateType,
-  SignSSHCertificateRequest_CertificateTypeSchema,
-} from "../gen/platform/v1/certificates_pb.js";
 import { defineOperation } from "../operations/operation.js";
 import type { IssuedCertificateRecord } from "../storage/records.js";
 import { certificateTtlBounds } from "../validation/bounds.js";
@@ -45,7 +45,7 @@ import { sshSignerFor } from "./issuance/signers.js";
 import { authorizeSshSign, resolveSshSubject, type SshDraft } from "./issuance/ssh-policy.js";
 import { retiredKeysOf, sshTrustedKeysText } from "./issuance/trust.js";
 
-/** An id the clients may send as an explicit empty string to mean "none" (CLIENTS.md 6). */
+/** An id the clients may send as an explicit empty string to mean "none" (docs/agent-protocol.md). */
 export const optionalId = z.union([z.literal("").transform(() => undefined), uuid]).optional();
 
 function certificateType(value: number | undefined, caller: CallerKind): SshCertificateType {

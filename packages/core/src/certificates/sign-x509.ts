@@ -15,14 +15,14 @@
  * @module
  */
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import * as z from "zod";
-import { actorOf, throwIfCancelled } from "../context.js";
-import { CsrParseError, type ParsedCsr, parseCsr, type X509Usage } from "../crypto/x509/leaf-certificate.js";
 import {
   CertificateService,
   SignX509CertificateRequest_X509UsageSchema,
   SignX509CertificateRequest_X509Usage as Usage,
-} from "../gen/platform/v1/certificates_pb.js";
+} from "@wap/api";
+import * as z from "zod";
+import { actorOf, throwIfCancelled } from "../context.js";
+import { CsrParseError, type ParsedCsr, parseCsr, type X509Usage } from "../crypto/x509/leaf-certificate.js";
 import { defineOperation } from "../operations/operation.js";
 import { certificateTtlBounds } from "../validation/bounds.js";
 import { parseField } from "../validation/parse.js";

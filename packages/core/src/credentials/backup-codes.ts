@@ -9,6 +9,7 @@
  * @module
  */
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { AuthService, CredentialService } from "@wap/api";
 import * as z from "zod";
 import { auditAccount } from "../auth/audit.js";
 import { callerUser } from "../auth/caller-user.js";
@@ -16,8 +17,6 @@ import { hashSecret } from "../auth/service-account-tokens.js";
 import { startSession } from "../auth/sessions.js";
 import { admitAttempt, attemptFailed, attemptSucceeded } from "../auth/throttle.js";
 import { UnauthenticatedError } from "../errors.js";
-import { AuthService } from "../gen/platform/v1/auth_pb.js";
-import { CredentialService } from "../gen/platform/v1/credential_pb.js";
 import { defineOperation } from "../operations/operation.js";
 import type { Random } from "../runtime.js";
 import { assertPasswordLoginAllowed } from "../sso/directory.js";

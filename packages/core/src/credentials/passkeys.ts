@@ -17,6 +17,7 @@ import {
   verifyAuthenticationResponse,
   verifyRegistrationResponse,
 } from "@simplewebauthn/server";
+import { AuthService, CredentialService, type PasskeySchema } from "@wap/api";
 import * as z from "zod";
 import { accountConfig } from "../auth/account-config.js";
 import { auditAccount } from "../auth/audit.js";
@@ -30,8 +31,6 @@ import {
   NotFoundError,
   UnauthenticatedError,
 } from "../errors.js";
-import { AuthService } from "../gen/platform/v1/auth_pb.js";
-import { CredentialService, type PasskeySchema } from "../gen/platform/v1/credential_pb.js";
 import { encodeBase64Url } from "../lib/base64.js";
 import { utf8 } from "../lib/bytes.js";
 import { defineOperation } from "../operations/operation.js";

@@ -6,13 +6,14 @@
  *
  * @module
  */
+
+import { CredentialService } from "@wap/api";
 import * as z from "zod";
 import { auditAccount } from "../auth/audit.js";
 import { callerSessionId, callerUser } from "../auth/caller-user.js";
 import { admitAttempt, attemptFailed, attemptSucceeded } from "../auth/throttle.js";
 import type { CallContext } from "../context.js";
 import { FailedPreconditionError, InvalidArgumentError } from "../errors.js";
-import { CredentialService } from "../gen/platform/v1/credential_pb.js";
 import { defineOperation } from "../operations/operation.js";
 import type { Services } from "../operations/services.js";
 import type { UserRecord } from "../storage/records.js";

@@ -12,12 +12,8 @@
  * @module
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
+import { type ConnectResponseSchema, DaemonStatus, Notification_EventType } from "@wap/api";
 import type { EventPayload } from "../events/event-bus.js";
-import {
-  type ConnectResponseSchema,
-  DaemonStatus,
-  Notification_EventType,
-} from "../gen/platform/v1/daemon_pb.js";
 import type { Services } from "../operations/services.js";
 import type { DaemonStatusValue } from "../storage/records.js";
 
@@ -51,12 +47,6 @@ export function daemonTopic(daemonId: string): string {
 export function sessionTopic(sessionId: string): string {
   return `session:${sessionId}`;
 }
-
-export const statusName: Record<DaemonStatusValue, WireStatusName> = {
-  pending: "PENDING",
-  accepted: "ACCEPTED",
-  rejected: "REJECTED",
-};
 
 /** An event bound for one topic. */
 export interface TopicEvent {

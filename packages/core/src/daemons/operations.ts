@@ -13,14 +13,9 @@
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { type DaemonSchema, DaemonService, DaemonStatus, DaemonStatusSchema } from "@wap/api";
 import * as z from "zod";
 import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from "../errors.js";
-import {
-  type DaemonSchema,
-  DaemonService,
-  DaemonStatus,
-  DaemonStatusSchema,
-} from "../gen/platform/v1/daemon_pb.js";
 import { defineOperation } from "../operations/operation.js";
 import type { DaemonSessionRecord } from "../storage/daemons-sessions.js";
 import type { DaemonRecord, DaemonStatusValue } from "../storage/records.js";
@@ -67,9 +62,9 @@ function targetDaemonId(id: string | undefined, caller: { kind: string; daemonId
 }
 
 /**
- * What a daemon hears when an administrator decides (obligations 29, 30), after commit: the
+ * What a daemon hears when an administrator decides, after commit: the
  * relays of the sessions a rejection closed hear `close`; an acceptance, or a config change of a
- * daemon that is not rejected, asks it to sync (the only way [T] picks up principals, config and
+ * daemon that is not rejected, asks it to sync (the only way the agent picks up principals, config and
  * certificates); a rejection is `STATUS REJECTED`, last, so no other notification replaces it
  * in the daemon's one-slot queue.
  */

@@ -16,6 +16,8 @@
  * @module
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { UserSchema } from "@wap/api";
+import { AuthService, type StreamCLILoginResponseSchema } from "@wap/api";
 import * as z from "zod";
 import { accountConfig, accountLink } from "../auth/account-config.js";
 import { auditAccount } from "../auth/audit.js";
@@ -25,8 +27,6 @@ import { hashSecret } from "../auth/service-account-tokens.js";
 import { type CallContext, throwIfCancelled } from "../context.js";
 import { DeadlineExceededError, InvalidArgumentError } from "../errors.js";
 import type { EventBus } from "../events/event-bus.js";
-import { AuthService, type StreamCLILoginResponseSchema } from "../gen/platform/v1/auth_pb.js";
-import type { UserSchema } from "../gen/platform/v1/user_pb.js";
 import { toHex } from "../lib/bytes.js";
 import { defineOperation } from "../operations/operation.js";
 import type { Services } from "../operations/services.js";

@@ -8,11 +8,11 @@
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { type UserDeviceSchema, UserService } from "@wap/api";
 import * as z from "zod";
 import { auditAccount } from "../auth/audit.js";
 import { callerUser } from "../auth/caller-user.js";
 import { NotFoundError } from "../errors.js";
-import { type UserDeviceSchema, UserService } from "../gen/platform/v1/user_pb.js";
 import { defineOperation } from "../operations/operation.js";
 import { uuid } from "../validation/rules.js";
 

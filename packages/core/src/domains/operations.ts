@@ -12,12 +12,9 @@
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { type WorkspaceDomainSchema, WorkspaceDomainService } from "@wap/api";
 import * as z from "zod";
 import { AlreadyExistsError, FailedPreconditionError, NotFoundError } from "../errors.js";
-import {
-  type WorkspaceDomainSchema,
-  WorkspaceDomainService,
-} from "../gen/platform/v1/workspace_domain_pb.js";
 import { toHex } from "../lib/bytes.js";
 import { defineOperation } from "../operations/operation.js";
 import type { Random } from "../runtime.js";

@@ -7,8 +7,8 @@
  * @module
  */
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { WorkspaceService } from "@wap/api";
 import * as z from "zod";
-import { WorkspaceService } from "../gen/platform/v1/workspace_pb.js";
 import { recordingStreamingOperations } from "../recordings/operations.js";
 import { uuid } from "../validation/rules.js";
 import { defineStreamingOperation } from "./streaming-operation.js";

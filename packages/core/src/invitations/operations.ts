@@ -14,12 +14,12 @@
  * @module
  */
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { InvitationService } from "@wap/api";
 import * as z from "zod";
 import { accountConfig } from "../auth/account-config.js";
 import { hashSecret } from "../auth/service-account-tokens.js";
 import { actorOf, type WorkspaceRole } from "../context.js";
 import { NotFoundError } from "../errors.js";
-import { InvitationService } from "../gen/platform/v1/invitation_pb.js";
 import { encodeBase64Url } from "../lib/base64.js";
 import { defineOperation } from "../operations/operation.js";
 import type { Repositories } from "../storage/storage.js";

@@ -6,8 +6,8 @@
  * @module
  */
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { LicenseService } from "@wap/api";
 import * as z from "zod";
-import { LicenseService } from "../gen/platform/v1/license_pb.js";
 import { integrationsOf } from "../operations/integrations.js";
 import { defineOperation } from "../operations/operation.js";
 import { inspectLicense } from "./license.js";

@@ -11,10 +11,11 @@
  *
  * @module
  */
+
+import { WorkspaceService } from "@wap/api";
 import * as z from "zod";
 import { type WorkspaceRole, workspaceRoles } from "../context.js";
 import { FailedPreconditionError, NotFoundError, PermissionDeniedError } from "../errors.js";
-import { WorkspaceService } from "../gen/platform/v1/workspace_pb.js";
 import { defineOperation } from "../operations/operation.js";
 import type { Repositories } from "../storage/storage.js";
 import type { MembershipChange } from "../storage/workspace-access.js";

@@ -6,9 +6,10 @@
  *
  * @module
  */
+
+import { PrincipalService, PrincipalTypeSchema } from "@wap/api";
 import * as z from "zod";
 import { NotFoundError, PlatformError } from "../errors.js";
-import { PrincipalService, PrincipalTypeSchema } from "../gen/platform/v1/principal_pb.js";
 import { defineOperation } from "../operations/operation.js";
 import { UniqueViolationError } from "../storage/storage.js";
 import type { SubjectKind } from "../storage/workspace-access.js";

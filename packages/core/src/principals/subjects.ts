@@ -6,8 +6,8 @@
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { type PrincipalSchema, PrincipalType } from "@wap/api";
 import { NotFoundError } from "../errors.js";
-import { type PrincipalSchema, PrincipalType } from "../gen/platform/v1/principal_pb.js";
 import type { Repositories } from "../storage/storage.js";
 import type { PrincipalGrantsRecord, SubjectKind, SubjectRef } from "../storage/workspace-access.js";
 

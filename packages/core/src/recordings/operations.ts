@@ -21,12 +21,12 @@
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { type RecordingSchema, RecordingService } from "@wap/api";
 import * as z from "zod";
 import { roleAllows } from "../access/permissions.js";
 import type { CallContext } from "../context.js";
 import { NotFoundError, PermissionDeniedError } from "../errors.js";
 import { defineStreamingOperation } from "../events/streaming-operation.js";
-import { type RecordingSchema, RecordingService } from "../gen/platform/v1/recording_pb.js";
 import { defineOperation, type WorkspaceScope } from "../operations/operation.js";
 import type { RecordingRecord } from "../storage/recordings.js";
 import type { Repositories } from "../storage/storage.js";

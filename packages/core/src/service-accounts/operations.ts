@@ -6,10 +6,10 @@
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { type ServiceAccountSchema, ServiceAccountService } from "@wap/api";
 import * as z from "zod";
 import { mintServiceAccountToken } from "../auth/service-account-tokens.js";
 import { AlreadyExistsError, InvalidArgumentError, NotFoundError } from "../errors.js";
-import { type ServiceAccountSchema, ServiceAccountService } from "../gen/platform/v1/service_account_pb.js";
 import { defineOperation } from "../operations/operation.js";
 import type { ServiceAccountRecord, ServiceAccountRole } from "../storage/records.js";
 import { UniqueViolationError } from "../storage/storage.js";

@@ -1,6 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { OIDCProviderSchema, SAMLProviderSchema } from "../gen/platform/v1/sso_pb.js";
+import type { OIDCProviderSchema, SAMLProviderSchema } from "@wap/api";
 import type { OidcProviderRecord, SamlProviderRecord } from "../storage/sso-billing.js";
 
 /** The API's view of an OIDC provider: everything but the client secret. */

@@ -7,9 +7,10 @@
  *
  * @module
  */
+
+import { SSOProvider_Type, SSOService } from "@wap/api";
 import * as z from "zod";
 import { type FieldViolation, InvalidArgumentError, NotFoundError } from "../errors.js";
-import { SSOProvider_Type, SSOService } from "../gen/platform/v1/sso_pb.js";
 import { utf8 } from "../lib/bytes.js";
 import { defineOperation } from "../operations/operation.js";
 import type { OidcProviderRecord, SamlProviderRecord } from "../storage/sso-billing.js";

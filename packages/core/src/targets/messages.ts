@@ -1,7 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { TargetSchema } from "@wap/api";
 import { NotFoundError } from "../errors.js";
-import type { TargetSchema } from "../gen/platform/v1/target_pb.js";
 import { toPrincipalMessage } from "../principals/subjects.js";
 import type { TargetRecord } from "../storage/records.js";
 import type { PrincipalGrantsRecord } from "../storage/workspace-access.js";

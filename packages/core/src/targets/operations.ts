@@ -7,12 +7,13 @@
  *
  * @module
  */
+
+import { TargetService } from "@wap/api";
 import * as z from "zod";
 import { toCertificateAuthorityMessage } from "../certificates/messages.js";
 import { actorOf } from "../context.js";
 import { toDaemonMessage } from "../daemons/operations.js";
 import { AlreadyExistsError, FailedPreconditionError, NotFoundError } from "../errors.js";
-import { TargetService } from "../gen/platform/v1/target_pb.js";
 import { defineOperation } from "../operations/operation.js";
 import { findSubject } from "../principals/subjects.js";
 import type { TargetRecord } from "../storage/records.js";

@@ -7,9 +7,9 @@
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { type TeamSchema, TeamService } from "@wap/api";
 import * as z from "zod";
 import { AlreadyExistsError, NotFoundError } from "../errors.js";
-import { type TeamSchema, TeamService } from "../gen/platform/v1/team_pb.js";
 import { toWorkspaceMemberMessage } from "../members/messages.js";
 import { memberNotFound } from "../members/operations.js";
 import { defineOperation } from "../operations/operation.js";

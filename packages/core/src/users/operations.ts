@@ -10,6 +10,7 @@
  * @module
  */
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { UserService } from "@wap/api";
 import * as z from "zod";
 import { accountConfig, accountLink, mailerOf } from "../auth/account-config.js";
 import { auditAccount } from "../auth/audit.js";
@@ -18,7 +19,6 @@ import { toUserMessage } from "../auth/messages.js";
 import { issuedRecently, issueOneTimeToken } from "../auth/one-time-tokens.js";
 import { signInMethods } from "../credentials/sign-in-methods.js";
 import { AlreadyExistsError, FailedPreconditionError, NotFoundError } from "../errors.js";
-import { UserService } from "../gen/platform/v1/user_pb.js";
 import { sendInBackground } from "../mail/deliver.js";
 import { changeEmailMail } from "../mail/templates.js";
 import { defineOperation } from "../operations/operation.js";

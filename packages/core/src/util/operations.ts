@@ -3,9 +3,10 @@
  *
  * @module
  */
+
+import { UtilService } from "@wap/api";
 import * as z from "zod";
 import { roles } from "../access/permissions.js";
-import { UtilService } from "../gen/platform/v1/util_pb.js";
 import { defineOperation } from "../operations/operation.js";
 import { apiVersion, platformVersion } from "../version.js";
 

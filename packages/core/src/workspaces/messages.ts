@@ -1,6 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { WorkspaceSchema } from "../gen/platform/v1/workspace_pb.js";
+import type { WorkspaceSchema } from "@wap/api";
 import type { WorkspaceRecord } from "../storage/records.js";
 
 /** The API's view of a workspace. */

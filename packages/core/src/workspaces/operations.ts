@@ -4,9 +4,10 @@
  *
  * @module
  */
+
+import { WorkspaceService } from "@wap/api";
 import * as z from "zod";
 import { NotFoundError } from "../errors.js";
-import { WorkspaceService } from "../gen/platform/v1/workspace_pb.js";
 import { defineOperation } from "../operations/operation.js";
 import type { WorkspaceRecord } from "../storage/records.js";
 import { description, workspaceName } from "../validation/bounds.js";

@@ -8,9 +8,10 @@
  *
  * @module
  */
+
+import { WorkspaceService } from "@wap/api";
 import * as z from "zod";
 import { NotFoundError } from "../errors.js";
-import { WorkspaceService } from "../gen/platform/v1/workspace_pb.js";
 import { defineOperation } from "../operations/operation.js";
 import type { Repositories } from "../storage/storage.js";
 import { tokenExpiryBounds } from "../validation/bounds.js";

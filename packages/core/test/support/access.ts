@@ -2,10 +2,10 @@
  * Helpers for the workspace-access tests: members of a given role, service-account callers, an
  * SSH authority, and a resolver pointed at a DNS server of the test.
  */
+
+import { CertificateKeyType, CertificateService, ServiceAccountService } from "@wap/api";
 import type { ServiceAccountCaller, UserCaller, WorkspaceRole } from "../../src/context.js";
 import type { DnsTxtResolver } from "../../src/domains/dns.js";
-import { CertificateKeyType, CertificateService } from "../../src/gen/platform/v1/certificates_pb.js";
-import { ServiceAccountService } from "../../src/gen/platform/v1/service_account_pb.js";
 import type { TestPlatform } from "../support.js";
 
 export type Owner = Awaited<ReturnType<TestPlatform["owner"]>>;

@@ -7,35 +7,34 @@ import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { DescMessage, DescMethodUnary, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
-import { type Caller, createCallContext, type UserCaller } from "../../src/context.js";
-import { startCliLogin } from "../../src/devices/cli-login.js";
-import { AuthService } from "../../src/gen/platform/v1/auth_pb.js";
-import { BillingService } from "../../src/gen/platform/v1/billing_pb.js";
 import {
   AuthorityType,
+  AuthService,
+  BillingService,
   CertificateKeyType,
   CertificateService,
-  SignSSHCertificateRequest_CertificateType,
-  SignX509CertificateRequest_X509Usage,
-} from "../../src/gen/platform/v1/certificates_pb.js";
-import { CredentialService } from "../../src/gen/platform/v1/credential_pb.js";
-import {
+  CredentialService,
   DaemonControlService,
   DaemonService,
   DaemonSessionService,
   DaemonStatus,
-} from "../../src/gen/platform/v1/daemon_pb.js";
-import { InvitationService } from "../../src/gen/platform/v1/invitation_pb.js";
-import { PrincipalService, PrincipalType } from "../../src/gen/platform/v1/principal_pb.js";
-import { RecordingService } from "../../src/gen/platform/v1/recording_pb.js";
-import { ServiceAccountService } from "../../src/gen/platform/v1/service_account_pb.js";
-import { SSOService } from "../../src/gen/platform/v1/sso_pb.js";
-import { TargetService } from "../../src/gen/platform/v1/target_pb.js";
-import { TeamService } from "../../src/gen/platform/v1/team_pb.js";
-import { UserService } from "../../src/gen/platform/v1/user_pb.js";
-import { UtilService } from "../../src/gen/platform/v1/util_pb.js";
-import { WorkspaceDomainService } from "../../src/gen/platform/v1/workspace_domain_pb.js";
-import { WorkspaceService } from "../../src/gen/platform/v1/workspace_pb.js";
+  InvitationService,
+  PrincipalService,
+  PrincipalType,
+  RecordingService,
+  ServiceAccountService,
+  SignSSHCertificateRequest_CertificateType,
+  SignX509CertificateRequest_X509Usage,
+  SSOService,
+  TargetService,
+  TeamService,
+  UserService,
+  UtilService,
+  WorkspaceDomainService,
+  WorkspaceService,
+} from "@wap/api";
+import { type Caller, createCallContext, type UserCaller } from "../../src/context.js";
+import { startCliLogin } from "../../src/devices/cli-login.js";
 import { procedureOf } from "../../src/platform.js";
 import { memberWithRole, type Owner, serviceAccountCaller, sshAuthority } from "./access.js";
 import { linkParam, publicBaseUrl } from "./accounts.js";

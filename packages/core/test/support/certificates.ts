@@ -7,14 +7,10 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { AuthorityType, CertificateKeyType, CertificateService } from "@wap/api";
 import { type GeneratedKey, generateKeyPair } from "../../src/crypto/generate-key.js";
 import { type CaKeySpec, describeKeySpec, keyBitsOf, keyTypeOf } from "../../src/crypto/key-types.js";
 import { opensshPrivateKey, sshPublicKeyLine } from "../../src/crypto/ssh/public-key.js";
-import {
-  AuthorityType,
-  CertificateKeyType,
-  CertificateService,
-} from "../../src/gen/platform/v1/certificates_pb.js";
 import type { DaemonStatusValue, TargetRecord } from "../../src/storage/records.js";
 import type { TestPlatform } from "../support.js";
 

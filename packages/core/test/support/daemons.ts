@@ -10,10 +10,9 @@ import {
   type MessageInitShape,
   type MessageShape,
 } from "@bufbuild/protobuf";
+import { DaemonService, PrincipalService, type PrincipalType } from "@wap/api";
 import { type Caller, createCallContext, type DaemonCaller } from "../../src/context.js";
 import { authenticateDaemon } from "../../src/daemons/authenticate.js";
-import { DaemonService } from "../../src/gen/platform/v1/daemon_pb.js";
-import { PrincipalService, type PrincipalType } from "../../src/gen/platform/v1/principal_pb.js";
 import { procedureOf } from "../../src/platform.js";
 import type { TestPlatform } from "../support.js";
 import { type Owner, sshAuthority } from "./access.js";

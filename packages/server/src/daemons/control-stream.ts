@@ -1,6 +1,6 @@
 /**
- * DaemonControlService.Connect, the daemon's control stream (CLIENTS.md §2.4 and §6,
- * obligations 28-35), as the agent opens it: Connect binary over HTTP/2, no first message, and
+ * DaemonControlService.Connect, the daemon's control stream (docs/agent-protocol.md),
+ * as the agent opens it: Connect binary over HTTP/2, no first message, and
  * a first heartbeat only five minutes later.
  *
  * - Only an enrolled daemon signing the request may open it (anonymous: `unauthenticated`;
@@ -22,6 +22,7 @@
  * @module
  */
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import { type ConnectRequest, DaemonControlService } from "@wap/api";
 import {
   type ConnectResponseInit,
   closeControlStream,
@@ -36,8 +37,7 @@ import {
   UnauthenticatedError,
   UnimplementedError,
 } from "@wap/core";
-import { type ConnectRequest, DaemonControlService } from "@wap/core/api";
-import { answer, requireEdge, shuttingDown } from "../connect-routes.js";
+import { answer, requireEdge, shuttingDown } from "../connect-context.js";
 import { callerFor, type EdgeRequest, type EdgeSettings } from "../edge.js";
 import { daemonCallerOf } from "./daemon-caller.js";
 import type { TrackedStream } from "./instance.js";

@@ -18,8 +18,8 @@
  * @module
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { SessionResponseSchema } from "@wap/api";
 import { endSession, type Services, type SessionRecorder, startSessionRecording } from "@wap/core";
-import type { SessionResponseSchema } from "@wap/core/api";
 import type { DaemonSessionRecord } from "@wap/core/storage";
 import type { RawData, WebSocket } from "ws";
 import type { Logger } from "../logger.js";

@@ -1,6 +1,6 @@
 /**
- * DaemonSessionService.Session, the daemon's side of a web terminal (CLIENTS.md §3 and §6,
- * obligations 36-39), as the agent opens it: binary Connect over HTTP/2, opened before the
+ * DaemonSessionService.Session, the daemon's side of a web terminal (docs/agent-protocol.md),
+ * as the agent opens it: binary Connect over HTTP/2, opened before the
  * user's shell starts, with `Connect-Timeout-Ms: 28800000` (8 h, honoured like any deadline).
  *
  * 1. Only an enrolled daemon signing the request may open it.
@@ -20,6 +20,7 @@
  * @module
  */
 import type { HandlerContext } from "@connectrpc/connect";
+import { DaemonSessionService, type SessionEnded, type SessionRequest } from "@wap/api";
 import {
   claimSession,
   DeadlineExceededError,
@@ -29,8 +30,7 @@ import {
   sessionTopic,
   UnimplementedError,
 } from "@wap/core";
-import { DaemonSessionService, type SessionEnded, type SessionRequest } from "@wap/core/api";
-import { answer, requireEdge, shuttingDown } from "../connect-routes.js";
+import { answer, requireEdge, shuttingDown } from "../connect-context.js";
 import { callerFor, type EdgeSettings } from "../edge.js";
 import { daemonCallerOf } from "./daemon-caller.js";
 import { type DaemonMessage, endReasons, type SessionRelay } from "./session-relay.js";

@@ -1,5 +1,4 @@
 import { create, type DescService } from "@bufbuild/protobuf";
-import { type ErrorCode, errorCodes } from "@wap/core";
 import {
   BillingService,
   CertificateService,
@@ -7,12 +6,13 @@ import {
   SubscribeWorkspaceEventsResponseSchema,
   UpdateCertificateAuthorityResponseSchema,
   WorkspaceService,
-} from "@wap/core/api";
+} from "@wap/api";
+import { type ErrorCode, errorCodes } from "@wap/core";
 import { describe, expect, it } from "vitest";
 import { httpStatusOf, restErrorBody, rpcCodeOf, writeResponse } from "./index.js";
 
 describe("httpStatusOf", () => {
-  it("maps the 16 Connect codes as REFERENCE §1.4 says", () => {
+  it("maps the 16 Connect codes as the Connect protocol maps them", () => {
     const expected: Record<ErrorCode, number> = {
       canceled: 499,
       unknown: 500,

@@ -1,6 +1,6 @@
 import type { DescService } from "@bufbuild/protobuf";
+import * as api from "@wap/api";
 import { InvalidArgumentError } from "@wap/core";
-import * as api from "@wap/core/api";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { buildRequest, createRestRoutes, type RestRequestInput } from "./index.js";

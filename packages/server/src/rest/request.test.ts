@@ -1,6 +1,5 @@
 import { type DescService, isFieldSet, type Message } from "@bufbuild/protobuf";
-import { InvalidArgumentError } from "@wap/core";
-import * as api from "@wap/core/api";
+import * as api from "@wap/api";
 import {
   ListAuditLogsRequestSchema,
   ListDaemonsRequestSchema,
@@ -10,7 +9,8 @@ import {
   UpdateCertificateAuthorityRequestSchema,
   UpdateDaemonRequestSchema,
   UpdateWorkspaceMemberRequestSchema,
-} from "@wap/core/api";
+} from "@wap/api";
+import { InvalidArgumentError } from "@wap/core";
 import { describe, expect, it } from "vitest";
 import {
   buildRequest,

@@ -12,8 +12,8 @@ import {
   getOption,
   hasOption,
 } from "@bufbuild/protobuf";
+import { type HttpRule, httpRule } from "@wap/api";
 import { InvalidArgumentError } from "@wap/core";
-import { type HttpRule, httpRule } from "@wap/core/api";
 import { resolveFieldPath, textFieldKind } from "./fields.js";
 import { compareSpecificity, matchSegments, type PathTemplate, parsePathTemplate } from "./path-template.js";
 

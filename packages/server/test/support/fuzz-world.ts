@@ -11,8 +11,8 @@
 import { execFileSync } from "node:child_process";
 import { generateKeyPairSync, type KeyObject, randomBytes, randomUUID, sign } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
+import { AuthService } from "@wap/api";
 import { anonymous, createCallContext, type Platform } from "@wap/core";
-import { AuthService } from "@wap/core/api";
 import type { IdKind, ValuePools } from "./fuzz-values.js";
 import { connectCall, type JsonResponse, restCall } from "./http.js";
 import { sshEd25519PublicKey } from "./ssh-keys.js";
@@ -44,7 +44,7 @@ interface User {
   readonly token: string;
 }
 
-/** A P-256 key that signs `Platform` challenges (CLIENTS.md §1.1). */
+/** A P-256 key that signs `Platform` challenges (docs/agent-protocol.md). */
 interface SigningKey {
   readonly privateKey: KeyObject;
   readonly pem: string;

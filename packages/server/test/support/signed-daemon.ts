@@ -1,12 +1,12 @@
 /**
- * An agent daemon as the server sees it (CLIENTS.md §1.2, §2): a P-256 key, binary Connect over
+ * An agent daemon as the server sees it (docs/agent-protocol.md): a P-256 key, binary Connect over
  * its own HTTP/2 connection, every call signed with a fresh `Platform` challenge over the path
  * it is sent to, and the `Platform-Daemon-*` headers. The control stream opens with no first
  * message, as the agent's does.
  */
 import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import { type ConnectResponse, DaemonControlService, DaemonService } from "@wap/core/api";
+import { type ConnectResponse, DaemonControlService, DaemonService } from "@wap/api";
 import { expect } from "vitest";
 import {
   aDaemonKey,

@@ -1,12 +1,31 @@
 /**
- * The platform.v1 contract: every service descriptor and message schema, generated from
- * `proto/platform/v1` by protoc-gen-es. Shared by the server, the client SDK and applications.
+ * @wap/api: the platform.v1 contract, generated from `proto/platform/v1` by protoc-gen-es: every
+ * message schema, enum and service descriptor, and the google.api.http annotations the REST
+ * routes are compiled from. Its only runtime dependency is @bufbuild/protobuf, so it loads in
+ * browsers as well as in Node.
+ *
+ * This file is written by `pnpm generate` (packages/api/scripts/write-index.ts); do not edit it.
  *
  * @module
  */
 
-export { http as httpRule } from "./gen/google/api/annotations_pb.js";
-export type { HttpRule } from "./gen/google/api/http_pb.js";
+export {
+  file_google_api_annotations,
+  http as httpRule,
+} from "./gen/google/api/annotations_pb.js";
+
+export type {
+  CustomHttpPattern,
+  Http,
+  HttpRule,
+} from "./gen/google/api/http_pb.js";
+export {
+  CustomHttpPatternSchema,
+  file_google_api_http,
+  HttpRuleSchema,
+  HttpSchema,
+} from "./gen/google/api/http_pb.js";
+
 export type {
   BeginPasskeyLoginRequest,
   BeginPasskeyLoginResponse,
@@ -65,6 +84,7 @@ export {
   VerifyEmailRequestSchema,
   VerifyEmailResponseSchema,
 } from "./gen/platform/v1/auth_pb.js";
+
 export type {
   CancelSubscriptionRequest,
   CancelSubscriptionResponse,
@@ -89,6 +109,7 @@ export {
   GetBillingResponseSchema,
   WorkspaceCountsSchema,
 } from "./gen/platform/v1/billing_pb.js";
+
 export type {
   CertificateAuthority,
   CreateCertificateAuthorityRequest,
@@ -137,6 +158,7 @@ export {
   UpdateCertificateAuthorityRequestSchema,
   UpdateCertificateAuthorityResponseSchema,
 } from "./gen/platform/v1/certificates_pb.js";
+
 export type {
   BackupCode,
   BeginPasskeyRegistrationRequest,
@@ -187,6 +209,7 @@ export {
   UpdatePasswordRequestSchema,
   UpdatePasswordResponseSchema,
 } from "./gen/platform/v1/credential_pb.js";
+
 export type {
   CloseRequest,
   CloseSessionRequest,
@@ -275,6 +298,7 @@ export {
   UpdateDaemonRequestSchema,
   UpdateDaemonResponseSchema,
 } from "./gen/platform/v1/daemon_pb.js";
+
 export type {
   AcceptInvitationRequest,
   AcceptInvitationResponse,
@@ -297,13 +321,18 @@ export {
   RevokeInviteTokenRequestSchema,
   RevokeInviteTokenResponseSchema,
 } from "./gen/platform/v1/invitation_pb.js";
-export type { GetLicenseRequest, GetLicenseResponse } from "./gen/platform/v1/license_pb.js";
+
+export type {
+  GetLicenseRequest,
+  GetLicenseResponse,
+} from "./gen/platform/v1/license_pb.js";
 export {
   file_platform_v1_license,
   GetLicenseRequestSchema,
   GetLicenseResponseSchema,
   LicenseService,
 } from "./gen/platform/v1/license_pb.js";
+
 export type {
   AddSubjectsToPrincipalRequest,
   AddSubjectsToPrincipalResponse,
@@ -334,6 +363,7 @@ export {
   SetPrincipalsRequestSchema,
   SetPrincipalsResponseSchema,
 } from "./gen/platform/v1/principal_pb.js";
+
 export type {
   DeleteRecordingRequest,
   DeleteRecordingResponse,
@@ -354,6 +384,7 @@ export {
   RecordingSchema,
   RecordingService,
 } from "./gen/platform/v1/recording_pb.js";
+
 export type {
   CreateServiceAccountRequest,
   CreateServiceAccountResponse,
@@ -382,6 +413,7 @@ export {
   UpdateServiceAccountRequestSchema,
   UpdateServiceAccountResponseSchema,
 } from "./gen/platform/v1/service_account_pb.js";
+
 export type {
   CheckSSORequest,
   CheckSSOResponse,
@@ -416,6 +448,7 @@ export {
   UpdateSAMLProviderRequestSchema,
   UpdateSAMLProviderResponseSchema,
 } from "./gen/platform/v1/sso_pb.js";
+
 export type {
   CreateTargetRequest,
   CreateTargetResponse,
@@ -452,6 +485,7 @@ export {
   UpdateTargetRequestSchema,
   UpdateTargetResponseSchema,
 } from "./gen/platform/v1/target_pb.js";
+
 export type {
   AddTeamMemberRequest,
   AddTeamMemberResponse,
@@ -488,6 +522,7 @@ export {
   UpdateTeamRequestSchema,
   UpdateTeamResponseSchema,
 } from "./gen/platform/v1/team_pb.js";
+
 export type {
   DeleteAccountRequest,
   DeleteAccountResponse,
@@ -532,6 +567,7 @@ export {
   WhoamiRequestSchema,
   WhoamiResponseSchema,
 } from "./gen/platform/v1/user_pb.js";
+
 export type {
   EventLog,
   ExportAuditLogsRequest,
@@ -560,6 +596,7 @@ export {
   RoleSchema,
   UtilService,
 } from "./gen/platform/v1/util_pb.js";
+
 export type {
   CreateWorkspaceDomainRequest,
   CreateWorkspaceDomainResponse,
@@ -592,6 +629,7 @@ export {
   WorkspaceDomainSchema,
   WorkspaceDomainService,
 } from "./gen/platform/v1/workspace_domain_pb.js";
+
 export type {
   CreateWorkspaceRequest,
   CreateWorkspaceResponse,
@@ -653,47 +691,4 @@ export {
   WorkspaceSettingsSchema,
 } from "./gen/platform/v1/workspace_pb.js";
 
-import { AuthService as _Auth } from "./gen/platform/v1/auth_pb.js";
-import { BillingService as _Billing } from "./gen/platform/v1/billing_pb.js";
-import { CertificateService as _Certificate } from "./gen/platform/v1/certificates_pb.js";
-import { CredentialService as _Credential } from "./gen/platform/v1/credential_pb.js";
-import {
-  DaemonService as _Daemon,
-  DaemonControlService as _DaemonControl,
-  DaemonSessionService as _DaemonSession,
-} from "./gen/platform/v1/daemon_pb.js";
-import { InvitationService as _Invitation } from "./gen/platform/v1/invitation_pb.js";
-import { LicenseService as _License } from "./gen/platform/v1/license_pb.js";
-import { PrincipalService as _Principal } from "./gen/platform/v1/principal_pb.js";
-import { RecordingService as _Recording } from "./gen/platform/v1/recording_pb.js";
-import { ServiceAccountService as _ServiceAccount } from "./gen/platform/v1/service_account_pb.js";
-import { SSOService as _SSO } from "./gen/platform/v1/sso_pb.js";
-import { TargetService as _Target } from "./gen/platform/v1/target_pb.js";
-import { TeamService as _Team } from "./gen/platform/v1/team_pb.js";
-import { UserService as _User } from "./gen/platform/v1/user_pb.js";
-import { UtilService as _Util } from "./gen/platform/v1/util_pb.js";
-import { WorkspaceDomainService as _WorkspaceDomain } from "./gen/platform/v1/workspace_domain_pb.js";
-import { WorkspaceService as _Workspace } from "./gen/platform/v1/workspace_pb.js";
-
-/** Every service of the platform.v1 contract, in the order of the reference (later additions last). */
-export const platformServices = [
-  _Workspace,
-  _WorkspaceDomain,
-  _Invitation,
-  _Team,
-  _ServiceAccount,
-  _Certificate,
-  _Target,
-  _Principal,
-  _Daemon,
-  _DaemonControl,
-  _DaemonSession,
-  _Auth,
-  _User,
-  _Credential,
-  _SSO,
-  _Billing,
-  _License,
-  _Util,
-  _Recording,
-] as const;
+export { platformServices } from "./services.js";
