@@ -14,6 +14,8 @@ RUN apt-get update \
 RUN npm install -g pnpm@12.21.0
 WORKDIR /src
 COPY package.json pnpm-lock.yaml pnpm-workspace.yaml tsconfig.base.json tsconfig.json ./
+COPY packages/api/package.json packages/api/
+COPY packages/cli/package.json packages/cli/
 COPY packages/core/package.json packages/core/
 COPY packages/storage-sql/package.json packages/storage-sql/
 COPY packages/storage-sqlite/package.json packages/storage-sqlite/
@@ -26,7 +28,7 @@ RUN pnpm install --frozen-lockfile
 COPY packages packages
 RUN pnpm build \
   && mkdir /tarballs \
-  && for p in core storage-sql storage-sqlite storage-postgres server; do \
+  && for p in api core storage-sql storage-sqlite storage-postgres server; do \
        (cd packages/$p && pnpm pack --pack-destination /tarballs); \
      done
 

@@ -4,8 +4,8 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { publicProcedures } from "@wap/core";
 import { platformServices } from "@wap/api";
+import { publicProcedures } from "@wap/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AppSettings, createApp } from "../src/app.js";
 import { buildOpenApiDocument, openApiPath, openApiPathOfHono } from "../src/openapi/document.js";

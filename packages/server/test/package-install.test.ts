@@ -14,7 +14,7 @@ import { afterAll, describe, expect, it } from "vitest";
 
 const repoRoot = join(import.meta.dirname, "../../..");
 /** @wap/server and the workspace packages it depends on. */
-const packages = ["core", "storage-sql", "storage-sqlite", "storage-postgres", "server"];
+const packages = ["api", "core", "storage-sql", "storage-sqlite", "storage-postgres", "server"];
 const run = promisify(execFile);
 const minutes = 60_000;
 
