@@ -35,7 +35,7 @@ export type {
   WorkspaceRole,
 } from "./context.js";
 export { actorOf, anonymous, createCallContext, workspaceRoles } from "./context.js";
-export type { KeyStore } from "./crypto/key-store.js";
+export type { KeyStore, MasterKey, MasterKeyStoreOptions } from "./crypto/key-store.js";
 export {
   createMasterKeyStore,
   formatMasterKey,
@@ -107,9 +107,13 @@ export type { OutboxMailerOptions, OutboxWrite } from "./mail/outbox.js";
 export { createOutboxMailer } from "./mail/outbox.js";
 export type { SmtpMailerOptions } from "./mail/smtp.js";
 export { createSmtpMailer } from "./mail/smtp.js";
+// For operators' tools: master key rotation.
+export type { ResealResult } from "./maintenance/reseal-secrets.js";
+export { checkSealedValues, resealSecrets } from "./maintenance/reseal-secrets.js";
 export type { IntegrationServices } from "./operations/integrations.js";
 export type { Access, AnyOperation, Operation } from "./operations/operation.js";
-export type { PlatformConfig, Services } from "./operations/services.js";
+export { publicProcedures } from "./operations/registry.js";
+export type { PlatformConfig, PlatformObserver, Services } from "./operations/services.js";
 export { defaultPlatformConfig } from "./operations/services.js";
 export type { Platform, PlatformOptions } from "./platform.js";
 // For applications

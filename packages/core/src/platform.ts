@@ -41,7 +41,12 @@ import type { Mailer } from "./mail/mailer.js";
 import { type IntegrationServices, pickIntegrations } from "./operations/integrations.js";
 import type { AnyOperation, AuditEntry, OperationCall, WorkspaceScope } from "./operations/operation.js";
 import { allOperations } from "./operations/registry.js";
-import { defaultPlatformConfig, type PlatformConfig, type Services } from "./operations/services.js";
+import {
+  defaultPlatformConfig,
+  type PlatformConfig,
+  type PlatformObserver,
+  type Services,
+} from "./operations/services.js";
 import { type Clock, type Random, systemClock, systemRandom } from "./runtime.js";
 import type { AuditEventRecord } from "./storage/records.js";
 import {
@@ -75,6 +80,8 @@ export interface PlatformOptions extends IntegrationServices {
   readonly mailer?: Mailer;
   /** Looks up TXT records for domain verification. Default: the system resolver. */
   readonly dns?: DnsTxtResolver;
+  /** Told of issuances and the like, for metrics. Default: none. */
+  readonly observer?: PlatformObserver;
 }
 
 /** The platform: every operation, callable without any transport. */
@@ -140,6 +147,7 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
     ...pickIntegrations(options),
     ...(options.dns && { dns: options.dns }),
     ...(options.mailer && { mailer: options.mailer }),
+    ...(options.observer && { observer: options.observer }),
   };
   const operations = new Map<string, AnyOperation>();
   for (const operation of allOperations) operations.set(procedureOf(operation.method), operation);

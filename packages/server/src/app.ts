@@ -5,6 +5,8 @@
  *
  * @module
  */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import type { DescMethod, DescMethodServerStreaming, DescMethodUnary } from "@bufbuild/protobuf";
 import type { Http2Bindings, HttpBindings } from "@hono/node-server";
 import { platformServices } from "@wap/api";
@@ -69,6 +71,13 @@ export function createApp(
     }
   });
 
+  app.get("/openapi.json", (c) =>
+    c.body(openApiDocument(), 200, {
+      "Content-Type": "application/json",
+      "Cache-Control": "public, max-age=300",
+    }),
+  );
+
   // Browser and provider endpoints that are not RPCs: SSO sign-in, the billing webhook.
   app.route("/", ssoRoutes(settings));
   app.route("/", billingWebhookRoutes(settings));
@@ -82,6 +91,7 @@ export function createApp(
     const fail = (error: unknown, status?: number) => {
       const answer = toPublicError(error, edge.requestId, settings.edge.logger);
       edge.code = answer.code;
+      edge.reason = answer.reason;
       return respond(JSON.stringify(errorBody(answer)), status ?? httpStatusOf(answer.code), {
         ...answer.headers,
       });
@@ -222,6 +232,17 @@ function callSignal(
       shutdownSignal.removeEventListener("abort", onShutdown);
     },
   };
+}
+
+let openApiText: string | undefined;
+
+/**
+ * The OpenAPI document generated from the protos (`pnpm generate`), shipped beside `src/` and
+ * `dist/` in the package; read once.
+ */
+function openApiDocument(): string {
+  openApiText ??= readFileSync(join(import.meta.dirname, "..", "openapi.json"), "utf8");
+  return openApiText;
 }
 
 async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {

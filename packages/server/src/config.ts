@@ -6,6 +6,7 @@
  */
 
 import { parseNetworks } from "@wap/core";
+import { parseListenAddress } from "./diagnostics.js";
 import {
   defaultIntegrationConfig,
   type IntegrationConfig,
@@ -29,6 +30,13 @@ export interface ServerConfig extends IntegrationConfig {
   readonly masterKey: string | undefined;
   /** File holding the base64 master key; unset means `<dataDir>/master.key`. */
   readonly masterKeyFile: string | undefined;
+  /**
+   * The master key being rotated away from (base64): values sealed under it still open, new ones
+   * are sealed under `masterKey`. Only during a rotation.
+   */
+  readonly previousMasterKey: string | undefined;
+  /** `host:port` of the diagnostics listener (/metrics, /healthz, /readyz); unset means off. */
+  readonly diagnosticsAddress: string | undefined;
   /** PEM certificate chain and private key files; both or neither. */
   readonly tlsCert: string | undefined;
   readonly tlsKey: string | undefined;
@@ -83,6 +91,8 @@ export const defaultConfig: ServerConfig = {
   databasePoolSize: 10,
   masterKey: undefined,
   masterKeyFile: undefined,
+  previousMasterKey: undefined,
+  diagnosticsAddress: undefined,
   tlsCert: undefined,
   tlsKey: undefined,
   rateLimit: defaultRateLimitSettings,
@@ -201,11 +211,27 @@ export const settings: readonly Setting[] = [
     apply: assign("masterKeyFile", verbatim),
   },
   {
+    env: "WAP_PREVIOUS_MASTER_KEY",
+    flag: "--previous-master-key",
+    value: "<base64>",
+    defaultText: "none",
+    help: "During a master key rotation over several instances: the old key, still accepted for opening secrets while `rotate-master-key` re-seals them under WAP_MASTER_KEY (docs/operations.md).",
+    apply: assign("previousMasterKey", verbatim),
+  },
+  {
+    env: "WAP_DIAGNOSTICS_ADDRESS",
+    flag: "--diagnostics-address",
+    value: "<host:port>",
+    defaultText: "none (off)",
+    help: "Serve /metrics (Prometheus), /healthz and /readyz on this address, e.g. 127.0.0.1:9090; keep it off the public network.",
+    apply: assign("diagnosticsAddress", listenAddress),
+  },
+  {
     env: "WAP_TLS_CERT",
     flag: "--tls-cert",
     value: "<file>",
     defaultText: "none (cleartext)",
-    help: "PEM certificate chain. With --tls-key, the port serves TLS (h2 and http/1.1 by ALPN).",
+    help: "PEM certificate chain. With --tls-key, the port serves TLS (h2 and http/1.1 by ALPN). SIGHUP reads both files again.",
     apply: assign("tlsCert", verbatim),
   },
   {
@@ -378,14 +404,24 @@ export const settings: readonly Setting[] = [
   },
 ];
 
-/** What `wap-server` does: serve (the default), migrate the database and exit, or print a new master key. */
-export const commands = ["serve", "migrate", "master-key"] as const;
+/** What `wap-server` does: serve (the default), or one of the operator's tasks, then exit. */
+export const commands = ["serve", "migrate", "master-key", "backup", "restore", "rotate-master-key"] as const;
 export type Command = (typeof commands)[number];
+
+/** The arguments of the commands that take a file. */
+const commandFiles: Partial<Record<Command, { readonly flag: string; readonly value: string }>> = {
+  backup: { flag: "--to", value: "<file>" },
+  restore: { flag: "--from", value: "<file>" },
+};
 
 export interface ParsedCommandLine {
   readonly command: Command;
   readonly config: ServerConfig;
   readonly help: boolean;
+  /** `--version`: print the version and exit. */
+  readonly version: boolean;
+  /** The file of `backup --to` or `restore --from`. */
+  readonly file?: string;
 }
 
 /**
@@ -399,6 +435,8 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     if (text !== undefined && text !== "") setting.apply(config, text.trim(), setting.env);
   }
   let help = false;
+  let version = false;
+  let file: string | undefined;
   let command: Command = "serve";
   let start = 0;
   const first = argv[0];
@@ -415,8 +453,19 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
       help = true;
       continue;
     }
+    if (arg === "--version" || arg === "-V") {
+      version = true;
+      continue;
+    }
     const eq = arg.indexOf("=");
     const flag = eq >= 0 ? arg.slice(0, eq) : arg;
+    const fileArg = commandFiles[command];
+    if (fileArg !== undefined && flag === fileArg.flag) {
+      file = eq >= 0 ? arg.slice(eq + 1) : argv[++i];
+      if (file === undefined || file === "")
+        throw new ConfigError(`${flag} needs a file: ${flag} ${fileArg.value}`);
+      continue;
+    }
     const setting = settings.find((s) => s.flag === flag);
     if (!setting) throw new ConfigError(`unknown argument "${arg}" (see --help)`);
     let text: string | undefined = eq >= 0 ? arg.slice(eq + 1) : undefined;
@@ -440,7 +489,11 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
   }
   const integrationProblem = integrationConfigProblem(config);
   if (integrationProblem !== undefined) throw new ConfigError(integrationProblem);
-  return { command, config, help };
+  const fileArg = commandFiles[command];
+  if (fileArg !== undefined && file === undefined && !help && !version) {
+    throw new ConfigError(`${command} needs ${fileArg.flag} ${fileArg.value} (see --help)`);
+  }
+  return { command, config, help, version, ...(file !== undefined && { file }) };
 }
 
 /** The `--help` text. */
@@ -458,10 +511,14 @@ export function helpText(): string {
     `  ${"serve".padEnd(34)}Migrate the database if needed, then serve (the default).`,
     `  ${"migrate".padEnd(34)}Bring the database schema up to date and exit.`,
     `  ${"master-key".padEnd(34)}Print a new random master key (base64) and exit.`,
+    `  ${"backup --to <file>".padEnd(34)}Copy the embedded SQLite database consistently, also while a server runs.`,
+    `  ${"restore --from <file>".padEnd(34)}Put a backup in place of the embedded database (the server must be stopped).`,
+    `  ${"rotate-master-key".padEnd(34)}Re-seal every secret under a new master key, in one transaction (docs/operations.md).`,
     "",
     "Every option can also be set by its environment variable; a flag wins over the variable.",
     "",
     ...rows,
+    `  ${"--version, -V".padEnd(34)}Print the version and exit.`,
     `  ${"--help, -h".padEnd(34)}Show this help and exit.`,
     "",
   ].join("\n");
@@ -550,6 +607,13 @@ function networks(text: string, source: string): string[] {
     throw new ConfigError(`${source}: ${(error as Error).message}`);
   }
   return list;
+}
+
+function listenAddress(text: string, source: string): string {
+  if (parseListenAddress(text) === undefined) {
+    throw new ConfigError(`${source} must be host:port, e.g. 127.0.0.1:9090 or [::1]:9090: got "${text}"`);
+  }
+  return text;
 }
 
 function trustProxy(text: string, source: string): number {

@@ -25,6 +25,7 @@ export function connectContextValues(req: object): ContextValues {
 export function answer(edge: EdgeRequest, settings: EdgeSettings, error: unknown) {
   const publicError = toPublicError(error, edge.requestId, settings.logger);
   edge.code = publicError.code;
+  edge.reason = publicError.reason;
   return toConnectError(publicError);
 }
 

@@ -30,6 +30,7 @@ import { checkCsrf, crossSiteRefusal } from "./csrf.js";
 import type { ServerInstance } from "./daemons/instance.js";
 import type { SessionRelayHub } from "./daemons/relay-hub.js";
 import type { Logger } from "./logger.js";
+import type { ServerMetrics } from "./metrics.js";
 import {
   type RateLimiter,
   type RateLimiters,
@@ -45,6 +46,7 @@ import {
   sessionCookieAfter,
   touchesSessionCookie,
 } from "./session-cookie.js";
+import type { Tracing } from "./tracing.js";
 
 export interface EdgeSettings {
   readonly platform: Platform;
@@ -67,6 +69,10 @@ export interface EdgeSettings {
   readonly daemonStreams?: ServerInstance;
   /** This instance's terminal relays (DaemonSessionService.Session and the terminal WebSocket). */
   readonly sessionRelay?: SessionRelayHub;
+  /** Request, rate-limit and issuance metrics, when the diagnostics listener is on. */
+  readonly metrics?: ServerMetrics;
+  /** A span per RPC, when OTLP export is configured. */
+  readonly tracing?: Tracing;
 }
 
 /** What the edge established about one request. */
@@ -91,6 +97,9 @@ export interface EdgeRequest {
   /** For the request log: the RPC served and the code answered. */
   rpc?: string;
   code?: ErrorCode | "ok";
+  /** For the request log: the error's stable reason, and the workspace the request names. */
+  reason?: string;
+  workspaceId?: string;
 }
 
 /** Minimal view of a Node request (HTTP/1.1 or HTTP/2 compatibility API). */
@@ -272,6 +281,7 @@ async function countRequest(
     const limitHeaders = rateLimitHeaders(decision);
     for (const name in limitHeaders) res.setHeader(name, limitHeaders[name]!);
     if (decision.allowed) return undefined;
+    settings.metrics?.rateLimited(caller.kind === "anonymous" ? "anonymous" : "authenticated");
     return new ResourceExhaustedError(
       `rate limit exceeded: ${decision.limit} requests per window; retry after ${limitHeaders["Retry-After"]} s`,
       { reason: "RATE_LIMITED", headers: { "Retry-After": limitHeaders["Retry-After"] ?? "1" } },
@@ -280,6 +290,7 @@ async function countRequest(
     // Fail closed: a request we cannot count is refused as `unavailable` (retry later), never let
     // through unlimited. The store is the database the request would need anyway.
     settings.logger.warn("rate limiter store failed; request refused", { requestId, error: String(error) });
+    settings.metrics?.rateLimiterFailed();
     return new UnavailableError("the rate limiter cannot count this request right now; retry shortly", {
       reason: "RATE_LIMITER_UNAVAILABLE",
       headers: { "Retry-After": "1" },
@@ -324,6 +335,8 @@ export async function callPlatform<I extends DescMessage, O extends DescMessage>
   signal: AbortSignal,
 ): Promise<EdgeCallResult<O>> {
   edge.rpc = procedureOf(method);
+  const named = (request as { workspaceId?: unknown }).workspaceId;
+  if (typeof named === "string" && named !== "") edge.workspaceId = named.slice(0, 128);
   const caller = callerFor(edge, settings, method);
   const ctx = createCallContext(caller, {
     requestId: edge.requestId,
@@ -332,7 +345,11 @@ export async function callPlatform<I extends DescMessage, O extends DescMessage>
     userAgent: edge.userAgent,
     ...(edge.daemonHeaders && { headers: edge.daemonHeaders }),
   });
-  const response = await untilAborted(settings.platform.invoke(method, ctx, request), signal, (late) =>
+  const invoke = () => settings.platform.invoke(method, ctx, request);
+  const work = settings.tracing
+    ? settings.tracing.rpc(edge.rpc, { "wap.request_id": edge.requestId }, invoke)
+    : invoke();
+  const response = await untilAborted(work, signal, (late) =>
     settings.logger.error("operation failed after its request was answered", {
       requestId: edge.requestId,
       error: String(late),

@@ -63,6 +63,8 @@ export interface Listener {
    * what is left. `beforeForce` runs when the grace period ends with requests still open.
    */
   close(graceMs: number, beforeForce?: () => void): Promise<void>;
+  /** Serves new TLS connections with this certificate and key; open ones keep theirs. */
+  setTls(tls: TlsFiles): void;
 }
 
 const preface = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
@@ -203,6 +205,11 @@ export async function listen(options: ListenerOptions): Promise<Listener> {
   return {
     port: address.port,
     host: options.host,
+    setTls(next) {
+      if (!options.tls) throw new Error("this listener serves no TLS");
+      // Throws for a certificate and key that do not match: the old pair stays.
+      (h2 as http2.Http2SecureServer).setSecureContext({ cert: next.cert, key: next.key });
+    },
     async close(graceMs, beforeForce) {
       closing = true;
       const stopped = new Promise<void>((resolve) => front.close(() => resolve()));

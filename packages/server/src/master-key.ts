@@ -6,7 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { chmod, link, mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { formatMasterKey, generateMasterKey, InvalidMasterKeyError, parseMasterKey } from "@wap/core";
 import { ConfigError } from "./config.js";
 
@@ -20,6 +20,11 @@ export interface MasterKeySource {
    * own, and none could open what another sealed.
    */
   readonly generate?: boolean;
+}
+
+/** The key file the settings name: `WAP_MASTER_KEY_FILE`, or `master.key` in the data directory. */
+export function masterKeyFileOf(config: { masterKeyFile: string | undefined; dataDir: string }): string {
+  return resolve(config.masterKeyFile ?? join(config.dataDir, "master.key"));
 }
 
 /** Loads the master key, generating the key file when there is none. */
@@ -65,6 +70,11 @@ async function readKeyFile(file: string): Promise<string | undefined> {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw new ConfigError(`cannot read the master key file ${file}: ${(error as Error).message}`);
   }
+}
+
+/** Reads a master key given as a setting (`source` names it in the error). */
+export function parseMasterKeySetting(text: string, source: string): Uint8Array {
+  return parse(text, source);
 }
 
 function parse(text: string, source: string): Uint8Array {

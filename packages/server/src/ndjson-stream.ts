@@ -90,6 +90,7 @@ export async function ndjsonStream<I extends DescMessage, O extends DescMessage>
         if (cancelled) return;
         const answer = toPublicError(error, edge.requestId, settings.logger);
         edge.code = answer.code;
+        edge.reason = answer.reason;
         controller.enqueue(
           line({ error: restErrorBody(answer.code, answer.message, restDetailsOf(answer)) }),
         );

@@ -11,6 +11,7 @@ import type { EventBus } from "@wap/core";
 import type { Storage } from "@wap/core/storage";
 import { ConfigError, type ServerConfig } from "./config.js";
 import type { Logger } from "./logger.js";
+import type { PoolStats } from "./metrics.js";
 import { createMemoryRateLimiters, type RateLimiters } from "./rate-limit.js";
 import { StartupError } from "./startup-error.js";
 
@@ -52,6 +53,8 @@ export interface Backend {
   /** The cross-instance bus; undefined where the platform's in-process bus is right (SQLite). */
   readonly events: EventBus | undefined;
   readonly rateLimiters: RateLimiters;
+  /** The connection pool's counts, for metrics (PostgreSQL only). */
+  readonly poolStats?: () => PoolStats;
   /** What to log about it (never a password). */
   readonly description: Readonly<Record<string, unknown>>;
   /**

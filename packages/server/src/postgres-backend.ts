@@ -39,6 +39,7 @@ export async function openPostgresBackend(
       storage,
       events,
       rateLimiters,
+      poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
       description: { postgres: placeOf(url), poolSize: config.databasePoolSize },
       release: () => pool.end(),
     };

@@ -13,7 +13,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { getRequestListener } from "@hono/node-server";
 import { platformServices } from "@wap/api";
-import { type ErrorCode, procedureOf } from "@wap/core";
+import { type Caller, type ErrorCode, procedureOf } from "@wap/core";
 import { type AppSettings, createApp, probePaths } from "./app.js";
 import { connectContextValues } from "./connect-context.js";
 import { registerConnectRoutes } from "./connect-routes.js";
@@ -22,6 +22,7 @@ import { controlStreamPath, serveControlStream } from "./daemons/control-connect
 import { admitRequest, edgeOf, type ProcedureResolver } from "./edge.js";
 import type { NodeHandler } from "./listener.js";
 import type { Logger } from "./logger.js";
+import type { RequestProtocol, ServerMetrics } from "./metrics.js";
 import { createRestRoutes, type RestRoutes } from "./rest/index.js";
 import { createUnaryConnectPath } from "./unary-connect.js";
 import { answerUndecodableAsInvalidArgument, undecodableRequests } from "./undecodable-requests.js";
@@ -66,10 +67,12 @@ export function createRequestHandler(settings: AppSettings): NodeHandler {
     jsonOptions,
     shutdown: shutdown.signal,
   });
-  const { logger } = settings.edge;
+  const { logger, metrics } = settings.edge;
   // Decided once: with request lines off (below info), no request pays for gathering them.
   const logRequests = logger.enabled?.("info") ?? true;
   const logProbes = logger.enabled?.("debug") ?? true;
+  const observe = observerOf(logRequests ? logger : undefined, metrics);
+  const observeProbe = logProbes ? observerOf(logger, undefined) : undefined;
 
   /** Runs the edge, then hands the request to connect-node (which falls back to Hono). */
   async function admitThenRoute(
@@ -103,7 +106,7 @@ export function createRequestHandler(settings: AppSettings): NodeHandler {
     const query = url.indexOf("?");
     const path = query < 0 ? url : url.slice(0, query);
     const probe = probePaths.has(path);
-    if (probe ? logProbes : logRequests) logWhenClosed(logger, req, res, path, probe);
+    (probe ? observeProbe : observe)?.(req, res, path);
     if (req.method !== "GET" && req.method !== "HEAD") {
       if (req.httpVersionMajor === 1) keepUnreadBodyDrainable(req as http.IncomingMessage, res);
       // A client stream's body is the stream itself: it has no end to wait for.
@@ -209,31 +212,70 @@ function boundBodyTime(
   res.once("close", done);
 }
 
-/** One JSON line per request, when its response closes. */
-function logWhenClosed(
-  logger: Logger,
-  req: Parameters<NodeHandler>[0],
-  res: Parameters<NodeHandler>[1],
-  path: string,
-  probe: boolean,
-): void {
-  const started = performance.now();
-  res.once("close", () => {
-    const edge = edgeOf(req);
-    const fields = {
-      method: req.method,
-      path: redactPath(path),
-      rpc: edge?.rpc,
-      status: res.statusCode,
+type Observe = (req: Parameters<NodeHandler>[0], res: Parameters<NodeHandler>[1], path: string) => void;
+
+/**
+ * What happens when a response closes: one JSON line (at info; probes at debug) and the request
+ * metrics. Undefined when neither is wanted, so that such requests pay nothing.
+ */
+function observerOf(logger: Logger | undefined, metrics: ServerMetrics | undefined): Observe | undefined {
+  if (logger === undefined && metrics === undefined) return undefined;
+  return (req, res, path) => {
+    const started = performance.now();
+    res.once("close", () => {
+      const edge = edgeOf(req);
       // A response closed before it ended: the client left (a reset stream, a dropped socket).
-      code: edge?.code ?? (res.writableEnded ? codeFromStatus(res.statusCode) : "canceled"),
-      ms: Math.round((performance.now() - started) * 10) / 10,
-      requestId: edge?.requestId,
-      protocol: `HTTP/${req.httpVersion}`,
-    };
-    if (probe) logger.debug("request", fields);
-    else logger.info("request", fields);
-  });
+      const code = edge?.code ?? (res.writableEnded ? codeFromStatus(res.statusCode) : "canceled");
+      const ms = performance.now() - started;
+      metrics?.requestFinished(edge?.rpc, protocolOf(req, path), code, ms / 1000);
+      if (logger === undefined) return;
+      const caller = edge?.caller;
+      const fields = {
+        method: req.method,
+        path: redactPath(path),
+        rpc: edge?.rpc,
+        status: res.statusCode,
+        code,
+        reason: edge?.reason,
+        ms: Math.round(ms * 10) / 10,
+        requestId: edge?.requestId,
+        protocol: `HTTP/${req.httpVersion}`,
+        client: edge?.ipAddress ?? req.socket?.remoteAddress,
+        userAgent: edge?.userAgent,
+        subject: caller?.kind,
+        subjectId: caller === undefined ? undefined : subjectIdOf(caller),
+        workspaceId: edge?.workspaceId ?? workspaceOf(caller),
+      };
+      if (probePaths.has(path)) logger.debug("request", fields);
+      else logger.info("request", fields);
+    });
+  };
+}
+
+function subjectIdOf(caller: Caller): string | undefined {
+  switch (caller.kind) {
+    case "user":
+      return caller.userId;
+    case "service_account":
+      return caller.serviceAccountId;
+    case "daemon":
+      return caller.daemonId;
+    default:
+      return undefined;
+  }
+}
+
+function workspaceOf(caller: Caller | undefined): string | undefined {
+  return caller !== undefined && "workspaceId" in caller ? caller.workspaceId : undefined;
+}
+
+/** Which wire protocol a request spoke: gRPC and gRPC-Web by content type, Connect by path. */
+function protocolOf(req: Parameters<NodeHandler>[0], path: string): RequestProtocol {
+  if (!procedurePath.test(path)) return "rest";
+  const type = req.headers["content-type"];
+  if (type?.startsWith("application/grpc-web")) return "grpc_web";
+  if (type?.startsWith("application/grpc")) return "grpc";
+  return "connect";
 }
 
 const procedurePath = /^\/platform\.v1\.[A-Za-z]+\/[A-Za-z]+$/;

@@ -5,7 +5,6 @@
  * @module
  */
 import { readFile } from "node:fs/promises";
-import { join, resolve } from "node:path";
 import {
   createMasterKeyStore,
   createPlatform,
@@ -21,16 +20,20 @@ import { normalizeOrigins } from "./csrf.js";
 import { createServerInstance } from "./daemons/instance.js";
 import { createSessionRelayHub } from "./daemons/relay-hub.js";
 import { createTerminalEndpoint } from "./daemons/terminal-endpoint.js";
+import { type DiagnosticsListener, listenDiagnostics, parseListenAddress } from "./diagnostics.js";
 import type { EdgeSettings } from "./edge.js";
 import { loadIntegrations } from "./integrations-config.js";
-import { listen, type TlsFiles } from "./listener.js";
+import { type Listener, listen, type TlsFiles } from "./listener.js";
 import { createJsonLogger, type Logger } from "./logger.js";
 import { createServerMailer } from "./mailer.js";
-import { loadMasterKey } from "./master-key.js";
+import { loadMasterKey, masterKeyFileOf, parseMasterKeySetting } from "./master-key.js";
+import { createServerMetrics, type ServerMetrics } from "./metrics.js";
 import { type Backend, databaseTargetOf, openBackend } from "./open-storage.js";
+import { type DataLock, lockDatabase } from "./operator/data-lock.js";
 import { createMemoryRateLimiters, type RateLimiters, type RateLimitSettings } from "./rate-limit.js";
 import { createRequestHandler } from "./request-handler.js";
 import { StartupError } from "./startup-error.js";
+import { startTracing, type Tracing } from "./tracing.js";
 
 export interface ServerOptions extends Partial<Omit<ServerConfig, "rateLimit">> {
   readonly rateLimit?: Partial<RateLimitSettings>;
@@ -66,9 +69,17 @@ export interface RunningServer {
   /** Base URL, e.g. `http://127.0.0.1:8080` (`https://` with TLS). */
   readonly url: string;
   readonly port: number;
+  /** Base URL of the diagnostics listener (/metrics, /healthz, /readyz), when it is on. */
+  readonly diagnosticsUrl: string | undefined;
   readonly platform: Platform;
   /** This instance's id, the first part of the holder of each control stream it serves. */
   readonly instanceId: string;
+  /**
+   * Reads the TLS certificate and key files again and serves new connections with them; open
+   * connections keep theirs. Rejects (and keeps the old pair) when the files cannot be read or do
+   * not make a valid pair. Does nothing without TLS.
+   */
+  reloadTls(): Promise<void>;
   /**
    * Stops accepting connections, ends open event streams (their clients reconnect elsewhere),
    * lets open requests finish (up to `shutdownGraceSeconds`, then cuts them), then closes the
@@ -82,6 +93,10 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
   const config = configOf(options);
   const logger = options.logger ?? createJsonLogger(config.logLevel);
   const tls = await readTls(config);
+  const diagnosticsAddress =
+    config.diagnosticsAddress === undefined ? undefined : parseListenAddress(config.diagnosticsAddress);
+  const metrics = diagnosticsAddress ? createServerMetrics() : undefined;
+  const tracing = await startTracing(process.env, logger);
   // Read before the platform is built: a bad setting must not leave it open.
   const integrations = withOutboundAllowance(
     { ...(await loadIntegrations(config, logger)), ...options.integrations },
@@ -91,7 +106,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
   const ownsPlatform = options.platform === undefined;
   const built = options.platform
     ? undefined
-    : await buildPlatform(config, options, integrations, logger, tls !== undefined);
+    : await buildPlatform(config, options, integrations, logger, tls !== undefined, metrics, tracing);
   const platform = options.platform ?? built!.platform;
   const backend = built?.backend;
   const shutdown = new AbortController();
@@ -124,7 +139,14 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
     closing: closing.signal,
     daemonStreams: instance,
     sessionRelay,
+    ...(metrics && { metrics }),
+    ...(tracing && { tracing }),
   };
+  metrics?.setSources({
+    openControlStreams: () => instance.openStreams,
+    openTerminalSessions: () => sessionRelay.openSessions,
+    ...(backend?.poolStats && { databasePool: backend.poolStats }),
+  });
   const handler = createRequestHandler({
     edge,
     storage: platform.services.storage,
@@ -133,10 +155,12 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
     shutdownSignal: shutdown.signal,
   });
 
-  let listener: Awaited<ReturnType<typeof listen>>;
+  let opened: Listener | undefined;
+  let diagnostics: DiagnosticsListener | undefined;
+  let stopLagProbe: (() => void) | undefined;
   try {
     await instance.start();
-    listener = await listen({
+    opened = await listen({
       handler,
       host: config.host,
       port: config.port,
@@ -146,23 +170,50 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
       requestTimeoutMs: (config.headersTimeoutSeconds + config.bodyTimeoutSeconds) * 1000,
       maxConnectionsPerClient: config.maxConnectionsPerClient,
     });
+    if (diagnosticsAddress && metrics) {
+      diagnostics = await listenDiagnostics({
+        ...diagnosticsAddress,
+        metrics,
+        ready: () => platform.services.storage.ping(),
+      });
+      stopLagProbe = await startLagProbe(platform, metrics, instance.id);
+    }
   } catch (error) {
+    await opened?.close(0);
+    stopLagProbe?.();
     await instance.stop();
     if (ownsPlatform) await platform.close();
     await backend?.release();
     await built?.mailer?.close?.();
+    await built?.lock?.release();
+    await tracing?.shutdown();
     throw error;
   }
+  const listener = opened;
   const url = `${tls ? "https" : "http"}://${urlHost(config.host)}:${listener.port}`;
-  logger.info("listening", { url, tls: tls !== undefined, protocols: "HTTP/1.1, HTTP/2 (h2c/h2)" });
+  logger.info("listening", {
+    url,
+    tls: tls !== undefined,
+    // What this port actually speaks: with TLS, HTTP/2 by ALPN; without, by prior knowledge (h2c).
+    http: tls ? ["HTTP/1.1", "HTTP/2 (h2, ALPN)"] : ["HTTP/1.1", "HTTP/2 (h2c, prior knowledge)"],
+    protocols: ["Connect", "gRPC", "gRPC-Web", "REST", "WebSocket (terminals)"],
+    ...(diagnostics && { diagnostics: diagnostics.url }),
+  });
   sessionRelay.start();
 
   let stopping: Promise<void> | undefined;
   return {
     url,
     port: listener.port,
+    diagnosticsUrl: diagnostics?.url,
     platform,
     instanceId: instance.id,
+    async reloadTls() {
+      if (tls === undefined) return;
+      const next = await readTls(config);
+      listener.setTls(next!);
+      logger.info("TLS certificate reloaded", { cert: config.tlsCert });
+    },
     close() {
       stopping ??= (async () => {
         logger.info("shutting down", { graceSeconds: config.shutdownGraceSeconds });
@@ -179,6 +230,10 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
         if (ownsPlatform) await platform.close();
         await backend?.release();
         await built?.mailer?.close?.();
+        stopLagProbe?.();
+        await diagnostics?.close();
+        await built?.lock?.release();
+        await tracing?.shutdown();
         logger.info("stopped");
       })();
       return stopping;
@@ -192,10 +247,16 @@ async function buildPlatform(
   integrations: IntegrationServices,
   logger: Logger,
   secure: boolean,
-): Promise<{ platform: Platform; backend: Backend; mailer: Mailer | undefined }> {
+  metrics: ServerMetrics | undefined,
+  tracing: Tracing | undefined,
+): Promise<{ platform: Platform; backend: Backend; mailer: Mailer | undefined; lock: DataLock | undefined }> {
   // Refuse a bad database URL before anything is written to the data directory.
   const target = options.storage ? undefined : databaseTargetOf(config.databaseUrl, config.dataDir);
-  const keyFile = resolve(config.masterKeyFile ?? join(config.dataDir, "master.key"));
+  const previousKey =
+    config.previousMasterKey === undefined
+      ? undefined
+      : parseMasterKeySetting(config.previousMasterKey, "WAP_PREVIOUS_MASTER_KEY");
+  const keyFile = masterKeyFileOf(config);
   const { masterKey, generated } = await loadMasterKey({
     masterKey: config.masterKey,
     file: keyFile,
@@ -203,9 +264,19 @@ async function buildPlatform(
   });
   if (generated)
     logger.warn("generated a new master key; back it up, it seals every CA key", { file: keyFile });
+  // restore and rotate-master-key refuse to touch an embedded database a server is using.
+  const lock =
+    target?.kind === "sqlite" && target.file !== ":memory:"
+      ? await lockDatabase(target.file).catch((error: unknown) => {
+          throw new StartupError((error as Error).message, { cause: error });
+        })
+      : undefined;
   const started = performance.now();
   const backend: Backend = target
-    ? await openBackend(target, config, logger)
+    ? await openBackend(target, config, logger).catch(async (error: unknown) => {
+        await lock?.release();
+        throw error;
+      })
     : {
         storage: options.storage!,
         events: undefined,
@@ -230,16 +301,23 @@ async function buildPlatform(
       ...options.platformOptions,
       ...integrations,
       config: { ...options.platformOptions?.config, ...(publicBaseUrl !== undefined && { publicBaseUrl }) },
-      storage: backend.storage,
-      keyStore: createMasterKeyStore({ masterKey }),
+      storage: tracing
+        ? tracing.instrumentStorage(backend.storage, target?.kind === "postgres" ? "postgresql" : "sqlite")
+        : backend.storage,
+      keyStore: createMasterKeyStore({
+        masterKey,
+        ...(previousKey && { previousKeys: [{ masterKey: previousKey }] }),
+      }),
       ...(backend.events && { events: backend.events }),
+      ...(metrics && { observer: metrics }),
     });
-    return { platform, backend, mailer };
+    return { platform, backend, mailer, lock };
   } catch (error) {
     await mailer?.close?.().catch(() => undefined);
     await backend.events?.close().catch(() => undefined);
     await backend.storage.close().catch(() => undefined);
     await backend.release().catch(() => undefined);
+    await lock?.release();
     if (error instanceof SealedDataError) {
       throw new StartupError(
         "the master key does not open the secrets stored in this database: every instance over one database must use the same WAP_MASTER_KEY",
@@ -264,6 +342,33 @@ async function readTls(config: ServerConfig): Promise<TlsFiles | undefined> {
   if (config.tlsCert === undefined || config.tlsKey === undefined) return undefined;
   const [cert, key] = await Promise.all([readFile(config.tlsCert), readFile(config.tlsKey)]);
   return { cert, key };
+}
+
+/** The topic of the probes that measure the event bus's lag between instances. */
+const lagProbeTopic = "wap.diagnostics.lag-probe";
+const lagProbeIntervalMs = 5_000;
+
+/**
+ * Every instance publishes a probe on the event bus every few seconds with its clock's time, and
+ * every instance observes how long each probe took to reach it.
+ */
+async function startLagProbe(platform: Platform, metrics: ServerMetrics, instanceId: string) {
+  const { events, clock } = platform.services;
+  const unsubscribe = await events.subscribe(lagProbeTopic, (payload) => {
+    const sentAt = (payload as { sentAt?: unknown } | null)?.sentAt;
+    if (typeof sentAt === "number") metrics.eventBusLag((clock.now().getTime() - sentAt) / 1000);
+  });
+  const publish = () =>
+    void events
+      .publish(lagProbeTopic, { sentAt: clock.now().getTime(), from: instanceId })
+      .catch(() => undefined);
+  publish();
+  const timer = setInterval(publish, lagProbeIntervalMs);
+  timer.unref();
+  return () => {
+    clearInterval(timer);
+    unsubscribe();
+  };
 }
 
 function urlHost(host: string): string {

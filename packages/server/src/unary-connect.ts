@@ -172,6 +172,7 @@ async function serve(
         ? error
         : new ConnectError("internal error", Code.Internal, undefined, undefined, error);
     edge.code = errorCodeOf(connectError.code);
+    edge.reason ??= edge.code.toUpperCase();
     status = codeToHttpStatus(connectError.code);
     head["content-type"] = contentTypeUnaryJson;
     connectError.metadata.forEach((value, key) => {

@@ -72,6 +72,7 @@ import {
 import { auditFilter } from "./repositories-audit.js";
 import { createDaemonProtocolRepositories, daemonProtocolQueries } from "./repositories-daemons.js";
 import { createRecordingRepositories } from "./repositories-recordings.js";
+import { createSealedValueRepository } from "./repositories-sealed.js";
 import { createSsoBillingRepositories } from "./repositories-sso-billing.js";
 import { createWorkspaceAccessRepositories } from "./repositories-workspace-access.js";
 import type {
@@ -105,6 +106,7 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
     ...createSsoBillingRepositories(run, dialect.name),
     ...createDaemonProtocolRepositories(run),
     ...createRecordingRepositories(run),
+    sealedValues: createSealedValueRepository(run),
     users: {
       ...userAccountQueries(run),
       async insert(user) {

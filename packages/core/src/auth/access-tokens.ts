@@ -15,6 +15,9 @@ const generateKeyPair = promisify(generateKeyPairCallback);
 /** The name under which the PASETO signing key is kept (sealed) in storage. */
 const signingKeySecret = "access-token-signing-key";
 
+/** The key store context of a server secret: bound to its name. */
+export const secretContext = (name: string): string => `secret:${name}`;
+
 /** Issues and checks the short-lived PASETO v4.public access tokens of signed-in users. */
 export interface AccessTokens {
   issue(userId: string, sessionId: string, now: Date): Promise<{ token: string; expiresAt: Date }>;
@@ -32,7 +35,7 @@ export async function loadAccessTokens(deps: {
   clock: Clock;
   ttlSeconds: number;
 }): Promise<AccessTokens> {
-  const context = `secret:${signingKeySecret}`;
+  const context = secretContext(signingKeySecret);
   let stored = await deps.storage.secrets.find(signingKeySecret);
   if (!stored) {
     const { privateKey } = await generateKeyPair("ed25519");

@@ -142,7 +142,7 @@ export const signSshCertificate = defineOperation({
       // Nothing is recorded for a caller that has gone away.
       throwIfCancelled(ctx);
       try {
-        await recordIssuance(call, entry);
+        await recordIssuance(call, entry, ca.keyType);
       } catch (error) {
         if (isSerialCollision(error) && attempt < SERIAL_ATTEMPTS) continue;
         throw error;

@@ -108,23 +108,27 @@ export const signX509Certificate = defineOperation({
       });
       throwIfCancelled(ctx);
       try {
-        await recordIssuance(call, {
-          id,
-          workspaceId,
-          caId: ca.id,
-          caKeyVersion: ca.keyVersion,
-          kind: "x509",
-          serial: leaf.serialHex,
-          keyFingerprint: csr.publicKey.fingerprint,
-          principals: ledgerNames(draft),
-          validAfter: leaf.notBefore,
-          validBefore: leaf.notAfter,
-          requesterType: actorType,
-          requesterId: actorId,
-          targetId: null,
-          keyId: keyIdOf(workspaceId, actorType, actorId, id),
-          createdAt: now,
-        });
+        await recordIssuance(
+          call,
+          {
+            id,
+            workspaceId,
+            caId: ca.id,
+            caKeyVersion: ca.keyVersion,
+            kind: "x509",
+            serial: leaf.serialHex,
+            keyFingerprint: csr.publicKey.fingerprint,
+            principals: ledgerNames(draft),
+            validAfter: leaf.notBefore,
+            validBefore: leaf.notAfter,
+            requesterType: actorType,
+            requesterId: actorId,
+            targetId: null,
+            keyId: keyIdOf(workspaceId, actorType, actorId, id),
+            createdAt: now,
+          },
+          ca.keyType,
+        );
       } catch (error) {
         if (isSerialCollision(error) && attempt < SERIAL_ATTEMPTS) continue;
         throw error;

@@ -33,3 +33,13 @@ export const allOperations: readonly AnyOperation[] = withDaemonNotifications([
   ...auditOperations,
   ...recordingOperations,
 ]);
+
+/** The procedure paths callers may use without a credential (sign-up, sign-in, public lookups). */
+export function publicProcedures(): ReadonlySet<string> {
+  const paths = new Set<string>();
+  for (const operation of allOperations) {
+    if (operation.access.kind === "public")
+      paths.add(`/${operation.method.parent.typeName}/${operation.method.name}`);
+  }
+  return paths;
+}

@@ -7,6 +7,7 @@ import type { EventBus } from "../events/event-bus.js";
 import type { Mailer } from "../mail/mailer.js";
 import { defaultRecordingConfig, type RecordingConfig } from "../recordings/config.js";
 import type { Clock, Random } from "../runtime.js";
+import type { IssuedCertificateKind, KeyAlgorithm } from "../storage/records.js";
 import type { Storage } from "../storage/storage.js";
 import type { IntegrationServices } from "./integrations.js";
 
@@ -28,6 +29,15 @@ export const defaultPlatformConfig: PlatformConfig = {
   lastUsedResolutionSeconds: 60,
 };
 
+/**
+ * Told of what happened, for metrics. Called after the fact, synchronously; it must not throw or
+ * block (a counter increment, not I/O).
+ */
+export interface PlatformObserver {
+  /** A certificate was issued and recorded. */
+  certificateIssued?(kind: IssuedCertificateKind, caKeyType: KeyAlgorithm): void;
+}
+
 /** The dependencies operations run on; built once by `createPlatform`. */
 export interface Services extends IntegrationServices {
   readonly storage: Storage;
@@ -46,4 +56,6 @@ export interface Services extends IntegrationServices {
   readonly mailer?: Mailer;
   /** Looks up TXT records for domain verification. Default: the system resolver. */
   readonly dns?: DnsTxtResolver;
+  /** Told of issuances and the like, for metrics. */
+  readonly observer?: PlatformObserver;
 }

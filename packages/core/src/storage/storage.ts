@@ -308,6 +308,31 @@ export interface SecretRepository {
   insertIfAbsent(secret: SecretRecord): Promise<SecretRecord>;
 }
 
+/** Where one sealed value lives: what the key store's context of it is made of. */
+export type SealedValueRef =
+  | { readonly kind: "ca_key"; readonly caId: string; readonly keyVersion: number }
+  | { readonly kind: "secret"; readonly name: string }
+  | { readonly kind: "oidc_client_secret"; readonly providerId: string; readonly workspaceId: string };
+
+export interface SealedValue {
+  readonly ref: SealedValueRef;
+  readonly sealed: Uint8Array;
+}
+
+/**
+ * Every value sealed with the master key, across all workspaces: for re-sealing them under a
+ * new key (`wap-server rotate-master-key`), never for operations serving a request.
+ */
+export interface SealedValueRepository {
+  /** Every sealed value: CA private keys, server secrets, OIDC client secrets. */
+  listAll(): Promise<SealedValue[]>;
+  /**
+   * Replaces one sealed value. A CA key is replaced only while the authority still has that key
+   * version. Returns false when the row (or that version) is gone.
+   */
+  replace(ref: SealedValueRef, sealed: Uint8Array): Promise<boolean>;
+}
+
 /** Every repository: what an operation reads and writes, inside or outside a transaction. */
 export interface Repositories
   extends AccountRepositories,
@@ -328,6 +353,7 @@ export interface Repositories
   readonly daemons: DaemonRepository;
   readonly auditEvents: AuditEventRepository;
   readonly secrets: SecretRepository;
+  readonly sealedValues: SealedValueRepository;
 }
 
 /** What a storage backend can do beyond the port's guarantees. */

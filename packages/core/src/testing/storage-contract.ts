@@ -1023,6 +1023,47 @@ export function runStorageContract(options: StorageContractOptions): void {
       });
     });
 
+    describe("sealedValues", () => {
+      test("sealedValues: listAll finds every CA key and secret; replace swaps one, matching the key version", async () => {
+        const { workspace } = await seedWorkspace();
+        const ca = anAuthority(workspace.id, { keyVersion: 3 });
+        await storage.certificateAuthorities.insert(ca);
+        const secret = aSecret();
+        await storage.secrets.insertIfAbsent(secret);
+        const all = await storage.sealedValues.listAll();
+        const caRef = { kind: "ca_key", caId: ca.id, keyVersion: 3 } as const;
+        expect(all).toContainEqual({ ref: caRef, sealed: ca.sealedPrivateKey });
+        expect(all).toContainEqual({ ref: { kind: "secret", name: secret.name }, sealed: secret.sealed });
+
+        const resealed = new Uint8Array([9, 8, 7]);
+        expect(await storage.sealedValues.replace({ ...caRef, keyVersion: 2 }, resealed)).toBe(false);
+        expect(await storage.sealedValues.replace({ ...caRef, caId: uid() }, resealed)).toBe(false);
+        expect(
+          (await storage.certificateAuthorities.findById(workspace.id, ca.id))?.sealedPrivateKey,
+        ).toEqual(ca.sealedPrivateKey);
+        expect(await storage.sealedValues.replace(caRef, resealed)).toBe(true);
+        expect(
+          (await storage.certificateAuthorities.findById(workspace.id, ca.id))?.sealedPrivateKey,
+        ).toEqual(resealed);
+        expect(await storage.sealedValues.replace({ kind: "secret", name: secret.name }, resealed)).toBe(
+          true,
+        );
+        expect((await storage.secrets.find(secret.name))?.sealed).toEqual(resealed);
+      });
+
+      test("sealedValues: a replacement inside a rolled-back transaction leaves the old value", async () => {
+        const secret = aSecret();
+        await storage.secrets.insertIfAbsent(secret);
+        await expect(
+          storage.transaction(async (tx) => {
+            await tx.sealedValues.replace({ kind: "secret", name: secret.name }, new Uint8Array([1]));
+            throw new Error("abandon");
+          }),
+        ).rejects.toThrow("abandon");
+        expect((await storage.secrets.find(secret.name))?.sealed).toEqual(secret.sealed);
+      });
+    });
+
     runAccountContract({
       storage: () => storage,
       test,

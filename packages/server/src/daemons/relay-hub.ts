@@ -56,6 +56,8 @@ export interface SessionRelayHub {
   find(sessionId: string, waitMs: number): Promise<SessionRelay | undefined>;
   /** Registers a browser waiting on this instance; returns the function that removes it. */
   wait(sessionId: string, waiter: LocalWaiter): () => void;
+  /** Terminal sessions relayed here now. */
+  readonly openSessions: number;
   /** Starts the sweep (an unref'd timer). */
   start(): void;
   /** Stops the sweep and ends every relay (the server is stopping). */
@@ -90,6 +92,9 @@ export function createSessionRelayHub(options: SessionRelayHubOptions): SessionR
   };
 
   return {
+    get openSessions() {
+      return relays.size;
+    },
     instanceId,
     services,
     logger,

@@ -15,6 +15,7 @@ import { AuthService } from "@wap/api";
 import { anonymous, createCallContext, type Platform } from "@wap/core";
 import type { IdKind, ValuePools } from "./fuzz-values.js";
 import { connectCall, type JsonResponse, restCall } from "./http.js";
+import { sshEd25519PublicKey } from "./ssh-keys.js";
 
 /** Who a fuzzed request is sent as. None of them may act in workspace B. */
 export const callerNames = [
@@ -72,13 +73,6 @@ export function platformChallenge(id: string, key: SigningKey, procedure: string
   const signed = `${id}:${Math.floor(Date.now() / 1000)}:${randomBytes(12).toString("hex")}:${procedure}`;
   const signature = sign("sha256", Buffer.from(signed), { key: key.privateKey, dsaEncoding: "der" });
   return `Platform ${signed}:${signature.toString("base64url")}`;
-}
-
-function sshEd25519PublicKey(): string {
-  const { publicKey } = generateKeyPairSync("ed25519");
-  const raw = Buffer.from(publicKey.export({ format: "jwk" }).x!, "base64url");
-  const part = (data: Buffer) => Buffer.concat([Buffer.from([0, 0, 0, data.length]), data]);
-  return `ssh-ed25519 ${Buffer.concat([part(Buffer.from("ssh-ed25519")), part(raw)]).toString("base64")} fuzz@host`;
 }
 
 /** A CSR made by openssl, when the machine has it (the TLS tests need it too). */
@@ -256,7 +250,7 @@ export async function createFuzzWorld(baseUrl: string, platform: Platform): Prom
     await restCall(baseUrl, "DELETE", "/v1/account", undefined, { token: deleted.accessToken }),
   );
 
-  const sshKeys = [sshEd25519PublicKey(), sshEd25519PublicKey()];
+  const sshKeys = [sshEd25519PublicKey("fuzz@host"), sshEd25519PublicKey("fuzz@host")];
   const pems = [signingKey().pem];
   const csr = certificateRequest();
 

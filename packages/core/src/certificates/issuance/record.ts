@@ -7,7 +7,7 @@
  */
 import type { OperationCall } from "../../operations/operation.js";
 import type { Services } from "../../operations/services.js";
-import type { IssuedCertificateRecord } from "../../storage/records.js";
+import type { IssuedCertificateRecord, KeyAlgorithm } from "../../storage/records.js";
 import { UniqueViolationError } from "../../storage/storage.js";
 
 const auditAction: Record<IssuedCertificateRecord["kind"], string> = {
@@ -16,10 +16,14 @@ const auditAction: Record<IssuedCertificateRecord["kind"], string> = {
   x509: "certificate.sign_x509",
 };
 
-/** Writes the ledger entry and the audit event of one certificate; resolves once committed. */
+/**
+ * Writes the ledger entry and the audit event of one certificate; resolves once committed. The
+ * observer hears of it then, with the key type of the CA that signed it.
+ */
 export async function recordIssuance(
   call: Pick<OperationCall<unknown>, "services" | "auditEvent">,
   entry: IssuedCertificateRecord,
+  caKeyType: KeyAlgorithm,
 ): Promise<void> {
   const audit = call.auditEvent({
     action: auditAction[entry.kind],
@@ -27,6 +31,7 @@ export async function recordIssuance(
   });
   await call.services.storage.append({ issuedCertificates: [entry], auditEvents: [audit.record] });
   audit.committed();
+  call.services.observer?.certificateIssued?.(entry.kind, caKeyType);
 }
 
 /** True for the (about 2^-64 likely) error of a serial another certificate of the authority has. */

@@ -1,0 +1,140 @@
+/**
+ * OpenTelemetry traces: a span per RPC and, under it, a span per storage call, exported over
+ * OTLP/HTTP. On only when the standard `OTEL_EXPORTER_OTLP_ENDPOINT` (or
+ * `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set; otherwise the SDK is never loaded and the request
+ * path checks one `undefined`. The exporter reads the other standard variables itself
+ * (`OTEL_EXPORTER_OTLP_HEADERS`, timeouts); `OTEL_SERVICE_NAME` names the service.
+ *
+ * @module
+ */
+import type { Storage } from "@wap/core/storage";
+import type { Logger } from "./logger.js";
+
+type Api = typeof import("@opentelemetry/api");
+type Span = import("@opentelemetry/api").Span;
+type Tracer = import("@opentelemetry/api").Tracer;
+
+export interface Tracing {
+  /** Runs `work` inside a span named after the RPC; the span ends with its outcome. */
+  rpc<T>(procedure: string, attributes: Readonly<Record<string, string>>, work: () => Promise<T>): Promise<T>;
+  /** The storage, with a span for each call made under an RPC's span. */
+  instrumentStorage(storage: Storage, system: "sqlite" | "postgresql"): Storage;
+  /** Sends what is buffered and stops. */
+  shutdown(): Promise<void>;
+}
+
+/** Whether the environment asks for traces. */
+export function tracingRequested(env: NodeJS.ProcessEnv): boolean {
+  return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+}
+
+/** Loads the SDK and starts exporting, or returns undefined when traces are not asked for. */
+export async function startTracing(env: NodeJS.ProcessEnv, logger: Logger): Promise<Tracing | undefined> {
+  if (!tracingRequested(env)) return undefined;
+  const [api, base, exporterModule, resources, contextModule] = await Promise.all([
+    import("@opentelemetry/api"),
+    import("@opentelemetry/sdk-trace-base"),
+    import("@opentelemetry/exporter-trace-otlp-http"),
+    import("@opentelemetry/resources"),
+    import("@opentelemetry/context-async-hooks"),
+  ]);
+  // Spans of storage calls find their RPC's span through the active context.
+  api.context.setGlobalContextManager(new contextModule.AsyncLocalStorageContextManager().enable());
+  const provider = new base.BasicTracerProvider({
+    resource: resources.resourceFromAttributes({ "service.name": env.OTEL_SERVICE_NAME || "wap-server" }),
+    spanProcessors: [new base.BatchSpanProcessor(new exporterModule.OTLPTraceExporter())],
+  });
+  const tracer = provider.getTracer("@wap/server");
+  logger.info("exporting traces over OTLP/HTTP", {
+    endpoint: env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT,
+  });
+  return {
+    rpc(procedure, attributes, work) {
+      const [service = "", method = ""] = procedure.slice(1).split("/");
+      return tracer.startActiveSpan(
+        procedure.slice(1),
+        {
+          kind: api.SpanKind.SERVER,
+          attributes: {
+            "rpc.system": "connect_rpc",
+            "rpc.service": service,
+            "rpc.method": method,
+            ...attributes,
+          },
+        },
+        (span) => settle(api, span, work),
+      );
+    },
+    instrumentStorage: (storage, system) => instrumentStorage(api, tracer, storage, system),
+    async shutdown() {
+      await provider
+        .shutdown()
+        .catch((error: unknown) =>
+          logger.warn("traces could not be sent at shutdown", { error: String(error) }),
+        );
+    },
+  };
+}
+
+async function settle<T>(api: Api, span: Span, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    span.setStatus({ code: api.SpanStatusCode.ERROR, message: typeof code === "string" ? code : "error" });
+    if (typeof code === "string") span.setAttribute("rpc.connect_rpc.error_code", code);
+    throw error;
+  } finally {
+    span.end();
+  }
+}
+
+/**
+ * Wraps every repository method, `transaction`, `append` and `ping` in a span, but only under an
+ * active span (an RPC): background work (leases, sweeps) makes no orphan spans.
+ */
+function instrumentStorage(api: Api, tracer: Tracer, storage: Storage, system: string): Storage {
+  const traced =
+    <A extends unknown[], R>(name: string, call: (...args: A) => Promise<R>) =>
+    (...args: A): Promise<R> => {
+      if (api.trace.getSpan(api.context.active()) === undefined) return call(...args);
+      return tracer.startActiveSpan(
+        `storage ${name}`,
+        { kind: api.SpanKind.CLIENT, attributes: { "db.system": system, "db.operation": name } },
+        (span) => settle(api, span, () => call(...args)),
+      );
+    };
+  // Each repository (`storage.users`, `tx.daemons`) is a proxy whose methods make spans.
+  const repositories = <T extends object>(target: T): T =>
+    new Proxy(target, {
+      get(object, key, receiver) {
+        const value = Reflect.get(object, key, receiver);
+        if (
+          typeof key !== "string" ||
+          value === null ||
+          typeof value !== "object" ||
+          key === "capabilities"
+        ) {
+          return value;
+        }
+        return new Proxy(value as Record<string, unknown>, {
+          get(repository, method, inner) {
+            const fn = Reflect.get(repository, method, inner);
+            if (typeof method !== "string" || typeof fn !== "function") return fn;
+            return traced(
+              `${key}.${method}`,
+              (...args: unknown[]) => fn.apply(repository, args) as Promise<unknown>,
+            );
+          },
+        });
+      },
+    });
+  const transaction: Storage["transaction"] = (fn) =>
+    traced("transaction", () => storage.transaction((tx) => fn(repositories(tx))))();
+  return Object.assign(Object.create(repositories(storage)) as Storage, {
+    transaction,
+    append: traced("append", (unit: Parameters<Storage["append"]>[0]) => storage.append(unit)),
+    ping: () => storage.ping(),
+    close: () => storage.close(),
+  });
+}
