@@ -4,8 +4,8 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { publicProcedures } from "@wap/core";
 import { platformServices } from "@wap/api";
+import { publicProcedures } from "@wap/core";
 import { buildOpenApiDocument } from "../src/openapi/document.js";
 
 const root = join(import.meta.dirname, "..");
