@@ -47,6 +47,7 @@ export type {
 } from "./recordings.js";
 export type {
   AuditEventRecord,
+  AuthorityKeyRecord,
   AuthorityKind,
   AuthSessionRecord,
   CertificateAuthorityRecord,
@@ -55,11 +56,14 @@ export type {
   IssuedCertificateKind,
   IssuedCertificateRecord,
   KeyAlgorithm,
+  KeyStorageKind,
   MemberRecord,
   Page,
   PageRequest,
   RefreshTokenRecord,
   RetiredAuthorityKeyRecord,
+  RevocationReasonName,
+  RotationPhase,
   SecretRecord,
   ServiceAccountRecord,
   ServiceAccountRole,
@@ -101,6 +105,8 @@ export type {
   RefreshTokenRepository,
   Repositories,
   RetiredAuthorityKeyRepository,
+  Revocation,
+  RevocationSelector,
   SecretRepository,
   ServiceAccountFilter,
   ServiceAccountRepository,
@@ -111,7 +117,7 @@ export type {
   UserRepository,
   WorkspaceRepository,
 } from "./storage.js";
-export { StorageUnavailableError, UniqueViolationError } from "./storage.js";
+export { LEDGER_TOTAL_CAP, StorageUnavailableError, UniqueViolationError } from "./storage.js";
 export type {
   MemberProfileFilter,
   MemberProfileRecord,

@@ -18,6 +18,7 @@ import type { DaemonProtocolQueries, DaemonProtocolRepositories } from "./daemon
 import type { RecordingRepositories } from "./recordings.js";
 import type {
   AuditEventRecord,
+  AuthorityKeyRecord,
   AuthorityKind,
   AuthSessionRecord,
   CertificateAuthorityRecord,
@@ -30,6 +31,8 @@ import type {
   PageRequest,
   RefreshTokenRecord,
   RetiredAuthorityKeyRecord,
+  RevocationReasonName,
+  RotationPhase,
   SecretRecord,
   ServiceAccountRecord,
   TargetRecord,
@@ -141,26 +144,28 @@ export interface CertificateAuthorityRepository {
    */
   clearDefault(workspaceId: string, kind: AuthorityKind, updatedAt: Date): Promise<void>;
   /**
-   * Replaces the signing key (rollover): sets the key fields and `keyVersion` to
-   * `expectedVersion + 1`, only if the stored `keyVersion` still is `expectedVersion`. Returns
-   * the updated authority, or `null` when it does not exist or another rollover won the race.
+   * Replaces the signing key (rollover, or the end of a staged rotation): sets the key fields and
+   * `keyVersion` to `expectedVersion + 1` and ends any rotation (phase `none`, no next key), only
+   * if the stored `keyVersion` still is `expectedVersion`. Returns the updated authority, or
+   * `null` when it does not exist or another rollover won the race.
    */
   replaceKey(
     workspaceId: string,
     id: string,
     expectedVersion: number,
-    key: Pick<
-      CertificateAuthorityRecord,
-      | "keyType"
-      | "keyBits"
-      | "certificate"
-      | "publicKey"
-      | "serialNumber"
-      | "subject"
-      | "notBefore"
-      | "notAfter"
-      | "sealedPrivateKey"
-    >,
+    key: AuthorityKeyRecord,
+    updatedAt: Date,
+  ): Promise<CertificateAuthorityRecord | null>;
+  /**
+   * Moves a staged rotation to `phase` with `nextKey`, only if the stored phase still is
+   * `expectedPhase` and the key version `expectedVersion`; `null` otherwise (a racing move won, or
+   * the authority is gone).
+   */
+  setRotation(
+    workspaceId: string,
+    id: string,
+    expected: { readonly phase: RotationPhase; readonly keyVersion: number },
+    next: { readonly phase: RotationPhase; readonly nextKey: AuthorityKeyRecord | null },
     updatedAt: Date,
   ): Promise<CertificateAuthorityRecord | null>;
   /** Deletes the authority and its retired keys. The issuance ledger keeps its entries. */
@@ -210,7 +215,28 @@ export interface IssuedCertificateFilter extends PageRequest {
   readonly caId?: string;
   readonly kind?: IssuedCertificateKind;
   readonly requesterId?: string;
+  readonly targetId?: string;
+  /** Certificates valid at some instant of [validFrom, validUntil). */
+  readonly validFrom?: Date;
+  readonly validUntil?: Date;
+  readonly revoked?: boolean;
 }
+
+/** How a revocation is recorded. */
+export interface Revocation {
+  readonly revokedAt: Date;
+  readonly reason: RevocationReasonName;
+  readonly revokedBy: string;
+}
+
+/** Which unexpired, unrevoked certificates a revocation takes. */
+export type RevocationSelector =
+  | { readonly by: "serial"; readonly caId: string; readonly serial: string }
+  | { readonly by: "key"; readonly keyFingerprint: string; readonly caId?: string }
+  | { readonly by: "requester"; readonly requesterId: string };
+
+/** The largest `total` a ledger page reports; more matches report this number. */
+export const LEDGER_TOTAL_CAP = 10_000;
 
 /**
  * The issuance ledger. Entries are only ever added; they outlive the authority that signed them
@@ -224,8 +250,23 @@ export interface IssuedCertificateRepository {
    */
   insert(certificate: IssuedCertificateRecord): Promise<void>;
   findBySerial(workspaceId: string, caId: string, serial: string): Promise<IssuedCertificateRecord | null>;
-  /** Newest first, with the total. */
+  findById(workspaceId: string, id: string): Promise<IssuedCertificateRecord | null>;
+  /**
+   * Newest first. `total` is exact up to {@link LEDGER_TOTAL_CAP} and that number beyond it, so a
+   * page over a large ledger costs what the page costs, not a count of every match.
+   */
   list(workspaceId: string, filter: IssuedCertificateFilter): Promise<Page<IssuedCertificateRecord>>;
+  /**
+   * Marks the certificates `selector` names that are unexpired at `revocation.revokedAt` and not
+   * revoked yet, and returns them as revoked. Revoking again changes nothing.
+   */
+  revoke(
+    workspaceId: string,
+    selector: RevocationSelector,
+    revocation: Revocation,
+  ): Promise<IssuedCertificateRecord[]>;
+  /** The revoked certificates of an authority still unexpired at `now`, oldest serial first. */
+  listRevoked(workspaceId: string, caId: string, now: Date): Promise<IssuedCertificateRecord[]>;
   /**
    * The latest `validBefore` among the certificates one key version of an authority signed, or
    * `null` when it signed none: how long that key must stay trusted after a rollover.

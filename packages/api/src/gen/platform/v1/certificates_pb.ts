@@ -19,7 +19,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file platform/v1/certificates.proto.
  */
 export const file_platform_v1_certificates: GenFile = /*@__PURE__*/
-  fileDesc("Ch5wbGF0Zm9ybS92MS9jZXJ0aWZpY2F0ZXMucHJvdG8SC3BsYXRmb3JtLnYxIkIKHkdldENlcnRpZmljYXRlQXV0aG9yaXR5UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiYwofR2V0Q2VydGlmaWNhdGVBdXRob3JpdHlSZXNwb25zZRJAChVjZXJ0aWZpY2F0ZV9hdXRob3JpdHkYASABKAsyIS5wbGF0Zm9ybS52MS5DZXJ0aWZpY2F0ZUF1dGhvcml0eSLWBgohQ3JlYXRlQ2VydGlmaWNhdGVBdXRob3JpdHlSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEjEKCGtleV90eXBlGAQgASgOMh8ucGxhdGZvcm0udjEuQ2VydGlmaWNhdGVLZXlUeXBlEhAKCGtleV9iaXRzGAUgASgFEhIKCmlzX2RlZmF1bHQYBiABKAgSOgoRYWxsb3dlZF9rZXlfdHlwZXMYByADKA4yHy5wbGF0Zm9ybS52MS5DZXJ0aWZpY2F0ZUtleVR5cGUSKwoIbGlmZXRpbWUYCCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMwoQdXNlcl9kZWZhdWx0X3R0bBgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgx1c2VyX21heF90dGwYCiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMwoQaG9zdF9kZWZhdWx0X3R0bBgLIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgxob3N0X21heF90dGwYDCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SWwoPdXNlcl9leHRlbnNpb25zGA0gAygLMkIucGxhdGZvcm0udjEuQ3JlYXRlQ2VydGlmaWNhdGVBdXRob3JpdHlSZXF1ZXN0LlVzZXJFeHRlbnNpb25zRW50cnkSZgoVdXNlcl9jcml0aWNhbF9vcHRpb25zGA4gAygLMkcucGxhdGZvcm0udjEuQ3JlYXRlQ2VydGlmaWNhdGVBdXRob3JpdHlSZXF1ZXN0LlVzZXJDcml0aWNhbE9wdGlvbnNFbnRyeRIyCg5hdXRob3JpdHlfdHlwZRgPIAEoDjIaLnBsYXRmb3JtLnYxLkF1dGhvcml0eVR5cGUaNQoTVXNlckV4dGVuc2lvbnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGjoKGFVzZXJDcml0aWNhbE9wdGlvbnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBImYKIkNyZWF0ZUNlcnRpZmljYXRlQXV0aG9yaXR5UmVzcG9uc2USQAoVY2VydGlmaWNhdGVfYXV0aG9yaXR5GAEgASgLMiEucGxhdGZvcm0udjEuQ2VydGlmaWNhdGVBdXRob3JpdHki/AUKIVVwZGF0ZUNlcnRpZmljYXRlQXV0aG9yaXR5UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSDAoEbmFtZRgDIAEoCRITCgtkZXNjcmlwdGlvbhgEIAEoCRIRCglpc19hY3RpdmUYBSABKAgSEgoKaXNfZGVmYXVsdBgGIAEoCBI6ChFhbGxvd2VkX2tleV90eXBlcxgHIAMoDjIfLnBsYXRmb3JtLnYxLkNlcnRpZmljYXRlS2V5VHlwZRIrCghsaWZldGltZRgIIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIzChB1c2VyX2RlZmF1bHRfdHRsGAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi8KDHVzZXJfbWF4X3R0bBgKIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIzChBob3N0X2RlZmF1bHRfdHRsGAsgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi8KDGhvc3RfbWF4X3R0bBgMIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhJbCg91c2VyX2V4dGVuc2lvbnMYDSADKAsyQi5wbGF0Zm9ybS52MS5VcGRhdGVDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlcXVlc3QuVXNlckV4dGVuc2lvbnNFbnRyeRJmChV1c2VyX2NyaXRpY2FsX29wdGlvbnMYDiADKAsyRy5wbGF0Zm9ybS52MS5VcGRhdGVDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlcXVlc3QuVXNlckNyaXRpY2FsT3B0aW9uc0VudHJ5GjUKE1VzZXJFeHRlbnNpb25zRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARo6ChhVc2VyQ3JpdGljYWxPcHRpb25zRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJmCiJVcGRhdGVDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlc3BvbnNlEkAKFWNlcnRpZmljYXRlX2F1dGhvcml0eRgBIAEoCzIhLnBsYXRmb3JtLnYxLkNlcnRpZmljYXRlQXV0aG9yaXR5IjkKIUxpc3RDZXJ0aWZpY2F0ZUF1dGhvcml0aWVzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiaAoiTGlzdENlcnRpZmljYXRlQXV0aG9yaXRpZXNSZXNwb25zZRJCChdjZXJ0aWZpY2F0ZV9hdXRob3JpdGllcxgBIAMoCzIhLnBsYXRmb3JtLnYxLkNlcnRpZmljYXRlQXV0aG9yaXR5IkUKIURlbGV0ZUNlcnRpZmljYXRlQXV0aG9yaXR5UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiJAoiRGVsZXRlQ2VydGlmaWNhdGVBdXRob3JpdHlSZXNwb25zZSKMAQojUm9sbG92ZXJDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEhAKCGtleV9iaXRzGAMgASgFEjEKCGtleV90eXBlGAQgASgOMh8ucGxhdGZvcm0udjEuQ2VydGlmaWNhdGVLZXlUeXBlImgKJFJvbGxvdmVyQ2VydGlmaWNhdGVBdXRob3JpdHlSZXNwb25zZRJAChVjZXJ0aWZpY2F0ZV9hdXRob3JpdHkYASABKAsyIS5wbGF0Zm9ybS52MS5DZXJ0aWZpY2F0ZUF1dGhvcml0eSLAAgoZU2lnblNTSENlcnRpZmljYXRlUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDQoFY2FfaWQYAiABKAkSEQoJdGFyZ2V0X2lkGAMgASgJEkQKBHR5cGUYBCABKA4yNi5wbGF0Zm9ybS52MS5TaWduU1NIQ2VydGlmaWNhdGVSZXF1ZXN0LkNlcnRpZmljYXRlVHlwZRISCgpwdWJsaWNfa2V5GAUgASgJEiYKA3R0bBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiJpCg9DZXJ0aWZpY2F0ZVR5cGUSIAocQ0VSVElGSUNBVEVfVFlQRV9VTlNQRUNJRklFRBAAEhkKFUNFUlRJRklDQVRFX1RZUEVfVVNFUhABEhkKFUNFUlRJRklDQVRFX1RZUEVfSE9TVBACIp8BChpTaWduU1NIQ2VydGlmaWNhdGVSZXNwb25zZRINCgVjYV9pZBgBIAEoCRIPCgdjYV9uYW1lGAIgASgJEhUKDWNhX3B1YmxpY19rZXkYAyABKAkSGgoSc2lnbmVkX2NlcnRpZmljYXRlGAQgASgJEi4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrwCChpTaWduWDUwOUNlcnRpZmljYXRlUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDQoFY2FfaWQYAiABKAkSCwoDY3NyGAMgASgJEkAKBXVzYWdlGAQgASgOMjEucGxhdGZvcm0udjEuU2lnblg1MDlDZXJ0aWZpY2F0ZVJlcXVlc3QuWDUwOVVzYWdlEiYKA3R0bBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiKBAQoJWDUwOVVzYWdlEhoKFlg1MDlfVVNBR0VfVU5TUEVDSUZJRUQQABIaChZYNTA5X1VTQUdFX0NMSUVOVF9BVVRIEAESGgoWWDUwOV9VU0FHRV9TRVJWRVJfQVVUSBACEiAKHFg1MDlfVVNBR0VfQ0xJRU5UX0FORF9TRVJWRVIQAyKUAQobU2lnblg1MDlDZXJ0aWZpY2F0ZVJlc3BvbnNlEg0KBWNhX2lkGAEgASgJEg8KB2NhX25hbWUYAiABKAkSEwoLY2VydGlmaWNhdGUYAyABKAkSEAoIY2FfY2hhaW4YBCABKAkSLgoKZXhwaXJlc19hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi3ggKFENlcnRpZmljYXRlQXV0aG9yaXR5EgoKAmlkGAEgASgJEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEhMKC2Rlc2NyaXB0aW9uGAQgASgJEhMKC2NlcnRpZmljYXRlGAUgASgJEhIKCnB1YmxpY19rZXkYBiABKAkSFQoNc2VyaWFsX251bWJlchgHIAEoCRIPCgdzdWJqZWN0GAggASgJEi4KCm5vdF9iZWZvcmUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KCW5vdF9hZnRlchgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJaXNfYWN0aXZlGAsgASgIEhIKCmlzX2RlZmF1bHQYDCABKAgSEAoIa2V5X2JpdHMYDSABKAUSMQoIa2V5X3R5cGUYDiABKA4yHy5wbGF0Zm9ybS52MS5DZXJ0aWZpY2F0ZUtleVR5cGUSOgoRYWxsb3dlZF9rZXlfdHlwZXMYDyADKA4yHy5wbGF0Zm9ybS52MS5DZXJ0aWZpY2F0ZUtleVR5cGUSKwoIbGlmZXRpbWUYECABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMwoQdXNlcl9kZWZhdWx0X3R0bBgRIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgx1c2VyX21heF90dGwYEiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24STgoPdXNlcl9leHRlbnNpb25zGBMgAygLMjUucGxhdGZvcm0udjEuQ2VydGlmaWNhdGVBdXRob3JpdHkuVXNlckV4dGVuc2lvbnNFbnRyeRJZChV1c2VyX2NyaXRpY2FsX29wdGlvbnMYFCADKAsyOi5wbGF0Zm9ybS52MS5DZXJ0aWZpY2F0ZUF1dGhvcml0eS5Vc2VyQ3JpdGljYWxPcHRpb25zRW50cnkSMwoQaG9zdF9kZWZhdWx0X3R0bBgVIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgxob3N0X21heF90dGwYFiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SLgoKY3JlYXRlZF9hdBgXIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgYIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMgoOYXV0aG9yaXR5X3R5cGUYGSABKA4yGi5wbGF0Zm9ybS52MS5BdXRob3JpdHlUeXBlGjUKE1VzZXJFeHRlbnNpb25zRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARo6ChhVc2VyQ3JpdGljYWxPcHRpb25zRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASqaAQoSQ2VydGlmaWNhdGVLZXlUeXBlEiQKIENFUlRJRklDQVRFX0tFWV9UWVBFX1VOU1BFQ0lGSUVEEAASHAoYQ0VSVElGSUNBVEVfS0VZX1RZUEVfUlNBEAESHgoaQ0VSVElGSUNBVEVfS0VZX1RZUEVfRUNEU0EQAhIgChxDRVJUSUZJQ0FURV9LRVlfVFlQRV9FRDI1NTE5EAMqYAoNQXV0aG9yaXR5VHlwZRIeChpBVVRIT1JJVFlfVFlQRV9VTlNQRUNJRklFRBAAEhYKEkFVVEhPUklUWV9UWVBFX1NTSBABEhcKE0FVVEhPUklUWV9UWVBFX1g1MDkQAjLxCwoSQ2VydGlmaWNhdGVTZXJ2aWNlErsBChdHZXRDZXJ0aWZpY2F0ZUF1dGhvcml0eRIrLnBsYXRmb3JtLnYxLkdldENlcnRpZmljYXRlQXV0aG9yaXR5UmVxdWVzdBosLnBsYXRmb3JtLnYxLkdldENlcnRpZmljYXRlQXV0aG9yaXR5UmVzcG9uc2UiRZACAYLT5JMCPBI6L3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vY2VydGlmaWNhdGVfYXV0aG9yaXRpZXMve2lkfRK/AQoaQ3JlYXRlQ2VydGlmaWNhdGVBdXRob3JpdHkSLi5wbGF0Zm9ybS52MS5DcmVhdGVDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlcXVlc3QaLy5wbGF0Zm9ybS52MS5DcmVhdGVDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlc3BvbnNlIkCC0+STAjo6ASoiNS92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2NlcnRpZmljYXRlX2F1dGhvcml0aWVzEsQBChpVcGRhdGVDZXJ0aWZpY2F0ZUF1dGhvcml0eRIuLnBsYXRmb3JtLnYxLlVwZGF0ZUNlcnRpZmljYXRlQXV0aG9yaXR5UmVxdWVzdBovLnBsYXRmb3JtLnYxLlVwZGF0ZUNlcnRpZmljYXRlQXV0aG9yaXR5UmVzcG9uc2UiRYLT5JMCPzoBKjI6L3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vY2VydGlmaWNhdGVfYXV0aG9yaXRpZXMve2lkfRK/AQoaTGlzdENlcnRpZmljYXRlQXV0aG9yaXRpZXMSLi5wbGF0Zm9ybS52MS5MaXN0Q2VydGlmaWNhdGVBdXRob3JpdGllc1JlcXVlc3QaLy5wbGF0Zm9ybS52MS5MaXN0Q2VydGlmaWNhdGVBdXRob3JpdGllc1Jlc3BvbnNlIkCQAgGC0+STAjcSNS92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2NlcnRpZmljYXRlX2F1dGhvcml0aWVzEsEBChpEZWxldGVDZXJ0aWZpY2F0ZUF1dGhvcml0eRIuLnBsYXRmb3JtLnYxLkRlbGV0ZUNlcnRpZmljYXRlQXV0aG9yaXR5UmVxdWVzdBovLnBsYXRmb3JtLnYxLkRlbGV0ZUNlcnRpZmljYXRlQXV0aG9yaXR5UmVzcG9uc2UiQoLT5JMCPCo6L3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vY2VydGlmaWNhdGVfYXV0aG9yaXRpZXMve2lkfRLTAQocUm9sbG92ZXJDZXJ0aWZpY2F0ZUF1dGhvcml0eRIwLnBsYXRmb3JtLnYxLlJvbGxvdmVyQ2VydGlmaWNhdGVBdXRob3JpdHlSZXF1ZXN0GjEucGxhdGZvcm0udjEuUm9sbG92ZXJDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlc3BvbnNlIk6C0+STAkg6ASoiQy92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2NlcnRpZmljYXRlX2F1dGhvcml0aWVzL3tpZH06cm9sbG92ZXISmAEKElNpZ25TU0hDZXJ0aWZpY2F0ZRImLnBsYXRmb3JtLnYxLlNpZ25TU0hDZXJ0aWZpY2F0ZVJlcXVlc3QaJy5wbGF0Zm9ybS52MS5TaWduU1NIQ2VydGlmaWNhdGVSZXNwb25zZSIxgtPkkwIrOgEqIiYvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9zaWduLXNzaBKcAQoTU2lnblg1MDlDZXJ0aWZpY2F0ZRInLnBsYXRmb3JtLnYxLlNpZ25YNTA5Q2VydGlmaWNhdGVSZXF1ZXN0GigucGxhdGZvcm0udjEuU2lnblg1MDlDZXJ0aWZpY2F0ZVJlc3BvbnNlIjKC0+STAiw6ASoiJy92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L3NpZ24teDUwOWIIZWRpdGlvbnNw6Ac", [file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("Ch5wbGF0Zm9ybS92MS9jZXJ0aWZpY2F0ZXMucHJvdG8SC3BsYXRmb3JtLnYxIkIKHkdldENlcnRpZmljYXRlQXV0aG9yaXR5UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiYwofR2V0Q2VydGlmaWNhdGVBdXRob3JpdHlSZXNwb25zZRJAChVjZXJ0aWZpY2F0ZV9hdXRob3JpdHkYASABKAsyIS5wbGF0Zm9ybS52MS5DZXJ0aWZpY2F0ZUF1dGhvcml0eSKEBwohQ3JlYXRlQ2VydGlmaWNhdGVBdXRob3JpdHlSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEjEKCGtleV90eXBlGAQgASgOMh8ucGxhdGZvcm0udjEuQ2VydGlmaWNhdGVLZXlUeXBlEhAKCGtleV9iaXRzGAUgASgFEhIKCmlzX2RlZmF1bHQYBiABKAgSOgoRYWxsb3dlZF9rZXlfdHlwZXMYByADKA4yHy5wbGF0Zm9ybS52MS5DZXJ0aWZpY2F0ZUtleVR5cGUSKwoIbGlmZXRpbWUYCCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMwoQdXNlcl9kZWZhdWx0X3R0bBgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgx1c2VyX21heF90dGwYCiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMwoQaG9zdF9kZWZhdWx0X3R0bBgLIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgxob3N0X21heF90dGwYDCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SWwoPdXNlcl9leHRlbnNpb25zGA0gAygLMkIucGxhdGZvcm0udjEuQ3JlYXRlQ2VydGlmaWNhdGVBdXRob3JpdHlSZXF1ZXN0LlVzZXJFeHRlbnNpb25zRW50cnkSZgoVdXNlcl9jcml0aWNhbF9vcHRpb25zGA4gAygLMkcucGxhdGZvcm0udjEuQ3JlYXRlQ2VydGlmaWNhdGVBdXRob3JpdHlSZXF1ZXN0LlVzZXJDcml0aWNhbE9wdGlvbnNFbnRyeRIyCg5hdXRob3JpdHlfdHlwZRgPIAEoDjIaLnBsYXRmb3JtLnYxLkF1dGhvcml0eVR5cGUSLAoLa2V5X3N0b3JhZ2UYECABKA4yFy5wbGF0Zm9ybS52MS5LZXlTdG9yYWdlGjUKE1VzZXJFeHRlbnNpb25zRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARo6ChhVc2VyQ3JpdGljYWxPcHRpb25zRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJmCiJDcmVhdGVDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlc3BvbnNlEkAKFWNlcnRpZmljYXRlX2F1dGhvcml0eRgBIAEoCzIhLnBsYXRmb3JtLnYxLkNlcnRpZmljYXRlQXV0aG9yaXR5IvwFCiFVcGRhdGVDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEgwKBG5hbWUYAyABKAkSEwoLZGVzY3JpcHRpb24YBCABKAkSEQoJaXNfYWN0aXZlGAUgASgIEhIKCmlzX2RlZmF1bHQYBiABKAgSOgoRYWxsb3dlZF9rZXlfdHlwZXMYByADKA4yHy5wbGF0Zm9ybS52MS5DZXJ0aWZpY2F0ZUtleVR5cGUSKwoIbGlmZXRpbWUYCCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMwoQdXNlcl9kZWZhdWx0X3R0bBgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgx1c2VyX21heF90dGwYCiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMwoQaG9zdF9kZWZhdWx0X3R0bBgLIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgxob3N0X21heF90dGwYDCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SWwoPdXNlcl9leHRlbnNpb25zGA0gAygLMkIucGxhdGZvcm0udjEuVXBkYXRlQ2VydGlmaWNhdGVBdXRob3JpdHlSZXF1ZXN0LlVzZXJFeHRlbnNpb25zRW50cnkSZgoVdXNlcl9jcml0aWNhbF9vcHRpb25zGA4gAygLMkcucGxhdGZvcm0udjEuVXBkYXRlQ2VydGlmaWNhdGVBdXRob3JpdHlSZXF1ZXN0LlVzZXJDcml0aWNhbE9wdGlvbnNFbnRyeRo1ChNVc2VyRXh0ZW5zaW9uc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaOgoYVXNlckNyaXRpY2FsT3B0aW9uc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiZgoiVXBkYXRlQ2VydGlmaWNhdGVBdXRob3JpdHlSZXNwb25zZRJAChVjZXJ0aWZpY2F0ZV9hdXRob3JpdHkYASABKAsyIS5wbGF0Zm9ybS52MS5DZXJ0aWZpY2F0ZUF1dGhvcml0eSI5CiFMaXN0Q2VydGlmaWNhdGVBdXRob3JpdGllc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJImgKIkxpc3RDZXJ0aWZpY2F0ZUF1dGhvcml0aWVzUmVzcG9uc2USQgoXY2VydGlmaWNhdGVfYXV0aG9yaXRpZXMYASADKAsyIS5wbGF0Zm9ybS52MS5DZXJ0aWZpY2F0ZUF1dGhvcml0eSJFCiFEZWxldGVDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIiQKIkRlbGV0ZUNlcnRpZmljYXRlQXV0aG9yaXR5UmVzcG9uc2UijAEKI1JvbGxvdmVyQ2VydGlmaWNhdGVBdXRob3JpdHlSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCRIQCghrZXlfYml0cxgDIAEoBRIxCghrZXlfdHlwZRgEIAEoDjIfLnBsYXRmb3JtLnYxLkNlcnRpZmljYXRlS2V5VHlwZSJoCiRSb2xsb3ZlckNlcnRpZmljYXRlQXV0aG9yaXR5UmVzcG9uc2USQAoVY2VydGlmaWNhdGVfYXV0aG9yaXR5GAEgASgLMiEucGxhdGZvcm0udjEuQ2VydGlmaWNhdGVBdXRob3JpdHkiwAIKGVNpZ25TU0hDZXJ0aWZpY2F0ZVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEg0KBWNhX2lkGAIgASgJEhEKCXRhcmdldF9pZBgDIAEoCRJECgR0eXBlGAQgASgOMjYucGxhdGZvcm0udjEuU2lnblNTSENlcnRpZmljYXRlUmVxdWVzdC5DZXJ0aWZpY2F0ZVR5cGUSEgoKcHVibGljX2tleRgFIAEoCRImCgN0dGwYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iaQoPQ2VydGlmaWNhdGVUeXBlEiAKHENFUlRJRklDQVRFX1RZUEVfVU5TUEVDSUZJRUQQABIZChVDRVJUSUZJQ0FURV9UWVBFX1VTRVIQARIZChVDRVJUSUZJQ0FURV9UWVBFX0hPU1QQAiLhAQoaU2lnblNTSENlcnRpZmljYXRlUmVzcG9uc2USDQoFY2FfaWQYASABKAkSDwoHY2FfbmFtZRgCIAEoCRIVCg1jYV9wdWJsaWNfa2V5GAMgASgJEhoKEnNpZ25lZF9jZXJ0aWZpY2F0ZRgEIAEoCRIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgtncmFudGVkX3R0bBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIQCgh0dGxfbm90ZRgHIAEoCSK8AgoaU2lnblg1MDlDZXJ0aWZpY2F0ZVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEg0KBWNhX2lkGAIgASgJEgsKA2NzchgDIAEoCRJACgV1c2FnZRgEIAEoDjIxLnBsYXRmb3JtLnYxLlNpZ25YNTA5Q2VydGlmaWNhdGVSZXF1ZXN0Llg1MDlVc2FnZRImCgN0dGwYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24igQEKCVg1MDlVc2FnZRIaChZYNTA5X1VTQUdFX1VOU1BFQ0lGSUVEEAASGgoWWDUwOV9VU0FHRV9DTElFTlRfQVVUSBABEhoKFlg1MDlfVVNBR0VfU0VSVkVSX0FVVEgQAhIgChxYNTA5X1VTQUdFX0NMSUVOVF9BTkRfU0VSVkVSEAMi1gEKG1NpZ25YNTA5Q2VydGlmaWNhdGVSZXNwb25zZRINCgVjYV9pZBgBIAEoCRIPCgdjYV9uYW1lGAIgASgJEhMKC2NlcnRpZmljYXRlGAMgASgJEhAKCGNhX2NoYWluGAQgASgJEi4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KC2dyYW50ZWRfdHRsGAYgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhAKCHR0bF9ub3RlGAcgASgJIoQKChRDZXJ0aWZpY2F0ZUF1dGhvcml0eRIKCgJpZBgBIAEoCRIUCgx3b3Jrc3BhY2VfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRITCgtkZXNjcmlwdGlvbhgEIAEoCRITCgtjZXJ0aWZpY2F0ZRgFIAEoCRISCgpwdWJsaWNfa2V5GAYgASgJEhUKDXNlcmlhbF9udW1iZXIYByABKAkSDwoHc3ViamVjdBgIIAEoCRIuCgpub3RfYmVmb3JlGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCglub3RfYWZ0ZXIYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCWlzX2FjdGl2ZRgLIAEoCBISCgppc19kZWZhdWx0GAwgASgIEhAKCGtleV9iaXRzGA0gASgFEjEKCGtleV90eXBlGA4gASgOMh8ucGxhdGZvcm0udjEuQ2VydGlmaWNhdGVLZXlUeXBlEjoKEWFsbG93ZWRfa2V5X3R5cGVzGA8gAygOMh8ucGxhdGZvcm0udjEuQ2VydGlmaWNhdGVLZXlUeXBlEisKCGxpZmV0aW1lGBAgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjMKEHVzZXJfZGVmYXVsdF90dGwYESABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SLwoMdXNlcl9tYXhfdHRsGBIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEk4KD3VzZXJfZXh0ZW5zaW9ucxgTIAMoCzI1LnBsYXRmb3JtLnYxLkNlcnRpZmljYXRlQXV0aG9yaXR5LlVzZXJFeHRlbnNpb25zRW50cnkSWQoVdXNlcl9jcml0aWNhbF9vcHRpb25zGBQgAygLMjoucGxhdGZvcm0udjEuQ2VydGlmaWNhdGVBdXRob3JpdHkuVXNlckNyaXRpY2FsT3B0aW9uc0VudHJ5EjMKEGhvc3RfZGVmYXVsdF90dGwYFSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SLwoMaG9zdF9tYXhfdHRsGBYgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi4KCmNyZWF0ZWRfYXQYFyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYGCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmF1dGhvcml0eV90eXBlGBkgASgOMhoucGxhdGZvcm0udjEuQXV0aG9yaXR5VHlwZRIyCg5yb3RhdGlvbl9waGFzZRgaIAEoDjIaLnBsYXRmb3JtLnYxLlJvdGF0aW9uUGhhc2USFwoPbmV4dF9wdWJsaWNfa2V5GBsgASgJEhgKEG5leHRfY2VydGlmaWNhdGUYHCABKAkSLAoLa2V5X3N0b3JhZ2UYHSABKA4yFy5wbGF0Zm9ybS52MS5LZXlTdG9yYWdlEg8KB2NybF91cmwYHiABKAkaNQoTVXNlckV4dGVuc2lvbnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGjoKGFVzZXJDcml0aWNhbE9wdGlvbnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIr4EChFJc3N1ZWRDZXJ0aWZpY2F0ZRIKCgJpZBgBIAEoCRIUCgx3b3Jrc3BhY2VfaWQYAiABKAkSDQoFY2FfaWQYAyABKAkSFgoOY2Ffa2V5X3ZlcnNpb24YBCABKAUSMAoEdHlwZRgFIAEoDjIiLnBsYXRmb3JtLnYxLklzc3VlZENlcnRpZmljYXRlVHlwZRIOCgZzZXJpYWwYBiABKAkSFwoPa2V5X2ZpbmdlcnByaW50GAcgASgJEhIKCnByaW5jaXBhbHMYCCADKAkSLwoLdmFsaWRfYWZ0ZXIYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDHZhbGlkX2JlZm9yZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoOcmVxdWVzdGVyX3R5cGUYCyABKAkSFAoMcmVxdWVzdGVyX2lkGAwgASgJEhEKCXRhcmdldF9pZBgNIAEoCRIOCgZrZXlfaWQYDiABKAkSLgoKY3JlYXRlZF9hdBgPIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHcmV2b2tlZBgQIAEoCBIuCgpyZXZva2VkX2F0GBEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI4ChFyZXZvY2F0aW9uX3JlYXNvbhgSIAEoDjIdLnBsYXRmb3JtLnYxLlJldm9jYXRpb25SZWFzb24SEgoKcmV2b2tlZF9ieRgTIAEoCSLQAgodTGlzdElzc3VlZENlcnRpZmljYXRlc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEg0KBWNhX2lkGAIgASgJEhIKCnN1YmplY3RfaWQYAyABKAkSEQoJdGFyZ2V0X2lkGAQgASgJEjAKBHR5cGUYBSABKA4yIi5wbGF0Zm9ybS52MS5Jc3N1ZWRDZXJ0aWZpY2F0ZVR5cGUSLgoKdmFsaWRfZnJvbRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdmFsaWRfdW50aWwYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKCnJldm9jYXRpb24YCCABKA4yHS5wbGF0Zm9ybS52MS5SZXZvY2F0aW9uRmlsdGVyEg0KBWxpbWl0GAkgASgFEg4KBm9mZnNldBgKIAEoBSJlCh5MaXN0SXNzdWVkQ2VydGlmaWNhdGVzUmVzcG9uc2USNAoMY2VydGlmaWNhdGVzGAEgAygLMh4ucGxhdGZvcm0udjEuSXNzdWVkQ2VydGlmaWNhdGUSDQoFdG90YWwYAiABKAUiXgobR2V0SXNzdWVkQ2VydGlmaWNhdGVSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCRINCgVjYV9pZBgDIAEoCRIOCgZzZXJpYWwYBCABKAkiUwocR2V0SXNzdWVkQ2VydGlmaWNhdGVSZXNwb25zZRIzCgtjZXJ0aWZpY2F0ZRgBIAEoCzIeLnBsYXRmb3JtLnYxLklzc3VlZENlcnRpZmljYXRlIpcBChhSZXZva2VDZXJ0aWZpY2F0ZVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEg0KBWNhX2lkGAIgASgJEg4KBnNlcmlhbBgDIAEoCRIXCg9rZXlfZmluZ2VycHJpbnQYBCABKAkSLQoGcmVhc29uGAUgASgOMh0ucGxhdGZvcm0udjEuUmV2b2NhdGlvblJlYXNvbiJMChlSZXZva2VDZXJ0aWZpY2F0ZVJlc3BvbnNlEi8KB3Jldm9rZWQYASADKAsyHi5wbGF0Zm9ybS52MS5Jc3N1ZWRDZXJ0aWZpY2F0ZSI/ChhHZXRSZXZvY2F0aW9uTGlzdFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEg0KBWNhX2lkGAIgASgJIpgBChlHZXRSZXZvY2F0aW9uTGlzdFJlc3BvbnNlEhcKD3Jldm9jYXRpb25fbGlzdBgBIAEoDBIOCgZmb3JtYXQYAiABKAkSDwoHZW50cmllcxgDIAEoBRIwCgxnZW5lcmF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2NybF91cmwYBSABKAkitQEKIVJvdGF0ZUNlcnRpZmljYXRlQXV0aG9yaXR5UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSKQoFcGhhc2UYAyABKA4yGi5wbGF0Zm9ybS52MS5Sb3RhdGlvblBoYXNlEjEKCGtleV90eXBlGAQgASgOMh8ucGxhdGZvcm0udjEuQ2VydGlmaWNhdGVLZXlUeXBlEhAKCGtleV9iaXRzGAUgASgFImYKIlJvdGF0ZUNlcnRpZmljYXRlQXV0aG9yaXR5UmVzcG9uc2USQAoVY2VydGlmaWNhdGVfYXV0aG9yaXR5GAEgASgLMiEucGxhdGZvcm0udjEuQ2VydGlmaWNhdGVBdXRob3JpdHkqmgEKEkNlcnRpZmljYXRlS2V5VHlwZRIkCiBDRVJUSUZJQ0FURV9LRVlfVFlQRV9VTlNQRUNJRklFRBAAEhwKGENFUlRJRklDQVRFX0tFWV9UWVBFX1JTQRABEh4KGkNFUlRJRklDQVRFX0tFWV9UWVBFX0VDRFNBEAISIAocQ0VSVElGSUNBVEVfS0VZX1RZUEVfRUQyNTUxORADKmAKDUF1dGhvcml0eVR5cGUSHgoaQVVUSE9SSVRZX1RZUEVfVU5TUEVDSUZJRUQQABIWChJBVVRIT1JJVFlfVFlQRV9TU0gQARIXChNBVVRIT1JJVFlfVFlQRV9YNTA5EAIqWwoKS2V5U3RvcmFnZRIbChdLRVlfU1RPUkFHRV9VTlNQRUNJRklFRBAAEhgKFEtFWV9TVE9SQUdFX1NPRlRXQVJFEAESFgoSS0VZX1NUT1JBR0VfUEtDUzExEAIqqwEKDVJvdGF0aW9uUGhhc2USHgoaUk9UQVRJT05fUEhBU0VfVU5TUEVDSUZJRUQQABIcChhST1RBVElPTl9QSEFTRV9QVUJMSVNIRUQQARIfChtST1RBVElPTl9QSEFTRV9VU0VSX1NJR05JTkcQAhIfChtST1RBVElPTl9QSEFTRV9IT1NUX1NJR05JTkcQAxIaChZST1RBVElPTl9QSEFTRV9SRVRJUkVEEAQqrgEKFUlzc3VlZENlcnRpZmljYXRlVHlwZRInCiNJU1NVRURfQ0VSVElGSUNBVEVfVFlQRV9VTlNQRUNJRklFRBAAEiQKIElTU1VFRF9DRVJUSUZJQ0FURV9UWVBFX1NTSF9VU0VSEAESJAogSVNTVUVEX0NFUlRJRklDQVRFX1RZUEVfU1NIX0hPU1QQAhIgChxJU1NVRURfQ0VSVElGSUNBVEVfVFlQRV9YNTA5EAMqdwoQUmV2b2NhdGlvbkZpbHRlchIhCh1SRVZPQ0FUSU9OX0ZJTFRFUl9VTlNQRUNJRklFRBAAEh0KGVJFVk9DQVRJT05fRklMVEVSX1JFVk9LRUQQARIhCh1SRVZPQ0FUSU9OX0ZJTFRFUl9OT1RfUkVWT0tFRBACKoECChBSZXZvY2F0aW9uUmVhc29uEiEKHVJFVk9DQVRJT05fUkVBU09OX1VOU1BFQ0lGSUVEEAASJAogUkVWT0NBVElPTl9SRUFTT05fS0VZX0NPTVBST01JU0UQARIpCiVSRVZPQ0FUSU9OX1JFQVNPTl9BRkZJTElBVElPTl9DSEFOR0VEEAISIAocUkVWT0NBVElPTl9SRUFTT05fU1VQRVJTRURFRBADEiwKKFJFVk9DQVRJT05fUkVBU09OX0NFU1NBVElPTl9PRl9PUEVSQVRJT04QBBIpCiVSRVZPQ0FUSU9OX1JFQVNPTl9QUklWSUxFR0VfV0lUSERSQVdOEAUyixMKEkNlcnRpZmljYXRlU2VydmljZRK7AQoXR2V0Q2VydGlmaWNhdGVBdXRob3JpdHkSKy5wbGF0Zm9ybS52MS5HZXRDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlcXVlc3QaLC5wbGF0Zm9ybS52MS5HZXRDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlc3BvbnNlIkWQAgGC0+STAjwSOi92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2NlcnRpZmljYXRlX2F1dGhvcml0aWVzL3tpZH0SvwEKGkNyZWF0ZUNlcnRpZmljYXRlQXV0aG9yaXR5Ei4ucGxhdGZvcm0udjEuQ3JlYXRlQ2VydGlmaWNhdGVBdXRob3JpdHlSZXF1ZXN0Gi8ucGxhdGZvcm0udjEuQ3JlYXRlQ2VydGlmaWNhdGVBdXRob3JpdHlSZXNwb25zZSJAgtPkkwI6OgEqIjUvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9jZXJ0aWZpY2F0ZV9hdXRob3JpdGllcxLEAQoaVXBkYXRlQ2VydGlmaWNhdGVBdXRob3JpdHkSLi5wbGF0Zm9ybS52MS5VcGRhdGVDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlcXVlc3QaLy5wbGF0Zm9ybS52MS5VcGRhdGVDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlc3BvbnNlIkWC0+STAj86ASoyOi92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2NlcnRpZmljYXRlX2F1dGhvcml0aWVzL3tpZH0SvwEKGkxpc3RDZXJ0aWZpY2F0ZUF1dGhvcml0aWVzEi4ucGxhdGZvcm0udjEuTGlzdENlcnRpZmljYXRlQXV0aG9yaXRpZXNSZXF1ZXN0Gi8ucGxhdGZvcm0udjEuTGlzdENlcnRpZmljYXRlQXV0aG9yaXRpZXNSZXNwb25zZSJAkAIBgtPkkwI3EjUvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9jZXJ0aWZpY2F0ZV9hdXRob3JpdGllcxLBAQoaRGVsZXRlQ2VydGlmaWNhdGVBdXRob3JpdHkSLi5wbGF0Zm9ybS52MS5EZWxldGVDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlcXVlc3QaLy5wbGF0Zm9ybS52MS5EZWxldGVDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlc3BvbnNlIkKC0+STAjwqOi92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2NlcnRpZmljYXRlX2F1dGhvcml0aWVzL3tpZH0S0wEKHFJvbGxvdmVyQ2VydGlmaWNhdGVBdXRob3JpdHkSMC5wbGF0Zm9ybS52MS5Sb2xsb3ZlckNlcnRpZmljYXRlQXV0aG9yaXR5UmVxdWVzdBoxLnBsYXRmb3JtLnYxLlJvbGxvdmVyQ2VydGlmaWNhdGVBdXRob3JpdHlSZXNwb25zZSJOgtPkkwJIOgEqIkMvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9jZXJ0aWZpY2F0ZV9hdXRob3JpdGllcy97aWR9OnJvbGxvdmVyEpgBChJTaWduU1NIQ2VydGlmaWNhdGUSJi5wbGF0Zm9ybS52MS5TaWduU1NIQ2VydGlmaWNhdGVSZXF1ZXN0GicucGxhdGZvcm0udjEuU2lnblNTSENlcnRpZmljYXRlUmVzcG9uc2UiMYLT5JMCKzoBKiImL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vc2lnbi1zc2gSnAEKE1NpZ25YNTA5Q2VydGlmaWNhdGUSJy5wbGF0Zm9ybS52MS5TaWduWDUwOUNlcnRpZmljYXRlUmVxdWVzdBooLnBsYXRmb3JtLnYxLlNpZ25YNTA5Q2VydGlmaWNhdGVSZXNwb25zZSIygtPkkwIsOgEqIicvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9zaWduLXg1MDkSrwEKFkxpc3RJc3N1ZWRDZXJ0aWZpY2F0ZXMSKi5wbGF0Zm9ybS52MS5MaXN0SXNzdWVkQ2VydGlmaWNhdGVzUmVxdWVzdBorLnBsYXRmb3JtLnYxLkxpc3RJc3N1ZWRDZXJ0aWZpY2F0ZXNSZXNwb25zZSI8kAIBgtPkkwIzEjEvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9pc3N1ZWRfY2VydGlmaWNhdGVzEq4BChRHZXRJc3N1ZWRDZXJ0aWZpY2F0ZRIoLnBsYXRmb3JtLnYxLkdldElzc3VlZENlcnRpZmljYXRlUmVxdWVzdBopLnBsYXRmb3JtLnYxLkdldElzc3VlZENlcnRpZmljYXRlUmVzcG9uc2UiQZACAYLT5JMCOBI2L3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vaXNzdWVkX2NlcnRpZmljYXRlcy97aWR9EqcBChFSZXZva2VDZXJ0aWZpY2F0ZRIlLnBsYXRmb3JtLnYxLlJldm9rZUNlcnRpZmljYXRlUmVxdWVzdBomLnBsYXRmb3JtLnYxLlJldm9rZUNlcnRpZmljYXRlUmVzcG9uc2UiQ4LT5JMCPToBKiI4L3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vaXNzdWVkX2NlcnRpZmljYXRlczpyZXZva2USvAEKEUdldFJldm9jYXRpb25MaXN0EiUucGxhdGZvcm0udjEuR2V0UmV2b2NhdGlvbkxpc3RSZXF1ZXN0GiYucGxhdGZvcm0udjEuR2V0UmV2b2NhdGlvbkxpc3RSZXNwb25zZSJYkAIBgtPkkwJPEk0vdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9jZXJ0aWZpY2F0ZV9hdXRob3JpdGllcy97Y2FfaWR9L3Jldm9jYXRpb25fbGlzdBLLAQoaUm90YXRlQ2VydGlmaWNhdGVBdXRob3JpdHkSLi5wbGF0Zm9ybS52MS5Sb3RhdGVDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlcXVlc3QaLy5wbGF0Zm9ybS52MS5Sb3RhdGVDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlc3BvbnNlIkyC0+STAkY6ASoiQS92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2NlcnRpZmljYXRlX2F1dGhvcml0aWVzL3tpZH06cm90YXRlYghlZGl0aW9uc3DoBw", [file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * Request of CertificateService.GetCertificateAuthority.
@@ -170,6 +170,13 @@ export type CreateCertificateAuthorityRequest = Message<"platform.v1.CreateCerti
    * @generated from field: platform.v1.AuthorityType authority_type = 15;
    */
   authorityType: AuthorityType;
+
+  /**
+   * where the private key lives; UNSPECIFIED means software
+   *
+   * @generated from field: platform.v1.KeyStorage key_storage = 16;
+   */
+  keyStorage: KeyStorage;
 };
 
 /**
@@ -571,6 +578,18 @@ export type SignSSHCertificateResponse = Message<"platform.v1.SignSSHCertificate
    * @generated from field: google.protobuf.Timestamp expires_at = 5;
    */
   expiresAt?: Timestamp | undefined;
+
+  /**
+   * The lifetime granted, and why it is shorter than asked for (empty when it is not).
+   *
+   * @generated from field: google.protobuf.Duration granted_ttl = 6;
+   */
+  grantedTtl?: Duration | undefined;
+
+  /**
+   * @generated from field: string ttl_note = 7;
+   */
+  ttlNote: string;
 };
 
 /**
@@ -692,6 +711,18 @@ export type SignX509CertificateResponse = Message<"platform.v1.SignX509Certifica
    * @generated from field: google.protobuf.Timestamp expires_at = 5;
    */
   expiresAt?: Timestamp | undefined;
+
+  /**
+   * The lifetime granted, and why it is shorter than asked for (empty when it is not).
+   *
+   * @generated from field: google.protobuf.Duration granted_ttl = 6;
+   */
+  grantedTtl?: Duration | undefined;
+
+  /**
+   * @generated from field: string ttl_note = 7;
+   */
+  ttlNote: string;
 };
 
 /**
@@ -833,6 +864,39 @@ export type CertificateAuthority = Message<"platform.v1.CertificateAuthority"> &
    * @generated from field: platform.v1.AuthorityType authority_type = 25;
    */
   authorityType: AuthorityType;
+
+  /**
+   * Staged rotation: the phase, and the incoming key while one is under way.
+   *
+   * @generated from field: platform.v1.RotationPhase rotation_phase = 26;
+   */
+  rotationPhase: RotationPhase;
+
+  /**
+   * authorized_keys line (SSH) or SPKI PEM (X.509); empty outside a rotation
+   *
+   * @generated from field: string next_public_key = 27;
+   */
+  nextPublicKey: string;
+
+  /**
+   * the incoming CA certificate (X.509)
+   *
+   * @generated from field: string next_certificate = 28;
+   */
+  nextCertificate: string;
+
+  /**
+   * @generated from field: platform.v1.KeyStorage key_storage = 29;
+   */
+  keyStorage: KeyStorage;
+
+  /**
+   * X.509: where the CRL is published, anonymous GET
+   *
+   * @generated from field: string crl_url = 30;
+   */
+  crlUrl: string;
 };
 
 /**
@@ -841,6 +905,503 @@ export type CertificateAuthority = Message<"platform.v1.CertificateAuthority"> &
  */
 export const CertificateAuthoritySchema: GenMessage<CertificateAuthority> = /*@__PURE__*/
   messageDesc(file_platform_v1_certificates, 16);
+
+/**
+ * One entry of the issuance ledger.
+ *
+ * @generated from message platform.v1.IssuedCertificate
+ */
+export type IssuedCertificate = Message<"platform.v1.IssuedCertificate"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string workspace_id = 2;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string ca_id = 3;
+   */
+  caId: string;
+
+  /**
+   * the authority key version that signed it
+   *
+   * @generated from field: int32 ca_key_version = 4;
+   */
+  caKeyVersion: number;
+
+  /**
+   * @generated from field: platform.v1.IssuedCertificateType type = 5;
+   */
+  type: IssuedCertificateType;
+
+  /**
+   * SSH: decimal uint64; X.509: lower-case hex
+   *
+   * @generated from field: string serial = 6;
+   */
+  serial: string;
+
+  /**
+   * SHA256:<base64> of the subject key
+   *
+   * @generated from field: string key_fingerprint = 7;
+   */
+  keyFingerprint: string;
+
+  /**
+   * SSH principals; X.509: CN then SANs
+   *
+   * @generated from field: repeated string principals = 8;
+   */
+  principals: string[];
+
+  /**
+   * @generated from field: google.protobuf.Timestamp valid_after = 9;
+   */
+  validAfter?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp valid_before = 10;
+   */
+  validBefore?: Timestamp | undefined;
+
+  /**
+   * user, service_account or daemon
+   *
+   * @generated from field: string requester_type = 11;
+   */
+  requesterType: string;
+
+  /**
+   * @generated from field: string requester_id = 12;
+   */
+  requesterId: string;
+
+  /**
+   * @generated from field: string target_id = 13;
+   */
+  targetId: string;
+
+  /**
+   * @generated from field: string key_id = 14;
+   */
+  keyId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 15;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: bool revoked = 16;
+   */
+  revoked: boolean;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp revoked_at = 17;
+   */
+  revokedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: platform.v1.RevocationReason revocation_reason = 18;
+   */
+  revocationReason: RevocationReason;
+
+  /**
+   * "<actor type>:<actor id>" of who revoked it
+   *
+   * @generated from field: string revoked_by = 19;
+   */
+  revokedBy: string;
+};
+
+/**
+ * Describes the message platform.v1.IssuedCertificate.
+ * Use `create(IssuedCertificateSchema)` to create a new message.
+ */
+export const IssuedCertificateSchema: GenMessage<IssuedCertificate> = /*@__PURE__*/
+  messageDesc(file_platform_v1_certificates, 17);
+
+/**
+ * Request of CertificateService.ListIssuedCertificates.
+ *
+ * @generated from message platform.v1.ListIssuedCertificatesRequest
+ */
+export type ListIssuedCertificatesRequest = Message<"platform.v1.ListIssuedCertificatesRequest"> & {
+  /**
+   * uuid
+   *
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * uuid; empty: every authority
+   *
+   * @generated from field: string ca_id = 2;
+   */
+  caId: string;
+
+  /**
+   * uuid; the user, service account or daemon that asked
+   *
+   * @generated from field: string subject_id = 3;
+   */
+  subjectId: string;
+
+  /**
+   * uuid
+   *
+   * @generated from field: string target_id = 4;
+   */
+  targetId: string;
+
+  /**
+   * defined values only
+   *
+   * @generated from field: platform.v1.IssuedCertificateType type = 5;
+   */
+  type: IssuedCertificateType;
+
+  /**
+   * certificates valid at some time in [valid_from, valid_until)
+   *
+   * @generated from field: google.protobuf.Timestamp valid_from = 6;
+   */
+  validFrom?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp valid_until = 7;
+   */
+  validUntil?: Timestamp | undefined;
+
+  /**
+   * defined values only
+   *
+   * @generated from field: platform.v1.RevocationFilter revocation = 8;
+   */
+  revocation: RevocationFilter;
+
+  /**
+   * 1-100; default 50
+   *
+   * @generated from field: int32 limit = 9;
+   */
+  limit: number;
+
+  /**
+   * >= 0
+   *
+   * @generated from field: int32 offset = 10;
+   */
+  offset: number;
+};
+
+/**
+ * Describes the message platform.v1.ListIssuedCertificatesRequest.
+ * Use `create(ListIssuedCertificatesRequestSchema)` to create a new message.
+ */
+export const ListIssuedCertificatesRequestSchema: GenMessage<ListIssuedCertificatesRequest> = /*@__PURE__*/
+  messageDesc(file_platform_v1_certificates, 18);
+
+/**
+ * Response of CertificateService.ListIssuedCertificates.
+ *
+ * @generated from message platform.v1.ListIssuedCertificatesResponse
+ */
+export type ListIssuedCertificatesResponse = Message<"platform.v1.ListIssuedCertificatesResponse"> & {
+  /**
+   * @generated from field: repeated platform.v1.IssuedCertificate certificates = 1;
+   */
+  certificates: IssuedCertificate[];
+
+  /**
+   * @generated from field: int32 total = 2;
+   */
+  total: number;
+};
+
+/**
+ * Describes the message platform.v1.ListIssuedCertificatesResponse.
+ * Use `create(ListIssuedCertificatesResponseSchema)` to create a new message.
+ */
+export const ListIssuedCertificatesResponseSchema: GenMessage<ListIssuedCertificatesResponse> = /*@__PURE__*/
+  messageDesc(file_platform_v1_certificates, 19);
+
+/**
+ * Request of CertificateService.GetIssuedCertificate.
+ *
+ * @generated from message platform.v1.GetIssuedCertificateRequest
+ */
+export type GetIssuedCertificateRequest = Message<"platform.v1.GetIssuedCertificateRequest"> & {
+  /**
+   * uuid
+   *
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * the ledger id, or "-" with ca_id and serial
+   *
+   * @generated from field: string id = 2;
+   */
+  id: string;
+
+  /**
+   * uuid; with serial
+   *
+   * @generated from field: string ca_id = 3;
+   */
+  caId: string;
+
+  /**
+   * @generated from field: string serial = 4;
+   */
+  serial: string;
+};
+
+/**
+ * Describes the message platform.v1.GetIssuedCertificateRequest.
+ * Use `create(GetIssuedCertificateRequestSchema)` to create a new message.
+ */
+export const GetIssuedCertificateRequestSchema: GenMessage<GetIssuedCertificateRequest> = /*@__PURE__*/
+  messageDesc(file_platform_v1_certificates, 20);
+
+/**
+ * Response of CertificateService.GetIssuedCertificate.
+ *
+ * @generated from message platform.v1.GetIssuedCertificateResponse
+ */
+export type GetIssuedCertificateResponse = Message<"platform.v1.GetIssuedCertificateResponse"> & {
+  /**
+   * @generated from field: platform.v1.IssuedCertificate certificate = 1;
+   */
+  certificate?: IssuedCertificate | undefined;
+};
+
+/**
+ * Describes the message platform.v1.GetIssuedCertificateResponse.
+ * Use `create(GetIssuedCertificateResponseSchema)` to create a new message.
+ */
+export const GetIssuedCertificateResponseSchema: GenMessage<GetIssuedCertificateResponse> = /*@__PURE__*/
+  messageDesc(file_platform_v1_certificates, 21);
+
+/**
+ * Request of CertificateService.RevokeCertificate: serial (with ca_id) or key_fingerprint, not both.
+ *
+ * @generated from message platform.v1.RevokeCertificateRequest
+ */
+export type RevokeCertificateRequest = Message<"platform.v1.RevokeCertificateRequest"> & {
+  /**
+   * uuid
+   *
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * uuid; required with serial, narrows key_fingerprint
+   *
+   * @generated from field: string ca_id = 2;
+   */
+  caId: string;
+
+  /**
+   * the certificate's serial as the ledger shows it
+   *
+   * @generated from field: string serial = 3;
+   */
+  serial: string;
+
+  /**
+   * SHA256:<base64>: every unexpired certificate of that key
+   *
+   * @generated from field: string key_fingerprint = 4;
+   */
+  keyFingerprint: string;
+
+  /**
+   * defined values only
+   *
+   * @generated from field: platform.v1.RevocationReason reason = 5;
+   */
+  reason: RevocationReason;
+};
+
+/**
+ * Describes the message platform.v1.RevokeCertificateRequest.
+ * Use `create(RevokeCertificateRequestSchema)` to create a new message.
+ */
+export const RevokeCertificateRequestSchema: GenMessage<RevokeCertificateRequest> = /*@__PURE__*/
+  messageDesc(file_platform_v1_certificates, 22);
+
+/**
+ * Response of CertificateService.RevokeCertificate.
+ *
+ * @generated from message platform.v1.RevokeCertificateResponse
+ */
+export type RevokeCertificateResponse = Message<"platform.v1.RevokeCertificateResponse"> & {
+  /**
+   * the certificates revoked by this call
+   *
+   * @generated from field: repeated platform.v1.IssuedCertificate revoked = 1;
+   */
+  revoked: IssuedCertificate[];
+};
+
+/**
+ * Describes the message platform.v1.RevokeCertificateResponse.
+ * Use `create(RevokeCertificateResponseSchema)` to create a new message.
+ */
+export const RevokeCertificateResponseSchema: GenMessage<RevokeCertificateResponse> = /*@__PURE__*/
+  messageDesc(file_platform_v1_certificates, 23);
+
+/**
+ * Request of CertificateService.GetRevocationList.
+ *
+ * @generated from message platform.v1.GetRevocationListRequest
+ */
+export type GetRevocationListRequest = Message<"platform.v1.GetRevocationListRequest"> & {
+  /**
+   * uuid
+   *
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * uuid
+   *
+   * @generated from field: string ca_id = 2;
+   */
+  caId: string;
+};
+
+/**
+ * Describes the message platform.v1.GetRevocationListRequest.
+ * Use `create(GetRevocationListRequestSchema)` to create a new message.
+ */
+export const GetRevocationListRequestSchema: GenMessage<GetRevocationListRequest> = /*@__PURE__*/
+  messageDesc(file_platform_v1_certificates, 24);
+
+/**
+ * Response of CertificateService.GetRevocationList.
+ *
+ * @generated from message platform.v1.GetRevocationListResponse
+ */
+export type GetRevocationListResponse = Message<"platform.v1.GetRevocationListResponse"> & {
+  /**
+   * SSH: OpenSSH KRL (sshd RevokedKeys); X.509: DER CRL
+   *
+   * @generated from field: bytes revocation_list = 1;
+   */
+  revocationList: Uint8Array;
+
+  /**
+   * "openssh-krl" or "x509-crl"
+   *
+   * @generated from field: string format = 2;
+   */
+  format: string;
+
+  /**
+   * revoked certificates listed (unexpired ones only)
+   *
+   * @generated from field: int32 entries = 3;
+   */
+  entries: number;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp generated_at = 4;
+   */
+  generatedAt?: Timestamp | undefined;
+
+  /**
+   * X.509: the public URL of the same CRL
+   *
+   * @generated from field: string crl_url = 5;
+   */
+  crlUrl: string;
+};
+
+/**
+ * Describes the message platform.v1.GetRevocationListResponse.
+ * Use `create(GetRevocationListResponseSchema)` to create a new message.
+ */
+export const GetRevocationListResponseSchema: GenMessage<GetRevocationListResponse> = /*@__PURE__*/
+  messageDesc(file_platform_v1_certificates, 25);
+
+/**
+ * Request of CertificateService.RotateCertificateAuthority.
+ *
+ * @generated from message platform.v1.RotateCertificateAuthorityRequest
+ */
+export type RotateCertificateAuthorityRequest = Message<"platform.v1.RotateCertificateAuthorityRequest"> & {
+  /**
+   * uuid
+   *
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * uuid
+   *
+   * @generated from field: string id = 2;
+   */
+  id: string;
+
+  /**
+   * the phase to move to: the one after or before the current one
+   *
+   * @generated from field: platform.v1.RotationPhase phase = 3;
+   */
+  phase: RotationPhase;
+
+  /**
+   * entering PUBLISHED: the new key's type (default: the current)
+   *
+   * @generated from field: platform.v1.CertificateKeyType key_type = 4;
+   */
+  keyType: CertificateKeyType;
+
+  /**
+   * @generated from field: int32 key_bits = 5;
+   */
+  keyBits: number;
+};
+
+/**
+ * Describes the message platform.v1.RotateCertificateAuthorityRequest.
+ * Use `create(RotateCertificateAuthorityRequestSchema)` to create a new message.
+ */
+export const RotateCertificateAuthorityRequestSchema: GenMessage<RotateCertificateAuthorityRequest> = /*@__PURE__*/
+  messageDesc(file_platform_v1_certificates, 26);
+
+/**
+ * Response of CertificateService.RotateCertificateAuthority.
+ *
+ * @generated from message platform.v1.RotateCertificateAuthorityResponse
+ */
+export type RotateCertificateAuthorityResponse = Message<"platform.v1.RotateCertificateAuthorityResponse"> & {
+  /**
+   * @generated from field: platform.v1.CertificateAuthority certificate_authority = 1;
+   */
+  certificateAuthority?: CertificateAuthority | undefined;
+};
+
+/**
+ * Describes the message platform.v1.RotateCertificateAuthorityResponse.
+ * Use `create(RotateCertificateAuthorityResponseSchema)` to create a new message.
+ */
+export const RotateCertificateAuthorityResponseSchema: GenMessage<RotateCertificateAuthorityResponse> = /*@__PURE__*/
+  messageDesc(file_platform_v1_certificates, 27);
 
 /**
  * Key algorithm of a certificate authority.
@@ -902,6 +1463,192 @@ export enum AuthorityType {
  */
 export const AuthorityTypeSchema: GenEnum<AuthorityType> = /*@__PURE__*/
   enumDesc(file_platform_v1_certificates, 1);
+
+/**
+ * Where a certificate authority's private key lives.
+ *
+ * @generated from enum platform.v1.KeyStorage
+ */
+export enum KeyStorage {
+  /**
+   * @generated from enum value: KEY_STORAGE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * sealed with the server's master key, in the database
+   *
+   * @generated from enum value: KEY_STORAGE_SOFTWARE = 1;
+   */
+  SOFTWARE = 1,
+
+  /**
+   * generated in and never leaving the configured PKCS#11 token
+   *
+   * @generated from enum value: KEY_STORAGE_PKCS11 = 2;
+   */
+  PKCS11 = 2,
+}
+
+/**
+ * Describes the enum platform.v1.KeyStorage.
+ */
+export const KeyStorageSchema: GenEnum<KeyStorage> = /*@__PURE__*/
+  enumDesc(file_platform_v1_certificates, 2);
+
+/**
+ * Phase of an authority's staged key rotation. Each phase trusts both keys; only the signer differs.
+ *
+ * @generated from enum platform.v1.RotationPhase
+ */
+export enum RotationPhase {
+  /**
+   * no rotation under way: the current key signs everything
+   *
+   * @generated from enum value: ROTATION_PHASE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * the new key is trusted; the current key still signs
+   *
+   * @generated from enum value: ROTATION_PHASE_PUBLISHED = 1;
+   */
+  PUBLISHED = 1,
+
+  /**
+   * the new key signs user (client) certificates
+   *
+   * @generated from enum value: ROTATION_PHASE_USER_SIGNING = 2;
+   */
+  USER_SIGNING = 2,
+
+  /**
+   * the new key signs every certificate
+   *
+   * @generated from enum value: ROTATION_PHASE_HOST_SIGNING = 3;
+   */
+  HOST_SIGNING = 3,
+
+  /**
+   * request only: the old key is retired and the new key becomes current
+   *
+   * @generated from enum value: ROTATION_PHASE_RETIRED = 4;
+   */
+  RETIRED = 4,
+}
+
+/**
+ * Describes the enum platform.v1.RotationPhase.
+ */
+export const RotationPhaseSchema: GenEnum<RotationPhase> = /*@__PURE__*/
+  enumDesc(file_platform_v1_certificates, 3);
+
+/**
+ * Kind of issued certificate.
+ *
+ * @generated from enum platform.v1.IssuedCertificateType
+ */
+export enum IssuedCertificateType {
+  /**
+   * @generated from enum value: ISSUED_CERTIFICATE_TYPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: ISSUED_CERTIFICATE_TYPE_SSH_USER = 1;
+   */
+  SSH_USER = 1,
+
+  /**
+   * @generated from enum value: ISSUED_CERTIFICATE_TYPE_SSH_HOST = 2;
+   */
+  SSH_HOST = 2,
+
+  /**
+   * @generated from enum value: ISSUED_CERTIFICATE_TYPE_X509 = 3;
+   */
+  X509 = 3,
+}
+
+/**
+ * Describes the enum platform.v1.IssuedCertificateType.
+ */
+export const IssuedCertificateTypeSchema: GenEnum<IssuedCertificateType> = /*@__PURE__*/
+  enumDesc(file_platform_v1_certificates, 4);
+
+/**
+ * Revocation state to filter the ledger by.
+ *
+ * @generated from enum platform.v1.RevocationFilter
+ */
+export enum RevocationFilter {
+  /**
+   * revoked or not
+   *
+   * @generated from enum value: REVOCATION_FILTER_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: REVOCATION_FILTER_REVOKED = 1;
+   */
+  REVOKED = 1,
+
+  /**
+   * @generated from enum value: REVOCATION_FILTER_NOT_REVOKED = 2;
+   */
+  NOT_REVOKED = 2,
+}
+
+/**
+ * Describes the enum platform.v1.RevocationFilter.
+ */
+export const RevocationFilterSchema: GenEnum<RevocationFilter> = /*@__PURE__*/
+  enumDesc(file_platform_v1_certificates, 5);
+
+/**
+ * Why a certificate was revoked (the X.509 CRL reason codes).
+ *
+ * @generated from enum platform.v1.RevocationReason
+ */
+export enum RevocationReason {
+  /**
+   * @generated from enum value: REVOCATION_REASON_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: REVOCATION_REASON_KEY_COMPROMISE = 1;
+   */
+  KEY_COMPROMISE = 1,
+
+  /**
+   * @generated from enum value: REVOCATION_REASON_AFFILIATION_CHANGED = 2;
+   */
+  AFFILIATION_CHANGED = 2,
+
+  /**
+   * @generated from enum value: REVOCATION_REASON_SUPERSEDED = 3;
+   */
+  SUPERSEDED = 3,
+
+  /**
+   * @generated from enum value: REVOCATION_REASON_CESSATION_OF_OPERATION = 4;
+   */
+  CESSATION_OF_OPERATION = 4,
+
+  /**
+   * @generated from enum value: REVOCATION_REASON_PRIVILEGE_WITHDRAWN = 5;
+   */
+  PRIVILEGE_WITHDRAWN = 5,
+}
+
+/**
+ * Describes the enum platform.v1.RevocationReason.
+ */
+export const RevocationReasonSchema: GenEnum<RevocationReason> = /*@__PURE__*/
+  enumDesc(file_platform_v1_certificates, 6);
 
 /**
  * CertificateService: Manages SSH and X.509 certificate authorities and signs certificates with them.
@@ -988,6 +1735,56 @@ export const CertificateService: GenService<{
     methodKind: "unary";
     input: typeof SignX509CertificateRequestSchema;
     output: typeof SignX509CertificateResponseSchema;
+  },
+  /**
+   * Lists the certificates the workspace's authorities issued, newest first (added by this server).
+   *
+   * @generated from rpc platform.v1.CertificateService.ListIssuedCertificates
+   */
+  listIssuedCertificates: {
+    methodKind: "unary";
+    input: typeof ListIssuedCertificatesRequestSchema;
+    output: typeof ListIssuedCertificatesResponseSchema;
+  },
+  /**
+   * Returns one issued certificate: by ledger id, or by authority and serial (added by this server).
+   *
+   * @generated from rpc platform.v1.CertificateService.GetIssuedCertificate
+   */
+  getIssuedCertificate: {
+    methodKind: "unary";
+    input: typeof GetIssuedCertificateRequestSchema;
+    output: typeof GetIssuedCertificateResponseSchema;
+  },
+  /**
+   * Revokes certificates by serial or by subject key fingerprint (added by this server).
+   *
+   * @generated from rpc platform.v1.CertificateService.RevokeCertificate
+   */
+  revokeCertificate: {
+    methodKind: "unary";
+    input: typeof RevokeCertificateRequestSchema;
+    output: typeof RevokeCertificateResponseSchema;
+  },
+  /**
+   * Returns an authority's current revocation list: an OpenSSH KRL or a DER X.509 CRL (added by this server).
+   *
+   * @generated from rpc platform.v1.CertificateService.GetRevocationList
+   */
+  getRevocationList: {
+    methodKind: "unary";
+    input: typeof GetRevocationListRequestSchema;
+    output: typeof GetRevocationListResponseSchema;
+  },
+  /**
+   * Moves an authority's staged key rotation one phase forward or back (added by this server).
+   *
+   * @generated from rpc platform.v1.CertificateService.RotateCertificateAuthority
+   */
+  rotateCertificateAuthority: {
+    methodKind: "unary";
+    input: typeof RotateCertificateAuthorityRequestSchema;
+    output: typeof RotateCertificateAuthorityResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_platform_v1_certificates, 0);
