@@ -258,6 +258,12 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
         const { rows } = await run.read((db) => hot.authorityById.execute(db, dialect.name, workspaceId, id));
         return rows[0] ? rowToAuthority(rows[0]) : null;
       },
+      async findForPublication(id) {
+        const row = await run.read((db) =>
+          db.selectFrom("certificate_authorities").selectAll().where("id", "=", id).executeTakeFirst(),
+        );
+        return row ? rowToAuthority(row) : null;
+      },
       async findDefault(workspaceId, kind) {
         const { rows } = await run.read((db) =>
           hot.defaultAuthority.execute(db, dialect.name, workspaceId, kind),
@@ -435,6 +441,7 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
         const where = issuedWhere(workspaceId, filter);
         const page = await run.read((db) =>
           listPageCapped(
+            db,
             db.selectFrom("issued_certificates").where(where),
             (q) => q.selectAll().orderBy("created_at", "desc").orderBy("id", "desc"),
             filter,
@@ -466,6 +473,20 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
           }
           return query.returningAll().execute();
         });
+        return rows.map(rowToIssuedCertificate);
+      },
+      async revokeAllOfRequester(requesterId, revocation) {
+        const at = fromDate(revocation.revokedAt);
+        const rows = await run.write((db) =>
+          db
+            .updateTable("issued_certificates")
+            .set({ revoked_at: at, revocation_reason: revocation.reason, revoked_by: revocation.revokedBy })
+            .where("requester_id", "=", requesterId)
+            .where("revoked_at", "is", null)
+            .where("valid_before", ">", at)
+            .returningAll()
+            .execute(),
+        );
         return rows.map(rowToIssuedCertificate);
       },
       async listRevoked(workspaceId, caId, now) {
@@ -734,7 +755,8 @@ function issuedWhere(workspaceId: string, filter: IssuedCertificateFilter) {
     // Valid at some instant of [validFrom, validUntil): starts before its end, ends after its start.
     if (filter.validFrom !== undefined) conditions.push(eb("valid_before", ">", fromDate(filter.validFrom)));
     if (filter.validUntil !== undefined) conditions.push(eb("valid_after", "<", fromDate(filter.validUntil)));
-    if (filter.revoked !== undefined) conditions.push(eb("revoked_at", filter.revoked ? "is not" : "is", null));
+    if (filter.revoked !== undefined)
+      conditions.push(eb("revoked_at", filter.revoked ? "is not" : "is", null));
     return eb.and(conditions);
   };
 }

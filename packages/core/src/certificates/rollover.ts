@@ -135,6 +135,6 @@ export const rolloverCertificateAuthority = defineOperation({
       });
       return replaced;
     });
-    return { certificateAuthority: toCertificateAuthorityMessage(updated) };
+    return { certificateAuthority: toCertificateAuthorityMessage(updated, services) };
   },
 });

@@ -32,6 +32,7 @@ import type { IssuedCertificateRecord } from "../storage/records.js";
 import { certificateTtlBounds } from "../validation/bounds.js";
 import { parseField } from "../validation/parse.js";
 import { durationSeconds, enumValue, text, uuid } from "../validation/rules.js";
+import { grantedLifetime } from "./issuance/options.js";
 import { applySignOptions } from "./issuance/pipeline.js";
 import {
   isSerialCollision,
@@ -153,6 +154,7 @@ export const signSshCertificate = defineOperation({
         caPublicKey: sshTrustedKeysText(ca, retired, now),
         signedCertificate,
         expiresAt: timestampFromDate(draft.validBefore),
+        ...grantedLifetime(draft, now),
       };
     }
   },

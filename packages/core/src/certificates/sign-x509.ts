@@ -27,6 +27,7 @@ import { defineOperation } from "../operations/operation.js";
 import { certificateTtlBounds } from "../validation/bounds.js";
 import { parseField } from "../validation/parse.js";
 import { durationSeconds, enumValue, text, uuid } from "../validation/rules.js";
+import { grantedLifetime } from "./issuance/options.js";
 import { applySignOptions } from "./issuance/pipeline.js";
 import { isSerialCollision, keyIdOf, recordIssuance, SERIAL_ATTEMPTS } from "./issuance/record.js";
 import { resolveAuthority } from "./issuance/resolve.js";
@@ -37,6 +38,7 @@ import {
   resolveX509NamePolicy,
   type X509Draft,
 } from "./issuance/x509-policy.js";
+import { crlUrlOf } from "./messages.js";
 import { optionalId } from "./sign-ssh.js";
 
 const usages: Readonly<Record<number, X509Usage>> = {
@@ -105,6 +107,7 @@ export const signX509Certificate = defineOperation({
         notBefore: draft.validAfter,
         notAfter: draft.validBefore,
         serialNumber: services.random.bytes(16),
+        crlUrl: crlUrlOf(services, ca.id),
       });
       throwIfCancelled(ctx);
       try {
@@ -135,6 +138,7 @@ export const signX509Certificate = defineOperation({
         certificate: leaf.pem,
         caChain: ca.certificate,
         expiresAt: timestampFromDate(leaf.notAfter),
+        ...grantedLifetime(draft, now),
       };
     }
   },

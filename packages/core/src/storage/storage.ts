@@ -112,6 +112,8 @@ export interface MemberRepository {
 export interface CertificateAuthorityRepository {
   insert(ca: CertificateAuthorityRecord): Promise<void>;
   findById(workspaceId: string, id: string): Promise<CertificateAuthorityRecord | null>;
+  /** For the public CRL endpoint, before any workspace is known: the authority of this id anywhere. */
+  findForPublication(id: string): Promise<CertificateAuthorityRecord | null>;
   /** All authorities of the workspace, oldest first. */
   list(workspaceId: string): Promise<CertificateAuthorityRecord[]>;
   /** The workspace's default authority of this kind, or `null` when it has none. */
@@ -265,6 +267,11 @@ export interface IssuedCertificateRepository {
     selector: RevocationSelector,
     revocation: Revocation,
   ): Promise<IssuedCertificateRecord[]>;
+  /**
+   * Revokes every unexpired, unrevoked certificate `requesterId` asked for, in every workspace
+   * (the account is being deleted). Returns them as revoked.
+   */
+  revokeAllOfRequester(requesterId: string, revocation: Revocation): Promise<IssuedCertificateRecord[]>;
   /** The revoked certificates of an authority still unexpired at `now`, oldest serial first. */
   listRevoked(workspaceId: string, caId: string, now: Date): Promise<IssuedCertificateRecord[]>;
   /**

@@ -6,10 +6,10 @@
  */
 import type {
   AuditEventRecord,
+  AuthorityKeyRecord,
   AuthSessionRecord,
   CertificateAuthorityRecord,
   DaemonRecord,
-  AuthorityKeyRecord,
   IssuedCertificateRecord,
   MemberRecord,
   RefreshTokenRecord,

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { type SelectQueryBuilder, sql } from "kysely";
+import { type Kysely, type SelectQueryBuilder, sql } from "kysely";
 import { toNumber } from "./mapping.js";
 
 /** Which slice of the ordered rows to return. */
@@ -33,25 +33,22 @@ export async function listPage<DB, TB extends keyof DB, Row>(
 
 /**
  * Like {@link listPage}, but counts at most `cap` rows (`total` is `cap` when more match), so a
- * page over a very large filtered set costs the page, not a count of every match.
+ * page over a very large filtered set costs about what the page costs, not a count of every match.
  */
 export async function listPageCapped<DB, TB extends keyof DB, Row>(
+  db: Kysely<DB>,
   filtered: SelectQueryBuilder<DB, TB, object>,
   select: (query: SelectQueryBuilder<DB, TB, object>) => SelectQueryBuilder<DB, TB, Row>,
   window: PageWindow,
   cap: number,
 ): Promise<{ rows: Row[]; total: number }> {
-  const capped = filtered.select(sql<number>`1`.as("one")).limit(cap) as unknown as SelectQueryBuilder<
-    DB,
-    TB,
-    object
-  >;
   const rows = await select(filtered).limit(window.limit).offset(window.offset).execute();
   // A short first page is its own count.
   if (window.offset === 0 && rows.length < window.limit) return { rows, total: rows.length };
-  const count = (await filtered
+  const capped = filtered.select(sql<number>`1`.as("one")).limit(cap);
+  const count = await (db as unknown as Kysely<Record<string, object>>)
     .selectFrom(capped.as("capped") as never)
-    .select(sql<number>`count(*)`.as("n"))
-    .executeTakeFirstOrThrow()) as unknown as { n: number | string | bigint };
-  return { rows, total: toNumber(count.n) };
+    .select(sql<number | string | bigint>`count(*)`.as("n"))
+    .executeTakeFirstOrThrow();
+  return { rows, total: toNumber((count as { n: number | string | bigint }).n) };
 }

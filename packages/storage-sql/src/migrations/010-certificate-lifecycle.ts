@@ -25,10 +25,7 @@ export function certificateLifecycleMigration(dialect: SqlDialectName): Migratio
   return {
     async up(db: Kysely<unknown>): Promise<void> {
       await db.schema.alterTable("issued_certificates").addColumn("revoked_at", t.bigint).execute();
-      await db.schema
-        .alterTable("issued_certificates")
-        .addColumn("revocation_reason", "text")
-        .execute();
+      await db.schema.alterTable("issued_certificates").addColumn("revocation_reason", "text").execute();
       await db.schema.alterTable("issued_certificates").addColumn("revoked_by", "text").execute();
       for (const column of ["ca_id", "requester_id", "target_id", "kind"]) {
         await db.schema
@@ -41,6 +38,12 @@ export function certificateLifecycleMigration(dialect: SqlDialectName): Migratio
         .createIndex("issued_certificates_workspace_fingerprint_idx")
         .on("issued_certificates")
         .columns(["workspace_id", "key_fingerprint"])
+        .execute();
+      // Revoking everything an account asked for, in every workspace, when it is deleted.
+      await db.schema
+        .createIndex("issued_certificates_requester_idx")
+        .on("issued_certificates")
+        .columns(["requester_id", "valid_before"])
         .execute();
       await db.schema
         .createIndex("issued_certificates_revoked_idx")

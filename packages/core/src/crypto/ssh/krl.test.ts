@@ -11,7 +11,11 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SshReader } from "../../lib/ssh-wire.js";
 import { generateKeyPair } from "../generate-key.js";
-import { createSshCertificateSigner, type SshCertificateSigner, standardUserExtensions } from "./certificate.js";
+import {
+  createSshCertificateSigner,
+  type SshCertificateSigner,
+  standardUserExtensions,
+} from "./certificate.js";
 import { encodeKrl } from "./krl.js";
 import { parseSshPublicKey } from "./parse-public-key.js";
 import { sshPublicKeyLine } from "./public-key.js";
@@ -60,7 +64,8 @@ async function revoked(krl: Uint8Array, cert: string): Promise<boolean> {
     (r) => ({ code: 0, out: r.stdout }),
     (e: { code: number; stdout: string }) => ({ code: e.code, out: e.stdout }),
   );
-  if (result.code !== 0 && !/REVOKED/.test(result.out)) throw new Error(`ssh-keygen -Q failed: ${result.out}`);
+  if (result.code !== 0 && !/REVOKED/.test(result.out))
+    throw new Error(`ssh-keygen -Q failed: ${result.out}`);
   return /REVOKED/.test(result.out);
 }
 
