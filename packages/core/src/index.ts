@@ -35,6 +35,7 @@ export type {
   WorkspaceRole,
 } from "./context.js";
 export { actorOf, anonymous, createCallContext, workspaceRoles } from "./context.js";
+export { publicCrl } from "./certificates/revocation.js";
 export type { KeyStore } from "./crypto/key-store.js";
 export {
   createMasterKeyStore,
