@@ -24,6 +24,7 @@ export type { StripeBillingOptions } from "./billing/stripe.js";
 export { createStripeBillingProvider } from "./billing/stripe.js";
 export type { BillingWebhookResult } from "./billing/webhook.js";
 export { handleBillingWebhook } from "./billing/webhook.js";
+export { publicCrl } from "./certificates/revocation.js";
 export type {
   AnonymousCaller,
   CallContext,
@@ -35,7 +36,6 @@ export type {
   WorkspaceRole,
 } from "./context.js";
 export { actorOf, anonymous, createCallContext, workspaceRoles } from "./context.js";
-export { publicCrl } from "./certificates/revocation.js";
 export type { KeyStore } from "./crypto/key-store.js";
 export {
   createMasterKeyStore,

@@ -28,6 +28,7 @@ import { keyAlgorithmFromWire, toCertificateAuthorityMessage } from "./messages.
 import { caDefaults, checkCertificateOptions, checkTtlOrder } from "./policy.js";
 import { getRevocationList, revokeCertificate } from "./revocation.js";
 import { rolloverCertificateAuthority } from "./rollover.js";
+import { rotateCertificateAuthority } from "./rotation.js";
 import { signSshCertificate } from "./sign-ssh.js";
 import { signX509Certificate } from "./sign-x509.js";
 
@@ -282,6 +283,7 @@ export const certificateOperations = [
   updateCertificateAuthority,
   deleteCertificateAuthority,
   rolloverCertificateAuthority,
+  rotateCertificateAuthority,
   signSshCertificate,
   signX509Certificate,
   listIssuedCertificates,

@@ -39,6 +39,7 @@ import {
   type X509Draft,
 } from "./issuance/x509-policy.js";
 import { crlUrlOf } from "./messages.js";
+import { signingView } from "./rotation.js";
 import { optionalId } from "./sign-ssh.js";
 
 const usages: Readonly<Record<number, X509Usage>> = {
@@ -72,13 +73,15 @@ export const signX509Certificate = defineOperation({
     const usage = usages[input.usage ?? Usage.UNSPECIFIED]!;
 
     const policy = await resolveX509NamePolicy(storage, { ctx, workspace, usage });
-    const ca = await resolveAuthority(storage, {
+    const authority = await resolveAuthority(storage, {
       workspaceId,
       kind: "x509",
       caId: input.caId,
       target: undefined,
       now,
     });
+    // During a staged rotation the phase decides which key signs this usage.
+    const ca = signingView(authority, usage === "client" ? "user" : "host");
     const options = authorizeX509Sign({ policy, usage, ca, now, requestedTtlSeconds: input.ttl });
     const csr = parseCsrField(input.csr);
     const draft = applySignOptions<ParsedCsr, X509Draft>(options, csr, {
