@@ -24,7 +24,9 @@ export type { StripeBillingOptions } from "./billing/stripe.js";
 export { createStripeBillingProvider } from "./billing/stripe.js";
 export type { BillingWebhookResult } from "./billing/webhook.js";
 export { handleBillingWebhook } from "./billing/webhook.js";
-export { publicCrl } from "./certificates/revocation.js";
+export { publicCrl, revocationListOf } from "./certificates/revocation.js";
+export type { KrlCertificates, KrlParams } from "./crypto/ssh/krl.js";
+export { encodeKrl } from "./crypto/ssh/krl.js";
 export type {
   AnonymousCaller,
   CallContext,

@@ -326,7 +326,8 @@ describe("the issuance ledger", () => {
       offset: 1,
     });
     expect(page.certificates.map((c) => c.id)).toEqual(all.certificates.slice(1, 3).map((c) => c.id));
-    expect(page.total).toBe(all.total);
+    // Not counted: the entries up to this page's end, plus one because more follow.
+    expect(page.total).toBe(4);
 
     // A window that ended before anything was issued matches nothing.
     const past = await t.call(ada.caller, CertificateService.method.listIssuedCertificates, {

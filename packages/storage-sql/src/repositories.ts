@@ -14,7 +14,6 @@ import type {
   TargetFilter,
   TargetRecord,
 } from "@wap/core/storage";
-import { LEDGER_TOTAL_CAP } from "@wap/core/storage";
 import {
   type Expression,
   type ExpressionBuilder,
@@ -63,7 +62,7 @@ import {
   userToRow,
   workspaceToRow,
 } from "./lib/mapping.js";
-import { listPage, listPageCapped } from "./lib/page.js";
+import { listPage, listPageProbe } from "./lib/page.js";
 import { deleteInWorkspace, findInWorkspace, updateInWorkspace } from "./lib/scoped.js";
 import {
   createAccountRepositories,
@@ -440,12 +439,10 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
       async list(workspaceId, filter) {
         const where = issuedWhere(workspaceId, filter);
         const page = await run.read((db) =>
-          listPageCapped(
-            db,
+          listPageProbe(
             db.selectFrom("issued_certificates").where(where),
             (q) => q.selectAll().orderBy("created_at", "desc").orderBy("id", "desc"),
             filter,
-            LEDGER_TOTAL_CAP,
           ),
         );
         return { items: page.rows.map(rowToIssuedCertificate), total: page.total };

@@ -117,7 +117,7 @@ export type {
   UserRepository,
   WorkspaceRepository,
 } from "./storage.js";
-export { LEDGER_TOTAL_CAP, StorageUnavailableError, UniqueViolationError } from "./storage.js";
+export { StorageUnavailableError, UniqueViolationError } from "./storage.js";
 export type {
   MemberProfileFilter,
   MemberProfileRecord,

@@ -237,9 +237,6 @@ export type RevocationSelector =
   | { readonly by: "key"; readonly keyFingerprint: string; readonly caId?: string }
   | { readonly by: "requester"; readonly requesterId: string };
 
-/** The largest `total` a ledger page reports; more matches report this number. */
-export const LEDGER_TOTAL_CAP = 10_000;
-
 /**
  * The issuance ledger. Entries are only ever added; they outlive the authority that signed them
  * and go only with their workspace.
@@ -254,8 +251,9 @@ export interface IssuedCertificateRepository {
   findBySerial(workspaceId: string, caId: string, serial: string): Promise<IssuedCertificateRecord | null>;
   findById(workspaceId: string, id: string): Promise<IssuedCertificateRecord | null>;
   /**
-   * Newest first. `total` is exact up to {@link LEDGER_TOTAL_CAP} and that number beyond it, so a
-   * page over a large ledger costs what the page costs, not a count of every match.
+   * Newest first. The ledger is not counted: `total` is the entries up to the end of this page,
+   * plus one when more follow (exact on the last page), so a page over a ledger of millions costs
+   * what the page costs.
    */
   list(workspaceId: string, filter: IssuedCertificateFilter): Promise<Page<IssuedCertificateRecord>>;
   /**

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { type Kysely, type SelectQueryBuilder, sql } from "kysely";
+import type { SelectQueryBuilder } from "kysely";
 import { toNumber } from "./mapping.js";
 
 /** Which slice of the ordered rows to return. */
@@ -32,23 +32,20 @@ export async function listPage<DB, TB extends keyof DB, Row>(
 }
 
 /**
- * Like {@link listPage}, but counts at most `cap` rows (`total` is `cap` when more match), so a
- * page over a very large filtered set costs about what the page costs, not a count of every match.
+ * Like {@link listPage}, without counting: reads one row past the page, and reports as `total`
+ * the rows up to the end of the page plus one when more follow (a lower bound that is exact on
+ * the last page). A page over a very large filtered set then costs what the page costs.
  */
-export async function listPageCapped<DB, TB extends keyof DB, Row>(
-  db: Kysely<DB>,
+export async function listPageProbe<DB, TB extends keyof DB, Row>(
   filtered: SelectQueryBuilder<DB, TB, object>,
   select: (query: SelectQueryBuilder<DB, TB, object>) => SelectQueryBuilder<DB, TB, Row>,
   window: PageWindow,
-  cap: number,
 ): Promise<{ rows: Row[]; total: number }> {
-  const rows = await select(filtered).limit(window.limit).offset(window.offset).execute();
-  // A short first page is its own count.
-  if (window.offset === 0 && rows.length < window.limit) return { rows, total: rows.length };
-  const capped = filtered.select(sql<number>`1`.as("one")).limit(cap);
-  const count = await (db as unknown as Kysely<Record<string, object>>)
-    .selectFrom(capped.as("capped") as never)
-    .select(sql<number | string | bigint>`count(*)`.as("n"))
-    .executeTakeFirstOrThrow();
-  return { rows, total: toNumber((count as { n: number | string | bigint }).n) };
+  const rows = await select(filtered)
+    .limit(window.limit + 1)
+    .offset(window.offset)
+    .execute();
+  const more = rows.length > window.limit;
+  if (more) rows.pop();
+  return { rows, total: window.offset + rows.length + (more ? 1 : 0) };
 }

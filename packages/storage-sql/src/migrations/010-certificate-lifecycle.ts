@@ -5,6 +5,7 @@
  * - `issued_certificates.revoked_at` (null: not revoked), with its reason and who revoked it.
  * - Ledger pages are newest first under one equality filter: each filter column has an index
  *   `(workspace_id, <column>, created_at, id)` so a page is a range walk, never a sort.
+ * - Pages are not counted (the storage port says so): a page costs the page.
  * - The revocation lists read the revoked, unexpired entries of one authority: a partial index on
  *   the revoked rows only, so its size is the number of revocations, not of certificates.
  * - `certificate_authorities.next_key` holds the incoming key of a staged rotation as JSON (its
@@ -34,6 +35,13 @@ export function certificateLifecycleMigration(dialect: SqlDialectName): Migratio
           .columns(["workspace_id", column, "created_at", "id"])
           .execute();
       }
+      // The revoked entries only, newest first: the list of revocations, whatever its share.
+      await db.schema
+        .createIndex("issued_certificates_workspace_revoked_created_idx")
+        .on("issued_certificates")
+        .columns(["workspace_id", "created_at", "id"])
+        .where(sql.ref("revoked_at"), "is not", null)
+        .execute();
       await db.schema
         .createIndex("issued_certificates_workspace_fingerprint_idx")
         .on("issued_certificates")
