@@ -64,7 +64,7 @@ export {
 } from "./daemons/events.js";
 // For transport authors (the server package, other adapters)
 export type { DeviceChallengeInput, PlatformChallenge } from "./devices/challenge.js";
-export { authenticateDevice, parsePlatformChallenge } from "./devices/challenge.js";
+export { authenticateDevice, challengeSignatureValid, parsePlatformChallenge } from "./devices/challenge.js";
 export type { CliLoginOptions, CliLoginRequest, PendingCliLogin } from "./devices/cli-login.js";
 export { cliLoginStream, startCliLogin } from "./devices/cli-login.js";
 export type { DnsTxtResolver } from "./domains/dns.js";
@@ -134,4 +134,8 @@ export { beginOidcSignIn, finishOidcSignIn } from "./sso/oidc.js";
 export type { SsoOptions } from "./sso/options.js";
 export { ssoUrls } from "./sso/options.js";
 export { beginSamlSignIn, finishSamlSignIn, samlServiceProviderMetadata } from "./sso/saml.js";
+export type { Bound, FoundBound } from "./validation/bound.js";
+export { describeBound } from "./validation/describe.js";
+export type { FieldBound, RequestBounds } from "./validation/table.js";
+export { validationBounds } from "./validation/table.js";
 export { apiVersion, platformVersion } from "./version.js";

@@ -47,7 +47,7 @@ import { authorizeSshSign, resolveSshSubject, type SshDraft } from "./issuance/s
 import { retiredKeysOf, sshTrustedKeysText } from "./issuance/trust.js";
 import { signingView } from "./rotation.js";
 
-/** An id the clients may send as an explicit empty string to mean "none" (CLIENTS.md 6). */
+/** An id the clients may send as an explicit empty string to mean "none" (docs/agent-protocol.md). */
 export const optionalId = z.union([z.literal("").transform(() => undefined), uuid]).optional();
 
 function certificateType(value: number | undefined, caller: CallerKind): SshCertificateType {
