@@ -83,7 +83,10 @@ export async function runCertificateLifecycleBench(): Promise<BenchSection> {
             caId: revoked ? revokedCa : cas[i % cas.length]!,
             caKeyVersion: 1,
             kind,
-            serial: revoked || kind !== "x509" ? randomBytes(8).readBigUInt64BE().toString() : randomBytes(16).toString("hex"),
+            serial:
+              revoked || kind !== "x509"
+                ? randomBytes(8).readBigUInt64BE().toString()
+                : randomBytes(16).toString("hex"),
             keyFingerprint: `SHA256:${randomBytes(32).toString("base64").replace(/=$/, "")}`,
             principals: [requesters[i % requesters.length]!],
             validAfter: createdAt,
@@ -139,12 +142,22 @@ export async function runCertificateLifecycleBench(): Promise<BenchSection> {
       }
       times.sort((a, b) => a - b);
       results.push({ name, p50: round(percentile(times, 50)), p99: round(percentile(times, 99)) });
-      console.log(`  ledger page, ${name}: p50 ${round(percentile(times, 50))} ms, p99 ${round(percentile(times, 99))} ms`);
+      console.log(
+        `  ledger page, ${name}: p50 ${round(percentile(times, 50))} ms, p99 ${round(percentile(times, 99))} ms`,
+      );
     }
 
     const figures: BenchFigure[] = [
-      { label: `seeding ${ledgerRows.toLocaleString("en")} ledger entries`, value: round(seedMs / 1000, 1), unit: "s" },
-      { label: `KRL of ${revoked.length.toLocaleString("en")} revoked serials: read + encode`, value: round(krlMs), unit: "ms" },
+      {
+        label: `seeding ${ledgerRows.toLocaleString("en")} ledger entries`,
+        value: round(seedMs / 1000, 1),
+        unit: "s",
+      },
+      {
+        label: `KRL of ${revoked.length.toLocaleString("en")} revoked serials: read + encode`,
+        value: round(krlMs),
+        unit: "ms",
+      },
       { label: "KRL: encode alone", value: round(encodeMs), unit: "ms" },
       { label: "KRL: size", value: round(krl.length / 1024, 1), unit: "KiB" },
       ...results.flatMap((r) => [
@@ -190,6 +203,8 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === self) {
   const section = await runCertificateLifecycleBench();
   for (const f of section.figures) console.log(`${f.label}: ${f.value} ${f.unit}`);
   for (const target of section.targets) {
-    console.log(`target ${target.figure} ${target.comparison} ${target.value} ${target.unit}: ${target.met ? "met" : "NOT met"}`);
+    console.log(
+      `target ${target.figure} ${target.comparison} ${target.value} ${target.unit}: ${target.met ? "met" : "NOT met"}`,
+    );
   }
 }
