@@ -56,7 +56,8 @@ describe("GET /v1/crl/<ca id>.crl", () => {
     for (const path of [`/v1/crl/${ssh.id}.crl`, `/v1/crl/${crypto.randomUUID()}.crl`, "/v1/crl/nope.crl"]) {
       const missing = await fetch(`${server.url}${path}`);
       expect(missing.status, path).toBe(404);
-      expect((await missing.json()).code).toBe(5); // google.rpc.Status: NOT_FOUND
+      // A google.rpc.Status body: 5 is NOT_FOUND.
+      expect(((await missing.json()) as { code: number }).code).toBe(5);
     }
   });
 
