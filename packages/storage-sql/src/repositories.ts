@@ -495,7 +495,6 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
             .where("revoked_at", "is not", null)
             .where("valid_before", ">", fromDate(now))
             .where("workspace_id", "=", workspaceId)
-            .orderBy("serial")
             .execute(),
         );
         return rows.map(rowToIssuedCertificate);

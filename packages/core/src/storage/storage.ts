@@ -270,7 +270,7 @@ export interface IssuedCertificateRepository {
    * (the account is being deleted). Returns them as revoked.
    */
   revokeAllOfRequester(requesterId: string, revocation: Revocation): Promise<IssuedCertificateRecord[]>;
-  /** The revoked certificates of an authority still unexpired at `now`, oldest serial first. */
+  /** The revoked certificates of an authority still unexpired at `now`, in no particular order. */
   listRevoked(workspaceId: string, caId: string, now: Date): Promise<IssuedCertificateRecord[]>;
   /**
    * The latest `validBefore` among the certificates one key version of an authority signed, or
