@@ -8,6 +8,7 @@ const entries = [
   "packages/core/src/index\\.ts",
   "packages/core/src/storage/index\\.ts",
   "packages/core/src/testing/index\\.ts",
+  "packages/core/src/ssh-keys\\.ts",
   "packages/client/src/index(\\.browser)?\\.ts",
   "packages/storage-sql/src/index\\.ts",
   "packages/storage-sqlite/src/index\\.ts",
@@ -62,6 +63,7 @@ module.exports = {
       comment: "The contract and the client's browser entry must not reach Node built-ins.",
       from: {
         path: "^packages/(api/src|client/src/(index\\.browser|browser-client|platform-client|clients|session|paginate)\\.ts)",
+        pathNot: "\\.test\\.ts$",
       },
       to: { dependencyTypes: ["core"] },
     },

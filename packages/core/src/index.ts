@@ -102,7 +102,6 @@ export { createOutboxMailer } from "./mail/outbox.js";
 export type { SmtpMailerOptions } from "./mail/smtp.js";
 export { createSmtpMailer } from "./mail/smtp.js";
 export type { IntegrationServices } from "./operations/integrations.js";
-export { pickIntegrations } from "./operations/integrations.js";
 export type { Access, AnyOperation, Operation } from "./operations/operation.js";
 export type { PlatformConfig, Services } from "./operations/services.js";
 export { defaultPlatformConfig } from "./operations/services.js";
