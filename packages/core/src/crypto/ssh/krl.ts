@@ -51,7 +51,7 @@ export function encodeKrl(params: KrlParams): Uint8Array {
     // One buffer for the whole list: 100,000 serials are 800 kB, not 100,000 small arrays.
     const list = new Uint8Array(sorted.length * 8);
     const view = new DataView(list.buffer);
-    sorted.forEach((serial, i) => view.setBigUint64(i * 8, serial));
+    for (let i = 0; i < sorted.length; i++) view.setBigUint64(i * 8, sorted[i]!);
     const section = new SshWriter()
       .string(caKeyBlob)
       .string(new Uint8Array(0))
