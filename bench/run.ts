@@ -10,13 +10,17 @@
  *    open streams, against bare HTTP/2 connections and PINGs.
  * 4. The host agent (agent.ts): `wap-agent run`'s memory idle and with 50 web terminals, and the
  *    time from a grant change to its principals file on disk.
+ * 5. Certificate lifecycle (certificate-lifecycle.ts): KRL generation for 100,000 revoked serials,
+ *    and filtered ListIssuedCertificates pages over a ledger of 1,000,000 entries.
  *
  * Settings:
  * - BENCH_SECONDS (default 5) and BENCH_CONCURRENCY (default 32): each load run of the request
  *   path;
- * - BENCH_ONLY (comma-separated subset of `healthz,get-ca,sign,raw,audit-export,daemon-streams,agent`,
+ * - BENCH_ONLY (comma-separated subset of `healthz,get-ca,sign,raw,audit-export,daemon-streams,agent,certificate-lifecycle`,
  *   default all), e.g. to profile one request path alone;
  * - BENCH_AUDIT_ROWS (default 1,000,000): events in the exported window;
+ * - BENCH_LEDGER_ROWS (default 1,000,000), BENCH_KRL_SERIALS (default 100,000) and
+ *   BENCH_LEDGER_PAGES (default 300): the certificate lifecycle's ledger, revocations and pages;
  * - BENCH_DAEMON_STREAMS (default 10,000): daemon control streams held open; BENCH_DAEMON_LOADERS
  *   and BENCH_HEARTBEAT_RATE as daemon-streams.ts says;
  * - BENCH_LOAD (`h2load` or `node`; default h2load when installed): the load generator of the
@@ -29,6 +33,7 @@ import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { runAgentBench } from "./agent.js";
 import { runAuditExportBench } from "./audit-export.js";
+import { runCertificateLifecycleBench } from "./certificate-lifecycle.js";
 import { runDaemonStreamsBench } from "./daemon-streams.js";
 import {
   type BenchReport,
@@ -41,7 +46,13 @@ import {
 import { requestPathMeasures, runRequestPathBench } from "./request-path.js";
 import type { BenchSection } from "./results.js";
 
-const benchmarks = [...requestPathMeasures, "audit-export", "daemon-streams", "agent"] as const;
+const benchmarks = [
+  ...requestPathMeasures,
+  "audit-export",
+  "daemon-streams",
+  "agent",
+  "certificate-lifecycle",
+] as const;
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 32);
@@ -80,6 +91,10 @@ if (only.has("daemon-streams")) {
 if (only.has("agent")) {
   console.log("\nHost agent");
   sections.push(await runAgentBench());
+}
+if (only.has("certificate-lifecycle")) {
+  console.log("\nCertificate lifecycle");
+  sections.push(await runCertificateLifecycleBench());
 }
 
 for (const section of sections) console.log(sectionText(section));

@@ -24,6 +24,7 @@ export type { StripeBillingOptions } from "./billing/stripe.js";
 export { createStripeBillingProvider } from "./billing/stripe.js";
 export type { BillingWebhookResult } from "./billing/webhook.js";
 export { handleBillingWebhook } from "./billing/webhook.js";
+export { publicCrl, revocationListOf } from "./certificates/revocation.js";
 export type {
   AnonymousCaller,
   CallContext,
@@ -44,6 +45,8 @@ export {
   parseMasterKey,
   SealedDataError,
 } from "./crypto/key-store.js";
+export type { KrlCertificates, KrlParams } from "./crypto/ssh/krl.js";
+export { encodeKrl } from "./crypto/ssh/krl.js";
 // For transport authors: the daemon protocol's streams (control stream, session relay)
 export type { SignedRequestInput } from "./daemons/authenticate.js";
 export { authenticateDaemon, authenticateSignedRequest } from "./daemons/authenticate.js";

@@ -1,5 +1,6 @@
 /**
- * The Hono app: everything that is not a Connect procedure path. Health probes, and the REST
+ * The Hono app: everything that is not a Connect procedure path. Health probes, the public CRLs
+ * of X.509 authorities (crl-routes.ts), and the REST
  * paths of the google.api.http annotations, transcoded by `./rest/` and run through the same edge
  * and `platform.invoke` as Connect (server streams: `platform.stream`, as NDJSON).
  *
@@ -21,6 +22,7 @@ import {
 import type { Storage } from "@wap/core/storage";
 import { Hono } from "hono";
 import { billingWebhookRoutes } from "./billing-webhook.js";
+import { crlRoutes } from "./crl-routes.js";
 import { callerFor, callPlatform, type EdgeRequest, type EdgeSettings, edgeOf } from "./edge.js";
 import { type PublicError, restDetailsOf, toPublicError } from "./errors.js";
 import { ndjsonStream } from "./ndjson-stream.js";
@@ -81,6 +83,7 @@ export function createApp(
   // Browser and provider endpoints that are not RPCs: SSO sign-in, the billing webhook.
   app.route("/", ssoRoutes(settings));
   app.route("/", billingWebhookRoutes(settings));
+  app.route("/", crlRoutes(settings));
 
   app.all("*", async (c) => {
     const edge = edgeOf(c.env.incoming);

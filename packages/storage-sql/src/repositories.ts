@@ -35,6 +35,7 @@ import {
   issuedCertificateToRow,
   likeContains,
   memberToRow,
+  nextKeyToColumn,
   refreshTokenToRow,
   retiredKeyToRow,
   rowToAuditEvent,
@@ -61,7 +62,7 @@ import {
   userToRow,
   workspaceToRow,
 } from "./lib/mapping.js";
-import { listPage } from "./lib/page.js";
+import { listPage, listPageProbe } from "./lib/page.js";
 import { deleteInWorkspace, findInWorkspace, updateInWorkspace } from "./lib/scoped.js";
 import {
   createAccountRepositories,
@@ -258,6 +259,12 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
         const { rows } = await run.read((db) => hot.authorityById.execute(db, dialect.name, workspaceId, id));
         return rows[0] ? rowToAuthority(rows[0]) : null;
       },
+      async findForPublication(id) {
+        const row = await run.read((db) =>
+          db.selectFrom("certificate_authorities").selectAll().where("id", "=", id).executeTakeFirst(),
+        );
+        return row ? rowToAuthority(row) : null;
+      },
       async findDefault(workspaceId, kind) {
         const { rows } = await run.read((db) =>
           hot.defaultAuthority.execute(db, dialect.name, workspaceId, kind),
@@ -313,11 +320,31 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
               not_after: fromDate(key.notAfter),
               sealed_private_key: fromBytes(key.sealedPrivateKey),
               key_version: expectedVersion + 1,
+              rotation_phase: "none",
+              next_key: null,
               updated_at: fromDate(updatedAt),
             })
             .where("workspace_id", "=", workspaceId)
             .where("id", "=", id)
             .where("key_version", "=", expectedVersion)
+            .returningAll()
+            .executeTakeFirst(),
+        );
+        return row ? rowToAuthority(row) : null;
+      },
+      async setRotation(workspaceId, id, expected, next, updatedAt) {
+        const row = await run.write((db) =>
+          db
+            .updateTable("certificate_authorities")
+            .set({
+              rotation_phase: next.phase,
+              next_key: nextKeyToColumn(next.nextKey),
+              updated_at: fromDate(updatedAt),
+            })
+            .where("workspace_id", "=", workspaceId)
+            .where("id", "=", id)
+            .where("key_version", "=", expected.keyVersion)
+            .where("rotation_phase", "=", expected.phase)
             .returningAll()
             .executeTakeFirst(),
         );
@@ -407,16 +434,72 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
         );
         return row ? rowToIssuedCertificate(row) : null;
       },
+      async findById(workspaceId, id) {
+        const row = await run.read((db) => findInWorkspace(db, "issued_certificates", workspaceId, id));
+        return row ? rowToIssuedCertificate(row) : null;
+      },
       async list(workspaceId, filter) {
         const where = issuedWhere(workspaceId, filter);
         const page = await run.read((db) =>
-          listPage(
+          listPageProbe(
             db.selectFrom("issued_certificates").where(where),
             (q) => q.selectAll().orderBy("created_at", "desc").orderBy("id", "desc"),
             filter,
           ),
         );
         return { items: page.rows.map(rowToIssuedCertificate), total: page.total };
+      },
+      async revoke(workspaceId, selector, revocation) {
+        const at = fromDate(revocation.revokedAt);
+        const rows = await run.write((db) => {
+          let query = db
+            .updateTable("issued_certificates")
+            .set({
+              revoked_at: at,
+              revocation_reason: revocation.reason,
+              revoked_by: revocation.revokedBy,
+            })
+            .where("workspace_id", "=", workspaceId)
+            .where("revoked_at", "is", null)
+            .where("valid_before", ">", at);
+          if (selector.by === "serial") {
+            query = query.where("ca_id", "=", selector.caId).where("serial", "=", selector.serial);
+          } else if (selector.by === "key") {
+            query = query.where("key_fingerprint", "=", selector.keyFingerprint);
+            if (selector.caId !== undefined) query = query.where("ca_id", "=", selector.caId);
+          } else {
+            query = query.where("requester_id", "=", selector.requesterId);
+          }
+          return query.returningAll().execute();
+        });
+        return rows.map(rowToIssuedCertificate);
+      },
+      async revokeAllOfRequester(requesterId, revocation) {
+        const at = fromDate(revocation.revokedAt);
+        const rows = await run.write((db) =>
+          db
+            .updateTable("issued_certificates")
+            .set({ revoked_at: at, revocation_reason: revocation.reason, revoked_by: revocation.revokedBy })
+            .where("requester_id", "=", requesterId)
+            .where("revoked_at", "is", null)
+            .where("valid_before", ">", at)
+            .returningAll()
+            .execute(),
+        );
+        return rows.map(rowToIssuedCertificate);
+      },
+      async listRevoked(workspaceId, caId, now) {
+        const rows = await run.read((db) =>
+          db
+            .selectFrom("issued_certificates")
+            .selectAll()
+            .where("ca_id", "=", caId)
+            .where("revoked_at", "is not", null)
+            .where("valid_before", ">", fromDate(now))
+            .where("workspace_id", "=", workspaceId)
+            .execute(),
+        );
+        return rows.map(rowToIssuedCertificate);
       },
       async latestExpiry(workspaceId, caId, caKeyVersion) {
         const row = await run.read((db) =>
@@ -666,6 +749,12 @@ function issuedWhere(workspaceId: string, filter: IssuedCertificateFilter) {
     if (filter.caId !== undefined) conditions.push(eb("ca_id", "=", filter.caId));
     if (filter.kind !== undefined) conditions.push(eb("kind", "=", filter.kind));
     if (filter.requesterId !== undefined) conditions.push(eb("requester_id", "=", filter.requesterId));
+    if (filter.targetId !== undefined) conditions.push(eb("target_id", "=", filter.targetId));
+    // Valid at some instant of [validFrom, validUntil): starts before its end, ends after its start.
+    if (filter.validFrom !== undefined) conditions.push(eb("valid_before", ">", fromDate(filter.validFrom)));
+    if (filter.validUntil !== undefined) conditions.push(eb("valid_after", "<", fromDate(filter.validUntil)));
+    if (filter.revoked !== undefined)
+      conditions.push(eb("revoked_at", filter.revoked ? "is not" : "is", null));
     return eb.and(conditions);
   };
 }

@@ -101,6 +101,10 @@ export interface CertificateAuthoritiesTable {
   user_critical_options: JsonColumn;
   sealed_private_key: BytesColumn;
   key_version: number;
+  key_storage: string;
+  rotation_phase: string;
+  /** JSON of the incoming key of a staged rotation; null outside one. */
+  next_key: string | null;
   created_at: MillisColumn;
   updated_at: MillisColumn;
 }
@@ -191,6 +195,9 @@ export interface IssuedCertificatesTable {
   target_id: string | null;
   key_id: string;
   created_at: MillisColumn;
+  revoked_at: NullableMillisColumn;
+  revocation_reason: string | null;
+  revoked_by: string | null;
 }
 
 export interface CertificateAuthorityKeysTable {

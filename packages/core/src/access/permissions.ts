@@ -24,6 +24,8 @@ export const permissions = [
   "certificate_authorities.read",
   "certificate_authorities.manage",
   "certificates.sign",
+  "certificates.read",
+  "certificates.revoke",
   "targets.read",
   "targets.manage",
   "principals.read",
@@ -46,7 +48,10 @@ export type Permission = (typeof permissions)[number];
 const readOnly = permissions.filter(
   // What a terminal printed may hold secrets: recordings are for administrators (and, for their
   // own sessions, the subject who ran them; see recordings/operations.ts).
-  (p) => p.endsWith(".read") && !["sso.read", "audit.read", "billing.read", "recordings.read"].includes(p),
+  // The issuance ledger says who holds which certificate: like the audit log, not for viewers.
+  (p) =>
+    p.endsWith(".read") &&
+    !["sso.read", "audit.read", "billing.read", "recordings.read", "certificates.read"].includes(p),
 );
 
 const editor: Permission[] = [
@@ -54,6 +59,8 @@ const editor: Permission[] = [
   "teams.manage",
   "certificate_authorities.manage",
   "certificates.sign",
+  "certificates.read",
+  "certificates.revoke",
   "targets.manage",
   "principals.manage",
   "daemons.manage",

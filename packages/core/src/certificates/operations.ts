@@ -23,9 +23,12 @@ import { UniqueViolationError } from "../storage/storage.js";
 import { caLifetimeBounds, certificateTtlBounds, description, plainName } from "../validation/bounds.js";
 import { durationSeconds, enumValue, uuid } from "../validation/rules.js";
 import { caKeyContext, createAuthorityKey } from "./authority-keys.js";
+import { getIssuedCertificate, listIssuedCertificates } from "./ledger.js";
 import { keyAlgorithmFromWire, toCertificateAuthorityMessage } from "./messages.js";
 import { caDefaults, checkCertificateOptions, checkTtlOrder } from "./policy.js";
+import { getRevocationList, revokeCertificate } from "./revocation.js";
 import { rolloverCertificateAuthority } from "./rollover.js";
+import { rotateCertificateAuthority } from "./rotation.js";
 import { signSshCertificate } from "./sign-ssh.js";
 import { signX509Certificate } from "./sign-x509.js";
 
@@ -144,6 +147,9 @@ export const createCertificateAuthority = defineOperation({
           userCriticalOptions: input.userCriticalOptions,
           sealedPrivateKey,
           keyVersion: 1,
+          keyStorage: "software",
+          rotationPhase: "none",
+          nextKey: null,
           createdAt: now,
           updatedAt: now,
         };
@@ -151,7 +157,7 @@ export const createCertificateAuthority = defineOperation({
         await audit(tx, { action: "certificate_authority.create", resource: `certificate_authority:${id}` });
         return record;
       });
-      return { certificateAuthority: toCertificateAuthorityMessage(created) };
+      return { certificateAuthority: toCertificateAuthorityMessage(created, services) };
     } catch (error) {
       if (error instanceof UniqueViolationError && error.constraint.endsWith(".name"))
         throw nameTaken(input.name);
@@ -171,7 +177,7 @@ export const getCertificateAuthority = defineOperation({
   async run({ input, workspace, services }) {
     const ca = await services.storage.certificateAuthorities.findById(workspace.workspaceId, input.id);
     if (!ca) throw notFound(input.id);
-    return { certificateAuthority: toCertificateAuthorityMessage(ca) };
+    return { certificateAuthority: toCertificateAuthorityMessage(ca, services) };
   },
 });
 
@@ -185,7 +191,7 @@ export const listCertificateAuthorities = defineOperation({
   input: z.object({ workspaceId: uuid.optional() }),
   async run({ workspace, services }) {
     const cas = await services.storage.certificateAuthorities.list(workspace.workspaceId);
-    return { certificateAuthorities: cas.map(toCertificateAuthorityMessage) };
+    return { certificateAuthorities: cas.map((ca) => toCertificateAuthorityMessage(ca, services)) };
   },
 });
 
@@ -236,7 +242,7 @@ export const updateCertificateAuthority = defineOperation({
         });
         return result ?? next;
       });
-      return { certificateAuthority: toCertificateAuthorityMessage(updated) };
+      return { certificateAuthority: toCertificateAuthorityMessage(updated, services) };
     } catch (error) {
       if (error instanceof UniqueViolationError && error.constraint.endsWith(".name"))
         throw nameTaken(input.name ?? "");
@@ -277,6 +283,11 @@ export const certificateOperations = [
   updateCertificateAuthority,
   deleteCertificateAuthority,
   rolloverCertificateAuthority,
+  rotateCertificateAuthority,
   signSshCertificate,
   signX509Certificate,
+  listIssuedCertificates,
+  getIssuedCertificate,
+  revokeCertificate,
+  getRevocationList,
 ];

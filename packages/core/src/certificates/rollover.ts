@@ -1,6 +1,7 @@
 /**
  * CertificateService.RolloverCertificateAuthority: a new key for an authority, optionally of
- * another type or size. The new key signs from the moment the rollover commits; certificates the
+ * another type or size: the shortcut through every phase of a staged rotation (rotation.ts) in
+ * one step, refused while one is under way. The new key signs from the moment the rollover commits; certificates the
  * old key signed stay valid for their lifetime, because relying parties keep trusting it:
  *
  * - The authority's `publicKey` (and `certificate`, for X.509) is the new key's. `keyVersion`
@@ -31,6 +32,7 @@ import { enumValue, uuid } from "../validation/rules.js";
 import { caKeyContext, checkKeySpec, createAuthorityKey } from "./authority-keys.js";
 import { authorityNotFound } from "./issuance/resolve.js";
 import { keyAlgorithmFromWire, toCertificateAuthorityMessage } from "./messages.js";
+import { assertNoRotation } from "./rotation.js";
 
 /** When the retired key of `ca`, whose last recorded certificate expires at `latest`, stops being trusted. */
 export function retiredKeyTrustedUntil(ca: CertificateAuthorityRecord, latest: Date | null, now: Date): Date {
@@ -53,6 +55,7 @@ export const rolloverCertificateAuthority = defineOperation({
     const workspaceId = workspace.workspaceId;
     const current = await services.storage.certificateAuthorities.findById(workspaceId, input.id);
     if (current === null) throw authorityNotFound(input.id);
+    assertNoRotation(current);
     const algorithm: KeyAlgorithm =
       input.keyType === undefined || input.keyType === 0
         ? current.keyType
@@ -135,6 +138,6 @@ export const rolloverCertificateAuthority = defineOperation({
       });
       return replaced;
     });
-    return { certificateAuthority: toCertificateAuthorityMessage(updated) };
+    return { certificateAuthority: toCertificateAuthorityMessage(updated, services) };
   },
 });

@@ -32,6 +32,7 @@ import type { IssuedCertificateRecord } from "../storage/records.js";
 import { certificateTtlBounds } from "../validation/bounds.js";
 import { parseField } from "../validation/parse.js";
 import { durationSeconds, enumValue, text, uuid } from "../validation/rules.js";
+import { grantedLifetime } from "./issuance/options.js";
 import { applySignOptions } from "./issuance/pipeline.js";
 import {
   isSerialCollision,
@@ -44,6 +45,7 @@ import { resolveAuthority } from "./issuance/resolve.js";
 import { sshSignerFor } from "./issuance/signers.js";
 import { authorizeSshSign, resolveSshSubject, type SshDraft } from "./issuance/ssh-policy.js";
 import { retiredKeysOf, sshTrustedKeysText } from "./issuance/trust.js";
+import { signingView } from "./rotation.js";
 
 /** An id the clients may send as an explicit empty string to mean "none" (docs/agent-protocol.md). */
 export const optionalId = z.union([z.literal("").transform(() => undefined), uuid]).optional();
@@ -84,13 +86,15 @@ export const signSshCertificate = defineOperation({
     const type = certificateType(input.type, ctx.caller.kind);
 
     const subject = await resolveSshSubject(storage, { ctx, workspace, type, targetId: input.targetId });
-    const ca = await resolveAuthority(storage, {
+    const authority = await resolveAuthority(storage, {
       workspaceId,
       kind: "ssh",
       caId: input.caId,
       target: subject.target,
       now,
     });
+    // During a staged rotation the phase decides which key signs this type.
+    const ca = signingView(authority, type);
     const options = authorizeSshSign({ subject, ca, now, requestedTtlSeconds: input.ttl });
     const key = parsePublicKeyField(input.publicKey);
     const draft = applySignOptions<ParsedSshPublicKey, SshDraft>(options, key, {
@@ -104,7 +108,7 @@ export const signSshCertificate = defineOperation({
 
     const [signer, retired] = await Promise.all([
       sshSignerFor(services.keyStore, ca),
-      retiredKeysOf(services, storage, ca),
+      retiredKeysOf(services, storage, authority),
     ]);
     const { actorType, actorId } = actorOf(ctx.caller);
     for (let attempt = 1; ; attempt++) {
@@ -150,9 +154,10 @@ export const signSshCertificate = defineOperation({
       return {
         caId: ca.id,
         caName: ca.name,
-        caPublicKey: sshTrustedKeysText(ca, retired, now),
+        caPublicKey: sshTrustedKeysText(authority, retired, now),
         signedCertificate,
         expiresAt: timestampFromDate(draft.validBefore),
+        ...grantedLifetime(draft, now),
       };
     }
   },

@@ -27,6 +27,7 @@ import { defineOperation } from "../operations/operation.js";
 import { certificateTtlBounds } from "../validation/bounds.js";
 import { parseField } from "../validation/parse.js";
 import { durationSeconds, enumValue, text, uuid } from "../validation/rules.js";
+import { grantedLifetime } from "./issuance/options.js";
 import { applySignOptions } from "./issuance/pipeline.js";
 import { isSerialCollision, keyIdOf, recordIssuance, SERIAL_ATTEMPTS } from "./issuance/record.js";
 import { resolveAuthority } from "./issuance/resolve.js";
@@ -37,6 +38,8 @@ import {
   resolveX509NamePolicy,
   type X509Draft,
 } from "./issuance/x509-policy.js";
+import { crlUrlOf } from "./messages.js";
+import { signingView } from "./rotation.js";
 import { optionalId } from "./sign-ssh.js";
 
 const usages: Readonly<Record<number, X509Usage>> = {
@@ -70,13 +73,15 @@ export const signX509Certificate = defineOperation({
     const usage = usages[input.usage ?? Usage.UNSPECIFIED]!;
 
     const policy = await resolveX509NamePolicy(storage, { ctx, workspace, usage });
-    const ca = await resolveAuthority(storage, {
+    const authority = await resolveAuthority(storage, {
       workspaceId,
       kind: "x509",
       caId: input.caId,
       target: undefined,
       now,
     });
+    // During a staged rotation the phase decides which key signs this usage.
+    const ca = signingView(authority, usage === "client" ? "user" : "host");
     const options = authorizeX509Sign({ policy, usage, ca, now, requestedTtlSeconds: input.ttl });
     const csr = parseCsrField(input.csr);
     const draft = applySignOptions<ParsedCsr, X509Draft>(options, csr, {
@@ -105,6 +110,7 @@ export const signX509Certificate = defineOperation({
         notBefore: draft.validAfter,
         notAfter: draft.validBefore,
         serialNumber: services.random.bytes(16),
+        crlUrl: crlUrlOf(services, ca.id),
       });
       throwIfCancelled(ctx);
       try {
@@ -139,6 +145,7 @@ export const signX509Certificate = defineOperation({
         certificate: leaf.pem,
         caChain: ca.certificate,
         expiresAt: timestampFromDate(leaf.notAfter),
+        ...grantedLifetime(draft, now),
       };
     }
   },

@@ -15,6 +15,7 @@
  * | `team.delete`, `access.revoke_all`, `member.remove`, `service_account.delete` | every accepted daemon of the workspace (the grants are gone by now) |
  * | `certificate_authority.update`, `.rollover`, `.delete` (authority) | those of targets trusting it |
  * | `target.update` (target) | the target's |
+ * | `certificate.revoke` (authority) | those of targets trusting it, told REVOCATIONS (fetch GetRevocationList again) |
  *
  * Only accepted daemons are told: the others get no principals anyway. Notifications are best
  * effort; a daemon that misses one catches up at its next sync.
@@ -44,6 +45,8 @@ const watchedMethods = new Set([
   "UpdateCertificateAuthority",
   "DeleteCertificateAuthority",
   "RolloverCertificateAuthority",
+  "RotateCertificateAuthority",
+  "RevokeCertificate",
   "UpdateTarget",
 ]);
 
@@ -56,6 +59,7 @@ const workspaceWide = new Set([
 const authorityChanges = new Set([
   "certificate_authority.update",
   "certificate_authority.rollover",
+  "certificate_authority.rotate",
   "certificate_authority.delete",
 ]);
 
@@ -102,7 +106,7 @@ export async function daemonsConcerned(
     );
     return { daemons, eventType: "PRINCIPALS" };
   }
-  if (authorityChanges.has(action) && kind === "certificate_authority") {
+  if ((authorityChanges.has(action) || action === "certificate.revoke") && kind === "certificate_authority") {
     const targets = await all((offset) =>
       repos.targets.list(workspaceId, { limit: pageSize, offset, caId: id }),
     );
@@ -111,7 +115,7 @@ export async function daemonsConcerned(
       workspaceId,
       targets.map((t) => t.id),
     );
-    return { daemons, eventType: "SYNC_REQUEST" };
+    return { daemons, eventType: action === "certificate.revoke" ? "REVOCATIONS" : "SYNC_REQUEST" };
   }
   if (action === "target.update" && kind === "target") {
     return { daemons: await daemonsOfTargets(repos, workspaceId, [id]), eventType: "SYNC_REQUEST" };
@@ -128,20 +132,26 @@ export async function notifyDaemonsOfChanges(
   workspaceId: string,
   changes: readonly AuditEntry[],
 ): Promise<void> {
-  const wanted = new Map<string, NotificationKind>();
+  const wanted = new Map<string, Set<NotificationKind>>();
   try {
     for (const change of changes) {
       const concerned = await daemonsConcerned(services.storage, change.workspaceId || workspaceId, change);
       for (const daemon of concerned?.daemons ?? []) {
         if (daemon.status !== "accepted") continue;
-        if (wanted.get(daemon.id) !== "SYNC_REQUEST") wanted.set(daemon.id, concerned!.eventType);
+        const kinds = wanted.get(daemon.id) ?? new Set<NotificationKind>();
+        kinds.add(concerned!.eventType);
+        wanted.set(daemon.id, kinds);
       }
     }
   } catch {
     // Best effort: the change has committed; the daemons catch up at their next sync.
     return;
   }
-  const events: TopicEvent[] = [...wanted].map(([id, eventType]) => notify(id, eventType));
+  const events: TopicEvent[] = [...wanted].flatMap(([id, kinds]) =>
+    [...kinds]
+      .filter((kind) => !(kind === "PRINCIPALS" && kinds.has("SYNC_REQUEST")))
+      .map((kind) => notify(id, kind)),
+  );
   await publishCommitted(services, events);
 }
 

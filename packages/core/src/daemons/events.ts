@@ -16,7 +16,7 @@ import { type ConnectResponseSchema, DaemonStatus, Notification_EventType } from
 import type { EventPayload } from "../events/event-bus.js";
 import type { Services } from "../operations/services.js";
 
-export type NotificationKind = "STATUS" | "PRINCIPALS" | "CERTIFICATES" | "SYNC_REQUEST";
+export type NotificationKind = "STATUS" | "PRINCIPALS" | "CERTIFICATES" | "SYNC_REQUEST" | "REVOCATIONS";
 export type WireStatusName = "PENDING" | "ACCEPTED" | "REJECTED";
 
 /** An event on `daemon:<id>`. */
@@ -87,6 +87,7 @@ const eventTypes: Record<NotificationKind, Notification_EventType> = {
   PRINCIPALS: Notification_EventType.PRINCIPALS,
   CERTIFICATES: Notification_EventType.CERTIFICATES,
   SYNC_REQUEST: Notification_EventType.SYNC_REQUEST,
+  REVOCATIONS: Notification_EventType.REVOCATIONS,
 };
 const statuses: Record<WireStatusName, DaemonStatus> = {
   PENDING: DaemonStatus.PENDING,

@@ -14,6 +14,7 @@
 
 import { WorkspaceService } from "@wap/api";
 import * as z from "zod";
+import { revokeSubjectCertificates } from "../certificates/revocation.js";
 import { type WorkspaceRole, workspaceRoles } from "../context.js";
 import { FailedPreconditionError, NotFoundError, PermissionDeniedError } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
@@ -90,11 +91,18 @@ export const removeWorkspaceMember = defineOperation({
   method: WorkspaceService.method.removeWorkspaceMember,
   access: { kind: "workspace", permission: "members.manage" },
   input: z.object({ workspaceId, userId: uuid }),
-  async run({ input, workspace, services, audit }) {
+  async run({ input, workspace, services, audit, now }) {
     await services.storage.transaction(async (tx) => {
       const role = await currentRole(tx, workspace.workspaceId, input.userId);
       if (role === "owner" && workspace.role !== "owner") throw ownersOnly("remove an owner");
       settle(await tx.memberships.remove(workspace.workspaceId, input.userId), input.userId);
+      // Access and the certificates that carry it go together.
+      await revokeSubjectCertificates(tx, audit, {
+        workspaceId: workspace.workspaceId,
+        subjectId: input.userId,
+        cause: "member.remove",
+        now,
+      });
       await audit(tx, { action: "member.remove", resource: `user:${input.userId}` });
     });
     return {};

@@ -9,6 +9,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type ServiceAccountSchema, ServiceAccountService } from "@wap/api";
 import * as z from "zod";
 import { mintServiceAccountToken } from "../auth/service-account-tokens.js";
+import { revokeSubjectCertificates } from "../certificates/revocation.js";
 import { AlreadyExistsError, InvalidArgumentError, NotFoundError } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
 import type { ServiceAccountRecord, ServiceAccountRole } from "../storage/records.js";
@@ -175,9 +176,15 @@ export const deleteServiceAccount = defineOperation({
   method: ServiceAccountService.method.deleteServiceAccount,
   access: { kind: "workspace", permission: "service_accounts.manage" },
   input: z.object({ workspaceId: uuid.optional(), id: uuid }),
-  async run({ input, workspace, services, audit }) {
+  async run({ input, workspace, services, audit, now }) {
     await services.storage.transaction(async (tx) => {
       if (!(await tx.serviceAccounts.delete(workspace.workspaceId, input.id))) throw notFound(input.id);
+      await revokeSubjectCertificates(tx, audit, {
+        workspaceId: workspace.workspaceId,
+        subjectId: input.id,
+        cause: "service_account.delete",
+        now,
+      });
       await audit(tx, { action: "service_account.delete", resource: `service_account:${input.id}` });
     });
     return {};

@@ -65,6 +65,32 @@ export interface MemberRecord {
 
 export type AuthorityKind = "ssh" | "x509";
 export type KeyAlgorithm = "rsa" | "ecdsa" | "ed25519";
+/** Where an authority's private key lives: sealed in the database, or inside a PKCS#11 token. */
+export type KeyStorageKind = "software" | "pkcs11";
+/**
+ * Phase of a staged key rotation. `none`: the current key signs everything. `published`: the
+ * next key is trusted, the current one still signs. `user_signing`: the next key signs user
+ * (X.509: client) certificates. `host_signing`: the next key signs every certificate. Both keys are
+ * trusted in every phase but `none`; retiring the old key ends the rotation.
+ */
+export type RotationPhase = "none" | "published" | "user_signing" | "host_signing";
+
+/** One key of an authority: its public half, its certificate (X.509) and its private key handle. */
+export interface AuthorityKeyRecord {
+  readonly keyType: KeyAlgorithm;
+  readonly keyBits: number;
+  readonly certificate: string;
+  readonly publicKey: string;
+  readonly serialNumber: string;
+  readonly subject: string;
+  readonly notBefore: Date;
+  readonly notAfter: Date;
+  /**
+   * Software keys: the PKCS#8 private key sealed by the key store. PKCS#11 keys: the UTF-8 label
+   * of the key object in the token (the private key never leaves it).
+   */
+  readonly sealedPrivateKey: Uint8Array;
+}
 
 export interface CertificateAuthorityRecord {
   readonly id: string;
@@ -96,6 +122,10 @@ export interface CertificateAuthorityRecord {
   readonly sealedPrivateKey: Uint8Array;
   /** Starts at 1; rollover increments it. */
   readonly keyVersion: number;
+  readonly keyStorage: KeyStorageKind;
+  readonly rotationPhase: RotationPhase;
+  /** The incoming key of a staged rotation (version `keyVersion + 1`); null outside one. */
+  readonly nextKey: AuthorityKeyRecord | null;
   readonly createdAt: Date;
   readonly updatedAt: Date;
 }
@@ -150,7 +180,15 @@ export interface TargetRecord {
 
 export type IssuedCertificateKind = "ssh_user" | "ssh_host" | "x509";
 
-/** One entry of the issuance ledger: a certificate the platform signed. Never updated. */
+export type RevocationReasonName =
+  | "unspecified"
+  | "key_compromise"
+  | "affiliation_changed"
+  | "superseded"
+  | "cessation_of_operation"
+  | "privilege_withdrawn";
+
+/** One entry of the issuance ledger: a certificate the platform signed. Only revocation changes it. */
 export interface IssuedCertificateRecord {
   readonly id: string;
   readonly workspaceId: string;
@@ -176,6 +214,11 @@ export interface IssuedCertificateRecord {
   /** The SSH key id, or the X.509 subject; identifies the request in sshd and TLS logs. */
   readonly keyId: string;
   readonly createdAt: Date;
+  /** Set once, when the certificate is revoked; revocation is final. */
+  readonly revokedAt?: Date | null;
+  readonly revocationReason?: RevocationReasonName | null;
+  /** `<actor type>:<actor id>` of who revoked it (`system:<action>` for revocations by a change of access). */
+  readonly revokedBy?: string | null;
 }
 
 export type ServiceAccountRole = Extract<WorkspaceRole, "viewer" | "editor">;

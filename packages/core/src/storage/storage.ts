@@ -18,6 +18,7 @@ import type { DaemonProtocolQueries, DaemonProtocolRepositories } from "./daemon
 import type { RecordingRepositories } from "./recordings.js";
 import type {
   AuditEventRecord,
+  AuthorityKeyRecord,
   AuthorityKind,
   AuthSessionRecord,
   CertificateAuthorityRecord,
@@ -30,6 +31,8 @@ import type {
   PageRequest,
   RefreshTokenRecord,
   RetiredAuthorityKeyRecord,
+  RevocationReasonName,
+  RotationPhase,
   SecretRecord,
   ServiceAccountRecord,
   TargetRecord,
@@ -109,6 +112,8 @@ export interface MemberRepository {
 export interface CertificateAuthorityRepository {
   insert(ca: CertificateAuthorityRecord): Promise<void>;
   findById(workspaceId: string, id: string): Promise<CertificateAuthorityRecord | null>;
+  /** For the public CRL endpoint, before any workspace is known: the authority of this id anywhere. */
+  findForPublication(id: string): Promise<CertificateAuthorityRecord | null>;
   /** All authorities of the workspace, oldest first. */
   list(workspaceId: string): Promise<CertificateAuthorityRecord[]>;
   /** The workspace's default authority of this kind, or `null` when it has none. */
@@ -141,26 +146,28 @@ export interface CertificateAuthorityRepository {
    */
   clearDefault(workspaceId: string, kind: AuthorityKind, updatedAt: Date): Promise<void>;
   /**
-   * Replaces the signing key (rollover): sets the key fields and `keyVersion` to
-   * `expectedVersion + 1`, only if the stored `keyVersion` still is `expectedVersion`. Returns
-   * the updated authority, or `null` when it does not exist or another rollover won the race.
+   * Replaces the signing key (rollover, or the end of a staged rotation): sets the key fields and
+   * `keyVersion` to `expectedVersion + 1` and ends any rotation (phase `none`, no next key), only
+   * if the stored `keyVersion` still is `expectedVersion`. Returns the updated authority, or
+   * `null` when it does not exist or another rollover won the race.
    */
   replaceKey(
     workspaceId: string,
     id: string,
     expectedVersion: number,
-    key: Pick<
-      CertificateAuthorityRecord,
-      | "keyType"
-      | "keyBits"
-      | "certificate"
-      | "publicKey"
-      | "serialNumber"
-      | "subject"
-      | "notBefore"
-      | "notAfter"
-      | "sealedPrivateKey"
-    >,
+    key: AuthorityKeyRecord,
+    updatedAt: Date,
+  ): Promise<CertificateAuthorityRecord | null>;
+  /**
+   * Moves a staged rotation to `phase` with `nextKey`, only if the stored phase still is
+   * `expectedPhase` and the key version `expectedVersion`; `null` otherwise (a racing move won, or
+   * the authority is gone).
+   */
+  setRotation(
+    workspaceId: string,
+    id: string,
+    expected: { readonly phase: RotationPhase; readonly keyVersion: number },
+    next: { readonly phase: RotationPhase; readonly nextKey: AuthorityKeyRecord | null },
     updatedAt: Date,
   ): Promise<CertificateAuthorityRecord | null>;
   /** Deletes the authority and its retired keys. The issuance ledger keeps its entries. */
@@ -210,7 +217,25 @@ export interface IssuedCertificateFilter extends PageRequest {
   readonly caId?: string;
   readonly kind?: IssuedCertificateKind;
   readonly requesterId?: string;
+  readonly targetId?: string;
+  /** Certificates valid at some instant of [validFrom, validUntil). */
+  readonly validFrom?: Date;
+  readonly validUntil?: Date;
+  readonly revoked?: boolean;
 }
+
+/** How a revocation is recorded. */
+export interface Revocation {
+  readonly revokedAt: Date;
+  readonly reason: RevocationReasonName;
+  readonly revokedBy: string;
+}
+
+/** Which unexpired, unrevoked certificates a revocation takes. */
+export type RevocationSelector =
+  | { readonly by: "serial"; readonly caId: string; readonly serial: string }
+  | { readonly by: "key"; readonly keyFingerprint: string; readonly caId?: string }
+  | { readonly by: "requester"; readonly requesterId: string };
 
 /**
  * The issuance ledger. Entries are only ever added; they outlive the authority that signed them
@@ -224,8 +249,29 @@ export interface IssuedCertificateRepository {
    */
   insert(certificate: IssuedCertificateRecord): Promise<void>;
   findBySerial(workspaceId: string, caId: string, serial: string): Promise<IssuedCertificateRecord | null>;
-  /** Newest first, with the total. */
+  findById(workspaceId: string, id: string): Promise<IssuedCertificateRecord | null>;
+  /**
+   * Newest first. The ledger is not counted: `total` is the entries up to the end of this page,
+   * plus one when more follow (exact on the last page), so a page over a ledger of millions costs
+   * what the page costs.
+   */
   list(workspaceId: string, filter: IssuedCertificateFilter): Promise<Page<IssuedCertificateRecord>>;
+  /**
+   * Marks the certificates `selector` names that are unexpired at `revocation.revokedAt` and not
+   * revoked yet, and returns them as revoked. Revoking again changes nothing.
+   */
+  revoke(
+    workspaceId: string,
+    selector: RevocationSelector,
+    revocation: Revocation,
+  ): Promise<IssuedCertificateRecord[]>;
+  /**
+   * Revokes every unexpired, unrevoked certificate `requesterId` asked for, in every workspace
+   * (the account is being deleted). Returns them as revoked.
+   */
+  revokeAllOfRequester(requesterId: string, revocation: Revocation): Promise<IssuedCertificateRecord[]>;
+  /** The revoked certificates of an authority still unexpired at `now`, in no particular order. */
+  listRevoked(workspaceId: string, caId: string, now: Date): Promise<IssuedCertificateRecord[]>;
   /**
    * The latest `validBefore` among the certificates one key version of an authority signed, or
    * `null` when it signed none: how long that key must stay trusted after a rollover.

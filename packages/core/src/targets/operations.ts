@@ -234,7 +234,7 @@ export const getSubjectAccess = defineOperation({
     return {
       targets: access.targets.map((t) => toTargetMessage(t, access.principals)),
       daemons: access.daemons.map(toDaemonMessage),
-      certificateAuthorities: access.authorities.map(toCertificateAuthorityMessage),
+      certificateAuthorities: access.authorities.map((ca) => toCertificateAuthorityMessage(ca, services)),
     };
   },
 });

@@ -17,7 +17,9 @@ import { auditAccount } from "../auth/audit.js";
 import { callerUser } from "../auth/caller-user.js";
 import { toUserMessage } from "../auth/messages.js";
 import { issuedRecently, issueOneTimeToken } from "../auth/one-time-tokens.js";
+import { revocationAuditEntries } from "../certificates/revocation.js";
 import { signInMethods } from "../credentials/sign-in-methods.js";
+import { notifyDaemonsOfChanges } from "../daemons/change-notifications.js";
 import { AlreadyExistsError, FailedPreconditionError, NotFoundError } from "../errors.js";
 import { sendInBackground } from "../mail/deliver.js";
 import { changeEmailMail } from "../mail/templates.js";
@@ -181,7 +183,7 @@ export const deleteAccount = defineOperation({
   input: z.object({}),
   async run({ services, ctx, now }) {
     const user = await callerUser(services, ctx);
-    await services.storage.transaction(async (tx) => {
+    const revoked = await services.storage.transaction(async (tx) => {
       const owned = await tx.members.listSoleOwnerships(user.id);
       if (owned.length > 0) {
         throw new FailedPreconditionError(
@@ -189,7 +191,13 @@ export const deleteAccount = defineOperation({
           { reason: "SOLE_WORKSPACE_OWNER" },
         );
       }
-      // Memberships, sessions (so every token), passkeys, backup codes, devices and links go with it.
+      // Memberships, sessions (so every token), passkeys, backup codes, devices and links go with
+      // it, and so do the certificates it holds in any workspace.
+      const certificates = await tx.issuedCertificates.revokeAllOfRequester(user.id, {
+        revokedAt: now,
+        reason: "affiliation_changed",
+        revokedBy: "system:user.delete",
+      });
       await tx.users.delete(user.id);
       await auditAccount(tx, services, ctx, {
         userId: user.id,
@@ -197,7 +205,10 @@ export const deleteAccount = defineOperation({
         resource: `user:${user.id}`,
         at: now,
       });
+      return certificates;
     });
+    // Committed: the daemons of the authorities concerned fetch their revocation lists again.
+    await notifyDaemonsOfChanges(services, "", revocationAuditEntries(revoked));
     return {};
   },
 });

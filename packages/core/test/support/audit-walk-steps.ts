@@ -22,6 +22,7 @@ import {
   PrincipalService,
   PrincipalType,
   RecordingService,
+  RotationPhase,
   ServiceAccountService,
   SignSSHCertificateRequest_CertificateType,
   SignX509CertificateRequest_X509Usage,
@@ -554,6 +555,7 @@ const steps: ReadonlyArray<Row> = [
       [Cert.updateCertificateAuthority, "certificate_authority.update", { description: "for people" }],
       [Cert.deleteCertificateAuthority, "certificate_authority.delete", {}],
       [Cert.rolloverCertificateAuthority, "certificate_authority.rollover", {}],
+      [Cert.rotateCertificateAuthority, "certificate_authority.rotate", { phase: RotationPhase.PUBLISHED }],
     ],
     async (f, o) => (await sshAuthority(f, o)).id,
   ),
@@ -568,6 +570,21 @@ const steps: ReadonlyArray<Row> = [
         publicKey: line,
       },
       resource: () => latestIssuedCertificate(f, o),
+    };
+  }),
+  ownerStep(Cert.revokeCertificate, "certificate.revoke", async (f, o) => {
+    const ca = await sshAuthority(f, o);
+    const { line } = await subjectKey({ type: "ed25519" });
+    await f.call(o.caller, Cert.signSSHCertificate, {
+      workspaceId: o.workspaceId,
+      caId: ca.id,
+      type: SignSSHCertificateRequest_CertificateType.USER,
+      publicKey: line,
+    });
+    const { items } = await f.storage.issuedCertificates.list(o.workspaceId, { limit: 1, offset: 0 });
+    return {
+      request: { workspaceId: o.workspaceId, caId: ca.id, serial: items[0]!.serial },
+      resource: `certificate_authority:${ca.id}`,
     };
   }),
   ownerStep(Cert.signX509Certificate, "certificate.sign_x509", async (f, o) => {

@@ -50,6 +50,11 @@ export interface StartSshdOptions {
   readonly hostKeyPkcs8?: Uint8Array;
   /** A host certificate line for that host key (HostCertificate). */
   readonly hostCertificate?: string;
+  /**
+   * The KRL sshd starts with (RevokedKeys), as an agent writes it; `writeRevokedKeys` replaces it.
+   * Without it sshd reads no revocation list.
+   */
+  readonly revokedKeys?: Uint8Array;
 }
 
 export interface SshArgs {
@@ -87,6 +92,10 @@ export interface RunningSshd {
   /** sshd's own log so far (LogLevel VERBOSE), for assertions and failure messages. */
   logs(): string;
   ssh(args: SshArgs): Promise<SshResult>;
+  /** Replaces the RevokedKeys file (atomically, as an agent does); sshd reads it at each login. */
+  writeRevokedKeys(krl: Uint8Array): Promise<void>;
+  /** Replaces the TrustedUserCAKeys file; sshd reads it at each login. */
+  writeTrustedUserCaKeys(lines: readonly string[]): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -399,6 +408,12 @@ export async function startSshd(options: StartSshdOptions): Promise<RunningSshd>
   }
   const passwdFile = join(dir, "passwd");
   await writeFile(passwdFile, await passwdWithSshdUser());
+  const revokedKeysFile = join(dir, "revoked_keys");
+  const replace = async (file: string, data: Uint8Array | string) => {
+    await writeFile(`${file}.tmp`, data);
+    await rename(`${file}.tmp`, file);
+  };
+  if (options.revokedKeys !== undefined) await replace(revokedKeysFile, options.revokedKeys);
   let hostCertificateLine = "";
   if (options.hostCertificate !== undefined) {
     await writeFile(join(dir, "host_key-cert.pub"), `${options.hostCertificate.trim()}\n`);
@@ -419,6 +434,7 @@ export async function startSshd(options: StartSshdOptions): Promise<RunningSshd>
         ...(options.authConfig ?? [
           hostCertificateLine.trimEnd(),
           `TrustedUserCAKeys ${caFile}`,
+          options.revokedKeys === undefined ? "" : `RevokedKeys ${revokedKeysFile}`,
           `AuthorizedPrincipalsFile ${join(dir, "principals")}/%u`,
         ]),
         "AuthorizedKeysFile none",
@@ -471,6 +487,8 @@ export async function startSshd(options: StartSshdOptions): Promise<RunningSshd>
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
     },
+    writeRevokedKeys: (krl) => replace(revokedKeysFile, krl),
+    writeTrustedUserCaKeys: (lines) => replace(caFile, lines.map((l) => `${l}\n`).join("")),
     async ssh(args) {
       const knownHosts = join(dir, `known_hosts-${++calls}`);
       await writeFile(knownHosts, args.knownHostsLine === undefined ? "" : `${args.knownHostsLine}\n`);

@@ -6,6 +6,7 @@
  */
 import type {
   AuditEventRecord,
+  AuthorityKeyRecord,
   AuthSessionRecord,
   CertificateAuthorityRecord,
   DaemonRecord,
@@ -258,8 +259,37 @@ export function authorityToRow(c: CertificateAuthorityRecord): Insertable<Certif
     user_critical_options: toJson(c.userCriticalOptions),
     sealed_private_key: fromBytes(c.sealedPrivateKey),
     key_version: c.keyVersion,
+    key_storage: c.keyStorage,
+    rotation_phase: c.rotationPhase,
+    next_key: nextKeyToColumn(c.nextKey),
     created_at: fromDate(c.createdAt),
     updated_at: fromDate(c.updatedAt),
+  };
+}
+
+/** The incoming key of a staged rotation as the JSON `next_key` column holds it. */
+export function nextKeyToColumn(key: AuthorityKeyRecord | null): string | null {
+  if (key === null) return null;
+  return JSON.stringify({
+    ...key,
+    notBefore: key.notBefore.getTime(),
+    notAfter: key.notAfter.getTime(),
+    sealedPrivateKey: Buffer.from(key.sealedPrivateKey).toString("base64"),
+  });
+}
+
+function nextKeyFromColumn(value: string | null): AuthorityKeyRecord | null {
+  if (value === null) return null;
+  const raw = JSON.parse(value) as Omit<AuthorityKeyRecord, "notBefore" | "notAfter" | "sealedPrivateKey"> & {
+    notBefore: number;
+    notAfter: number;
+    sealedPrivateKey: string;
+  };
+  return {
+    ...raw,
+    notBefore: new Date(raw.notBefore),
+    notAfter: new Date(raw.notAfter),
+    sealedPrivateKey: new Uint8Array(Buffer.from(raw.sealedPrivateKey, "base64")),
   };
 }
 
@@ -290,6 +320,9 @@ export function rowToAuthority(r: Selectable<CertificateAuthoritiesTable>): Cert
     userCriticalOptions: toStringMap(r.user_critical_options),
     sealedPrivateKey: toBytes(r.sealed_private_key),
     keyVersion: toNumber(r.key_version),
+    keyStorage: r.key_storage as CertificateAuthorityRecord["keyStorage"],
+    rotationPhase: r.rotation_phase as CertificateAuthorityRecord["rotationPhase"],
+    nextKey: nextKeyFromColumn(r.next_key),
     createdAt: toDate(r.created_at),
     updatedAt: toDate(r.updated_at),
   };
@@ -454,6 +487,9 @@ export function issuedCertificateToRow(c: IssuedCertificateRecord): Insertable<I
     target_id: c.targetId,
     key_id: c.keyId,
     created_at: fromDate(c.createdAt),
+    revoked_at: fromDateOrNull(c.revokedAt ?? null),
+    revocation_reason: c.revocationReason ?? null,
+    revoked_by: c.revokedBy ?? null,
   };
 }
 
@@ -474,6 +510,9 @@ export function rowToIssuedCertificate(r: Selectable<IssuedCertificatesTable>): 
     targetId: r.target_id,
     keyId: r.key_id,
     createdAt: toDate(r.created_at),
+    revokedAt: toDateOrNull(r.revoked_at),
+    revocationReason: r.revocation_reason as IssuedCertificateRecord["revocationReason"],
+    revokedBy: r.revoked_by,
   };
 }
 

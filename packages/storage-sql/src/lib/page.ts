@@ -30,3 +30,22 @@ export async function listPage<DB, TB extends keyof DB, Row>(
   const rows = await select(filtered).limit(window.limit).offset(window.offset).execute();
   return { rows, total: toNumber(count.n) };
 }
+
+/**
+ * Like {@link listPage}, without counting: reads one row past the page, and reports as `total`
+ * the rows up to the end of the page plus one when more follow (a lower bound that is exact on
+ * the last page). A page over a very large filtered set then costs what the page costs.
+ */
+export async function listPageProbe<DB, TB extends keyof DB, Row>(
+  filtered: SelectQueryBuilder<DB, TB, object>,
+  select: (query: SelectQueryBuilder<DB, TB, object>) => SelectQueryBuilder<DB, TB, Row>,
+  window: PageWindow,
+): Promise<{ rows: Row[]; total: number }> {
+  const rows = await select(filtered)
+    .limit(window.limit + 1)
+    .offset(window.offset)
+    .execute();
+  const more = rows.length > window.limit;
+  if (more) rows.pop();
+  return { rows, total: window.offset + rows.length + (more ? 1 : 0) };
+}

@@ -11,6 +11,8 @@ import type { SignOption } from "./pipeline.js";
 export interface ValidityDraft {
   validAfter: Date;
   validBefore: Date;
+  /** Why the lifetime granted is shorter than the one asked for; unset when it is not. */
+  ttlNote?: string;
 }
 
 /**
@@ -61,24 +63,42 @@ export function backdate(now: Date): SignOption<unknown, ValidityDraft> {
 
 /**
  * Ends validity after the requested lifetime, or the authority's default when none was asked for.
- * A request above the authority's maximum is cut to the maximum, not refused: the response's
- * `expiresAt` says what was granted (clients such as the CLI send a configured TTL as is). No
- * certificate outlives its authority.
+ * A request above the authority's maximum is cut to the maximum, not refused (clients such as the
+ * CLI send a configured TTL as is): the response's `grantedTtl` and `ttlNote` say what was granted
+ * and why. No certificate outlives its authority.
  */
 export function lifetime(params: {
   readonly now: Date;
   readonly requestedSeconds: number | undefined;
   readonly defaultSeconds: number;
   readonly maxSeconds: number;
+  /** e.g. "user certificates", for the note. */
+  readonly kindName: string;
   readonly authorityNotAfter: Date;
 }): SignOption<unknown, ValidityDraft> {
   return {
     kind: "enforcer",
     name: "lifetime",
     enforce(draft) {
-      const seconds = Math.min(params.requestedSeconds ?? params.defaultSeconds, params.maxSeconds);
-      const end = Math.min(params.now.getTime() + seconds * 1000, params.authorityNotAfter.getTime());
+      const requested = params.requestedSeconds ?? params.defaultSeconds;
+      const seconds = Math.min(requested, params.maxSeconds);
+      const wanted = params.now.getTime() + seconds * 1000;
+      const end = Math.min(wanted, params.authorityNotAfter.getTime());
       draft.validBefore = wholeSeconds(end);
+      if (end < wanted) {
+        draft.ttlNote = `cut to the certificate authority's own expiry at ${params.authorityNotAfter.toISOString()}`;
+      } else if (requested > params.maxSeconds) {
+        draft.ttlNote = `requested ${requested}s is above this certificate authority's maximum for ${params.kindName} (${params.maxSeconds}s)`;
+      }
     },
+  };
+}
+
+/** What a sign response says of the lifetime: `grantedTtl` from `now`, and `ttlNote`. */
+export function grantedLifetime(draft: ValidityDraft, now: Date) {
+  const ms = Math.max(0, draft.validBefore.getTime() - now.getTime());
+  return {
+    grantedTtl: { seconds: BigInt(Math.floor(ms / 1000)), nanos: 0 },
+    ttlNote: draft.ttlNote ?? "",
   };
 }

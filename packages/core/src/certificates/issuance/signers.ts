@@ -1,7 +1,7 @@
 /**
  * Signers kept ready per authority key: the sealed private key is opened and parsed once per
  * authority and key version, not per request. A rollover makes a new version, so a new signer;
- * the old one is dropped on first sight of the new version.
+ * a staged rotation signs with two versions at once, so both are kept.
  *
  * The cache belongs to the key store that opened the keys (one per platform instance).
  *
@@ -15,12 +15,8 @@ import { caKeyContext, checkKeySpec } from "../authority-keys.js";
 
 const MAX_AUTHORITIES = 1024;
 
-interface Entry<T> {
-  readonly version: number;
-  readonly signer: Promise<T>;
-}
-
-type Cache<T> = Map<string, Entry<T>>;
+/** Per authority, its signers by key version: a staged rotation signs with two versions at once. */
+type Cache<T> = Map<string, Map<number, Promise<T>>>;
 
 const sshCaches = new WeakMap<KeyStore, Cache<SshCertificateSigner>>();
 const x509Caches = new WeakMap<KeyStore, Cache<X509LeafSigner>>();
@@ -36,8 +32,9 @@ function cached<T>(
     cache = new Map();
     caches.set(keyStore, cache);
   }
-  const hit = cache.get(ca.id);
-  if (hit !== undefined && hit.version === ca.keyVersion) return hit.signer;
+  let versions = cache.get(ca.id);
+  const hit = versions?.get(ca.keyVersion);
+  if (hit !== undefined) return hit;
   // Requests racing on a cold authority share one unsealing.
   const signer = (async () => {
     const pkcs8 = await keyStore.open(ca.sealedPrivateKey, caKeyContext(ca.id, ca.keyVersion));
@@ -47,15 +44,19 @@ function cached<T>(
       pkcs8.fill(0);
     }
   })();
-  const entry: Entry<T> = { version: ca.keyVersion, signer };
-  const map = cache;
+  if (versions === undefined) {
+    if (cache.size >= MAX_AUTHORITIES) cache.delete(cache.keys().next().value as string);
+    versions = new Map();
+    cache.set(ca.id, versions);
+  }
+  const mine = versions;
+  // Keys two versions behind signed their last certificate: drop them.
+  for (const version of mine.keys()) if (version < ca.keyVersion - 1) mine.delete(version);
+  mine.set(ca.keyVersion, signer);
   // A key that fails to open (wrong master key) is tried again by the next request.
   signer.catch(() => {
-    if (map.get(ca.id) === entry) map.delete(ca.id);
+    if (mine.get(ca.keyVersion) === signer) mine.delete(ca.keyVersion);
   });
-  map.delete(ca.id);
-  if (map.size >= MAX_AUTHORITIES) map.delete(map.keys().next().value as string);
-  map.set(ca.id, entry);
   return signer;
 }
 

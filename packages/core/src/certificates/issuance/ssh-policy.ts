@@ -195,6 +195,7 @@ export function authorizeSshSign(params: {
       requestedSeconds: params.requestedTtlSeconds,
       defaultSeconds: user ? ca.userDefaultTtlSeconds : ca.hostDefaultTtlSeconds,
       maxSeconds: user ? ca.userMaxTtlSeconds : ca.hostMaxTtlSeconds,
+      kindName: user ? "user certificates" : "host certificates",
       authorityNotAfter: ca.notAfter,
     }),
     {

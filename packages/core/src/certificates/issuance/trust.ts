@@ -11,6 +11,7 @@
 import type { Services } from "../../operations/services.js";
 import type { CertificateAuthorityRecord, RetiredAuthorityKeyRecord } from "../../storage/records.js";
 import type { Repositories } from "../../storage/storage.js";
+import { rotationKeys } from "../rotation.js";
 import { perPlatform } from "./platform-scope.js";
 
 interface Entry {
@@ -52,13 +53,16 @@ export function stillTrusted(
   return retired.filter((key) => key.trustedUntil.getTime() > now.getTime());
 }
 
-/** The authorized_keys lines to trust for an SSH authority at `now`, the signing key first. */
+/**
+ * The authorized_keys lines to trust for an SSH authority at `now`, the signing key (of host
+ * certificates, during a staged rotation) first; both keys of a rotation, then retired keys.
+ */
 export function sshTrustedKeysText(
   ca: CertificateAuthorityRecord,
   retired: readonly RetiredAuthorityKeyRecord[],
   now: Date,
 ): string {
-  return [ca.publicKey, ...stillTrusted(retired, now).map((key) => key.publicKey)].join("\n");
+  return [...rotationKeys(ca), ...stillTrusted(retired, now)].map((key) => key.publicKey).join("\n");
 }
 
 /** The CA certificates to trust for an X.509 authority at `now` (PEM, the current one first). */
@@ -67,7 +71,8 @@ export function x509TrustBundle(
   retired: readonly RetiredAuthorityKeyRecord[],
   now: Date,
 ): string {
-  return [ca.certificate, ...stillTrusted(retired, now).map((key) => key.certificate)]
+  return [...rotationKeys(ca), ...stillTrusted(retired, now)]
+    .map((key) => key.certificate)
     .map((pem) => (pem.endsWith("\n") ? pem : `${pem}\n`))
     .join("");
 }

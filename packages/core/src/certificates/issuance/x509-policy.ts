@@ -209,6 +209,7 @@ export function authorizeX509Sign(params: {
       requestedSeconds: params.requestedTtlSeconds,
       defaultSeconds: client ? ca.userDefaultTtlSeconds : ca.hostDefaultTtlSeconds,
       maxSeconds: client ? ca.userMaxTtlSeconds : ca.hostMaxTtlSeconds,
+      kindName: client ? "client certificates" : "server certificates",
       authorityNotAfter: ca.notAfter,
     }),
     {

@@ -336,7 +336,40 @@ export interface IssueLeafParams {
   readonly notAfter: Date;
   /** Random bytes (16 recommended, at most 20); the top bit is cleared so the serial is positive. */
   readonly serialNumber: Uint8Array;
+  /** Where relying parties fetch the CA's CRL: written as the CRL distribution point. */
+  readonly crlUrl?: string;
 }
+
+/** Why a certificate was revoked, as CRL entries say it (RFC 5280 CRLReason). */
+export type CrlReason =
+  | "unspecified"
+  | "key_compromise"
+  | "affiliation_changed"
+  | "superseded"
+  | "cessation_of_operation"
+  | "privilege_withdrawn";
+
+/** What a CRL lists. */
+export interface CrlParams {
+  readonly entries: readonly {
+    readonly serialHex: string;
+    readonly revokedAt: Date;
+    readonly reason: CrlReason;
+  }[];
+  readonly thisUpdate: Date;
+  readonly nextUpdate: Date;
+  /** Increases with every CRL the CA signs (the cRLNumber extension). */
+  readonly crlNumber: bigint;
+}
+
+const crlReasons: Readonly<Record<CrlReason, x509.X509CrlReason>> = {
+  unspecified: x509.X509CrlReason.unspecified,
+  key_compromise: x509.X509CrlReason.keyCompromise,
+  affiliation_changed: x509.X509CrlReason.affiliationChanged,
+  superseded: x509.X509CrlReason.superseded,
+  cessation_of_operation: x509.X509CrlReason.cessationOfOperation,
+  privilege_withdrawn: x509.X509CrlReason.privilegeWithdrawn,
+};
 
 /** An issued leaf certificate. */
 export interface IssuedLeafCertificate {
@@ -353,6 +386,8 @@ export interface X509LeafSigner {
   readonly spec: CaKeySpec;
   readonly caCertificatePem: string;
   issue(params: IssueLeafParams): Promise<IssuedLeafCertificate>;
+  /** Signs a CRL; returns its DER. */
+  signCrl(params: CrlParams): Promise<Uint8Array>;
 }
 
 const ekuByUsage: Readonly<Record<X509Usage, readonly string[]>> = {
@@ -440,6 +475,8 @@ export async function createX509LeafSigner(ca: X509LeafCa): Promise<X509LeafSign
       ];
       const names = sanList(params.sans);
       if (names.length > 0) extensions.push(new x509.SubjectAlternativeNameExtension(names, false));
+      if (params.crlUrl !== undefined)
+        extensions.push(new x509.CRLDistributionPointsExtension([params.crlUrl]));
 
       const cert = await x509.X509CertificateGenerator.create(
         {
@@ -457,7 +494,38 @@ export async function createX509LeafSigner(ca: X509LeafCa): Promise<X509LeafSign
       );
       return { pem: cert.toString("pem"), serialHex, notBefore: cert.notBefore, notAfter: cert.notAfter };
     },
+    async signCrl(params) {
+      const crl = await x509.X509CrlGenerator.create(
+        {
+          issuer: caCert.subjectName,
+          thisUpdate: params.thisUpdate,
+          nextUpdate: params.nextUpdate,
+          signingKey,
+          signingAlgorithm,
+          extensions: [
+            new x509.AuthorityKeyIdentifierExtension(caSki.keyId, false),
+            new x509.Extension("2.5.29.20", false, derInteger(params.crlNumber)),
+          ],
+          entries: params.entries.map((entry) => ({
+            serialNumber: entry.serialHex,
+            revocationDate: entry.revokedAt,
+            reason: crlReasons[entry.reason],
+          })),
+        },
+        crypto,
+      );
+      return new Uint8Array(crl.rawData);
+    },
   };
+}
+
+/** DER INTEGER of a non-negative number (the cRLNumber extension's value). */
+function derInteger(value: bigint): Uint8Array {
+  let hex = value.toString(16);
+  if (hex.length % 2 === 1) hex = `0${hex}`;
+  if (Number.parseInt(hex.slice(0, 2), 16) >= 0x80) hex = `00${hex}`;
+  const body = Uint8Array.from(hex.match(/../g) ?? [], (byte) => Number.parseInt(byte, 16));
+  return Uint8Array.from([0x02, body.length, ...body]);
 }
 
 /**

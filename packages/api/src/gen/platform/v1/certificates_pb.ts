@@ -19,7 +19,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file platform/v1/certificates.proto.
  */
 export const file_platform_v1_certificates: GenFile = /*@__PURE__*/
-  fileDesc("Ch5wbGF0Zm9ybS92MS9jZXJ0aWZpY2F0ZXMucHJvdG8SC3BsYXRmb3JtLnYxIkIKHkdldENlcnRpZmljYXRlQXV0aG9yaXR5UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiYwofR2V0Q2VydGlmaWNhdGVBdXRob3JpdHlSZXNwb25zZRJAChVjZXJ0aWZpY2F0ZV9hdXRob3JpdHkYASABKAsyIS5wbGF0Zm9ybS52MS5DZXJ0aWZpY2F0ZUF1dGhvcml0eSLWBgohQ3JlYXRlQ2VydGlmaWNhdGVBdXRob3JpdHlSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEjEKCGtleV90eXBlGAQgASgOMh8ucGxhdGZvcm0udjEuQ2VydGlmaWNhdGVLZXlUeXBlEhAKCGtleV9iaXRzGAUgASgFEhIKCmlzX2RlZmF1bHQYBiABKAgSOgoRYWxsb3dlZF9rZXlfdHlwZXMYByADKA4yHy5wbGF0Zm9ybS52MS5DZXJ0aWZpY2F0ZUtleVR5cGUSKwoIbGlmZXRpbWUYCCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMwoQdXNlcl9kZWZhdWx0X3R0bBgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgx1c2VyX21heF90dGwYCiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMwoQaG9zdF9kZWZhdWx0X3R0bBgLIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgxob3N0X21heF90dGwYDCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SWwoPdXNlcl9leHRlbnNpb25zGA0gAygLMkIucGxhdGZvcm0udjEuQ3JlYXRlQ2VydGlmaWNhdGVBdXRob3JpdHlSZXF1ZXN0LlVzZXJFeHRlbnNpb25zRW50cnkSZgoVdXNlcl9jcml0aWNhbF9vcHRpb25zGA4gAygLMkcucGxhdGZvcm0udjEuQ3JlYXRlQ2VydGlmaWNhdGVBdXRob3JpdHlSZXF1ZXN0LlVzZXJDcml0aWNhbE9wdGlvbnNFbnRyeRIyCg5hdXRob3JpdHlfdHlwZRgPIAEoDjIaLnBsYXRmb3JtLnYxLkF1dGhvcml0eVR5cGUaNQoTVXNlckV4dGVuc2lvbnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGjoKGFVzZXJDcml0aWNhbE9wdGlvbnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBImYKIkNyZWF0ZUNlcnRpZmljYXRlQXV0aG9yaXR5UmVzcG9uc2USQAoVY2VydGlmaWNhdGVfYXV0aG9yaXR5GAEgASgLMiEucGxhdGZvcm0udjEuQ2VydGlmaWNhdGVBdXRob3JpdHki/AUKIVVwZGF0ZUNlcnRpZmljYXRlQXV0aG9yaXR5UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSDAoEbmFtZRgDIAEoCRITCgtkZXNjcmlwdGlvbhgEIAEoCRIRCglpc19hY3RpdmUYBSABKAgSEgoKaXNfZGVmYXVsdBgGIAEoCBI6ChFhbGxvd2VkX2tleV90eXBlcxgHIAMoDjIfLnBsYXRmb3JtLnYxLkNlcnRpZmljYXRlS2V5VHlwZRIrCghsaWZldGltZRgIIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIzChB1c2VyX2RlZmF1bHRfdHRsGAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi8KDHVzZXJfbWF4X3R0bBgKIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIzChBob3N0X2RlZmF1bHRfdHRsGAsgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi8KDGhvc3RfbWF4X3R0bBgMIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhJbCg91c2VyX2V4dGVuc2lvbnMYDSADKAsyQi5wbGF0Zm9ybS52MS5VcGRhdGVDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlcXVlc3QuVXNlckV4dGVuc2lvbnNFbnRyeRJmChV1c2VyX2NyaXRpY2FsX29wdGlvbnMYDiADKAsyRy5wbGF0Zm9ybS52MS5VcGRhdGVDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlcXVlc3QuVXNlckNyaXRpY2FsT3B0aW9uc0VudHJ5GjUKE1VzZXJFeHRlbnNpb25zRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARo6ChhVc2VyQ3JpdGljYWxPcHRpb25zRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJmCiJVcGRhdGVDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlc3BvbnNlEkAKFWNlcnRpZmljYXRlX2F1dGhvcml0eRgBIAEoCzIhLnBsYXRmb3JtLnYxLkNlcnRpZmljYXRlQXV0aG9yaXR5IjkKIUxpc3RDZXJ0aWZpY2F0ZUF1dGhvcml0aWVzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiaAoiTGlzdENlcnRpZmljYXRlQXV0aG9yaXRpZXNSZXNwb25zZRJCChdjZXJ0aWZpY2F0ZV9hdXRob3JpdGllcxgBIAMoCzIhLnBsYXRmb3JtLnYxLkNlcnRpZmljYXRlQXV0aG9yaXR5IkUKIURlbGV0ZUNlcnRpZmljYXRlQXV0aG9yaXR5UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiJAoiRGVsZXRlQ2VydGlmaWNhdGVBdXRob3JpdHlSZXNwb25zZSKMAQojUm9sbG92ZXJDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEhAKCGtleV9iaXRzGAMgASgFEjEKCGtleV90eXBlGAQgASgOMh8ucGxhdGZvcm0udjEuQ2VydGlmaWNhdGVLZXlUeXBlImgKJFJvbGxvdmVyQ2VydGlmaWNhdGVBdXRob3JpdHlSZXNwb25zZRJAChVjZXJ0aWZpY2F0ZV9hdXRob3JpdHkYASABKAsyIS5wbGF0Zm9ybS52MS5DZXJ0aWZpY2F0ZUF1dGhvcml0eSLAAgoZU2lnblNTSENlcnRpZmljYXRlUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDQoFY2FfaWQYAiABKAkSEQoJdGFyZ2V0X2lkGAMgASgJEkQKBHR5cGUYBCABKA4yNi5wbGF0Zm9ybS52MS5TaWduU1NIQ2VydGlmaWNhdGVSZXF1ZXN0LkNlcnRpZmljYXRlVHlwZRISCgpwdWJsaWNfa2V5GAUgASgJEiYKA3R0bBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiJpCg9DZXJ0aWZpY2F0ZVR5cGUSIAocQ0VSVElGSUNBVEVfVFlQRV9VTlNQRUNJRklFRBAAEhkKFUNFUlRJRklDQVRFX1RZUEVfVVNFUhABEhkKFUNFUlRJRklDQVRFX1RZUEVfSE9TVBACIp8BChpTaWduU1NIQ2VydGlmaWNhdGVSZXNwb25zZRINCgVjYV9pZBgBIAEoCRIPCgdjYV9uYW1lGAIgASgJEhUKDWNhX3B1YmxpY19rZXkYAyABKAkSGgoSc2lnbmVkX2NlcnRpZmljYXRlGAQgASgJEi4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrwCChpTaWduWDUwOUNlcnRpZmljYXRlUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDQoFY2FfaWQYAiABKAkSCwoDY3NyGAMgASgJEkAKBXVzYWdlGAQgASgOMjEucGxhdGZvcm0udjEuU2lnblg1MDlDZXJ0aWZpY2F0ZVJlcXVlc3QuWDUwOVVzYWdlEiYKA3R0bBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiKBAQoJWDUwOVVzYWdlEhoKFlg1MDlfVVNBR0VfVU5TUEVDSUZJRUQQABIaChZYNTA5X1VTQUdFX0NMSUVOVF9BVVRIEAESGgoWWDUwOV9VU0FHRV9TRVJWRVJfQVVUSBACEiAKHFg1MDlfVVNBR0VfQ0xJRU5UX0FORF9TRVJWRVIQAyKUAQobU2lnblg1MDlDZXJ0aWZpY2F0ZVJlc3BvbnNlEg0KBWNhX2lkGAEgASgJEg8KB2NhX25hbWUYAiABKAkSEwoLY2VydGlmaWNhdGUYAyABKAkSEAoIY2FfY2hhaW4YBCABKAkSLgoKZXhwaXJlc19hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi3ggKFENlcnRpZmljYXRlQXV0aG9yaXR5EgoKAmlkGAEgASgJEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEhMKC2Rlc2NyaXB0aW9uGAQgASgJEhMKC2NlcnRpZmljYXRlGAUgASgJEhIKCnB1YmxpY19rZXkYBiABKAkSFQoNc2VyaWFsX251bWJlchgHIAEoCRIPCgdzdWJqZWN0GAggASgJEi4KCm5vdF9iZWZvcmUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KCW5vdF9hZnRlchgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJaXNfYWN0aXZlGAsgASgIEhIKCmlzX2RlZmF1bHQYDCABKAgSEAoIa2V5X2JpdHMYDSABKAUSMQoIa2V5X3R5cGUYDiABKA4yHy5wbGF0Zm9ybS52MS5DZXJ0aWZpY2F0ZUtleVR5cGUSOgoRYWxsb3dlZF9rZXlfdHlwZXMYDyADKA4yHy5wbGF0Zm9ybS52MS5DZXJ0aWZpY2F0ZUtleVR5cGUSKwoIbGlmZXRpbWUYECABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMwoQdXNlcl9kZWZhdWx0X3R0bBgRIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgx1c2VyX21heF90dGwYEiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24STgoPdXNlcl9leHRlbnNpb25zGBMgAygLMjUucGxhdGZvcm0udjEuQ2VydGlmaWNhdGVBdXRob3JpdHkuVXNlckV4dGVuc2lvbnNFbnRyeRJZChV1c2VyX2NyaXRpY2FsX29wdGlvbnMYFCADKAsyOi5wbGF0Zm9ybS52MS5DZXJ0aWZpY2F0ZUF1dGhvcml0eS5Vc2VyQ3JpdGljYWxPcHRpb25zRW50cnkSMwoQaG9zdF9kZWZhdWx0X3R0bBgVIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgxob3N0X21heF90dGwYFiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SLgoKY3JlYXRlZF9hdBgXIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgYIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMgoOYXV0aG9yaXR5X3R5cGUYGSABKA4yGi5wbGF0Zm9ybS52MS5BdXRob3JpdHlUeXBlGjUKE1VzZXJFeHRlbnNpb25zRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARo6ChhVc2VyQ3JpdGljYWxPcHRpb25zRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASqaAQoSQ2VydGlmaWNhdGVLZXlUeXBlEiQKIENFUlRJRklDQVRFX0tFWV9UWVBFX1VOU1BFQ0lGSUVEEAASHAoYQ0VSVElGSUNBVEVfS0VZX1RZUEVfUlNBEAESHgoaQ0VSVElGSUNBVEVfS0VZX1RZUEVfRUNEU0EQAhIgChxDRVJUSUZJQ0FURV9LRVlfVFlQRV9FRDI1NTE5EAMqYAoNQXV0aG9yaXR5VHlwZRIeChpBVVRIT1JJVFlfVFlQRV9VTlNQRUNJRklFRBAAEhYKEkFVVEhPUklUWV9UWVBFX1NTSBABEhcKE0FVVEhPUklUWV9UWVBFX1g1MDkQAjLxCwoSQ2VydGlmaWNhdGVTZXJ2aWNlErsBChdHZXRDZXJ0aWZpY2F0ZUF1dGhvcml0eRIrLnBsYXRmb3JtLnYxLkdldENlcnRpZmljYXRlQXV0aG9yaXR5UmVxdWVzdBosLnBsYXRmb3JtLnYxLkdldENlcnRpZmljYXRlQXV0aG9yaXR5UmVzcG9uc2UiRZACAYLT5JMCPBI6L3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vY2VydGlmaWNhdGVfYXV0aG9yaXRpZXMve2lkfRK/AQoaQ3JlYXRlQ2VydGlmaWNhdGVBdXRob3JpdHkSLi5wbGF0Zm9ybS52MS5DcmVhdGVDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlcXVlc3QaLy5wbGF0Zm9ybS52MS5DcmVhdGVDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlc3BvbnNlIkCC0+STAjo6ASoiNS92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2NlcnRpZmljYXRlX2F1dGhvcml0aWVzEsQBChpVcGRhdGVDZXJ0aWZpY2F0ZUF1dGhvcml0eRIuLnBsYXRmb3JtLnYxLlVwZGF0ZUNlcnRpZmljYXRlQXV0aG9yaXR5UmVxdWVzdBovLnBsYXRmb3JtLnYxLlVwZGF0ZUNlcnRpZmljYXRlQXV0aG9yaXR5UmVzcG9uc2UiRYLT5JMCPzoBKjI6L3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vY2VydGlmaWNhdGVfYXV0aG9yaXRpZXMve2lkfRK/AQoaTGlzdENlcnRpZmljYXRlQXV0aG9yaXRpZXMSLi5wbGF0Zm9ybS52MS5MaXN0Q2VydGlmaWNhdGVBdXRob3JpdGllc1JlcXVlc3QaLy5wbGF0Zm9ybS52MS5MaXN0Q2VydGlmaWNhdGVBdXRob3JpdGllc1Jlc3BvbnNlIkCQAgGC0+STAjcSNS92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2NlcnRpZmljYXRlX2F1dGhvcml0aWVzEsEBChpEZWxldGVDZXJ0aWZpY2F0ZUF1dGhvcml0eRIuLnBsYXRmb3JtLnYxLkRlbGV0ZUNlcnRpZmljYXRlQXV0aG9yaXR5UmVxdWVzdBovLnBsYXRmb3JtLnYxLkRlbGV0ZUNlcnRpZmljYXRlQXV0aG9yaXR5UmVzcG9uc2UiQoLT5JMCPCo6L3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vY2VydGlmaWNhdGVfYXV0aG9yaXRpZXMve2lkfRLTAQocUm9sbG92ZXJDZXJ0aWZpY2F0ZUF1dGhvcml0eRIwLnBsYXRmb3JtLnYxLlJvbGxvdmVyQ2VydGlmaWNhdGVBdXRob3JpdHlSZXF1ZXN0GjEucGxhdGZvcm0udjEuUm9sbG92ZXJDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlc3BvbnNlIk6C0+STAkg6ASoiQy92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2NlcnRpZmljYXRlX2F1dGhvcml0aWVzL3tpZH06cm9sbG92ZXISmAEKElNpZ25TU0hDZXJ0aWZpY2F0ZRImLnBsYXRmb3JtLnYxLlNpZ25TU0hDZXJ0aWZpY2F0ZVJlcXVlc3QaJy5wbGF0Zm9ybS52MS5TaWduU1NIQ2VydGlmaWNhdGVSZXNwb25zZSIxgtPkkwIrOgEqIiYvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9zaWduLXNzaBKcAQoTU2lnblg1MDlDZXJ0aWZpY2F0ZRInLnBsYXRmb3JtLnYxLlNpZ25YNTA5Q2VydGlmaWNhdGVSZXF1ZXN0GigucGxhdGZvcm0udjEuU2lnblg1MDlDZXJ0aWZpY2F0ZVJlc3BvbnNlIjKC0+STAiw6ASoiJy92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L3NpZ24teDUwOWIIZWRpdGlvbnNw6Ac", [file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("Ch5wbGF0Zm9ybS92MS9jZXJ0aWZpY2F0ZXMucHJvdG8SC3BsYXRmb3JtLnYxIkIKHkdldENlcnRpZmljYXRlQXV0aG9yaXR5UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiYwofR2V0Q2VydGlmaWNhdGVBdXRob3JpdHlSZXNwb25zZRJAChVjZXJ0aWZpY2F0ZV9hdXRob3JpdHkYASABKAsyIS5wbGF0Zm9ybS52MS5DZXJ0aWZpY2F0ZUF1dGhvcml0eSLWBgohQ3JlYXRlQ2VydGlmaWNhdGVBdXRob3JpdHlSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEjEKCGtleV90eXBlGAQgASgOMh8ucGxhdGZvcm0udjEuQ2VydGlmaWNhdGVLZXlUeXBlEhAKCGtleV9iaXRzGAUgASgFEhIKCmlzX2RlZmF1bHQYBiABKAgSOgoRYWxsb3dlZF9rZXlfdHlwZXMYByADKA4yHy5wbGF0Zm9ybS52MS5DZXJ0aWZpY2F0ZUtleVR5cGUSKwoIbGlmZXRpbWUYCCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMwoQdXNlcl9kZWZhdWx0X3R0bBgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgx1c2VyX21heF90dGwYCiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMwoQaG9zdF9kZWZhdWx0X3R0bBgLIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgxob3N0X21heF90dGwYDCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SWwoPdXNlcl9leHRlbnNpb25zGA0gAygLMkIucGxhdGZvcm0udjEuQ3JlYXRlQ2VydGlmaWNhdGVBdXRob3JpdHlSZXF1ZXN0LlVzZXJFeHRlbnNpb25zRW50cnkSZgoVdXNlcl9jcml0aWNhbF9vcHRpb25zGA4gAygLMkcucGxhdGZvcm0udjEuQ3JlYXRlQ2VydGlmaWNhdGVBdXRob3JpdHlSZXF1ZXN0LlVzZXJDcml0aWNhbE9wdGlvbnNFbnRyeRIyCg5hdXRob3JpdHlfdHlwZRgPIAEoDjIaLnBsYXRmb3JtLnYxLkF1dGhvcml0eVR5cGUaNQoTVXNlckV4dGVuc2lvbnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGjoKGFVzZXJDcml0aWNhbE9wdGlvbnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBImYKIkNyZWF0ZUNlcnRpZmljYXRlQXV0aG9yaXR5UmVzcG9uc2USQAoVY2VydGlmaWNhdGVfYXV0aG9yaXR5GAEgASgLMiEucGxhdGZvcm0udjEuQ2VydGlmaWNhdGVBdXRob3JpdHki/AUKIVVwZGF0ZUNlcnRpZmljYXRlQXV0aG9yaXR5UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSDAoEbmFtZRgDIAEoCRITCgtkZXNjcmlwdGlvbhgEIAEoCRIRCglpc19hY3RpdmUYBSABKAgSEgoKaXNfZGVmYXVsdBgGIAEoCBI6ChFhbGxvd2VkX2tleV90eXBlcxgHIAMoDjIfLnBsYXRmb3JtLnYxLkNlcnRpZmljYXRlS2V5VHlwZRIrCghsaWZldGltZRgIIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIzChB1c2VyX2RlZmF1bHRfdHRsGAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi8KDHVzZXJfbWF4X3R0bBgKIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIzChBob3N0X2RlZmF1bHRfdHRsGAsgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi8KDGhvc3RfbWF4X3R0bBgMIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhJbCg91c2VyX2V4dGVuc2lvbnMYDSADKAsyQi5wbGF0Zm9ybS52MS5VcGRhdGVDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlcXVlc3QuVXNlckV4dGVuc2lvbnNFbnRyeRJmChV1c2VyX2NyaXRpY2FsX29wdGlvbnMYDiADKAsyRy5wbGF0Zm9ybS52MS5VcGRhdGVDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlcXVlc3QuVXNlckNyaXRpY2FsT3B0aW9uc0VudHJ5GjUKE1VzZXJFeHRlbnNpb25zRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARo6ChhVc2VyQ3JpdGljYWxPcHRpb25zRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJmCiJVcGRhdGVDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlc3BvbnNlEkAKFWNlcnRpZmljYXRlX2F1dGhvcml0eRgBIAEoCzIhLnBsYXRmb3JtLnYxLkNlcnRpZmljYXRlQXV0aG9yaXR5IjkKIUxpc3RDZXJ0aWZpY2F0ZUF1dGhvcml0aWVzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiaAoiTGlzdENlcnRpZmljYXRlQXV0aG9yaXRpZXNSZXNwb25zZRJCChdjZXJ0aWZpY2F0ZV9hdXRob3JpdGllcxgBIAMoCzIhLnBsYXRmb3JtLnYxLkNlcnRpZmljYXRlQXV0aG9yaXR5IkUKIURlbGV0ZUNlcnRpZmljYXRlQXV0aG9yaXR5UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiJAoiRGVsZXRlQ2VydGlmaWNhdGVBdXRob3JpdHlSZXNwb25zZSKMAQojUm9sbG92ZXJDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEhAKCGtleV9iaXRzGAMgASgFEjEKCGtleV90eXBlGAQgASgOMh8ucGxhdGZvcm0udjEuQ2VydGlmaWNhdGVLZXlUeXBlImgKJFJvbGxvdmVyQ2VydGlmaWNhdGVBdXRob3JpdHlSZXNwb25zZRJAChVjZXJ0aWZpY2F0ZV9hdXRob3JpdHkYASABKAsyIS5wbGF0Zm9ybS52MS5DZXJ0aWZpY2F0ZUF1dGhvcml0eSLAAgoZU2lnblNTSENlcnRpZmljYXRlUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDQoFY2FfaWQYAiABKAkSEQoJdGFyZ2V0X2lkGAMgASgJEkQKBHR5cGUYBCABKA4yNi5wbGF0Zm9ybS52MS5TaWduU1NIQ2VydGlmaWNhdGVSZXF1ZXN0LkNlcnRpZmljYXRlVHlwZRISCgpwdWJsaWNfa2V5GAUgASgJEiYKA3R0bBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiJpCg9DZXJ0aWZpY2F0ZVR5cGUSIAocQ0VSVElGSUNBVEVfVFlQRV9VTlNQRUNJRklFRBAAEhkKFUNFUlRJRklDQVRFX1RZUEVfVVNFUhABEhkKFUNFUlRJRklDQVRFX1RZUEVfSE9TVBACIuEBChpTaWduU1NIQ2VydGlmaWNhdGVSZXNwb25zZRINCgVjYV9pZBgBIAEoCRIPCgdjYV9uYW1lGAIgASgJEhUKDWNhX3B1YmxpY19rZXkYAyABKAkSGgoSc2lnbmVkX2NlcnRpZmljYXRlGAQgASgJEi4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KC2dyYW50ZWRfdHRsGAYgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhAKCHR0bF9ub3RlGAcgASgJIrwCChpTaWduWDUwOUNlcnRpZmljYXRlUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDQoFY2FfaWQYAiABKAkSCwoDY3NyGAMgASgJEkAKBXVzYWdlGAQgASgOMjEucGxhdGZvcm0udjEuU2lnblg1MDlDZXJ0aWZpY2F0ZVJlcXVlc3QuWDUwOVVzYWdlEiYKA3R0bBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiKBAQoJWDUwOVVzYWdlEhoKFlg1MDlfVVNBR0VfVU5TUEVDSUZJRUQQABIaChZYNTA5X1VTQUdFX0NMSUVOVF9BVVRIEAESGgoWWDUwOV9VU0FHRV9TRVJWRVJfQVVUSBACEiAKHFg1MDlfVVNBR0VfQ0xJRU5UX0FORF9TRVJWRVIQAyLWAQobU2lnblg1MDlDZXJ0aWZpY2F0ZVJlc3BvbnNlEg0KBWNhX2lkGAEgASgJEg8KB2NhX25hbWUYAiABKAkSEwoLY2VydGlmaWNhdGUYAyABKAkSEAoIY2FfY2hhaW4YBCABKAkSLgoKZXhwaXJlc19hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoLZ3JhbnRlZF90dGwYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEAoIdHRsX25vdGUYByABKAkihAoKFENlcnRpZmljYXRlQXV0aG9yaXR5EgoKAmlkGAEgASgJEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEhMKC2Rlc2NyaXB0aW9uGAQgASgJEhMKC2NlcnRpZmljYXRlGAUgASgJEhIKCnB1YmxpY19rZXkYBiABKAkSFQoNc2VyaWFsX251bWJlchgHIAEoCRIPCgdzdWJqZWN0GAggASgJEi4KCm5vdF9iZWZvcmUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KCW5vdF9hZnRlchgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJaXNfYWN0aXZlGAsgASgIEhIKCmlzX2RlZmF1bHQYDCABKAgSEAoIa2V5X2JpdHMYDSABKAUSMQoIa2V5X3R5cGUYDiABKA4yHy5wbGF0Zm9ybS52MS5DZXJ0aWZpY2F0ZUtleVR5cGUSOgoRYWxsb3dlZF9rZXlfdHlwZXMYDyADKA4yHy5wbGF0Zm9ybS52MS5DZXJ0aWZpY2F0ZUtleVR5cGUSKwoIbGlmZXRpbWUYECABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMwoQdXNlcl9kZWZhdWx0X3R0bBgRIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgx1c2VyX21heF90dGwYEiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24STgoPdXNlcl9leHRlbnNpb25zGBMgAygLMjUucGxhdGZvcm0udjEuQ2VydGlmaWNhdGVBdXRob3JpdHkuVXNlckV4dGVuc2lvbnNFbnRyeRJZChV1c2VyX2NyaXRpY2FsX29wdGlvbnMYFCADKAsyOi5wbGF0Zm9ybS52MS5DZXJ0aWZpY2F0ZUF1dGhvcml0eS5Vc2VyQ3JpdGljYWxPcHRpb25zRW50cnkSMwoQaG9zdF9kZWZhdWx0X3R0bBgVIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgxob3N0X21heF90dGwYFiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SLgoKY3JlYXRlZF9hdBgXIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgYIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMgoOYXV0aG9yaXR5X3R5cGUYGSABKA4yGi5wbGF0Zm9ybS52MS5BdXRob3JpdHlUeXBlEjIKDnJvdGF0aW9uX3BoYXNlGBogASgOMhoucGxhdGZvcm0udjEuUm90YXRpb25QaGFzZRIXCg9uZXh0X3B1YmxpY19rZXkYGyABKAkSGAoQbmV4dF9jZXJ0aWZpY2F0ZRgcIAEoCRIsCgtrZXlfc3RvcmFnZRgdIAEoDjIXLnBsYXRmb3JtLnYxLktleVN0b3JhZ2USDwoHY3JsX3VybBgeIAEoCRo1ChNVc2VyRXh0ZW5zaW9uc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaOgoYVXNlckNyaXRpY2FsT3B0aW9uc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEivgQKEUlzc3VlZENlcnRpZmljYXRlEgoKAmlkGAEgASgJEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRINCgVjYV9pZBgDIAEoCRIWCg5jYV9rZXlfdmVyc2lvbhgEIAEoBRIwCgR0eXBlGAUgASgOMiIucGxhdGZvcm0udjEuSXNzdWVkQ2VydGlmaWNhdGVUeXBlEg4KBnNlcmlhbBgGIAEoCRIXCg9rZXlfZmluZ2VycHJpbnQYByABKAkSEgoKcHJpbmNpcGFscxgIIAMoCRIvCgt2YWxpZF9hZnRlchgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMdmFsaWRfYmVmb3JlGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIWCg5yZXF1ZXN0ZXJfdHlwZRgLIAEoCRIUCgxyZXF1ZXN0ZXJfaWQYDCABKAkSEQoJdGFyZ2V0X2lkGA0gASgJEg4KBmtleV9pZBgOIAEoCRIuCgpjcmVhdGVkX2F0GA8gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdyZXZva2VkGBAgASgIEi4KCnJldm9rZWRfYXQYESABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjgKEXJldm9jYXRpb25fcmVhc29uGBIgASgOMh0ucGxhdGZvcm0udjEuUmV2b2NhdGlvblJlYXNvbhISCgpyZXZva2VkX2J5GBMgASgJItACCh1MaXN0SXNzdWVkQ2VydGlmaWNhdGVzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDQoFY2FfaWQYAiABKAkSEgoKc3ViamVjdF9pZBgDIAEoCRIRCgl0YXJnZXRfaWQYBCABKAkSMAoEdHlwZRgFIAEoDjIiLnBsYXRmb3JtLnYxLklzc3VlZENlcnRpZmljYXRlVHlwZRIuCgp2YWxpZF9mcm9tGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt2YWxpZF91bnRpbBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMQoKcmV2b2NhdGlvbhgIIAEoDjIdLnBsYXRmb3JtLnYxLlJldm9jYXRpb25GaWx0ZXISDQoFbGltaXQYCSABKAUSDgoGb2Zmc2V0GAogASgFImUKHkxpc3RJc3N1ZWRDZXJ0aWZpY2F0ZXNSZXNwb25zZRI0CgxjZXJ0aWZpY2F0ZXMYASADKAsyHi5wbGF0Zm9ybS52MS5Jc3N1ZWRDZXJ0aWZpY2F0ZRINCgV0b3RhbBgCIAEoBSJeChtHZXRJc3N1ZWRDZXJ0aWZpY2F0ZVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEg0KBWNhX2lkGAMgASgJEg4KBnNlcmlhbBgEIAEoCSJTChxHZXRJc3N1ZWRDZXJ0aWZpY2F0ZVJlc3BvbnNlEjMKC2NlcnRpZmljYXRlGAEgASgLMh4ucGxhdGZvcm0udjEuSXNzdWVkQ2VydGlmaWNhdGUilwEKGFJldm9rZUNlcnRpZmljYXRlUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDQoFY2FfaWQYAiABKAkSDgoGc2VyaWFsGAMgASgJEhcKD2tleV9maW5nZXJwcmludBgEIAEoCRItCgZyZWFzb24YBSABKA4yHS5wbGF0Zm9ybS52MS5SZXZvY2F0aW9uUmVhc29uIkwKGVJldm9rZUNlcnRpZmljYXRlUmVzcG9uc2USLwoHcmV2b2tlZBgBIAMoCzIeLnBsYXRmb3JtLnYxLklzc3VlZENlcnRpZmljYXRlIj8KGEdldFJldm9jYXRpb25MaXN0UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDQoFY2FfaWQYAiABKAkimAEKGUdldFJldm9jYXRpb25MaXN0UmVzcG9uc2USFwoPcmV2b2NhdGlvbl9saXN0GAEgASgMEg4KBmZvcm1hdBgCIAEoCRIPCgdlbnRyaWVzGAMgASgFEjAKDGdlbmVyYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHY3JsX3VybBgFIAEoCSK1AQohUm90YXRlQ2VydGlmaWNhdGVBdXRob3JpdHlSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCRIpCgVwaGFzZRgDIAEoDjIaLnBsYXRmb3JtLnYxLlJvdGF0aW9uUGhhc2USMQoIa2V5X3R5cGUYBCABKA4yHy5wbGF0Zm9ybS52MS5DZXJ0aWZpY2F0ZUtleVR5cGUSEAoIa2V5X2JpdHMYBSABKAUiZgoiUm90YXRlQ2VydGlmaWNhdGVBdXRob3JpdHlSZXNwb25zZRJAChVjZXJ0aWZpY2F0ZV9hdXRob3JpdHkYASABKAsyIS5wbGF0Zm9ybS52MS5DZXJ0aWZpY2F0ZUF1dGhvcml0eSqaAQoSQ2VydGlmaWNhdGVLZXlUeXBlEiQKIENFUlRJRklDQVRFX0tFWV9UWVBFX1VOU1BFQ0lGSUVEEAASHAoYQ0VSVElGSUNBVEVfS0VZX1RZUEVfUlNBEAESHgoaQ0VSVElGSUNBVEVfS0VZX1RZUEVfRUNEU0EQAhIgChxDRVJUSUZJQ0FURV9LRVlfVFlQRV9FRDI1NTE5EAMqYAoNQXV0aG9yaXR5VHlwZRIeChpBVVRIT1JJVFlfVFlQRV9VTlNQRUNJRklFRBAAEhYKEkFVVEhPUklUWV9UWVBFX1NTSBABEhcKE0FVVEhPUklUWV9UWVBFX1g1MDkQAipbCgpLZXlTdG9yYWdlEhsKF0tFWV9TVE9SQUdFX1VOU1BFQ0lGSUVEEAASGAoUS0VZX1NUT1JBR0VfU09GVFdBUkUQARIWChJLRVlfU1RPUkFHRV9QS0NTMTEQAiqrAQoNUm90YXRpb25QaGFzZRIeChpST1RBVElPTl9QSEFTRV9VTlNQRUNJRklFRBAAEhwKGFJPVEFUSU9OX1BIQVNFX1BVQkxJU0hFRBABEh8KG1JPVEFUSU9OX1BIQVNFX1VTRVJfU0lHTklORxACEh8KG1JPVEFUSU9OX1BIQVNFX0hPU1RfU0lHTklORxADEhoKFlJPVEFUSU9OX1BIQVNFX1JFVElSRUQQBCquAQoVSXNzdWVkQ2VydGlmaWNhdGVUeXBlEicKI0lTU1VFRF9DRVJUSUZJQ0FURV9UWVBFX1VOU1BFQ0lGSUVEEAASJAogSVNTVUVEX0NFUlRJRklDQVRFX1RZUEVfU1NIX1VTRVIQARIkCiBJU1NVRURfQ0VSVElGSUNBVEVfVFlQRV9TU0hfSE9TVBACEiAKHElTU1VFRF9DRVJUSUZJQ0FURV9UWVBFX1g1MDkQAyp3ChBSZXZvY2F0aW9uRmlsdGVyEiEKHVJFVk9DQVRJT05fRklMVEVSX1VOU1BFQ0lGSUVEEAASHQoZUkVWT0NBVElPTl9GSUxURVJfUkVWT0tFRBABEiEKHVJFVk9DQVRJT05fRklMVEVSX05PVF9SRVZPS0VEEAIqgQIKEFJldm9jYXRpb25SZWFzb24SIQodUkVWT0NBVElPTl9SRUFTT05fVU5TUEVDSUZJRUQQABIkCiBSRVZPQ0FUSU9OX1JFQVNPTl9LRVlfQ09NUFJPTUlTRRABEikKJVJFVk9DQVRJT05fUkVBU09OX0FGRklMSUFUSU9OX0NIQU5HRUQQAhIgChxSRVZPQ0FUSU9OX1JFQVNPTl9TVVBFUlNFREVEEAMSLAooUkVWT0NBVElPTl9SRUFTT05fQ0VTU0FUSU9OX09GX09QRVJBVElPThAEEikKJVJFVk9DQVRJT05fUkVBU09OX1BSSVZJTEVHRV9XSVRIRFJBV04QBTKLEwoSQ2VydGlmaWNhdGVTZXJ2aWNlErsBChdHZXRDZXJ0aWZpY2F0ZUF1dGhvcml0eRIrLnBsYXRmb3JtLnYxLkdldENlcnRpZmljYXRlQXV0aG9yaXR5UmVxdWVzdBosLnBsYXRmb3JtLnYxLkdldENlcnRpZmljYXRlQXV0aG9yaXR5UmVzcG9uc2UiRZACAYLT5JMCPBI6L3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vY2VydGlmaWNhdGVfYXV0aG9yaXRpZXMve2lkfRK/AQoaQ3JlYXRlQ2VydGlmaWNhdGVBdXRob3JpdHkSLi5wbGF0Zm9ybS52MS5DcmVhdGVDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlcXVlc3QaLy5wbGF0Zm9ybS52MS5DcmVhdGVDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlc3BvbnNlIkCC0+STAjo6ASoiNS92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2NlcnRpZmljYXRlX2F1dGhvcml0aWVzEsQBChpVcGRhdGVDZXJ0aWZpY2F0ZUF1dGhvcml0eRIuLnBsYXRmb3JtLnYxLlVwZGF0ZUNlcnRpZmljYXRlQXV0aG9yaXR5UmVxdWVzdBovLnBsYXRmb3JtLnYxLlVwZGF0ZUNlcnRpZmljYXRlQXV0aG9yaXR5UmVzcG9uc2UiRYLT5JMCPzoBKjI6L3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vY2VydGlmaWNhdGVfYXV0aG9yaXRpZXMve2lkfRK/AQoaTGlzdENlcnRpZmljYXRlQXV0aG9yaXRpZXMSLi5wbGF0Zm9ybS52MS5MaXN0Q2VydGlmaWNhdGVBdXRob3JpdGllc1JlcXVlc3QaLy5wbGF0Zm9ybS52MS5MaXN0Q2VydGlmaWNhdGVBdXRob3JpdGllc1Jlc3BvbnNlIkCQAgGC0+STAjcSNS92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2NlcnRpZmljYXRlX2F1dGhvcml0aWVzEsEBChpEZWxldGVDZXJ0aWZpY2F0ZUF1dGhvcml0eRIuLnBsYXRmb3JtLnYxLkRlbGV0ZUNlcnRpZmljYXRlQXV0aG9yaXR5UmVxdWVzdBovLnBsYXRmb3JtLnYxLkRlbGV0ZUNlcnRpZmljYXRlQXV0aG9yaXR5UmVzcG9uc2UiQoLT5JMCPCo6L3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vY2VydGlmaWNhdGVfYXV0aG9yaXRpZXMve2lkfRLTAQocUm9sbG92ZXJDZXJ0aWZpY2F0ZUF1dGhvcml0eRIwLnBsYXRmb3JtLnYxLlJvbGxvdmVyQ2VydGlmaWNhdGVBdXRob3JpdHlSZXF1ZXN0GjEucGxhdGZvcm0udjEuUm9sbG92ZXJDZXJ0aWZpY2F0ZUF1dGhvcml0eVJlc3BvbnNlIk6C0+STAkg6ASoiQy92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2NlcnRpZmljYXRlX2F1dGhvcml0aWVzL3tpZH06cm9sbG92ZXISmAEKElNpZ25TU0hDZXJ0aWZpY2F0ZRImLnBsYXRmb3JtLnYxLlNpZ25TU0hDZXJ0aWZpY2F0ZVJlcXVlc3QaJy5wbGF0Zm9ybS52MS5TaWduU1NIQ2VydGlmaWNhdGVSZXNwb25zZSIxgtPkkwIrOgEqIiYvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9zaWduLXNzaBKcAQoTU2lnblg1MDlDZXJ0aWZpY2F0ZRInLnBsYXRmb3JtLnYxLlNpZ25YNTA5Q2VydGlmaWNhdGVSZXF1ZXN0GigucGxhdGZvcm0udjEuU2lnblg1MDlDZXJ0aWZpY2F0ZVJlc3BvbnNlIjKC0+STAiw6ASoiJy92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L3NpZ24teDUwORKvAQoWTGlzdElzc3VlZENlcnRpZmljYXRlcxIqLnBsYXRmb3JtLnYxLkxpc3RJc3N1ZWRDZXJ0aWZpY2F0ZXNSZXF1ZXN0GisucGxhdGZvcm0udjEuTGlzdElzc3VlZENlcnRpZmljYXRlc1Jlc3BvbnNlIjyQAgGC0+STAjMSMS92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2lzc3VlZF9jZXJ0aWZpY2F0ZXMSrgEKFEdldElzc3VlZENlcnRpZmljYXRlEigucGxhdGZvcm0udjEuR2V0SXNzdWVkQ2VydGlmaWNhdGVSZXF1ZXN0GikucGxhdGZvcm0udjEuR2V0SXNzdWVkQ2VydGlmaWNhdGVSZXNwb25zZSJBkAIBgtPkkwI4EjYvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9pc3N1ZWRfY2VydGlmaWNhdGVzL3tpZH0SpwEKEVJldm9rZUNlcnRpZmljYXRlEiUucGxhdGZvcm0udjEuUmV2b2tlQ2VydGlmaWNhdGVSZXF1ZXN0GiYucGxhdGZvcm0udjEuUmV2b2tlQ2VydGlmaWNhdGVSZXNwb25zZSJDgtPkkwI9OgEqIjgvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9pc3N1ZWRfY2VydGlmaWNhdGVzOnJldm9rZRK8AQoRR2V0UmV2b2NhdGlvbkxpc3QSJS5wbGF0Zm9ybS52MS5HZXRSZXZvY2F0aW9uTGlzdFJlcXVlc3QaJi5wbGF0Zm9ybS52MS5HZXRSZXZvY2F0aW9uTGlzdFJlc3BvbnNlIliQAgGC0+STAk8STS92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2NlcnRpZmljYXRlX2F1dGhvcml0aWVzL3tjYV9pZH0vcmV2b2NhdGlvbl9saXN0EssBChpSb3RhdGVDZXJ0aWZpY2F0ZUF1dGhvcml0eRIuLnBsYXRmb3JtLnYxLlJvdGF0ZUNlcnRpZmljYXRlQXV0aG9yaXR5UmVxdWVzdBovLnBsYXRmb3JtLnYxLlJvdGF0ZUNlcnRpZmljYXRlQXV0aG9yaXR5UmVzcG9uc2UiTILT5JMCRjoBKiJBL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vY2VydGlmaWNhdGVfYXV0aG9yaXRpZXMve2lkfTpyb3RhdGViCGVkaXRpb25zcOgH", [file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * Request of CertificateService.GetCertificateAuthority.
@@ -571,6 +571,18 @@ export type SignSSHCertificateResponse = Message<"platform.v1.SignSSHCertificate
    * @generated from field: google.protobuf.Timestamp expires_at = 5;
    */
   expiresAt?: Timestamp | undefined;
+
+  /**
+   * The lifetime granted, and why it is shorter than asked for (empty when it is not).
+   *
+   * @generated from field: google.protobuf.Duration granted_ttl = 6;
+   */
+  grantedTtl?: Duration | undefined;
+
+  /**
+   * @generated from field: string ttl_note = 7;
+   */
+  ttlNote: string;
 };
 
 /**
@@ -692,6 +704,18 @@ export type SignX509CertificateResponse = Message<"platform.v1.SignX509Certifica
    * @generated from field: google.protobuf.Timestamp expires_at = 5;
    */
   expiresAt?: Timestamp | undefined;
+
+  /**
+   * The lifetime granted, and why it is shorter than asked for (empty when it is not).
+   *
+   * @generated from field: google.protobuf.Duration granted_ttl = 6;
+   */
+  grantedTtl?: Duration | undefined;
+
+  /**
+   * @generated from field: string ttl_note = 7;
+   */
+  ttlNote: string;
 };
 
 /**
@@ -833,6 +857,39 @@ export type CertificateAuthority = Message<"platform.v1.CertificateAuthority"> &
    * @generated from field: platform.v1.AuthorityType authority_type = 25;
    */
   authorityType: AuthorityType;
+
+  /**
+   * Staged rotation: the phase, and the incoming key while one is under way.
+   *
+   * @generated from field: platform.v1.RotationPhase rotation_phase = 26;
+   */
+  rotationPhase: RotationPhase;
+
+  /**
+   * authorized_keys line (SSH) or SPKI PEM (X.509); empty outside a rotation
+   *
+   * @generated from field: string next_public_key = 27;
+   */
+  nextPublicKey: string;
+
+  /**
+   * the incoming CA certificate (X.509)
+   *
+   * @generated from field: string next_certificate = 28;
+   */
+  nextCertificate: string;
+
+  /**
+   * @generated from field: platform.v1.KeyStorage key_storage = 29;
+   */
+  keyStorage: KeyStorage;
+
+  /**
+   * X.509: where the CRL is published, anonymous GET
+   *
+   * @generated from field: string crl_url = 30;
+   */
+  crlUrl: string;
 };
 
 /**
@@ -841,6 +898,503 @@ export type CertificateAuthority = Message<"platform.v1.CertificateAuthority"> &
  */
 export const CertificateAuthoritySchema: GenMessage<CertificateAuthority> = /*@__PURE__*/
   messageDesc(file_platform_v1_certificates, 16);
+
+/**
+ * One entry of the issuance ledger.
+ *
+ * @generated from message platform.v1.IssuedCertificate
+ */
+export type IssuedCertificate = Message<"platform.v1.IssuedCertificate"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string workspace_id = 2;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string ca_id = 3;
+   */
+  caId: string;
+
+  /**
+   * the authority key version that signed it
+   *
+   * @generated from field: int32 ca_key_version = 4;
+   */
+  caKeyVersion: number;
+
+  /**
+   * @generated from field: platform.v1.IssuedCertificateType type = 5;
+   */
+  type: IssuedCertificateType;
+
+  /**
+   * SSH: decimal uint64; X.509: lower-case hex
+   *
+   * @generated from field: string serial = 6;
+   */
+  serial: string;
+
+  /**
+   * SHA256:<base64> of the subject key
+   *
+   * @generated from field: string key_fingerprint = 7;
+   */
+  keyFingerprint: string;
+
+  /**
+   * SSH principals; X.509: CN then SANs
+   *
+   * @generated from field: repeated string principals = 8;
+   */
+  principals: string[];
+
+  /**
+   * @generated from field: google.protobuf.Timestamp valid_after = 9;
+   */
+  validAfter?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp valid_before = 10;
+   */
+  validBefore?: Timestamp | undefined;
+
+  /**
+   * user, service_account or daemon
+   *
+   * @generated from field: string requester_type = 11;
+   */
+  requesterType: string;
+
+  /**
+   * @generated from field: string requester_id = 12;
+   */
+  requesterId: string;
+
+  /**
+   * @generated from field: string target_id = 13;
+   */
+  targetId: string;
+
+  /**
+   * @generated from field: string key_id = 14;
+   */
+  keyId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 15;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: bool revoked = 16;
+   */
+  revoked: boolean;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp revoked_at = 17;
+   */
+  revokedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: platform.v1.RevocationReason revocation_reason = 18;
+   */
+  revocationReason: RevocationReason;
+
+  /**
+   * "<actor type>:<actor id>" of who revoked it
+   *
+   * @generated from field: string revoked_by = 19;
+   */
+  revokedBy: string;
+};
+
+/**
+ * Describes the message platform.v1.IssuedCertificate.
+ * Use `create(IssuedCertificateSchema)` to create a new message.
+ */
+export const IssuedCertificateSchema: GenMessage<IssuedCertificate> = /*@__PURE__*/
+  messageDesc(file_platform_v1_certificates, 17);
+
+/**
+ * Request of CertificateService.ListIssuedCertificates.
+ *
+ * @generated from message platform.v1.ListIssuedCertificatesRequest
+ */
+export type ListIssuedCertificatesRequest = Message<"platform.v1.ListIssuedCertificatesRequest"> & {
+  /**
+   * uuid
+   *
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * uuid; empty: every authority
+   *
+   * @generated from field: string ca_id = 2;
+   */
+  caId: string;
+
+  /**
+   * uuid; the user, service account or daemon that asked
+   *
+   * @generated from field: string subject_id = 3;
+   */
+  subjectId: string;
+
+  /**
+   * uuid
+   *
+   * @generated from field: string target_id = 4;
+   */
+  targetId: string;
+
+  /**
+   * defined values only
+   *
+   * @generated from field: platform.v1.IssuedCertificateType type = 5;
+   */
+  type: IssuedCertificateType;
+
+  /**
+   * certificates valid at some time in [valid_from, valid_until)
+   *
+   * @generated from field: google.protobuf.Timestamp valid_from = 6;
+   */
+  validFrom?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp valid_until = 7;
+   */
+  validUntil?: Timestamp | undefined;
+
+  /**
+   * defined values only
+   *
+   * @generated from field: platform.v1.RevocationFilter revocation = 8;
+   */
+  revocation: RevocationFilter;
+
+  /**
+   * 1-100; default 50
+   *
+   * @generated from field: int32 limit = 9;
+   */
+  limit: number;
+
+  /**
+   * >= 0
+   *
+   * @generated from field: int32 offset = 10;
+   */
+  offset: number;
+};
+
+/**
+ * Describes the message platform.v1.ListIssuedCertificatesRequest.
+ * Use `create(ListIssuedCertificatesRequestSchema)` to create a new message.
+ */
+export const ListIssuedCertificatesRequestSchema: GenMessage<ListIssuedCertificatesRequest> = /*@__PURE__*/
+  messageDesc(file_platform_v1_certificates, 18);
+
+/**
+ * Response of CertificateService.ListIssuedCertificates.
+ *
+ * @generated from message platform.v1.ListIssuedCertificatesResponse
+ */
+export type ListIssuedCertificatesResponse = Message<"platform.v1.ListIssuedCertificatesResponse"> & {
+  /**
+   * @generated from field: repeated platform.v1.IssuedCertificate certificates = 1;
+   */
+  certificates: IssuedCertificate[];
+
+  /**
+   * @generated from field: int32 total = 2;
+   */
+  total: number;
+};
+
+/**
+ * Describes the message platform.v1.ListIssuedCertificatesResponse.
+ * Use `create(ListIssuedCertificatesResponseSchema)` to create a new message.
+ */
+export const ListIssuedCertificatesResponseSchema: GenMessage<ListIssuedCertificatesResponse> = /*@__PURE__*/
+  messageDesc(file_platform_v1_certificates, 19);
+
+/**
+ * Request of CertificateService.GetIssuedCertificate.
+ *
+ * @generated from message platform.v1.GetIssuedCertificateRequest
+ */
+export type GetIssuedCertificateRequest = Message<"platform.v1.GetIssuedCertificateRequest"> & {
+  /**
+   * uuid
+   *
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * the ledger id, or "-" with ca_id and serial
+   *
+   * @generated from field: string id = 2;
+   */
+  id: string;
+
+  /**
+   * uuid; with serial
+   *
+   * @generated from field: string ca_id = 3;
+   */
+  caId: string;
+
+  /**
+   * @generated from field: string serial = 4;
+   */
+  serial: string;
+};
+
+/**
+ * Describes the message platform.v1.GetIssuedCertificateRequest.
+ * Use `create(GetIssuedCertificateRequestSchema)` to create a new message.
+ */
+export const GetIssuedCertificateRequestSchema: GenMessage<GetIssuedCertificateRequest> = /*@__PURE__*/
+  messageDesc(file_platform_v1_certificates, 20);
+
+/**
+ * Response of CertificateService.GetIssuedCertificate.
+ *
+ * @generated from message platform.v1.GetIssuedCertificateResponse
+ */
+export type GetIssuedCertificateResponse = Message<"platform.v1.GetIssuedCertificateResponse"> & {
+  /**
+   * @generated from field: platform.v1.IssuedCertificate certificate = 1;
+   */
+  certificate?: IssuedCertificate | undefined;
+};
+
+/**
+ * Describes the message platform.v1.GetIssuedCertificateResponse.
+ * Use `create(GetIssuedCertificateResponseSchema)` to create a new message.
+ */
+export const GetIssuedCertificateResponseSchema: GenMessage<GetIssuedCertificateResponse> = /*@__PURE__*/
+  messageDesc(file_platform_v1_certificates, 21);
+
+/**
+ * Request of CertificateService.RevokeCertificate: serial (with ca_id) or key_fingerprint, not both.
+ *
+ * @generated from message platform.v1.RevokeCertificateRequest
+ */
+export type RevokeCertificateRequest = Message<"platform.v1.RevokeCertificateRequest"> & {
+  /**
+   * uuid
+   *
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * uuid; required with serial, narrows key_fingerprint
+   *
+   * @generated from field: string ca_id = 2;
+   */
+  caId: string;
+
+  /**
+   * the certificate's serial as the ledger shows it
+   *
+   * @generated from field: string serial = 3;
+   */
+  serial: string;
+
+  /**
+   * SHA256:<base64>: every unexpired certificate of that key
+   *
+   * @generated from field: string key_fingerprint = 4;
+   */
+  keyFingerprint: string;
+
+  /**
+   * defined values only
+   *
+   * @generated from field: platform.v1.RevocationReason reason = 5;
+   */
+  reason: RevocationReason;
+};
+
+/**
+ * Describes the message platform.v1.RevokeCertificateRequest.
+ * Use `create(RevokeCertificateRequestSchema)` to create a new message.
+ */
+export const RevokeCertificateRequestSchema: GenMessage<RevokeCertificateRequest> = /*@__PURE__*/
+  messageDesc(file_platform_v1_certificates, 22);
+
+/**
+ * Response of CertificateService.RevokeCertificate.
+ *
+ * @generated from message platform.v1.RevokeCertificateResponse
+ */
+export type RevokeCertificateResponse = Message<"platform.v1.RevokeCertificateResponse"> & {
+  /**
+   * the certificates revoked by this call
+   *
+   * @generated from field: repeated platform.v1.IssuedCertificate revoked = 1;
+   */
+  revoked: IssuedCertificate[];
+};
+
+/**
+ * Describes the message platform.v1.RevokeCertificateResponse.
+ * Use `create(RevokeCertificateResponseSchema)` to create a new message.
+ */
+export const RevokeCertificateResponseSchema: GenMessage<RevokeCertificateResponse> = /*@__PURE__*/
+  messageDesc(file_platform_v1_certificates, 23);
+
+/**
+ * Request of CertificateService.GetRevocationList.
+ *
+ * @generated from message platform.v1.GetRevocationListRequest
+ */
+export type GetRevocationListRequest = Message<"platform.v1.GetRevocationListRequest"> & {
+  /**
+   * uuid
+   *
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * uuid
+   *
+   * @generated from field: string ca_id = 2;
+   */
+  caId: string;
+};
+
+/**
+ * Describes the message platform.v1.GetRevocationListRequest.
+ * Use `create(GetRevocationListRequestSchema)` to create a new message.
+ */
+export const GetRevocationListRequestSchema: GenMessage<GetRevocationListRequest> = /*@__PURE__*/
+  messageDesc(file_platform_v1_certificates, 24);
+
+/**
+ * Response of CertificateService.GetRevocationList.
+ *
+ * @generated from message platform.v1.GetRevocationListResponse
+ */
+export type GetRevocationListResponse = Message<"platform.v1.GetRevocationListResponse"> & {
+  /**
+   * SSH: OpenSSH KRL (sshd RevokedKeys); X.509: DER CRL
+   *
+   * @generated from field: bytes revocation_list = 1;
+   */
+  revocationList: Uint8Array;
+
+  /**
+   * "openssh-krl" or "x509-crl"
+   *
+   * @generated from field: string format = 2;
+   */
+  format: string;
+
+  /**
+   * revoked certificates listed (unexpired ones only)
+   *
+   * @generated from field: int32 entries = 3;
+   */
+  entries: number;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp generated_at = 4;
+   */
+  generatedAt?: Timestamp | undefined;
+
+  /**
+   * X.509: the public URL of the same CRL
+   *
+   * @generated from field: string crl_url = 5;
+   */
+  crlUrl: string;
+};
+
+/**
+ * Describes the message platform.v1.GetRevocationListResponse.
+ * Use `create(GetRevocationListResponseSchema)` to create a new message.
+ */
+export const GetRevocationListResponseSchema: GenMessage<GetRevocationListResponse> = /*@__PURE__*/
+  messageDesc(file_platform_v1_certificates, 25);
+
+/**
+ * Request of CertificateService.RotateCertificateAuthority.
+ *
+ * @generated from message platform.v1.RotateCertificateAuthorityRequest
+ */
+export type RotateCertificateAuthorityRequest = Message<"platform.v1.RotateCertificateAuthorityRequest"> & {
+  /**
+   * uuid
+   *
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * uuid
+   *
+   * @generated from field: string id = 2;
+   */
+  id: string;
+
+  /**
+   * the phase to move to: the one after or before the current one
+   *
+   * @generated from field: platform.v1.RotationPhase phase = 3;
+   */
+  phase: RotationPhase;
+
+  /**
+   * entering PUBLISHED: the new key's type (default: the current)
+   *
+   * @generated from field: platform.v1.CertificateKeyType key_type = 4;
+   */
+  keyType: CertificateKeyType;
+
+  /**
+   * @generated from field: int32 key_bits = 5;
+   */
+  keyBits: number;
+};
+
+/**
+ * Describes the message platform.v1.RotateCertificateAuthorityRequest.
+ * Use `create(RotateCertificateAuthorityRequestSchema)` to create a new message.
+ */
+export const RotateCertificateAuthorityRequestSchema: GenMessage<RotateCertificateAuthorityRequest> = /*@__PURE__*/
+  messageDesc(file_platform_v1_certificates, 26);
+
+/**
+ * Response of CertificateService.RotateCertificateAuthority.
+ *
+ * @generated from message platform.v1.RotateCertificateAuthorityResponse
+ */
+export type RotateCertificateAuthorityResponse = Message<"platform.v1.RotateCertificateAuthorityResponse"> & {
+  /**
+   * @generated from field: platform.v1.CertificateAuthority certificate_authority = 1;
+   */
+  certificateAuthority?: CertificateAuthority | undefined;
+};
+
+/**
+ * Describes the message platform.v1.RotateCertificateAuthorityResponse.
+ * Use `create(RotateCertificateAuthorityResponseSchema)` to create a new message.
+ */
+export const RotateCertificateAuthorityResponseSchema: GenMessage<RotateCertificateAuthorityResponse> = /*@__PURE__*/
+  messageDesc(file_platform_v1_certificates, 27);
 
 /**
  * Key algorithm of a certificate authority.
@@ -902,6 +1456,192 @@ export enum AuthorityType {
  */
 export const AuthorityTypeSchema: GenEnum<AuthorityType> = /*@__PURE__*/
   enumDesc(file_platform_v1_certificates, 1);
+
+/**
+ * Where a certificate authority's private key lives.
+ *
+ * @generated from enum platform.v1.KeyStorage
+ */
+export enum KeyStorage {
+  /**
+   * @generated from enum value: KEY_STORAGE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * sealed with the server's master key, in the database
+   *
+   * @generated from enum value: KEY_STORAGE_SOFTWARE = 1;
+   */
+  SOFTWARE = 1,
+
+  /**
+   * reserved: a key generated in and never leaving a PKCS#11 token
+   *
+   * @generated from enum value: KEY_STORAGE_PKCS11 = 2;
+   */
+  PKCS11 = 2,
+}
+
+/**
+ * Describes the enum platform.v1.KeyStorage.
+ */
+export const KeyStorageSchema: GenEnum<KeyStorage> = /*@__PURE__*/
+  enumDesc(file_platform_v1_certificates, 2);
+
+/**
+ * Phase of an authority's staged key rotation. Each phase trusts both keys; only the signer differs.
+ *
+ * @generated from enum platform.v1.RotationPhase
+ */
+export enum RotationPhase {
+  /**
+   * no rotation under way: the current key signs everything
+   *
+   * @generated from enum value: ROTATION_PHASE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * the new key is trusted; the current key still signs
+   *
+   * @generated from enum value: ROTATION_PHASE_PUBLISHED = 1;
+   */
+  PUBLISHED = 1,
+
+  /**
+   * the new key signs user (client) certificates
+   *
+   * @generated from enum value: ROTATION_PHASE_USER_SIGNING = 2;
+   */
+  USER_SIGNING = 2,
+
+  /**
+   * the new key signs every certificate
+   *
+   * @generated from enum value: ROTATION_PHASE_HOST_SIGNING = 3;
+   */
+  HOST_SIGNING = 3,
+
+  /**
+   * request only: the old key is retired and the new key becomes current
+   *
+   * @generated from enum value: ROTATION_PHASE_RETIRED = 4;
+   */
+  RETIRED = 4,
+}
+
+/**
+ * Describes the enum platform.v1.RotationPhase.
+ */
+export const RotationPhaseSchema: GenEnum<RotationPhase> = /*@__PURE__*/
+  enumDesc(file_platform_v1_certificates, 3);
+
+/**
+ * Kind of issued certificate.
+ *
+ * @generated from enum platform.v1.IssuedCertificateType
+ */
+export enum IssuedCertificateType {
+  /**
+   * @generated from enum value: ISSUED_CERTIFICATE_TYPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: ISSUED_CERTIFICATE_TYPE_SSH_USER = 1;
+   */
+  SSH_USER = 1,
+
+  /**
+   * @generated from enum value: ISSUED_CERTIFICATE_TYPE_SSH_HOST = 2;
+   */
+  SSH_HOST = 2,
+
+  /**
+   * @generated from enum value: ISSUED_CERTIFICATE_TYPE_X509 = 3;
+   */
+  X509 = 3,
+}
+
+/**
+ * Describes the enum platform.v1.IssuedCertificateType.
+ */
+export const IssuedCertificateTypeSchema: GenEnum<IssuedCertificateType> = /*@__PURE__*/
+  enumDesc(file_platform_v1_certificates, 4);
+
+/**
+ * Revocation state to filter the ledger by.
+ *
+ * @generated from enum platform.v1.RevocationFilter
+ */
+export enum RevocationFilter {
+  /**
+   * revoked or not
+   *
+   * @generated from enum value: REVOCATION_FILTER_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: REVOCATION_FILTER_REVOKED = 1;
+   */
+  REVOKED = 1,
+
+  /**
+   * @generated from enum value: REVOCATION_FILTER_NOT_REVOKED = 2;
+   */
+  NOT_REVOKED = 2,
+}
+
+/**
+ * Describes the enum platform.v1.RevocationFilter.
+ */
+export const RevocationFilterSchema: GenEnum<RevocationFilter> = /*@__PURE__*/
+  enumDesc(file_platform_v1_certificates, 5);
+
+/**
+ * Why a certificate was revoked (the X.509 CRL reason codes).
+ *
+ * @generated from enum platform.v1.RevocationReason
+ */
+export enum RevocationReason {
+  /**
+   * @generated from enum value: REVOCATION_REASON_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: REVOCATION_REASON_KEY_COMPROMISE = 1;
+   */
+  KEY_COMPROMISE = 1,
+
+  /**
+   * @generated from enum value: REVOCATION_REASON_AFFILIATION_CHANGED = 2;
+   */
+  AFFILIATION_CHANGED = 2,
+
+  /**
+   * @generated from enum value: REVOCATION_REASON_SUPERSEDED = 3;
+   */
+  SUPERSEDED = 3,
+
+  /**
+   * @generated from enum value: REVOCATION_REASON_CESSATION_OF_OPERATION = 4;
+   */
+  CESSATION_OF_OPERATION = 4,
+
+  /**
+   * @generated from enum value: REVOCATION_REASON_PRIVILEGE_WITHDRAWN = 5;
+   */
+  PRIVILEGE_WITHDRAWN = 5,
+}
+
+/**
+ * Describes the enum platform.v1.RevocationReason.
+ */
+export const RevocationReasonSchema: GenEnum<RevocationReason> = /*@__PURE__*/
+  enumDesc(file_platform_v1_certificates, 6);
 
 /**
  * CertificateService: Manages SSH and X.509 certificate authorities and signs certificates with them.
@@ -988,6 +1728,56 @@ export const CertificateService: GenService<{
     methodKind: "unary";
     input: typeof SignX509CertificateRequestSchema;
     output: typeof SignX509CertificateResponseSchema;
+  },
+  /**
+   * Lists the certificates the workspace's authorities issued, newest first (added by this server).
+   *
+   * @generated from rpc platform.v1.CertificateService.ListIssuedCertificates
+   */
+  listIssuedCertificates: {
+    methodKind: "unary";
+    input: typeof ListIssuedCertificatesRequestSchema;
+    output: typeof ListIssuedCertificatesResponseSchema;
+  },
+  /**
+   * Returns one issued certificate: by ledger id, or by authority and serial (added by this server).
+   *
+   * @generated from rpc platform.v1.CertificateService.GetIssuedCertificate
+   */
+  getIssuedCertificate: {
+    methodKind: "unary";
+    input: typeof GetIssuedCertificateRequestSchema;
+    output: typeof GetIssuedCertificateResponseSchema;
+  },
+  /**
+   * Revokes certificates by serial or by subject key fingerprint (added by this server).
+   *
+   * @generated from rpc platform.v1.CertificateService.RevokeCertificate
+   */
+  revokeCertificate: {
+    methodKind: "unary";
+    input: typeof RevokeCertificateRequestSchema;
+    output: typeof RevokeCertificateResponseSchema;
+  },
+  /**
+   * Returns an authority's current revocation list: an OpenSSH KRL or a DER X.509 CRL (added by this server).
+   *
+   * @generated from rpc platform.v1.CertificateService.GetRevocationList
+   */
+  getRevocationList: {
+    methodKind: "unary";
+    input: typeof GetRevocationListRequestSchema;
+    output: typeof GetRevocationListResponseSchema;
+  },
+  /**
+   * Moves an authority's staged key rotation one phase forward or back (added by this server).
+   *
+   * @generated from rpc platform.v1.CertificateService.RotateCertificateAuthority
+   */
+  rotateCertificateAuthority: {
+    methodKind: "unary";
+    input: typeof RotateCertificateAuthorityRequestSchema;
+    output: typeof RotateCertificateAuthorityResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_platform_v1_certificates, 0);
