@@ -22,6 +22,7 @@ import * as z from "zod";
 import { accountConfig } from "../auth/account-config.js";
 import { auditAccount } from "../auth/audit.js";
 import { callerUser } from "../auth/caller-user.js";
+import { assertAddressVerified } from "../auth/mailbox-proof.js";
 import { consumeOneTimeToken, issueOneTimeToken } from "../auth/one-time-tokens.js";
 import { startSession } from "../auth/sessions.js";
 import {
@@ -131,6 +132,7 @@ export const beginPasskeyRegistration = defineOperation({
   input: z.object({}),
   async run({ services, ctx, now }) {
     const user = await callerUser(services, ctx);
+    assertAddressVerified(user, "a passkey");
     const config = accountConfig(services);
     const rp = relyingParty(config);
     const existing = await services.storage.passkeys.listByUser(user.id);
@@ -175,6 +177,7 @@ export const finishPasskeyRegistration = defineOperation({
         violations: [{ field: "credentialJson", description: "is not a valid passkey registration" }],
       });
     const user = await callerUser(services, ctx);
+    assertAddressVerified(user, "a passkey");
     const read = readRegistration(input.credentialJson);
     if (read === null) throw invalid();
     const challenge = await consumeOneTimeToken(

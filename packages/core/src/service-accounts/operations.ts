@@ -13,7 +13,7 @@ import { AlreadyExistsError, InvalidArgumentError, NotFoundError } from "../erro
 import { defineOperation } from "../operations/operation.js";
 import type { ServiceAccountRecord, ServiceAccountRole } from "../storage/records.js";
 import { UniqueViolationError } from "../storage/storage.js";
-import { description, resourceName, serviceAccountRoleName } from "../validation/bounds.js";
+import { description, serviceAccountName, serviceAccountRoleName } from "../validation/bounds.js";
 import { defaultPage, paging, text, timestamp, uuid } from "../validation/rules.js";
 
 function toServiceAccountMessage(
@@ -49,7 +49,7 @@ export const createServiceAccount = defineOperation({
   access: { kind: "workspace", permission: "service_accounts.manage" },
   input: z.object({
     workspaceId: uuid.optional(),
-    name: resourceName,
+    name: serviceAccountName,
     description: description.optional(),
     roleName: serviceAccountRoleName.optional(),
     tags,
@@ -138,7 +138,7 @@ export const updateServiceAccount = defineOperation({
   input: z.object({
     workspaceId: uuid.optional(),
     id: uuid,
-    name: resourceName.optional(),
+    name: serviceAccountName.optional(),
     description: description.optional(),
     roleName: serviceAccountRoleName.optional(),
     tags,
