@@ -20,6 +20,7 @@ export {
   migrationTableName,
   SchemaVersionError,
 } from "./migrations/index.js";
+export { UsernameCaseClashError } from "./migrations/010-account-security.js";
 export type { QueryRunner } from "./repositories.js";
 export { createRepositories } from "./repositories.js";
 export type {
