@@ -62,7 +62,7 @@ export {
 // For transport authors (the server package, other adapters)
 export type { DeviceChallengeInput, PlatformChallenge } from "./devices/challenge.js";
 export { authenticateDevice, parsePlatformChallenge } from "./devices/challenge.js";
-export type { CliLoginOptions, CliLoginRequest, PendingCliLogin } from "./devices/cli-login.js";
+export type { CliLoginRequest, PendingCliLogin } from "./devices/cli-login.js";
 export { cliLoginStream, startCliLogin } from "./devices/cli-login.js";
 export type { DnsTxtResolver } from "./domains/dns.js";
 export type { ErrorCode, FieldViolation, PlatformErrorOptions } from "./errors.js";

@@ -7,7 +7,13 @@ import { AuthService, CredentialService, SSOService, UserService } from "@wap/ap
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { hashSecret } from "../src/auth/service-account-tokens.js";
 import { normalizeBackupCode } from "../src/credentials/backup-codes.js";
-import { type AccountsPlatform, createAccountsPlatform, linkParam, publicBaseUrl, settle } from "./support/accounts.js";
+import {
+  type AccountsPlatform,
+  createAccountsPlatform,
+  linkParam,
+  publicBaseUrl,
+  settle,
+} from "./support/accounts.js";
 import { createSoftwareAuthenticator } from "./support/authenticator.js";
 import { verifyDomain } from "./support/enterprise.js";
 import { expectCode } from "./support.js";
@@ -190,8 +196,12 @@ describe("profile pictures", () => {
       expect(error.message).toContain("picture");
     }
     const ok = "https://cdn.example.com/ada.png";
-    expect((await t.call(ada.caller, UserService.method.updateProfile, { picture: ok })).user?.picture).toBe(ok);
-    expect((await t.call(ada.caller, UserService.method.updateProfile, { picture: "" })).user?.picture).toBe("");
+    expect((await t.call(ada.caller, UserService.method.updateProfile, { picture: ok })).user?.picture).toBe(
+      ok,
+    );
+    expect((await t.call(ada.caller, UserService.method.updateProfile, { picture: "" })).user?.picture).toBe(
+      "",
+    );
   });
 
   it("http is accepted when the platform itself is reached over loopback", async () => {

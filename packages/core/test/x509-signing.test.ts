@@ -227,7 +227,11 @@ describe("SignX509Certificate rules", () => {
       updatedAt: t.clock.now(),
     });
     // The viewer cannot take the owner's id as a username, in any spelling...
-    for (const spelling of [ada.caller.userId, ada.caller.userId.toUpperCase(), ada.caller.userId.replaceAll("-", "")]) {
+    for (const spelling of [
+      ada.caller.userId,
+      ada.caller.userId.toUpperCase(),
+      ada.caller.userId.replaceAll("-", ""),
+    ]) {
       const refused = await expectCode(
         t.call(viewer.caller, UserService.method.updateProfile, { username: spelling }),
         "invalid_argument",

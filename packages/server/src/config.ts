@@ -60,6 +60,8 @@ export interface ServerConfig extends IntegrationConfig {
    * every third of it): a crashed instance's daemons count offline within about 4/3 of this.
    */
   readonly instanceLeaseSeconds: number;
+  /** Most CLI logins waiting for approval per client address. */
+  readonly cliLoginMaxPendingPerAddress: number;
 }
 
 export const defaultConfig: ServerConfig = {
@@ -84,6 +86,7 @@ export const defaultConfig: ServerConfig = {
   mailFrom: undefined,
   daemonKeepaliveSeconds: 60,
   instanceLeaseSeconds: 30,
+  cliLoginMaxPendingPerAddress: 10,
   ...defaultIntegrationConfig,
 };
 
@@ -304,6 +307,14 @@ export const settings: readonly Setting[] = [
     defaultText: "30",
     help: "Lease of this instance on the daemon control streams it holds, renewed every third of it. If the instance dies without stopping, its daemons are reported offline within about 4/3 of this. Instances sharing a database need clocks within a few seconds of each other.",
     apply: assign("instanceLeaseSeconds", wholeNumber(3, 3600)),
+  },
+  {
+    env: "WAP_CLI_LOGIN_MAX_PENDING_PER_ADDRESS",
+    flag: "--cli-login-max-pending-per-address",
+    value: "<n>",
+    defaultText: "10",
+    help: "Most CLI logins that may wait for approval from one client address at once; more are refused (resource_exhausted) until one ends.",
+    apply: assign("cliLoginMaxPendingPerAddress", wholeNumber(1, 10_000)),
   },
   ...integrationSettings,
   {

@@ -217,7 +217,11 @@ async function buildPlatform(
         logger.warn("event not published; subscribers miss it", { topic, error: String(error) }),
       ...(mailer && { mailer }),
       ...options.platformOptions,
-      config: { ...options.platformOptions?.config, ...(publicBaseUrl !== undefined && { publicBaseUrl }) },
+      config: {
+        cliLoginMaxPendingPerAddress: config.cliLoginMaxPendingPerAddress,
+        ...options.platformOptions?.config,
+        ...(publicBaseUrl !== undefined && { publicBaseUrl }),
+      },
       storage: backend.storage,
       keyStore: createMasterKeyStore({ masterKey }),
       ...(backend.events && { events: backend.events }),

@@ -12,6 +12,7 @@ export type { AppendBatcher, CommitUnits } from "./lib/append-batcher.js";
 export { createAppendBatcher } from "./lib/append-batcher.js";
 export type { DirectExecutor } from "./lib/direct.js";
 export { translateError as translateDriverError } from "./lib/errors.js";
+export { UsernameCaseClashError } from "./migrations/010-account-security.js";
 export type { MigrateOptions } from "./migrations/index.js";
 export {
   createMigrations,
@@ -20,7 +21,6 @@ export {
   migrationTableName,
   SchemaVersionError,
 } from "./migrations/index.js";
-export { UsernameCaseClashError } from "./migrations/010-account-security.js";
 export type { QueryRunner } from "./repositories.js";
 export { createRepositories } from "./repositories.js";
 export type {

@@ -33,7 +33,9 @@ describe("010_account_security on SQLite", () => {
     const error = await createSqliteStorage({ filename }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UsernameCaseClashError);
     expect((error as UsernameCaseClashError).clashes.map((c) => c.id).sort()).toEqual([a, b].sort());
-    expect((error as Error).message).toMatch(/unique whatever their case.*(Ada|ada) \(user .*(Ada|ada) \(user .*UPDATE users/);
+    expect((error as Error).message).toMatch(
+      /unique whatever their case.*(Ada|ada) \(user .*(Ada|ada) \(user .*UPDATE users/,
+    );
 
     // Renamed, the migration goes through and the rule holds from then on.
     const fix = new Database(filename);

@@ -48,7 +48,8 @@ export async function settleFirstMailboxProof(
 ): Promise<void> {
   await tx.backupCodes.deleteForUser(user.id);
   for (const passkey of await tx.passkeys.listByUser(user.id)) await tx.passkeys.delete(user.id, passkey.id);
-  for (const device of await tx.userDevices.listByUser(user.id)) await tx.userDevices.delete(user.id, device.id);
+  for (const device of await tx.userDevices.listByUser(user.id))
+    await tx.userDevices.delete(user.id, device.id);
   for (const link of await tx.linkedAccounts.listByUser(user.id)) {
     await tx.linkedAccounts.delete(user.id, link.provider);
   }

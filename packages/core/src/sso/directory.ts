@@ -70,7 +70,11 @@ export type SignInMethod = "password" | "backup_code" | "passkey" | "oidc" | "sa
  * starts through `startSession`, which calls this; Login and LoginWithBackupCode also call it
  * before checking the secret, so a refused account's password is never tested.
  */
-export async function assertSignInAllowed(services: Services, email: string, method: SignInMethod): Promise<void> {
+export async function assertSignInAllowed(
+  services: Services,
+  email: string,
+  method: SignInMethod,
+): Promise<void> {
   if (method === "oidc" || method === "saml") return;
   if (await ssoEnforcedFor(services, email)) {
     throw new FailedPreconditionError(

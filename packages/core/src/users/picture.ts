@@ -15,7 +15,8 @@ import { codePointLength, isLoopbackUrl, webUrlProblem } from "../validation/rul
 export function checkPictureUrl(value: string, services: Services): string | null {
   if (value === "") return null;
   const length = codePointLength(value);
-  if (length > pictureUrlMaxLength) return `must be at most ${pictureUrlMaxLength} characters (got ${length})`;
+  if (length > pictureUrlMaxLength)
+    return `must be at most ${pictureUrlMaxLength} characters (got ${length})`;
   return webUrlProblem(value, { allowHttp: isLoopbackUrl(accountConfig(services).publicBaseUrl) });
 }
 

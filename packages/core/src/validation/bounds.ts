@@ -3,7 +3,7 @@
  *
  * @module
  */
-import * as z from "zod";
+import type * as z from "zod";
 import { looksLikeUuid, text } from "./rules.js";
 
 /**

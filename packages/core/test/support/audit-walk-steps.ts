@@ -291,8 +291,8 @@ async function clientCsr(owner: Owner): Promise<string> {
     const key = join(files.dir, "leaf.key");
     const csr = join(files.dir, "leaf.csr");
     await run("openssl", ["genpkey", "-algorithm", "ED25519", "-out", key]);
-    const cn = owner.email.split("@")[0]!;
-    await run("openssl", ["req", "-new", "-key", key, "-subj", `/CN=${cn}`, "-out", csr]);
+    // A client certificate's CN is its holder's id.
+    await run("openssl", ["req", "-new", "-key", key, "-subj", `/CN=${owner.caller.userId}`, "-out", csr]);
     return await readFile(csr, "utf8");
   } finally {
     await files.remove();
