@@ -132,3 +132,5 @@ export type { SsoOptions } from "./sso/options.js";
 export { ssoUrls } from "./sso/options.js";
 export { beginSamlSignIn, finishSamlSignIn, samlServiceProviderMetadata } from "./sso/saml.js";
 export { apiVersion, platformVersion } from "./version.js";
+export type { WorkspaceQuotaConfig } from "./workspaces/quotas.js";
+export { defaultWorkspaceQuotaConfig } from "./workspaces/quotas.js";

@@ -62,7 +62,16 @@ const rules: LengthRule[] = [
     method: AuthService.method.verifyCLILogin,
     field: "loginCode",
     min: 1,
-    request: (v) => ({ loginCode: v }),
+    request: (v) => ({ loginCode: v, userCode: "BCDF-GHJK" }),
+  },
+  {
+    name: "VerifyCLILogin.userCode 1-64 (our bound: the code the CLI shows is 9)",
+    caller: () => user,
+    method: AuthService.method.verifyCLILogin,
+    field: "userCode",
+    min: 1,
+    max: 64,
+    request: (v) => ({ loginCode: "0".repeat(32), userCode: v }),
   },
   {
     name: "UpdateProfile.name 3-256",

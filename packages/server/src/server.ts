@@ -219,6 +219,11 @@ async function buildPlatform(
       ...options.platformOptions,
       config: {
         cliLoginMaxPendingPerAddress: config.cliLoginMaxPendingPerAddress,
+        workspaceMaxDaemons: config.workspaceMaxDaemons,
+        workspaceMaxTargets: config.workspaceMaxTargets,
+        workspaceMaxServiceAccounts: config.workspaceMaxServiceAccounts,
+        workspaceMaxRecordingBytes: config.workspaceMaxRecordingBytes,
+        workspaceMaxOpenSessions: config.workspaceMaxOpenSessions,
         ...options.platformOptions?.config,
         ...(publicBaseUrl !== undefined && { publicBaseUrl }),
       },

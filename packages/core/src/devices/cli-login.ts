@@ -283,7 +283,7 @@ function invalidLoginCode(): InvalidArgumentError {
 export const getCliLogin = defineOperation({
   method: AuthService.method.getCLILogin,
   access: { kind: "caller", callers: ["user"] },
-  input: z.object({ loginCode: text({ min: 1, max: 256 }) }),
+  input: z.object({ loginCode: text({ min: 1 }) }),
   async run({ input, services, now }) {
     const login = await services.storage.cliLogins.findByCode(hashSecret(input.loginCode));
     if (login === null || !isPending(login, now)) throw invalidLoginCode();
@@ -309,7 +309,7 @@ export const verifyCliLogin = defineOperation({
   method: AuthService.method.verifyCLILogin,
   access: { kind: "caller", callers: ["user"] },
   input: z.object({
-    loginCode: text({ min: 1, max: 256 }),
+    loginCode: text({ min: 1 }),
     userCode: text({ min: 1, max: 64 }),
     deny: z.boolean().optional(),
   }),

@@ -15,6 +15,7 @@ import type { ServiceAccountRecord, ServiceAccountRole } from "../storage/record
 import { UniqueViolationError } from "../storage/storage.js";
 import { description, serviceAccountName, serviceAccountRoleName } from "../validation/bounds.js";
 import { defaultPage, paging, text, timestamp, uuid } from "../validation/rules.js";
+import { assertWithinQuota } from "../workspaces/quotas.js";
 
 function toServiceAccountMessage(
   account: ServiceAccountRecord,
@@ -78,6 +79,7 @@ export const createServiceAccount = defineOperation({
     };
     try {
       await services.storage.transaction(async (tx) => {
+        await assertWithinQuota(tx, services.config, account.workspaceId, "serviceAccounts");
         await tx.serviceAccounts.insert(account);
         await audit(tx, { action: "service_account.create", resource: `service_account:${id}` });
       });

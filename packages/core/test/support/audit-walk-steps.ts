@@ -840,8 +840,24 @@ const steps: ReadonlyArray<Row> = [
       deviceId,
     });
     const loginCode = new URL(pending.verificationUrl).searchParams.get("code")!;
-    return { request: { loginCode }, resource: `device:${deviceId}` };
+    return { request: { loginCode, userCode: pending.userCode }, resource: `device:${deviceId}` };
   }),
+  unauditedStep(
+    Auth.getCLILogin,
+    "reads what a pending CLI login shows its approver; changes nothing",
+    async (f) => {
+      const u = await f.signUp();
+      const pending = await startCliLogin(f.platform.services, createCallContext(anonymous), {
+        authMethod: "soft",
+        authPubkey: aDaemonKey().pem,
+        deviceId: randomUUID(),
+      });
+      return {
+        caller: u.caller,
+        request: { loginCode: new URL(pending.verificationUrl).searchParams.get("code")! },
+      };
+    },
+  ),
   unauditedStep(
     Auth.beginPasskeyLogin,
     "hands out a short-lived challenge; the sign-in it leads to is audited (user.login.passkey)",

@@ -1,7 +1,8 @@
 /**
- * 010_account_security: usernames unique whatever their case, and what a pending CLI login
- * needs for its approval page (the user code, its wrong tries, a refusal, the client's
- * platform and version). Frozen once released.
+ * 010_account_security: usernames unique whatever their case, what a pending CLI login needs
+ * for its approval page (the user code, its wrong tries, a refusal, the client's platform and
+ * version), and the indexes behind the per-address and per-workspace limits. Frozen once
+ * released.
  *
  * Usernames are names in certificates and on screens, where `Ada` and `ada` read as one person,
  * so at most one account may hold each spelling. A database that already has two accounts whose
@@ -61,6 +62,12 @@ export function accountSecurityMigration(dialect: SqlDialectName): Migration {
         .execute();
       await logins()
         .addColumn("client_version", "text", (col) => col.notNull().defaultTo(""))
+        .execute();
+      // The workspace quota on open terminal sessions counts them per workspace.
+      await db.schema
+        .createIndex("daemon_sessions_workspace_state_idx")
+        .on("daemon_sessions")
+        .columns(["workspace_id", "state"])
         .execute();
       // The cap on pending logins per client address.
       await db.schema
