@@ -10,6 +10,7 @@
 
 import { AuthService, UserService } from "@wap/api";
 import * as z from "zod";
+import { recordSecurityEvent, signInResource } from "../audit/security-events.js";
 import { AlreadyExistsError, NotFoundError, UnauthenticatedError } from "../errors.js";
 import { sendInBackground } from "../mail/deliver.js";
 import { verifyEmailMail } from "../mail/templates.js";
@@ -120,6 +121,10 @@ export const login = defineOperation({
     else ok = await services.passwords.verify(user.passwordHash, input.password);
     if (!user || !ok) {
       await attemptFailed(services, subject, now);
+      await recordSecurityEvent(services, ctx, {
+        kind: "sign_in_failed",
+        resource: signInResource("password", input.email),
+      });
       throw invalid();
     }
     await attemptSucceeded(services, subject);

@@ -127,10 +127,11 @@ export const verifyEmail = defineOperation({
  * Account work that must not shape an answer's timing, run one after another per platform (so two
  * quick requests still see each other's tokens) after the answer has gone.
  */
-const detachedWork = new WeakMap<Services, Promise<void>>();
+const detachedWork = new WeakMap<object, Promise<void>>();
 function runDetached(services: Services, work: () => Promise<void>): void {
-  const next = (detachedWork.get(services) ?? Promise.resolve()).then(work).catch(() => undefined);
-  detachedWork.set(services, next);
+  // Keyed by the event bus, one per platform: each call has its own services object and storage.
+  const next = (detachedWork.get(services.events) ?? Promise.resolve()).then(work).catch(() => undefined);
+  detachedWork.set(services.events, next);
 }
 
 export const forgotPassword = defineOperation({

@@ -11,6 +11,7 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { AuthService, CredentialService } from "@wap/api";
 import * as z from "zod";
+import { recordSecurityEvent, signInResource } from "../audit/security-events.js";
 import { auditAccount } from "../auth/audit.js";
 import { callerUser } from "../auth/caller-user.js";
 import { assertAddressVerified } from "../auth/mailbox-proof.js";
@@ -141,6 +142,10 @@ export const loginWithBackupCode = defineOperation({
       ));
     if (!session) {
       await attemptFailed(services, subject, now);
+      await recordSecurityEvent(services, ctx, {
+        kind: "sign_in_failed",
+        resource: signInResource("backup_code", input.email),
+      });
       throw invalid();
     }
     await attemptSucceeded(services, subject);

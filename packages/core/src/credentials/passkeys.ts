@@ -19,6 +19,7 @@ import {
 } from "@simplewebauthn/server";
 import { AuthService, CredentialService, type PasskeySchema } from "@wap/api";
 import * as z from "zod";
+import { recordSecurityEvent } from "../audit/security-events.js";
 import { accountConfig } from "../auth/account-config.js";
 import { auditAccount } from "../auth/audit.js";
 import { callerUser } from "../auth/caller-user.js";
@@ -261,8 +262,12 @@ export const finishPasskeyLogin = defineOperation({
   access: { kind: "public" },
   input: z.object({ credentialJson }),
   async run({ input, services, ctx, now }) {
-    const invalid = () =>
-      new UnauthenticatedError("passkey sign-in failed", { reason: "INVALID_PASSKEY_LOGIN" });
+    const refused = new UnauthenticatedError("passkey sign-in failed", { reason: "INVALID_PASSKEY_LOGIN" });
+    // Every refusal is a failed sign-in in the audit log (rate-limited there per address).
+    const invalid = () => {
+      void recordSecurityEvent(services, ctx, { kind: "sign_in_failed", resource: "passkey" });
+      return refused;
+    };
     const read = readAuthentication(input.credentialJson);
     if (read === null) throw invalid();
     if ((await consumeOneTimeToken(services.storage, "passkey_login", read.challenge, now)) === null) {
