@@ -3,6 +3,7 @@
  * one call of it succeed in a fresh fixture and the audit entries it must leave, or why it
  * leaves none. audit-walk.test.ts fails for a mutating RPC missing here.
  */
+
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -33,6 +34,8 @@ import {
   WorkspaceDomainService,
   WorkspaceService,
 } from "@wap/api";
+import { expect } from "vitest";
+import { issuanceResource } from "../../src/certificates/issuance/record.js";
 import { type Caller, createCallContext, type UserCaller } from "../../src/context.js";
 import { startCliLogin } from "../../src/devices/cli-login.js";
 import { procedureOf } from "../../src/platform.js";
@@ -302,7 +305,12 @@ async function clientCsr(owner: Owner): Promise<string> {
 /** The entry resource of the certificate most recently issued in `owner`'s workspace. */
 async function latestIssuedCertificate(f: WalkFixture, owner: Owner): Promise<string> {
   const ledger = await f.storage.issuedCertificates.list(owner.workspaceId, { limit: 1, offset: 0 });
-  return `issued_certificate:${ledger.items[0]!.id}`;
+  // The resource names the serial, the principals and the target, not only the ledger entry.
+  const entry = ledger.items[0]!;
+  const resource = issuanceResource(entry);
+  expect(resource).toContain(`serial=${entry.serial}`);
+  expect(resource).toContain(`principals=${entry.principals.join(",")}`);
+  return resource;
 }
 
 /** A request that adds or removes `owner` as a subject of `principal`. */

@@ -16,6 +16,17 @@ const auditAction: Record<IssuedCertificateRecord["kind"], string> = {
   x509: "certificate.sign_x509",
 };
 
+/**
+ * The audit resource of a certificate: its ledger entry, and what a reader of the log needs
+ * without looking it up: the serial, the names (principals or X.509 names) and the target.
+ */
+export function issuanceResource(
+  entry: Pick<IssuedCertificateRecord, "id" | "serial" | "principals" | "targetId">,
+): string {
+  const target = entry.targetId === null ? "" : ` target=${entry.targetId}`;
+  return `issued_certificate:${entry.id} serial=${entry.serial} principals=${entry.principals.join(",")}${target}`;
+}
+
 /** Writes the ledger entry and the audit event of one certificate; resolves once committed. */
 export async function recordIssuance(
   call: Pick<OperationCall<unknown>, "services" | "auditEvent">,
@@ -23,7 +34,7 @@ export async function recordIssuance(
 ): Promise<void> {
   const audit = call.auditEvent({
     action: auditAction[entry.kind],
-    resource: `issued_certificate:${entry.id}`,
+    resource: issuanceResource(entry),
   });
   await call.services.storage.append({ issuedCertificates: [entry], auditEvents: [audit.record] });
   audit.committed();
