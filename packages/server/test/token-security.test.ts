@@ -250,7 +250,12 @@ async function serviceAccount(owner: { workspaceId: string; accessToken: string 
   return { id: created.body.serviceAccount.id as string, token: created.body.token as string };
 }
 
-async function backupCodes(user: { accessToken: string }): Promise<string[]> {
+async function backupCodes(user: { accessToken: string; email: string }): Promise<string[]> {
+  // Credentials besides the password need a verified address: as if the mailed link was followed.
+  const storage = server.platform.services.storage;
+  const record = await storage.users.findByEmail(user.email);
+  if (record && !record.emailVerified)
+    await storage.users.update(record.id, { emailVerified: true }, new Date());
   const created = await call("CredentialService/CreateBackupCodes", {}, { token: user.accessToken });
   return created.body.codes as string[];
 }
@@ -294,7 +299,10 @@ function snapshot(): Map<string, string> {
       .filter((name) => !notCompared.has(name));
     return new Map(
       tables.map((table) => {
-        const rows = db.prepare(`select * from "${table}" order by rowid`).all();
+        // Security events (a failed sign-in, a denied call) are the one trace a refusal leaves, on
+        // purpose: rate-limited, and checked in the core's audit tests.
+        const where = table === "audit_events" ? " where action not like 'security.%'" : "";
+        const rows = db.prepare(`select * from "${table}"${where} order by rowid`).all();
         return [table, createHash("sha256").update(JSON.stringify(rows)).digest("hex")];
       }),
     );
