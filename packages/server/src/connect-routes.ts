@@ -107,9 +107,10 @@ function serverStreamingHandler<I extends DescMessage, O extends DescMessage>(
 }
 
 /**
- * AuthService.StreamCLILogin (docs/agent-protocol.md): the verification URL at once, then the user once
- * a signed-in user approves the login with VerifyCLILogin, on this instance or another. The device
- * id and its name come from the `Platform-Client-*` headers. The stream lives as long as the
+ * AuthService.StreamCLILogin (docs/agent-protocol.md): the verification URL and user code at once,
+ * then the user once a signed-in user approves the login with VerifyCLILogin, on this instance or
+ * another. The device id, its name, OS and client version come from the `Platform-Client-*`
+ * headers. The stream lives as long as the
  * pending login (`cliLoginTtlSeconds`) and ends quietly when the client leaves.
  */
 function cliLoginHandler(settings: EdgeSettings) {
@@ -134,6 +135,8 @@ function cliLoginHandler(settings: EdgeSettings) {
         loginCode: request.loginCode,
         deviceId: context.requestHeader.get("platform-client-device-id") ?? undefined,
         deviceName: context.requestHeader.get("platform-client-hostname") ?? undefined,
+        clientOs: context.requestHeader.get("platform-client-os") ?? undefined,
+        clientVersion: context.requestHeader.get("platform-client-version") ?? undefined,
       });
       edge.code = "ok";
     } catch (error) {

@@ -10,13 +10,24 @@ import {
   newPassword,
   personName,
   plainName,
+  profileUsername,
   resourceName,
+  serviceAccountName,
   serviceAccountRoleName,
   tokenExpiryBounds,
   username,
   workspaceName,
 } from "./bounds.js";
-import { codePointLength, durationSeconds, email, paging, uuid } from "./rules.js";
+import {
+  codePointLength,
+  durationSeconds,
+  email,
+  isLoopbackUrl,
+  looksLikeUuid,
+  paging,
+  uuid,
+  webUrlProblem,
+} from "./rules.js";
 
 /** Strings of exactly `length` code points, including astral characters (2 UTF-16 units each). */
 const stringOfLength = (
@@ -96,11 +107,78 @@ describe("usernames (Register)", () => {
   it("are 3 to 32 characters, starting and ending with a letter or digit", () => {
     expect(accepts(username, "ab")).toBe(false);
     expect(accepts(username, "abc")).toBe(true);
-    expect(accepts(username, "a".repeat(32))).toBe(true);
+    expect(accepts(username, "z".repeat(32))).toBe(true);
     expect(accepts(username, "a".repeat(33))).toBe(false);
     expect(accepts(username, "a-b_c")).toBe(true);
     expect(accepts(username, "-abc")).toBe(false);
     expect(accepts(username, "abc_")).toBe(false);
+  });
+});
+
+describe("names that look like ids", () => {
+  it("no username or service-account name has the form of a UUID, in any spelling", () => {
+    const spellings = fc.tuple(fc.uuid(), fc.boolean(), fc.boolean()).map(([id, upper, bare]) => {
+      const cased = upper ? id.toUpperCase() : id;
+      return bare ? cased.replaceAll("-", "") : cased;
+    });
+    fc.assert(
+      fc.property(spellings, (id) => {
+        expect(accepts(profileUsername, id)).toBe(false);
+        expect(accepts(serviceAccountName, id)).toBe(false);
+        expect(looksLikeUuid(id)).toBe(true);
+      }),
+    );
+  });
+
+  it("names with anything but hex digits and hyphens are not id-shaped", () => {
+    const name = fc.stringMatching(/^[a-z0-9][a-z0-9_-]{1,30}[g-z]$/);
+    fc.assert(
+      fc.property(name, (value) => {
+        expect(looksLikeUuid(value)).toBe(false);
+        expect(accepts(profileUsername, value)).toBe(true);
+      }),
+    );
+  });
+});
+
+describe("picture URLs", () => {
+  const label = fc.string({ unit: fc.constantFrom(..."abcxyz019"), minLength: 1, maxLength: 12 });
+  const host = fc
+    .tuple(label, fc.constantFrom("example.com", "example.org", "cdn.test"))
+    .map(([a, b]) => `${a}.${b}`);
+  const segment = fc.string({ unit: fc.constantFrom(..."abz09-_.~%?=&#"), maxLength: 40 });
+  it("https URLs are accepted; http only when allowed; other schemes never", () => {
+    fc.assert(
+      fc.property(host, segment, fc.boolean(), (domain, path, allowHttp) => {
+        expect(webUrlProblem(`https://${domain}/${path}`, { allowHttp })).toBeNull();
+        expect(webUrlProblem(`http://${domain}/${path}`, { allowHttp }) === null).toBe(allowHttp);
+      }),
+    );
+    const scheme = fc.constantFrom("javascript", "data", "vbscript", "file", "ftp", "blob", "about");
+    fc.assert(
+      fc.property(scheme, fc.string(), fc.boolean(), (name, rest, allowHttp) => {
+        expect(webUrlProblem(`${name}:${rest}`, { allowHttp })).not.toBeNull();
+      }),
+    );
+  });
+
+  it("loopback public URLs are recognised; others are not", () => {
+    for (const url of [
+      "http://localhost:8080",
+      "http://127.0.0.1",
+      "http://[::1]:3000",
+      "http://app.localhost",
+    ]) {
+      expect(isLoopbackUrl(url)).toBe(true);
+    }
+    for (const url of [
+      "https://example.com",
+      "http://10.0.0.1",
+      "http://localhost.example.com",
+      "nonsense",
+    ]) {
+      expect(isLoopbackUrl(url)).toBe(false);
+    }
   });
 });
 

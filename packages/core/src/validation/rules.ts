@@ -58,6 +58,48 @@ export function text(options: { min?: number; max?: number; pattern?: RegExp; pa
 
 const uuidPattern = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 
+/**
+ * Whether `value` has the form of an id: 32 hex digits, whatever the hyphens, braces, `urn:uuid:`
+ * prefix or case (every spelling a reader might take for a UUID).
+ */
+export function looksLikeUuid(value: string): boolean {
+  const bare = value
+    .toLowerCase()
+    .replace(/^urn:uuid:/, "")
+    .replace(/^\{(.*)\}$/, "$1")
+    .replaceAll("-", "");
+  return /^[0-9a-f]{32}$/.test(bare);
+}
+
+/**
+ * Why `value` is not a web address a page may show (a picture), or null when it is: an absolute
+ * `https:` URL, or `http:` when `allowHttp` (a server reached over loopback), with a host and no
+ * credentials. Everything else (`javascript:`, `data:`, relative paths) is refused.
+ */
+export function webUrlProblem(value: string, options: { readonly allowHttp: boolean }): string | null {
+  const expected = options.allowHttp ? "an http or https URL" : "an https URL";
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return `must be ${expected}`;
+  }
+  const schemeOk = url.protocol === "https:" || (options.allowHttp && url.protocol === "http:");
+  if (!schemeOk || url.hostname === "") return `must be ${expected}`;
+  if (url.username !== "" || url.password !== "") return "must not carry a user name or password";
+  return null;
+}
+
+/** Whether `url` points at this machine (localhost, 127.0.0.0/8, ::1). */
+export function isLoopbackUrl(url: string): boolean {
+  try {
+    const host = new URL(url).hostname.replace(/^\[|\]$/g, "");
+    return host === "localhost" || host.endsWith(".localhost") || /^127\./.test(host) || host === "::1";
+  } catch {
+    return false;
+  }
+}
+
 /** A UUID in the 8-4-4-4-12 hex form, any case; normalised to lower case. */
 export const uuid = z
   .string()
