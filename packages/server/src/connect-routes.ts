@@ -53,6 +53,11 @@ export function connectContextValues(req: object): ContextValues {
   return createContextValues().set(edgeKey, edgeOf(req));
 }
 
+/** The edge state of a call, from its context values (interceptors have no HandlerContext). */
+export function edgeFromValues(values: ContextValues): EdgeRequest | undefined {
+  return values.get(edgeKey);
+}
+
 /** Registers every method of the contract on `router`. */
 export function registerConnectRoutes(router: ConnectRouter, settings: EdgeSettings): void {
   for (const service of platformServices) {

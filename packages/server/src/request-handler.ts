@@ -14,6 +14,7 @@ import { getRequestListener } from "@hono/node-server";
 import { platformServices } from "@wap/api";
 import { type ErrorCode, procedureOf } from "@wap/core";
 import { type AppSettings, createApp, probePaths } from "./app.js";
+import { checkJsonRequestsFirst, jsonRefusals } from "./connect-json-requests.js";
 import { connectContextValues, registerConnectRoutes } from "./connect-routes.js";
 import { applyCors } from "./cors.js";
 import { controlStreamPath, serveControlStream } from "./daemons/control-connect.js";
@@ -46,8 +47,9 @@ export function createRequestHandler(settings: AppSettings): NodeHandler {
     routes: (router) => {
       registerConnectRoutes(router, settings.edge);
       answerUndecodableAsInvalidArgument(router);
+      checkJsonRequestsFirst(router, settings.bodyLimitBytes);
     },
-    interceptors: [undecodableRequests],
+    interceptors: [jsonRefusals, undecodableRequests],
     fallback: (req, res) => void fallback(req, res as Parameters<typeof fallback>[1]),
     contextValues: connectContextValues,
     readMaxBytes: settings.bodyLimitBytes,

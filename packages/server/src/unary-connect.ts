@@ -38,6 +38,7 @@ import { procedureOf } from "@wap/core";
 import { answer } from "./connect-routes.js";
 import { callPlatform, type EdgeRequest, type EdgeSettings } from "./edge.js";
 import { errorCodeOf } from "./errors.js";
+import { checkJsonRequestBytes } from "./json-mapping.js";
 import { undecodable } from "./undecodable-requests.js";
 
 type Request = http.IncomingMessage | http2.Http2ServerRequest;
@@ -146,7 +147,9 @@ async function serve(
   let status = 200;
   let body: Uint8Array;
   try {
-    const request = parse(route, binary, await readBody(req, limits.readMaxBytes));
+    const bytes = await readBody(req, limits.readMaxBytes);
+    if (!binary) checkJson(edge, settings.edge, route.method.input, bytes);
+    const request = parse(route, binary, bytes);
     let result: Awaited<ReturnType<typeof callPlatform>>;
     try {
       result = await callPlatform(edge, settings.edge, route.method, request, call.signal);
@@ -181,6 +184,15 @@ async function serve(
   head["content-length"] = String(body.byteLength);
   (res as http.ServerResponse).writeHead(status, head);
   res.end(body);
+}
+
+/** A JSON request checked against the JSON mapping (json-mapping.ts), answered as any refusal. */
+function checkJson(edge: EdgeRequest, settings: EdgeSettings, desc: DescMessage, bytes: Uint8Array): void {
+  try {
+    checkJsonRequestBytes(desc, bytes);
+  } catch (error) {
+    throw answer(edge, settings, error);
+  }
 }
 
 /** The request message, with connect-node's codes for what cannot be decoded (see undecodable-requests.ts). */

@@ -9,6 +9,7 @@
  */
 import { type DescField, type DescMessage, fromJson, type JsonValue, type Message } from "@bufbuild/protobuf";
 import { InvalidArgumentError } from "@wap/core";
+import { checkJsonRequest } from "../json-mapping.js";
 import { resolveFieldPath, textFieldKind, textToJson } from "./fields.js";
 import type { RestMatch } from "./routes.js";
 
@@ -80,6 +81,7 @@ export function buildRequest(match: RestMatch, input: RestRequestInput): Message
     parent[leaf.jsonName] = value;
   }
 
+  checkJsonRequest(schema, root);
   try {
     return fromJson(schema, root as JsonValue);
   } catch (e) {

@@ -14,6 +14,7 @@ import { daemonsMigration } from "./006-daemons.js";
 import { instancesMigration } from "./007-instances.js";
 import { sessionRelayMigration } from "./008-session-relay.js";
 import { recordingsMigration } from "./009-recordings.js";
+import { wholeSecondDurationsMigration } from "./010-whole-second-durations.js";
 
 /** Our own bookkeeping tables, so an application's Kysely migrations in the same schema never collide. */
 export const migrationTableName = "wap_schema_migration";
@@ -31,6 +32,7 @@ export function createMigrations(dialect: SqlDialectName): Record<string, Migrat
     "007_instances": instancesMigration(dialect),
     "008_session_relay": sessionRelayMigration(dialect),
     "009_recordings": recordingsMigration(dialect),
+    "010_whole_second_durations": wholeSecondDurationsMigration(dialect),
   };
 }
 
