@@ -20,6 +20,8 @@ import type {
   MessageShape,
 } from "@bufbuild/protobuf";
 import {
+  Code,
+  ConnectError,
   type ConnectRouter,
   type ContextValues,
   createContextKey,
@@ -45,6 +47,7 @@ import { controlStreamHandler } from "./daemons/control-stream.js";
 import { sessionStreamHandler } from "./daemons/session-stream.js";
 import { callerFor, callPlatform, type EdgeRequest, type EdgeSettings, edgeOf } from "./edge.js";
 import { toConnectError, toPublicError } from "./errors.js";
+import { streamAccepted } from "./stream-headers.js";
 
 const edgeKey = createContextKey<EdgeRequest | undefined>(undefined, { description: "wap edge request" });
 
@@ -121,11 +124,14 @@ function serverStreamingHandler<I extends DescMessage, O extends DescMessage>(
         ipAddress: edge.ipAddress,
         userAgent: edge.userAgent,
       });
-      yield* settings.platform.stream(method, ctx, request);
+      yield* settings.platform.stream(method, ctx, request, {
+        onReady: () => streamAccepted(context),
+      });
       if (settings.closing?.aborted && !context.signal.aborted) throw shuttingDown();
+      throwIfDeadlineExceeded(context);
       edge.code = context.signal.aborted ? "canceled" : "ok";
     } catch (error) {
-      throw answer(edge, settings, error);
+      throw answer(edge, settings, deadlineOf(context) ?? error);
     }
   };
 }
@@ -162,13 +168,33 @@ function cliLoginHandler(settings: EdgeSettings) {
       edge.code = "ok";
     } catch (error) {
       // Nobody is left to answer; the pending login is already gone.
-      if (context.signal.aborted) {
+      if (context.signal.aborted && deadlineOf(context) === undefined) {
         edge.code = "canceled";
         return;
       }
-      throw answer(edge, settings, settings.closing?.aborted ? shuttingDown() : error);
+      throw answer(
+        edge,
+        settings,
+        deadlineOf(context) ?? (settings.closing?.aborted ? shuttingDown() : error),
+      );
     }
   };
+}
+
+/** The error a call's deadline ended it with, or undefined when it did not end by its deadline. */
+function deadlineOf(context: HandlerContext): ConnectError | undefined {
+  const reason: unknown = context.signal.aborted ? context.signal.reason : undefined;
+  return reason instanceof ConnectError && reason.code === Code.DeadlineExceeded ? reason : undefined;
+}
+
+/**
+ * A stream that ended because its deadline passed did not succeed: it ends with
+ * `deadline_exceeded` on every protocol (the client may already have given up; one that waits
+ * hears why).
+ */
+function throwIfDeadlineExceeded(context: HandlerContext): void {
+  const deadline = deadlineOf(context);
+  if (deadline) throw deadline;
 }
 
 /** Why a stream ended early: the client should open it again (on another instance). */

@@ -22,6 +22,7 @@ import { admitRequest, edgeOf, type ProcedureResolver } from "./edge.js";
 import type { NodeHandler } from "./listener.js";
 import type { Logger } from "./logger.js";
 import { createRestRoutes, type RestRoutes } from "./rest/index.js";
+import { sendStreamHeadersEarly } from "./stream-headers.js";
 import { createUnaryConnectPath } from "./unary-connect.js";
 import { answerUndecodableAsInvalidArgument, undecodableRequests } from "./undecodable-requests.js";
 
@@ -48,6 +49,7 @@ export function createRequestHandler(settings: AppSettings): NodeHandler {
       registerConnectRoutes(router, settings.edge);
       answerUndecodableAsInvalidArgument(router);
       checkJsonRequestsFirst(router, settings.bodyLimitBytes);
+      sendStreamHeadersEarly(router);
     },
     interceptors: [jsonRefusals, undecodableRequests],
     fallback: (req, res) => void fallback(req, res as Parameters<typeof fallback>[1]),
