@@ -29,12 +29,18 @@ export function answerUnknownProcedure(
   if (type.startsWith("application/grpc")) {
     // gRPC and gRPC-Web (any subtype): trailers-only, the status in the headers.
     if (edge) edge.code = "unimplemented";
-    (res as http.ServerResponse).writeHead(200, {
+    const head = {
       "content-type": type.split(";")[0] ?? type,
       "grpc-status": String(Code.Unimplemented),
       "grpc-message": encodeURIComponent(message),
-    });
-    res.end();
+    };
+    if ("stream" in res && !res.stream.destroyed) {
+      // One HEADERS frame that ends the stream, as gRPC clients expect a trailers-only answer.
+      res.stream.respond({ ":status": 200, ...head }, { endStream: true });
+    } else {
+      (res as http.ServerResponse).writeHead(200, head);
+      res.end();
+    }
     return true;
   }
   const connect =

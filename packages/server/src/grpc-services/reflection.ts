@@ -180,6 +180,8 @@ export function asProto3(file: DescFile): FileDescriptorProto {
   clearField(proto, FileDescriptorProtoSchema.field.edition);
   if (proto.options) proto.options.features = undefined;
   const visit = (message: DescriptorProto) => {
+    // Map entries keep their key and value as they are.
+    if (message.options?.mapEntry) return;
     for (const field of message.field) {
       if (field.options) field.options.features = undefined;
       const singular = field.label === FieldDescriptorProto_Label.OPTIONAL;
