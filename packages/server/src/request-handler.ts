@@ -66,7 +66,7 @@ export function createRequestHandler(settings: AppSettings): NodeHandler {
     interceptors: [jsonRefusals, undecodableRequests],
     fallback: (req, res) => {
       const path = (req.url ?? "/").split("?")[0] ?? "/";
-      if (answerUnknownProcedure(req, res, path, edgeOf(req))) return;
+      if (answerUnknownProcedure(req, res as Parameters<typeof fallback>[1], path, edgeOf(req))) return;
       void fallback(req, res as Parameters<typeof fallback>[1]);
     },
     contextValues: connectContextValues,

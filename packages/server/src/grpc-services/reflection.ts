@@ -16,6 +16,7 @@ import {
   createFileRegistry,
   createRegistry,
   type DescFile,
+  type DescMethodBiDiStreaming,
   type DescService,
   isFieldSet,
   type Registry,
@@ -60,10 +61,11 @@ export const serverReflectionV1alpha: DescService = (() => {
 export function registerReflection(router: ConnectRouter, services: readonly DescService[]): void {
   const index = new DescriptorIndex(services);
   for (const service of [ServerReflection, serverReflectionV1alpha]) {
-    const method = service.methods[0];
+    const method = service.methods[0] as DescMethodBiDiStreaming | undefined;
     if (method?.methodKind !== "bidi_streaming") continue;
-    router.rpc(method, async function* (requests: AsyncIterable<ServerReflectionRequest>) {
-      for await (const request of requests) yield index.answer(request) as never;
+    // v1alpha's messages are v1's under another package: answers are built as plain objects.
+    router.rpc(method, async function* (requests: AsyncIterable<unknown>) {
+      for await (const request of requests) yield index.answer(request as ServerReflectionRequest) as never;
     });
   }
 }
