@@ -11,6 +11,7 @@ const packages = [
   "storage-postgres",
   "server",
   "client",
+  "cli",
 ] as const;
 
 export const projects = [
@@ -31,5 +32,3 @@ export const projects = [
     test: { name: "bench", root: "bench", include: ["*.test.ts"] },
   },
 ];
-
-export default projects;

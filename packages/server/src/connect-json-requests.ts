@@ -21,7 +21,7 @@ import {
 } from "@connectrpc/connect";
 import type { UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { PlatformError } from "@wap/core";
-import { edgeFromValues } from "./connect-routes.js";
+import { edgeFromValues } from "./connect-context.js";
 import { toConnectError } from "./errors.js";
 import { checkJsonRequest } from "./json-mapping.js";
 

@@ -48,12 +48,6 @@ export function sessionTopic(sessionId: string): string {
   return `session:${sessionId}`;
 }
 
-export const statusName: Record<DaemonStatusValue, WireStatusName> = {
-  pending: "PENDING",
-  accepted: "ACCEPTED",
-  rejected: "REJECTED",
-};
-
 /** An event bound for one topic. */
 export interface TopicEvent {
   readonly topic: string;
