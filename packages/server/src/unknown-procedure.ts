@@ -2,7 +2,8 @@
  * A call to a procedure this server does not have (`/pkg.Service/Method`), answered in the
  * protocol the client speaks: `unimplemented` as a gRPC or gRPC-Web status (HTTP 200, trailers
  * only, the client's content type), or as a Connect error (HTTP 404 with the Connect error body).
- * Requests that are none of these (REST, browsers) go on to the REST app.
+ * Requests that are none of these, and every path that is not a procedure's (REST), go on to the
+ * REST app.
  *
  * @module
  */
@@ -24,6 +25,8 @@ export function answerUnknownProcedure(
   path: string,
   edge: EdgeRequest | undefined,
 ): boolean {
+  // REST paths never have a dotted first segment: whatever their content type, the REST app answers.
+  if (!procedurePath.test(path)) return false;
   const type = String(req.headers["content-type"] ?? "").toLowerCase();
   const message = `${path.slice(1)} is not a procedure of this server`;
   if (type.startsWith("application/grpc")) {
@@ -45,10 +48,9 @@ export function answerUnknownProcedure(
   }
   const connect =
     type.startsWith("application/connect+") ||
-    (procedurePath.test(path) &&
-      (req.headers["connect-protocol-version"] !== undefined ||
-        /^application\/(json|proto)(;|$)/.test(type) ||
-        (req.method === "GET" && /[?&]connect=v1(&|$)/.test(req.url ?? ""))));
+    req.headers["connect-protocol-version"] !== undefined ||
+    /^application\/(json|proto)(;|$)/.test(type) ||
+    (req.method === "GET" && /[?&]connect=v1(&|$)/.test(req.url ?? ""));
   if (!connect) return false;
   if (edge) edge.code = "unimplemented";
   const body = JSON.stringify({ code: "unimplemented", message });
