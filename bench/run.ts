@@ -8,11 +8,13 @@
  *    export.
  * 3. Daemon control streams (daemon-streams.ts): memory and heartbeat round trips of 10,000
  *    open streams, against bare HTTP/2 connections and PINGs.
+ * 4. The host agent (agent.ts): `wap-agent run`'s memory idle and with 50 web terminals, and the
+ *    time from a grant change to its principals file on disk.
  *
  * Settings:
  * - BENCH_SECONDS (default 5) and BENCH_CONCURRENCY (default 32): each load run of the request
  *   path;
- * - BENCH_ONLY (comma-separated subset of `healthz,get-ca,sign,raw,audit-export,daemon-streams`,
+ * - BENCH_ONLY (comma-separated subset of `healthz,get-ca,sign,raw,audit-export,daemon-streams,agent`,
  *   default all), e.g. to profile one request path alone;
  * - BENCH_AUDIT_ROWS (default 1,000,000): events in the exported window;
  * - BENCH_DAEMON_STREAMS (default 10,000): daemon control streams held open; BENCH_DAEMON_LOADERS
@@ -25,6 +27,7 @@
  */
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
+import { runAgentBench } from "./agent.js";
 import { runAuditExportBench } from "./audit-export.js";
 import { runDaemonStreamsBench } from "./daemon-streams.js";
 import {
@@ -38,7 +41,7 @@ import {
 import { requestPathMeasures, runRequestPathBench } from "./request-path.js";
 import type { BenchSection } from "./results.js";
 
-const benchmarks = [...requestPathMeasures, "audit-export", "daemon-streams"] as const;
+const benchmarks = [...requestPathMeasures, "audit-export", "daemon-streams", "agent"] as const;
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 32);
@@ -73,6 +76,10 @@ if (only.has("audit-export")) {
 if (only.has("daemon-streams")) {
   console.log("\nDaemon control streams");
   sections.push(await runDaemonStreamsBench());
+}
+if (only.has("agent")) {
+  console.log("\nHost agent");
+  sections.push(await runAgentBench());
 }
 
 for (const section of sections) console.log(sectionText(section));

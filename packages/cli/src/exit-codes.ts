@@ -9,8 +9,6 @@ export const ExitCode = {
   notSignedIn: 3,
 } as const;
 
-export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
-
 /** An error the user can act on: one line, printed as is, with its exit status. */
 export class CliError extends Error {
   constructor(

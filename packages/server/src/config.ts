@@ -4,6 +4,8 @@
  *
  * @module
  */
+
+import { parseNetworks } from "@wap/core";
 import {
   defaultIntegrationConfig,
   type IntegrationConfig,
@@ -60,6 +62,17 @@ export interface ServerConfig extends IntegrationConfig {
    * every third of it): a crashed instance's daemons count offline within about 4/3 of this.
    */
   readonly instanceLeaseSeconds: number;
+  /**
+   * Non-public networks (CIDR) the server may fetch from when it reads an identity provider's
+   * documents; none by default (loopback, private, link-local and unique-local are refused).
+   */
+  readonly outboundAllowNetworks: readonly string[];
+  /** A request must have sent its headers within this time. */
+  readonly headersTimeoutSeconds: number;
+  /** A request body (other than a client stream's) must have arrived whole within this time. */
+  readonly bodyTimeoutSeconds: number;
+  /** Connections one client address may hold open at once (0: no limit). */
+  readonly maxConnectionsPerClient: number;
 }
 
 export const defaultConfig: ServerConfig = {
@@ -84,6 +97,10 @@ export const defaultConfig: ServerConfig = {
   mailFrom: undefined,
   daemonKeepaliveSeconds: 60,
   instanceLeaseSeconds: 30,
+  outboundAllowNetworks: [],
+  headersTimeoutSeconds: 20,
+  bodyTimeoutSeconds: 30,
+  maxConnectionsPerClient: 128,
   ...defaultIntegrationConfig,
 };
 
@@ -305,6 +322,38 @@ export const settings: readonly Setting[] = [
     help: "Lease of this instance on the daemon control streams it holds, renewed every third of it. If the instance dies without stopping, its daemons are reported offline within about 4/3 of this. Instances sharing a database need clocks within a few seconds of each other.",
     apply: assign("instanceLeaseSeconds", wholeNumber(3, 3600)),
   },
+  {
+    env: "WAP_HEADERS_TIMEOUT",
+    flag: "--headers-timeout",
+    value: "<seconds>",
+    defaultText: "20",
+    help: "A connection must send a request's headers within this time (and say its first word within it), or it is closed.",
+    apply: assign("headersTimeoutSeconds", wholeNumber(1, 3600)),
+  },
+  {
+    env: "WAP_BODY_TIMEOUT",
+    flag: "--body-timeout",
+    value: "<seconds>",
+    defaultText: "30",
+    help: "A request body must arrive whole within this time, or the request is cut (408 on HTTP/1.1, a reset stream on HTTP/2). Client and bidirectional streams (daemon streams) are not bounded by it.",
+    apply: assign("bodyTimeoutSeconds", wholeNumber(1, 3600)),
+  },
+  {
+    env: "WAP_MAX_CONNECTIONS_PER_CLIENT",
+    flag: "--max-connections-per-client",
+    value: "<n>",
+    defaultText: "128",
+    help: "Connections one client address may hold open at once; more are closed at once (0: no limit). Behind a proxy every client has the proxy's address: raise it or set 0 there, and let the proxy limit clients.",
+    apply: assign("maxConnectionsPerClient", wholeNumber(0, 1_000_000)),
+  },
+  {
+    env: "WAP_OUTBOUND_ALLOW_NETWORKS",
+    flag: "--outbound-allow-networks",
+    value: "<cidrs>",
+    defaultText: "none",
+    help: "Comma-separated networks (10.0.0.0/8, fd00::/8, 192.0.2.7) the server may fetch identity-provider documents from although they are not public. By default every loopback, private, link-local and unique-local address is refused, whatever name resolves to it.",
+    apply: assign("outboundAllowNetworks", networks),
+  },
   ...integrationSettings,
   {
     env: "WAP_LOG_LEVEL",
@@ -488,6 +537,19 @@ function smtpUrl(text: string, source: string): string {
     throw new ConfigError(`${source} must be an smtp:// or smtps:// URL with a host name`);
   }
   return text;
+}
+
+function networks(text: string, source: string): string[] {
+  const list = text
+    .split(",")
+    .map((n) => n.trim())
+    .filter((n) => n !== "");
+  try {
+    parseNetworks(list);
+  } catch (error) {
+    throw new ConfigError(`${source}: ${(error as Error).message}`);
+  }
+  return list;
 }
 
 function trustProxy(text: string, source: string): number {
