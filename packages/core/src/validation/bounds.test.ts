@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { DurationSchema } from "@bufbuild/protobuf/wkt";
+import { DurationSchema, TimestampSchema } from "@bufbuild/protobuf/wkt";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type * as z from "zod";
@@ -21,10 +21,12 @@ import {
 import {
   codePointLength,
   durationSeconds,
+  durationText,
   email,
   isLoopbackUrl,
   looksLikeUuid,
   paging,
+  timestamp,
   uuid,
   webUrlProblem,
 } from "./rules.js";
@@ -209,6 +211,52 @@ describe("durations", () => {
       expect(accepts(schema, duration(range.max, 1))).toBe(false);
     });
   }
+  it("are whole seconds: any fraction is refused with the form expected, never rounded", () => {
+    const schema = durationSeconds(certificateTtlBounds);
+    fc.assert(
+      fc.property(
+        fc.integer({ min: certificateTtlBounds.min, max: certificateTtlBounds.max - 1 }),
+        fc.integer({ min: 1, max: 999_999_999 }),
+        (seconds, nanos) => {
+          const result = schema.safeParse(duration(seconds, nanos));
+          expect(result.success).toBe(false);
+          expect(result.error?.issues[0]?.message).toContain(`whole number of seconds such as "3600s"`);
+          expect(result.error?.issues[0]?.message).toContain(
+            `(got ${durationText(duration(seconds, nanos))})`,
+          );
+        },
+      ),
+    );
+  });
+  it("are written as the JSON mapping writes them", () => {
+    expect(durationText(duration(3600, 500_000_000))).toBe("3600.5s");
+    expect(durationText(duration(0, 1))).toBe("0.000000001s");
+    expect(durationText(duration(-1, -500_000_000))).toBe("-1.5s");
+    expect(durationText(duration(60))).toBe("60s");
+  });
+});
+
+describe("timestamps", () => {
+  const at = (seconds: bigint, nanos = 0) => create(TimestampSchema, { seconds, nanos });
+  it("accept the range of the Timestamp type and nothing outside it", () => {
+    fc.assert(
+      fc.property(
+        fc.bigInt({ min: -62_135_596_800n, max: 253_402_300_799n }),
+        fc.integer({ min: 0, max: 999_999_999 }),
+        (seconds, nanos) => {
+          expect(accepts(timestamp, at(seconds, nanos))).toBe(true);
+        },
+      ),
+    );
+    fc.assert(
+      fc.property(fc.bigInt({ min: 1n, max: 10n ** 12n }), (past) => {
+        expect(accepts(timestamp, at(-62_135_596_800n - past))).toBe(false);
+        expect(accepts(timestamp, at(253_402_300_799n + past))).toBe(false);
+      }),
+    );
+    expect(accepts(timestamp, at(0n, -1))).toBe(false);
+    expect(accepts(timestamp, at(0n, 1_000_000_000))).toBe(false);
+  });
 });
 
 describe("uuids, emails and paging", () => {
