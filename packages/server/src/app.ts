@@ -32,6 +32,7 @@ import {
   writeResponse,
 } from "./rest/index.js";
 import { ssoRoutes } from "./sso-routes.js";
+import type { ConsoleAssets } from "./console-assets.js";
 import { parseTimeoutMs } from "./timeout.js";
 
 export interface AppSettings {
@@ -41,6 +42,8 @@ export interface AppSettings {
   readonly bodyLimitBytes: number;
   /** Aborted when the server shuts down for good: running REST calls answer `unavailable`. */
   readonly shutdownSignal: AbortSignal;
+  /** The web console's files, served for every GET that is not an API path; absent: no console. */
+  readonly console?: ConsoleAssets | undefined;
 }
 
 type Env = { Bindings: HttpBindings | Http2Bindings };
@@ -142,7 +145,7 @@ export function createApp(
         const request = buildRequest(match, { query: url.searchParams, bodyText: body });
         // The route table only holds methods of the contract; unary was checked above.
         const unary = method as DescMethodUnary;
-        const { response, setCookie } = await callPlatform(
+        const { response, setCookies } = await callPlatform(
           edge,
           settings.edge,
           unary,
@@ -150,7 +153,9 @@ export function createApp(
           deadline.signal,
         );
         edge.code = "ok";
-        return respond(writeResponse(method, response), 200, setCookie ? { "Set-Cookie": setCookie } : {});
+        const answer = respond(writeResponse(method, response), 200);
+        for (const cookie of setCookies ?? []) answer.headers.append("Set-Cookie", cookie);
+        return answer;
       } finally {
         deadline.dispose();
       }

@@ -60,6 +60,8 @@ export interface ServerConfig extends IntegrationConfig {
    * every third of it): a crashed instance's daemons count offline within about 4/3 of this.
    */
   readonly instanceLeaseSeconds: number;
+  /** Serve the web console at `/` (every GET that is not an API path). */
+  readonly console: boolean;
 }
 
 export const defaultConfig: ServerConfig = {
@@ -84,6 +86,7 @@ export const defaultConfig: ServerConfig = {
   mailFrom: undefined,
   daemonKeepaliveSeconds: 60,
   instanceLeaseSeconds: 30,
+  console: true,
   ...defaultIntegrationConfig,
 };
 
@@ -305,6 +308,15 @@ export const settings: readonly Setting[] = [
     help: "Lease of this instance on the daemon control streams it holds, renewed every third of it. If the instance dies without stopping, its daemons are reported offline within about 4/3 of this. Instances sharing a database need clocks within a few seconds of each other.",
     apply: assign("instanceLeaseSeconds", wholeNumber(3, 3600)),
   },
+  {
+    env: "WAP_CONSOLE",
+    flag: "--console",
+    value: "[true|false]",
+    defaultText: "true",
+    bare: "true",
+    help: "Serve the web console at / on the same port (every GET that is not an API path).",
+    apply: assign("console", boolean),
+  },
   ...integrationSettings,
   {
     env: "WAP_LOG_LEVEL",
@@ -488,6 +500,13 @@ function smtpUrl(text: string, source: string): string {
     throw new ConfigError(`${source} must be an smtp:// or smtps:// URL with a host name`);
   }
   return text;
+}
+
+function boolean(text: string, source: string): boolean {
+  const lowered = text.toLowerCase();
+  if (["true", "yes", "on", "1"].includes(lowered)) return true;
+  if (["false", "no", "off", "0"].includes(lowered)) return false;
+  throw new ConfigError(`${source} must be true or false: got "${text}"`);
 }
 
 function trustProxy(text: string, source: string): number {

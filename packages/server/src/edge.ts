@@ -40,7 +40,10 @@ import {
 import {
   type CookieSettings,
   clearedSessionCookie,
+  readCookie,
   readSessionCookie,
+  refreshCookieName,
+  refreshCookiePath,
   sessionCookieAfter,
   touchesSessionCookie,
 } from "./session-cookie.js";
@@ -80,6 +83,8 @@ export interface EdgeRequest {
   readonly challengeFailed: boolean;
   /** The `Platform-Daemon-*` headers (names in lower case), for operations that read them. */
   readonly daemonHeaders: Readonly<Record<string, string>> | undefined;
+  /** The `refresh` cookie, read only on RefreshToken's Connect path (where the browser sends it). */
+  readonly refreshCookie?: string | undefined;
   /** For the request log: the RPC served and the code answered. */
   rpc?: string;
   code?: ErrorCode | "ok";
@@ -203,7 +208,10 @@ export async function admitRequest(
     });
   }
 
-  if (source === "cookie") {
+  // The refresh cookie acts as its user too: the same origin rules as the session cookie.
+  const refreshCookie =
+    pathOf(req.url) === refreshCookiePath ? readCookie(headers.cookie, refreshCookieName) : undefined;
+  if (source === "cookie" || refreshCookie !== undefined) {
     refusal ??= checkCsrf(
       {
         method: (req.method ?? "GET").toUpperCase(),
@@ -228,6 +236,7 @@ export async function admitRequest(
     onlyCookieFailed: staleCookie,
     challengeFailed,
     daemonHeaders,
+    refreshCookie,
   };
   (req as { [edgeSlot]?: EdgeRequest })[edgeSlot] = edge;
   return edge;
@@ -282,8 +291,8 @@ export function callerFor(edge: EdgeRequest, settings: EdgeSettings, method: Des
 /** The outcome of one platform call through the edge. */
 export interface EdgeCallResult<O extends DescMessage> {
   readonly response: MessageShape<O>;
-  /** `Set-Cookie` to answer with (Login, RefreshToken, Logout). */
-  readonly setCookie: string | undefined;
+  /** `Set-Cookie` headers to answer with (Login, RefreshToken, Logout). */
+  readonly setCookies: readonly string[] | undefined;
 }
 
 /**
@@ -307,7 +316,10 @@ export async function callPlatform<I extends DescMessage, O extends DescMessage>
     userAgent: edge.userAgent,
     ...(edge.daemonHeaders && { headers: edge.daemonHeaders }),
   });
-  const response = await untilAborted(settings.platform.invoke(method, ctx, request), signal, (late) =>
+  const response = await untilAborted(
+    settings.platform.invoke(method, ctx, withRefreshCookie(edge, method, request)),
+    signal,
+    (late) =>
     settings.logger.error("operation failed after its request was answered", {
       requestId: edge.requestId,
       error: String(late),
@@ -315,15 +327,33 @@ export async function callPlatform<I extends DescMessage, O extends DescMessage>
   );
   return {
     response,
-    setCookie: touchesSessionCookie(method)
+    setCookies: touchesSessionCookie(method)
       ? sessionCookieAfter(method, response, cookieSettings(settings))
       : undefined,
   };
 }
 
+/** RefreshToken with no token in its body spends the refresh cookie's. */
+function withRefreshCookie<I extends DescMessage>(
+  edge: EdgeRequest,
+  method: DescMethod,
+  request: MessageShape<I>,
+): MessageShape<I> {
+  if (edge.refreshCookie === undefined || edge.refreshCookie === "") return request;
+  const body = request as { refreshToken?: unknown };
+  if (procedureOf(method) !== refreshCookiePath || body.refreshToken !== "") return request;
+  return { ...request, refreshToken: edge.refreshCookie };
+}
+
 /** Cookie attributes for this server. */
 export function cookieSettings(settings: EdgeSettings): CookieSettings {
-  return { secure: settings.secure, maxAgeSeconds: settings.platform.services.config.accessTokenTtlSeconds };
+  const config = settings.platform.services.config;
+  return {
+    // Behind a proxy that ends TLS the server speaks cleartext, but browsers reach it over https.
+    secure: settings.secure || config.publicBaseUrl.startsWith("https:"),
+    maxAgeSeconds: config.accessTokenTtlSeconds,
+    refreshMaxAgeSeconds: config.refreshTokenTtlSeconds,
+  };
 }
 
 /** The error a fired abort signal stands for. */
