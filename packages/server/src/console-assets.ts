@@ -24,7 +24,8 @@ export const defaultConsoleDir = fileURLToPath(new URL("../../console/dist", imp
  */
 export const consoleContentSecurityPolicy = [
   "default-src 'self'",
-  "script-src 'self'",
+  // The recording player runs WebAssembly; no script runs from anywhere but our files.
+  "script-src 'self' 'wasm-unsafe-eval'",
   "style-src 'self' 'unsafe-inline'",
   "img-src 'self' data:",
   "font-src 'self' data:",
