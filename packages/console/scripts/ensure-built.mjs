@@ -40,9 +40,11 @@ try {
 }
 if (built === 0 || sources.some((source) => newest(source) > built)) {
   process.stderr.write("building the web console (packages/console)…\n");
-  const result = spawnSync("pnpm", ["exec", "vite", "build", "--logLevel", "warn"], {
+  const result = spawnSync("pnpm", ["exec", "vite", "build", "--logLevel", "error"], {
     cwd: root,
     stdio: ["ignore", 2, 2],
+    // A test runner's NODE_ENV=test would otherwise make Vite bundle React's development build.
+    env: { ...process.env, NODE_ENV: "production" },
   });
   if (result.status !== 0) {
     process.stderr.write("the console build failed; the server starts without it\n");
