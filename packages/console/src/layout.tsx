@@ -34,6 +34,7 @@ export function Shell() {
   const main = useRef<HTMLElement>(null);
 
   // Each page change moves focus to the new page's heading, as a screen reader expects.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: runs on every change of page.
   useEffect(() => {
     setMenuOpen(false);
     const heading = main.current?.querySelector<HTMLElement>("h1");

@@ -28,13 +28,7 @@ import { AuthoritiesPage } from "./pages/certificates";
 import { CliLoginPage, InvitePage } from "./pages/links";
 import { RecordingsPage, SessionsPage, TerminalPage } from "./pages/sessions";
 import { DaemonsPage, TargetsPage } from "./pages/targets";
-import {
-  MembersPage,
-  OverviewPage,
-  ServiceAccountsPage,
-  TeamsPage,
-  WorkspacesPage,
-} from "./pages/workspace";
+import { MembersPage, OverviewPage, ServiceAccountsPage, TeamsPage, WorkspacesPage } from "./pages/workspace";
 import "./styles.css";
 
 const queryClient = new QueryClient({
@@ -43,7 +37,8 @@ const queryClient = new QueryClient({
       staleTime: 5_000,
       // A refusal will not change on its own; only transient failures are worth a retry.
       retry: (count, error) =>
-        count < 2 && (isCode(error, Code.Unavailable) || isCode(error, Code.Unknown) || isCode(error, Code.Internal)),
+        count < 2 &&
+        (isCode(error, Code.Unavailable) || isCode(error, Code.Unknown) || isCode(error, Code.Internal)),
     },
   },
 });

@@ -14,7 +14,11 @@ export default function Player({ workspaceId, recordingId }: { workspaceId: stri
     recordingText(workspaceId, recordingId).then(
       (text) => {
         if (gone) return;
-        player = AsciinemaPlayer.create({ data: text }, host.current!, { fit: "width", idleTimeLimit: 2, autoPlay: true });
+        player = AsciinemaPlayer.create({ data: text }, host.current!, {
+          fit: "width",
+          idleTimeLimit: 2,
+          autoPlay: true,
+        });
       },
       (failure: unknown) => setError(failure),
     );

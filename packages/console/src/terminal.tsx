@@ -26,7 +26,8 @@ export default function Terminal({ workspaceId, sessionId }: { workspaceId: stri
     );
     ws.binaryType = "arraybuffer";
     const sendSize = () => {
-      if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: "resize", cols: term.cols, rows: term.rows }));
+      if (ws.readyState === WebSocket.OPEN)
+        ws.send(JSON.stringify({ type: "resize", cols: term.cols, rows: term.rows }));
     };
     ws.onopen = () => {
       setState({ text: "Connected", ended: false });
@@ -38,11 +39,14 @@ export default function Terminal({ workspaceId, sessionId }: { workspaceId: stri
         return;
       }
       const control = JSON.parse(event.data) as { type: string; reason?: string; message?: string };
-      if (control.type === "closed") setState({ text: `Session ended: ${control.reason ?? ""}`, ended: true });
+      if (control.type === "closed")
+        setState({ text: `Session ended: ${control.reason ?? ""}`, ended: true });
       if (control.type === "error") setState({ text: `Error: ${control.message ?? ""}`, ended: false });
     };
     ws.onclose = (event) =>
-      setState((s) => (s.ended ? s : { text: `Disconnected${event.reason ? `: ${event.reason}` : ""}`, ended: true }));
+      setState((s) =>
+        s.ended ? s : { text: `Disconnected${event.reason ? `: ${event.reason}` : ""}`, ended: true },
+      );
     const encoder = new TextEncoder();
     const input = term.onData((data) => {
       if (ws.readyState === WebSocket.OPEN) ws.send(encoder.encode(data));

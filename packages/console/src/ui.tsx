@@ -3,7 +3,15 @@ import { useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, type ReactNode, useId, useState } from "react";
 import { errorMessage } from "./api";
 
-export function Page({ title, children, actions }: { title: string; children: ReactNode; actions?: ReactNode }) {
+export function Page({
+  title,
+  children,
+  actions,
+}: {
+  title: string;
+  children: ReactNode;
+  actions?: ReactNode;
+}) {
   return (
     <section className="page" aria-labelledby="page-title">
       <header className="page-head">
@@ -207,13 +215,18 @@ export function CopyButton({ text, label = "Copy" }: { text: string; label?: str
   );
 }
 
-/** A value to copy: shown in full, selectable, with a copy button. */
+/** A value to copy: shown in full in a read-only field (selectable, labelled), with a copy button. */
 export function Copyable({ text, label }: { text: string; label: string }) {
+  const lines = text.split("\n").length + Math.floor(text.length / 90);
   return (
     <div className="copyable">
-      <pre aria-label={label} tabIndex={0}>
-        {text}
-      </pre>
+      <textarea
+        aria-label={label}
+        readOnly
+        value={text}
+        rows={Math.min(Math.max(lines, 1), 12)}
+        spellCheck={false}
+      />
       <CopyButton text={text} label={`Copy ${label.toLowerCase()}`} />
     </div>
   );

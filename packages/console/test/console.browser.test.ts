@@ -25,7 +25,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SimulatedDaemon, startSimulatedDaemon } from "../../../examples/simulated-daemon.js";
 
 const consoleRoot = dirname(dirname(fileURLToPath(import.meta.url)));
-const screenshots = process.env.WAP_CONSOLE_SCREENSHOTS ? join(consoleRoot, "..", "..", "docs", "console") : undefined;
+const screenshots = process.env.WAP_CONSOLE_SCREENSHOTS
+  ? join(consoleRoot, "..", "..", "docs", "console")
+  : undefined;
 const password = "correct horse battery staple";
 const ada = { name: "Ada Lovelace", email: "ada@example.com", username: "ada" };
 
@@ -48,7 +50,9 @@ async function freePort(): Promise<number> {
 
 /** Quoted-printable soft breaks and escapes undone (nodemailer uses QP for long lines). */
 const decoded = (raw: string) =>
-  raw.replace(/=\r?\n/g, "").replace(/=([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+  raw
+    .replace(/=\r?\n/g, "")
+    .replace(/=([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
 
 /** The first link to `path` in a mail to `to` in the outbox, waiting for the mail. */
 async function mailedLink(to: string, path: string): Promise<string> {
@@ -86,7 +90,9 @@ async function signIn(target: Page, email: string) {
 
 beforeAll(async () => {
   // The server serves the built console: build it if it is missing or stale.
-  const build = spawnSync(process.execPath, [join(consoleRoot, "scripts", "ensure-built.mjs")], { stdio: "inherit" });
+  const build = spawnSync(process.execPath, [join(consoleRoot, "scripts", "ensure-built.mjs")], {
+    stdio: "inherit",
+  });
   expect(build.status).toBe(0);
   if (screenshots) await mkdir(screenshots, { recursive: true });
 
@@ -170,19 +176,21 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await page.getByLabel("Name", { exact: true }).fill("ssh-users");
     await page.getByLabel("Default authority of the workspace", { exact: true }).check();
     await page.getByRole("button", { name: "Create authority" }).click();
-    await page.locator('pre[aria-label="Public key"]').waitFor();
-    expect(await page.locator('pre[aria-label="Public key"]').innerText()).toMatch(/^ssh-ed25519 AAAA/);
-    expect(await page.locator('pre[aria-label="known_hosts line"]').innerText()).toMatch(
+    await page.getByLabel("Public key", { exact: true }).waitFor();
+    expect(await page.getByLabel("Public key", { exact: true }).inputValue()).toMatch(/^ssh-ed25519 AAAA/);
+    expect(await page.getByLabel("known_hosts line", { exact: true }).inputValue()).toMatch(
       /^@cert-authority \* ssh-ed25519 /,
     );
-    expect(await page.locator('pre[aria-label="sshd snippet"]').innerText()).toContain("TrustedUserCAKeys");
+    expect(await page.getByLabel("sshd snippet", { exact: true }).inputValue()).toContain(
+      "TrustedUserCAKeys",
+    );
     await shot("certificates");
   });
 
   it("invites a second person, who signs in through the link and joins", async () => {
     await go(`${workspaceUrl}/members`);
     await page.getByRole("button", { name: "Create invitation link" }).click();
-    const link = await page.locator('pre[aria-label="Invitation link"]').innerText();
+    const link = await page.getByLabel("Invitation link", { exact: true }).inputValue();
     expect(link).toMatch(new RegExp(`^${base}/invites/`));
     await shot("members");
 
@@ -213,7 +221,7 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await go(`${workspaceUrl}/service-accounts`);
     await page.getByLabel("Name", { exact: true }).fill("deploy-bot");
     await page.getByRole("button", { name: "Create service account" }).click();
-    const token = await page.locator('pre[aria-label="Service account token"]').innerText();
+    const token = await page.getByLabel("Service account token", { exact: true }).inputValue();
     expect(token.length).toBeGreaterThan(20);
     await page.getByRole("cell", { name: /deploy-bot/ }).waitFor();
   });
@@ -221,7 +229,7 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
   it("enrols the daemon with the copied command, accepts it and sees it online", async () => {
     await go(`${workspaceUrl}/daemons`);
     await page.getByRole("button", { name: "Create enrolment token" }).click();
-    const command = await page.locator('pre[aria-label="Enrolment command"]').innerText();
+    const command = await page.getByLabel("Enrolment command", { exact: true }).inputValue();
     const match = /^wap-agent enroll --server (\S+) --token (\S+)$/.exec(command.trim());
     expect(match?.[1]).toBe(base);
     daemon = await startSimulatedDaemon({
@@ -237,14 +245,19 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await page.getByRole("button", { name: "Accept web-1" }).click();
     await page.getByRole("heading", { name: "Waiting for approval" }).waitFor({ state: "detached" });
     await page.getByRole("cell", { name: "accepted" }).waitFor();
-    await page.getByLabel("Record sessions on web-1", { exact: true }).check();
+    const record = page.getByLabel("Record sessions on web-1", { exact: true });
+    await record.click();
+    await expect.poll(() => record.isChecked()).toBe(true);
     await page.getByRole("row", { name: /web-1 online accepted/ }).waitFor();
     await shot("daemons");
   });
 
   it("grants a login on the target and opens a terminal that runs a command", async () => {
     await go(`${workspaceUrl}/targets`);
-    await page.getByRole("button", { name: /^Access to / }).first().click();
+    await page
+      .getByRole("button", { name: /^Access to / })
+      .first()
+      .click();
     await page.getByLabel("Unix username", { exact: true }).fill("ubuntu");
     await page.getByRole("button", { name: "Add username" }).click();
     await page.getByRole("heading", { name: "as ubuntu" }).waitFor();
@@ -259,7 +272,10 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
       await page.getByRole("button", { name: "Open terminal" }).click();
       const opened = await Promise.race([
         page.waitForURL(/\/terminal\//, { timeout: 5_000 }).then(() => true),
-        page.getByRole("alert").waitFor({ timeout: 5_000 }).then(() => false),
+        page
+          .getByRole("alert")
+          .waitFor({ timeout: 5_000 })
+          .then(() => false),
       ]).catch(() => false);
       if (opened) break;
       await new Promise((resolve) => setTimeout(resolve, 200));
@@ -272,12 +288,18 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await shot("terminal");
 
     await page.getByRole("button", { name: "Close session" }).click();
-    await page.getByTestId("terminal-state").filter({ hasText: /Session ended|Disconnected/ }).waitFor();
+    await page
+      .getByTestId("terminal-state")
+      .filter({ hasText: /Session ended|Disconnected/ })
+      .waitFor();
   });
 
   it("plays the session's recording in the page and downloads it as .cast", async () => {
     await go(`${workspaceUrl}/recordings`);
-    await page.getByRole("button", { name: /^Play recording / }).first().click();
+    await page
+      .getByRole("button", { name: /^Play recording / })
+      .first()
+      .click();
     await page.locator(".ap-player").waitFor();
     const [download] = await Promise.all([
       page.waitForEvent("download"),
@@ -306,10 +328,10 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await go("/account");
     await page.getByLabel("Passkey name", { exact: true }).fill("Virtual key");
     await page.getByRole("button", { name: "Add a passkey" }).click();
-    await page.getByRole("cell", { name: "Virtual key" }).waitFor();
+    await page.getByRole("cell", { name: "Virtual key", exact: true }).waitFor();
     await shot("account");
 
-    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByRole("button", { name: "Sign out", exact: true }).click();
     await heading("Sign in");
     await page.getByRole("button", { name: "Sign in with a passkey" }).click();
     await heading("Workspaces");
@@ -344,7 +366,8 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await page.getByRole("button", { name: "Approve" }).click();
     await page.getByText("Approved: the command line is signed in as you.").waitFor();
     let user: { email: string } | undefined;
-    for (let next = await stream.next(); !next.done && !user; next = await stream.next()) user = next.value.user;
+    for (let next = await stream.next(); !next.done && !user; next = await stream.next())
+      user = next.value.user;
     expect(user?.email).toBe(ada.email);
   });
 
@@ -353,10 +376,16 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await page.getByRole("table", { name: "Audit events" }).waitFor();
     expect(await page.getByRole("row").count()).toBeGreaterThan(3);
     await shot("audit");
-    const [csv] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Export CSV" }).click()]);
+    const [csv] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByRole("button", { name: "Export CSV" }).click(),
+    ]);
     const csvText = await readFile((await csv.path())!, "utf8");
     expect(csvText.split("\n").length).toBeGreaterThan(3);
-    const [json] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Export JSON" }).click()]);
+    const [json] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByRole("button", { name: "Export JSON" }).click(),
+    ]);
     const jsonText = await readFile((await json.path())!, "utf8");
     expect(jsonText).toContain("workspace");
   });
@@ -368,9 +397,12 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await heading("Targets", phone);
     const menu = phone.getByRole("button", { name: "Menu" });
     await menu.click();
-    await phone.getByRole("navigation", { name: "Workspace" }).getByRole("link", { name: "Audit log" }).click();
+    await phone
+      .getByRole("navigation", { name: "Workspace" })
+      .getByRole("link", { name: "Audit log" })
+      .click();
     await heading("Audit log", phone);
-    const overflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    const overflow = await phone.evaluate<number>("document.documentElement.scrollWidth - window.innerWidth");
     expect(overflow).toBeLessThanOrEqual(0);
     await shot("phone", phone);
     await phone.close();

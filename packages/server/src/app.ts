@@ -19,6 +19,7 @@ import {
 import type { Storage } from "@wap/core/storage";
 import { Hono } from "hono";
 import { billingWebhookRoutes } from "./billing-webhook.js";
+import type { ConsoleAssets } from "./console-assets.js";
 import { callerFor, callPlatform, type EdgeRequest, type EdgeSettings, edgeOf } from "./edge.js";
 import { type PublicError, restDetailsOf, toPublicError } from "./errors.js";
 import { ndjsonStream } from "./ndjson-stream.js";
@@ -32,7 +33,6 @@ import {
   writeResponse,
 } from "./rest/index.js";
 import { ssoRoutes } from "./sso-routes.js";
-import type { ConsoleAssets } from "./console-assets.js";
 import { parseTimeoutMs } from "./timeout.js";
 
 export interface AppSettings {

@@ -111,7 +111,11 @@ export async function loadConsoleAssets(dir: string = defaultConsoleDir): Promis
         Vary: "Accept-Encoding",
       };
       if (asset === undefined) {
-        res.writeHead(404, { ...head, "Content-Type": "text/plain; charset=utf-8", "Cache-Control": "no-cache" });
+        res.writeHead(404, {
+          ...head,
+          "Content-Type": "text/plain; charset=utf-8",
+          "Cache-Control": "no-cache",
+        });
         res.end("not found\n");
         return;
       }

@@ -320,10 +320,10 @@ export async function callPlatform<I extends DescMessage, O extends DescMessage>
     settings.platform.invoke(method, ctx, withRefreshCookie(edge, method, request)),
     signal,
     (late) =>
-    settings.logger.error("operation failed after its request was answered", {
-      requestId: edge.requestId,
-      error: String(late),
-    }),
+      settings.logger.error("operation failed after its request was answered", {
+        requestId: edge.requestId,
+        error: String(late),
+      }),
   );
   return {
     response,

@@ -18,10 +18,12 @@ describe("the session cookie", () => {
     // With a refresh token, the refresh cookie too, sent only to RefreshToken's path.
     expect(
       sessionCookieAfter(AuthService.method.login, { accessToken: "t1", refreshToken: "r1" }, settings)?.[1],
-    ).toBe("refresh=r1; HttpOnly; SameSite=Strict; Path=/platform.v1.AuthService/RefreshToken; Max-Age=900; Secure");
-    expect(sessionCookieAfter(AuthService.method.refreshToken, { accessToken: "t2" }, settings)?.[0]).toContain(
-      "session=t2;",
+    ).toBe(
+      "refresh=r1; HttpOnly; SameSite=Strict; Path=/platform.v1.AuthService/RefreshToken; Max-Age=900; Secure",
     );
+    expect(
+      sessionCookieAfter(AuthService.method.refreshToken, { accessToken: "t2" }, settings)?.[0],
+    ).toContain("session=t2;");
     // A passkey sign-in in the browser is a sign-in like the others.
     expect(
       sessionCookieAfter(AuthService.method.finishPasskeyLogin, { accessToken: "t3" }, settings)?.[0],

@@ -115,6 +115,7 @@ export function sessionCookieAfter(
   const { accessToken, refreshToken } = response as { accessToken?: unknown; refreshToken?: unknown };
   if (typeof accessToken !== "string" || accessToken === "") return undefined;
   const cookies = [sessionCookie(accessToken, settings)];
-  if (typeof refreshToken === "string" && refreshToken !== "") cookies.push(refreshCookie(refreshToken, settings));
+  if (typeof refreshToken === "string" && refreshToken !== "")
+    cookies.push(refreshCookie(refreshToken, settings));
   return cookies;
 }

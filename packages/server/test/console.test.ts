@@ -20,7 +20,10 @@ const script = `console.log(${JSON.stringify("x".repeat(2000))});`;
 beforeAll(async () => {
   consoleDir = await mkdtemp(join(tmpdir(), "wap-console-dist-"));
   await mkdir(join(consoleDir, "assets"));
-  await writeFile(join(consoleDir, "index.html"), '<!doctype html><script type="module" src="/assets/app-1a2b.js"></script>');
+  await writeFile(
+    join(consoleDir, "index.html"),
+    '<!doctype html><script type="module" src="/assets/app-1a2b.js"></script>',
+  );
   await writeFile(join(consoleDir, "assets", "app-1a2b.js"), script);
   server = await startTestServer({ consoleDir });
 });
@@ -31,7 +34,14 @@ afterAll(async () => {
 
 describe("the console's files", () => {
   it("answers every page path with index.html, strict headers and no caching", async () => {
-    for (const path of ["/", "/sign-in", "/verify-email?token=abc", "/invites/tok", "/cli-login?code=c", "/w/x/audit"]) {
+    for (const path of [
+      "/",
+      "/sign-in",
+      "/verify-email?token=abc",
+      "/invites/tok",
+      "/cli-login?code=c",
+      "/w/x/audit",
+    ]) {
       const res = await fetch(`${server.url}${path}`);
       expect(res.status, path).toBe(200);
       expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");
@@ -58,7 +68,10 @@ describe("the console's files", () => {
   });
 
   it("spends none of the rate-limit budget, while API calls still do", async () => {
-    const limited = await startTestServer({ consoleDir, rateLimit: { anonymousPoints: 3, authenticatedPoints: 0 } });
+    const limited = await startTestServer({
+      consoleDir,
+      rateLimit: { anonymousPoints: 3, authenticatedPoints: 0 },
+    });
     try {
       for (let i = 0; i < 10; i++) {
         const res = await fetch(`${limited.url}/sign-in`);
@@ -123,7 +136,12 @@ describe("the refresh cookie", () => {
   it("is spent by RefreshToken with an empty body, rotated, and a replay ends the session", async () => {
     const user = await signUp(server.url, "rotate");
     const first = `refresh=${user.refreshToken}`;
-    const refreshed = await connectCall(server.url, refreshPath.slice(1), {}, { cookie: first, headers: sameOrigin() });
+    const refreshed = await connectCall(
+      server.url,
+      refreshPath.slice(1),
+      {},
+      { cookie: first, headers: sameOrigin() },
+    );
     expect(refreshed.status).toBe(200);
     expect(refreshed.body.accessToken).toEqual(expect.any(String));
     const rotated = cookieOf(refreshed.headers, "refresh")!;
@@ -132,7 +150,12 @@ describe("the refresh cookie", () => {
     expect(cookieOf(refreshed.headers, "session")).toContain(`session=${refreshed.body.accessToken}`);
 
     // The spent cookie again: reuse detection ends the whole session, the new token included.
-    const replay = await connectCall(server.url, refreshPath.slice(1), {}, { cookie: first, headers: sameOrigin() });
+    const replay = await connectCall(
+      server.url,
+      refreshPath.slice(1),
+      {},
+      { cookie: first, headers: sameOrigin() },
+    );
     expect(replay.status).toBe(401);
     const next = await connectCall(
       server.url,
@@ -157,7 +180,12 @@ describe("the refresh cookie", () => {
 
   it("is cleared by Logout", async () => {
     const user = await signUp(server.url, "logout");
-    const res = await connectCall(server.url, "platform.v1.AuthService/Logout", {}, { token: user.accessToken });
+    const res = await connectCall(
+      server.url,
+      "platform.v1.AuthService/Logout",
+      {},
+      { token: user.accessToken },
+    );
     expect(res.status).toBe(200);
     expect(cookieOf(res.headers, "refresh")).toContain("Max-Age=0");
   });

@@ -40,7 +40,8 @@ export function AccountPage() {
     return true;
   });
   const remove = useAction(async () => {
-    if (!window.confirm("Delete your account for good? Workspaces you own must be handed over first.")) return;
+    if (!window.confirm("Delete your account for good? Workspaces you own must be handed over first."))
+      return;
     await api.users.deleteAccount({});
     await signedIn();
     await navigate({ to: "/sign-in" });
@@ -50,17 +51,52 @@ export function AccountPage() {
   return (
     <Page title="Your account">
       <Section title="Profile">
-        <ActionForm onSubmit={profile.act} busy={profile.busy} error={profile.error} submit="Save profile" key={String(user.updatedAt?.seconds)}>
+        <ActionForm
+          onSubmit={profile.act}
+          busy={profile.busy}
+          error={profile.error}
+          submit="Save profile"
+          key={String(user.updatedAt?.seconds)}
+        >
           <Field label="Name" name="name" defaultValue={user.name} required minLength={3} />
-          <Field label="Email" name="email" type="email" defaultValue={user.email} required hint={user.emailVerified ? "Verified." : "Not verified yet."} />
+          <Field
+            label="Email"
+            name="email"
+            type="email"
+            defaultValue={user.email}
+            required
+            hint={user.emailVerified ? "Verified." : "Not verified yet."}
+          />
           <Field label="Username" name="username" defaultValue={user.username} required />
         </ActionForm>
-        {profile.result && <Notice>{profile.result.emailSent ? "Saved: check your mail to verify the new address." : "Saved."}</Notice>}
+        {profile.result && (
+          <Notice>
+            {profile.result.emailSent ? "Saved: check your mail to verify the new address." : "Saved."}
+          </Notice>
+        )}
       </Section>
       <Section title="Password">
-        <ActionForm onSubmit={password.act} busy={password.busy} error={password.error} submit="Change password">
-          <Field label="Current password" name="current" type="password" autoComplete="current-password" required />
-          <Field label="New password" name="new" type="password" autoComplete="new-password" minLength={8} required />
+        <ActionForm
+          onSubmit={password.act}
+          busy={password.busy}
+          error={password.error}
+          submit="Change password"
+        >
+          <Field
+            label="Current password"
+            name="current"
+            type="password"
+            autoComplete="current-password"
+            required
+          />
+          <Field
+            label="New password"
+            name="new"
+            type="password"
+            autoComplete="new-password"
+            minLength={8}
+            required
+          />
         </ActionForm>
         {password.result && <Notice>Password changed.</Notice>}
       </Section>
@@ -95,7 +131,10 @@ function Passkeys() {
   return (
     <Section title="Passkeys">
       <ErrorNote error={rename.error ?? remove.error} />
-      <QueryState query={passkeys} empty={(d) => (d.passkeys.length === 0 ? <Empty>No passkey yet.</Empty> : undefined)}>
+      <QueryState
+        query={passkeys}
+        empty={(d) => (d.passkeys.length === 0 ? <Empty>No passkey yet.</Empty> : undefined)}
+      >
         {(d) => (
           <Table caption="Passkeys" head={["Name", "Added", "Last used", ""]}>
             {d.passkeys.map((p) => (
@@ -157,7 +196,10 @@ function Devices() {
   return (
     <Section title="Devices">
       <ErrorNote error={remove.error} />
-      <QueryState query={devices} empty={(d) => (d.devices.length === 0 ? <Empty>No device is signed in.</Empty> : undefined)}>
+      <QueryState
+        query={devices}
+        empty={(d) => (d.devices.length === 0 ? <Empty>No device is signed in.</Empty> : undefined)}
+      >
         {(d) => (
           <Table caption="Devices" head={["Name", "Kind", "Last used", "Expires", ""]}>
             {d.devices.map((device) => (

@@ -24,20 +24,27 @@ export function DomainsPage() {
   const create = useAction((form: FormData) =>
     api.domains.createWorkspaceDomain({ workspaceId: ws, domain: text(form, "domain").toLowerCase() }),
   );
-  const verify = useAction((domain: string) => api.domains.verifyWorkspaceDomain({ workspaceId: ws, domain }));
+  const verify = useAction((domain: string) =>
+    api.domains.verifyWorkspaceDomain({ workspaceId: ws, domain }),
+  );
   const regenerate = useAction((domain: string) =>
     api.domains.regenerateWorkspaceDomainToken({ workspaceId: ws, domain }),
   );
-  const remove = useAction((domain: string) => api.domains.deleteWorkspaceDomain({ workspaceId: ws, domain }));
+  const remove = useAction((domain: string) =>
+    api.domains.deleteWorkspaceDomain({ workspaceId: ws, domain }),
+  );
   return (
     <Page title="Domains">
       <p>
-        A verified domain lets people with addresses there find this workspace's single sign-on. Prove you own a
-        domain with a DNS TXT record, then verify it.
+        A verified domain lets people with addresses there find this workspace's single sign-on. Prove you own
+        a domain with a DNS TXT record, then verify it.
       </p>
       <ErrorNote error={verify.error ?? regenerate.error ?? remove.error} />
       {verify.result && <Notice>{verify.result.domain?.domain} is verified.</Notice>}
-      <QueryState query={domains} empty={(d) => (d.domains.length === 0 ? <Empty>No domain yet.</Empty> : undefined)}>
+      <QueryState
+        query={domains}
+        empty={(d) => (d.domains.length === 0 ? <Empty>No domain yet.</Empty> : undefined)}
+      >
         {(d) => (
           <div className="stack">
             {d.domains.map((domain) => (
@@ -59,7 +66,11 @@ export function DomainsPage() {
                       Verify {domain.domain}
                     </button>
                   )}
-                  <button type="button" className="secondary" onClick={() => void regenerate.act(domain.domain)}>
+                  <button
+                    type="button"
+                    className="secondary"
+                    onClick={() => void regenerate.act(domain.domain)}
+                  >
                     New token
                   </button>
                   <button type="button" className="danger" onClick={() => void remove.act(domain.domain)}>
@@ -91,7 +102,9 @@ export function SsoSettingsPage() {
       issuerUrl: text(form, "issuer"),
       clientId: text(form, "clientId"),
       clientSecret: String(form.get("clientSecret") ?? ""),
-      scopes: text(form, "scopes").split(/[\s,]+/).filter(Boolean),
+      scopes: text(form, "scopes")
+        .split(/[\s,]+/)
+        .filter(Boolean),
       emailClaim: text(form, "emailClaim"),
       nameClaim: text(form, "nameClaim"),
       usernameClaim: text(form, "usernameClaim"),
@@ -121,26 +134,51 @@ export function SsoSettingsPage() {
   return (
     <Page title="Single sign-on">
       <p>
-        People sign in through your identity provider. Verify a domain first: sign-in finds the provider from the
-        email's domain. Enforcing SSO hides the other ways to sign in for those addresses.
+        People sign in through your identity provider. Verify a domain first: sign-in finds the provider from
+        the email's domain. Enforcing SSO hides the other ways to sign in for those addresses.
       </p>
       <Section title="OpenID Connect">
         <ErrorNote error={notFound(oidc.error)} />
         <p>
           Redirect URI to register at the provider: <code>{origin}/v1/sso/oidc/callback</code>
         </p>
-        <ActionForm onSubmit={saveOidc.act} busy={saveOidc.busy} error={saveOidc.error} submit="Save OIDC provider" key={`o${o?.updatedAt?.seconds}`}>
+        <ActionForm
+          onSubmit={saveOidc.act}
+          busy={saveOidc.busy}
+          error={saveOidc.error}
+          submit="Save OIDC provider"
+          key={`o${o?.updatedAt?.seconds}`}
+        >
           <Field label="Name" name="name" defaultValue={o?.name} required />
           <Field label="Issuer URL" name="issuer" type="url" defaultValue={o?.issuerUrl} required />
           <Field label="Client ID" name="clientId" defaultValue={o?.clientId} required />
-          <Field label="Client secret" name="clientSecret" type="password" autoComplete="off" required hint="Write-only: enter it again to change other fields." />
+          <Field
+            label="Client secret"
+            name="clientSecret"
+            type="password"
+            autoComplete="off"
+            required
+            hint="Write-only: enter it again to change other fields."
+          />
           <Field label="Scopes" name="scopes" defaultValue={o?.scopes.join(" ") || "openid email profile"} />
           <Field label="Email claim" name="emailClaim" defaultValue={o?.emailClaim || "email"} />
           <Field label="Name claim" name="nameClaim" defaultValue={o?.nameClaim || "name"} />
-          <Field label="Username claim" name="usernameClaim" defaultValue={o?.usernameClaim || "preferred_username"} />
+          <Field
+            label="Username claim"
+            name="usernameClaim"
+            defaultValue={o?.usernameClaim || "preferred_username"}
+          />
           <Check label="Use PKCE" name="pkce" defaultChecked={o?.usePkce ?? true} />
-          <Check label="Create accounts on first sign-in" name="jit" defaultChecked={o?.allowJitProvisioning} />
-          <Check label="Enforce SSO for the workspace's domains" name="enforce" defaultChecked={o?.enforceSso} />
+          <Check
+            label="Create accounts on first sign-in"
+            name="jit"
+            defaultChecked={o?.allowJitProvisioning}
+          />
+          <Check
+            label="Enforce SSO for the workspace's domains"
+            name="enforce"
+            defaultChecked={o?.enforceSso}
+          />
           <Check label="Active" name="active" defaultChecked={o?.isActive ?? true} />
         </ActionForm>
         {saveOidc.result && <Notice>Saved.</Notice>}
@@ -152,16 +190,43 @@ export function SsoSettingsPage() {
           <a href={`/v1/sso/saml/${ws}/metadata`} download="sp-metadata.xml">
             download SP metadata
           </a>
-          . Assertion consumer service: <code>{origin}/v1/sso/saml/{ws}/acs</code>
+          . Assertion consumer service:{" "}
+          <code>
+            {origin}/v1/sso/saml/{ws}/acs
+          </code>
         </p>
-        <ActionForm onSubmit={saveSaml.act} busy={saveSaml.busy} error={saveSaml.error} submit="Save SAML provider" key={`s${s?.updatedAt?.seconds}`}>
+        <ActionForm
+          onSubmit={saveSaml.act}
+          busy={saveSaml.busy}
+          error={saveSaml.error}
+          submit="Save SAML provider"
+          key={`s${s?.updatedAt?.seconds}`}
+        >
           <Field label="Name" name="name" defaultValue={s?.name} required />
-          <Field label="IdP metadata URL" name="metadataUrl" type="url" defaultValue={s?.metadataUrl} required />
+          <Field
+            label="IdP metadata URL"
+            name="metadataUrl"
+            type="url"
+            defaultValue={s?.metadataUrl}
+            required
+          />
           <Field label="Email attribute" name="emailAttribute" defaultValue={s?.emailAttribute || "email"} />
           <Field label="Name attribute" name="nameAttribute" defaultValue={s?.nameAttribute || "name"} />
-          <Field label="Username attribute" name="usernameAttribute" defaultValue={s?.usernameAttribute || "username"} />
-          <Check label="Create accounts on first sign-in" name="jit" defaultChecked={s?.allowJitProvisioning} />
-          <Check label="Enforce SSO for the workspace's domains" name="enforce" defaultChecked={s?.enforceSso} />
+          <Field
+            label="Username attribute"
+            name="usernameAttribute"
+            defaultValue={s?.usernameAttribute || "username"}
+          />
+          <Check
+            label="Create accounts on first sign-in"
+            name="jit"
+            defaultChecked={s?.allowJitProvisioning}
+          />
+          <Check
+            label="Enforce SSO for the workspace's domains"
+            name="enforce"
+            defaultChecked={s?.enforceSso}
+          />
           <Check label="Active" name="active" defaultChecked={s?.isActive ?? true} />
         </ActionForm>
         {saveSaml.result && <Notice>Saved.</Notice>}

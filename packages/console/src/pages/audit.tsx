@@ -50,10 +50,18 @@ export function AuditPage() {
       title="Audit log"
       actions={
         <div className="row">
-          <button type="button" className="secondary" onClick={() => void exportLogs.act(ExportAuditLogsRequest_Format.CSV)}>
+          <button
+            type="button"
+            className="secondary"
+            onClick={() => void exportLogs.act(ExportAuditLogsRequest_Format.CSV)}
+          >
             Export CSV
           </button>
-          <button type="button" className="secondary" onClick={() => void exportLogs.act(ExportAuditLogsRequest_Format.JSON)}>
+          <button
+            type="button"
+            className="secondary"
+            onClick={() => void exportLogs.act(ExportAuditLogsRequest_Format.JSON)}
+          >
             Export JSON
           </button>
         </div>
@@ -62,12 +70,25 @@ export function AuditPage() {
       <ErrorNote error={exportLogs.error} />
       <form className="filters" aria-label="Filter the audit log" onSubmit={(e) => e.preventDefault()}>
         <Field label="Search" type="search" value={search} onChange={filter(setSearch)} />
-        <Field label="Actor id" value={actor} onChange={filter(setActor)} hint="A user or service account id." />
-        <Field label="Action" value={action} onChange={filter(setAction)} placeholder="e.g. workspace.create" />
+        <Field
+          label="Actor id"
+          value={actor}
+          onChange={filter(setActor)}
+          hint="A user or service account id."
+        />
+        <Field
+          label="Action"
+          value={action}
+          onChange={filter(setAction)}
+          placeholder="e.g. workspace.create"
+        />
         <Field label="From" type="date" value={from} onChange={filter(setFrom)} />
         <Field label="To" type="date" value={to} onChange={filter(setTo)} />
       </form>
-      <QueryState query={logs} empty={(d) => (d.logs.length === 0 ? <Empty>No event matches.</Empty> : undefined)}>
+      <QueryState
+        query={logs}
+        empty={(d) => (d.logs.length === 0 ? <Empty>No event matches.</Empty> : undefined)}
+      >
         {(d) => (
           <>
             <Table caption="Audit events" head={["Time", "Actor", "Action", "Status", "Address"]}>
@@ -75,7 +96,12 @@ export function AuditPage() {
                 <tr key={log.id}>
                   <td>{when(log.timestamp)}</td>
                   <td>
-                    <button type="button" className="link" onClick={() => setActor(log.actorId)} title="Show only this actor">
+                    <button
+                      type="button"
+                      className="link"
+                      onClick={() => setActor(log.actorId)}
+                      title="Show only this actor"
+                    >
                       {log.actorType} {log.actorId.slice(0, 8)}
                     </button>
                   </td>

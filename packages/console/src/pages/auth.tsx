@@ -104,7 +104,12 @@ export function SignInPage() {
       )}
       {!enforced && (
         <div className="stack">
-          <button type="button" className="secondary" onClick={() => void passkey.act()} disabled={passkey.busy}>
+          <button
+            type="button"
+            className="secondary"
+            onClick={() => void passkey.act()}
+            disabled={passkey.busy}
+          >
             Sign in with a passkey
           </button>
           <ErrorNote error={passkey.error} />
@@ -118,7 +123,8 @@ export function SignInPage() {
         </div>
       )}
       <p>
-        <Link to="/forgot-password">Forgot your password?</Link> · <Link to="/sign-up">Create an account</Link>
+        <Link to="/forgot-password">Forgot your password?</Link> ·{" "}
+        <Link to="/sign-up">Create an account</Link>
       </p>
     </AuthCard>
   );
@@ -156,7 +162,14 @@ export function SignUpPage() {
       <ActionForm onSubmit={register.act} busy={register.busy} error={register.error} submit="Create account">
         <Field label="Name" name="name" autoComplete="name" required minLength={3} />
         <Field label="Email" name="email" type="email" autoComplete="email" required />
-        <Field label="Username" name="username" autoComplete="username" required minLength={3} maxLength={32} />
+        <Field
+          label="Username"
+          name="username"
+          autoComplete="username"
+          required
+          minLength={3}
+          maxLength={32}
+        />
         <Field
           label="Password"
           name="password"
@@ -210,8 +223,22 @@ export function ResetPasswordPage() {
         </>
       ) : (
         <ActionForm onSubmit={reset.act} busy={reset.busy} error={reset.error} submit="Set password">
-          <Field label="New password" name="password" type="password" autoComplete="new-password" minLength={8} required />
-          <Field label="Repeat it" name="confirm" type="password" autoComplete="new-password" minLength={8} required />
+          <Field
+            label="New password"
+            name="password"
+            type="password"
+            autoComplete="new-password"
+            minLength={8}
+            required
+          />
+          <Field
+            label="Repeat it"
+            name="confirm"
+            type="password"
+            autoComplete="new-password"
+            minLength={8}
+            required
+          />
         </ActionForm>
       )}
     </AuthCard>

@@ -53,7 +53,9 @@ export function AuthoritiesPage() {
       <QueryState
         query={list}
         empty={(d) =>
-          d.certificateAuthorities.length === 0 ? <Empty>No certificate authority yet: create one below.</Empty> : undefined
+          d.certificateAuthorities.length === 0 ? (
+            <Empty>No certificate authority yet: create one below.</Empty>
+          ) : undefined
         }
       >
         {(d) => (
@@ -100,7 +102,12 @@ export function AuthoritiesPage() {
             ]}
           />
           <Select label="Key type" name="keyType" options={keyTypes} />
-          <Field label="Key size (bits; RSA 2048 or 4096, ECDSA 256 or 384)" name="keyBits" type="number" min={0} />
+          <Field
+            label="Key size (bits; RSA 2048 or 4096, ECDSA 256 or 384)"
+            name="keyBits"
+            type="number"
+            min={0}
+          />
           <Check label="Default authority of the workspace" name="isDefault" />
         </ActionForm>
       </Section>
@@ -156,7 +163,10 @@ function AuthorityDetails({ id }: { id: string }) {
               <>
                 <Copyable label="Public key" text={key} />
                 <p>Trust it in sshd for user certificates (sshd_config):</p>
-                <Copyable label="sshd snippet" text={`# /etc/ssh/wap_user_ca.pub holds the public key above\nTrustedUserCAKeys /etc/ssh/wap_user_ca.pub`} />
+                <Copyable
+                  label="sshd snippet"
+                  text={`# /etc/ssh/wap_user_ca.pub holds the public key above\nTrustedUserCAKeys /etc/ssh/wap_user_ca.pub`}
+                />
                 <p>Trust host certificates it signs (known_hosts):</p>
                 <Copyable label="known_hosts line" text={`@cert-authority * ${key}`} />
               </>
@@ -164,7 +174,11 @@ function AuthorityDetails({ id }: { id: string }) {
               <Copyable label="CA certificate" text={a!.certificate.trim() || key} />
             )}
             <div className="row">
-              <button type="button" className="secondary" onClick={() => void toggle.act({ isActive: !a!.isActive })}>
+              <button
+                type="button"
+                className="secondary"
+                onClick={() => void toggle.act({ isActive: !a!.isActive })}
+              >
                 {a!.isActive ? "Deactivate" : "Activate"}
               </button>
               <button
@@ -182,14 +196,29 @@ function AuthorityDetails({ id }: { id: string }) {
             <ErrorNote error={toggle.error ?? remove.error} />
             <h3>Roll over the key</h3>
             <p>
-              A new key signs from now on. The old key stays trusted until every certificate it signed has expired:
-              agents pick up both keys at their next sync and renew their host certificates, and clients keep
-              working with certificates from either key. Update sshd or known_hosts files you manage yourself with
-              the new key before the old one is dropped.
+              A new key signs from now on. The old key stays trusted until every certificate it signed has
+              expired: agents pick up both keys at their next sync and renew their host certificates, and
+              clients keep working with certificates from either key. Update sshd or known_hosts files you
+              manage yourself with the new key before the old one is dropped.
             </p>
-            <ActionForm onSubmit={rollover.act} busy={rollover.busy} error={rollover.error} submit="Roll over">
-              <Select label="New key type" name="keyType" options={[["0", "Keep the current type"], ...keyTypes]} />
-              <Field label="New key size (0 keeps it)" name="keyBits" type="number" min={0} defaultValue={0} />
+            <ActionForm
+              onSubmit={rollover.act}
+              busy={rollover.busy}
+              error={rollover.error}
+              submit="Roll over"
+            >
+              <Select
+                label="New key type"
+                name="keyType"
+                options={[["0", "Keep the current type"], ...keyTypes]}
+              />
+              <Field
+                label="New key size (0 keeps it)"
+                name="keyBits"
+                type="number"
+                min={0}
+                defaultValue={0}
+              />
             </ActionForm>
             {rollover.result && <Notice>Rolled over: the new public key is shown above.</Notice>}
           </Section>

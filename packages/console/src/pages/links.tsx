@@ -56,7 +56,9 @@ export function InvitePage() {
           <p>
             You are invited to join <strong>{invitation.data.workspaceName}</strong>.
           </p>
-          {invitation.data.workspaceDescription && <p className="muted">{invitation.data.workspaceDescription}</p>}
+          {invitation.data.workspaceDescription && (
+            <p className="muted">{invitation.data.workspaceDescription}</p>
+          )}
           <p className="muted">The link is valid until {when(invitation.data.expiresAt)}.</p>
           {me.isPending ? (
             <Loading />
@@ -146,7 +148,9 @@ export function CliLoginPage() {
         </dl>
       )}
       {unimplemented && (
-        <Notice>This server does not describe the device; check that the code below matches your terminal.</Notice>
+        <Notice>
+          This server does not describe the device; check that the code below matches your terminal.
+        </Notice>
       )}
       {details.error && !unimplemented && <ErrorNote error={details.error} />}
       <form

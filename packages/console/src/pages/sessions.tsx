@@ -5,7 +5,20 @@ import { DaemonService, DaemonStatus, RecordingService, TargetService } from "@w
 import { lazy, Suspense, useState } from "react";
 import { api, when } from "../api";
 import { recordingText } from "../recordings";
-import { ActionForm, download, Empty, ErrorNote, Loading, Page, QueryState, Section, Select, Table, text, useAction } from "../ui";
+import {
+  ActionForm,
+  download,
+  Empty,
+  ErrorNote,
+  Loading,
+  Page,
+  QueryState,
+  Section,
+  Select,
+  Table,
+  text,
+  useAction,
+} from "../ui";
 import { Online } from "./targets";
 import { useWs } from "./workspace";
 
@@ -69,18 +82,26 @@ export function SessionsPage() {
 function DaemonSessions({ daemonId, name, online }: { daemonId: string; name: string; online: boolean }) {
   const ws = useWs();
   const sessions = useQuery(DaemonService.method.listSessions, { workspaceId: ws, daemonId });
-  const close = useAction((sessionId: string) => api.daemons.closeSession({ workspaceId: ws, daemonId, sessionId }));
+  const close = useAction((sessionId: string) =>
+    api.daemons.closeSession({ workspaceId: ws, daemonId, sessionId }),
+  );
   return (
     <Section title={`On ${name}`}>
       <Online online={online} />
       <ErrorNote error={close.error} />
-      <QueryState query={sessions} empty={(d) => (d.sessions.length === 0 ? <Empty>No open session.</Empty> : undefined)}>
+      <QueryState
+        query={sessions}
+        empty={(d) => (d.sessions.length === 0 ? <Empty>No open session.</Empty> : undefined)}
+      >
         {(d) => (
           <Table caption={`Sessions on ${name}`} head={["Session", "As", ""]}>
             {d.sessions.map((s) => (
               <tr key={s.sessionId}>
                 <td>
-                  <Link to="/w/$ws/terminal/$daemon/$session" params={{ ws, daemon: daemonId, session: s.sessionId }}>
+                  <Link
+                    to="/w/$ws/terminal/$daemon/$session"
+                    params={{ ws, daemon: daemonId, session: s.sessionId }}
+                  >
                     {s.sessionId.slice(0, 8)}
                   </Link>
                 </td>
@@ -100,8 +121,14 @@ function DaemonSessions({ daemonId, name, online }: { daemonId: string; name: st
 }
 
 export function TerminalPage() {
-  const { ws, daemon, session } = useParams({ strict: false }) as { ws: string; daemon: string; session: string };
-  const close = useAction(() => api.daemons.closeSession({ workspaceId: ws, daemonId: daemon, sessionId: session }));
+  const { ws, daemon, session } = useParams({ strict: false }) as {
+    ws: string;
+    daemon: string;
+    session: string;
+  };
+  const close = useAction(() =>
+    api.daemons.closeSession({ workspaceId: ws, daemonId: daemon, sessionId: session }),
+  );
   return (
     <Page
       title="Terminal"
@@ -128,7 +155,9 @@ export function RecordingsPage() {
   const ws = useWs();
   const [offset, setOffset] = useState(0);
   const recordings = useQuery(RecordingService.method.listRecordings, { workspaceId: ws, limit: 25, offset });
-  const remove = useAction((recordingId: string) => api.recordings.deleteRecording({ workspaceId: ws, recordingId }));
+  const remove = useAction((recordingId: string) =>
+    api.recordings.deleteRecording({ workspaceId: ws, recordingId }),
+  );
   const [playing, setPlaying] = useState<string>();
   return (
     <Page title="Recordings">
@@ -136,7 +165,9 @@ export function RecordingsPage() {
       <QueryState
         query={recordings}
         empty={(d) =>
-          d.recordings.length === 0 ? <Empty>No recording yet: turn recording on for a daemon.</Empty> : undefined
+          d.recordings.length === 0 ? (
+            <Empty>No recording yet: turn recording on for a daemon.</Empty>
+          ) : undefined
         }
       >
         {(d) => (
@@ -152,7 +183,11 @@ export function RecordingsPage() {
                     <button type="button" onClick={() => setPlaying(r.id)}>
                       Play recording {r.id.slice(0, 8)}
                     </button>
-                    <button type="button" className="secondary" onClick={() => void downloadRecording(ws, r.id)}>
+                    <button
+                      type="button"
+                      className="secondary"
+                      onClick={() => void downloadRecording(ws, r.id)}
+                    >
                       Download .cast
                     </button>
                     <button type="button" className="danger" onClick={() => void remove.act(r.id)}>
@@ -194,13 +229,23 @@ export function Pager({
 }) {
   return (
     <nav className="row pager" aria-label="Pages">
-      <button type="button" className="secondary" disabled={offset === 0} onClick={() => onChange(Math.max(0, offset - limit))}>
+      <button
+        type="button"
+        className="secondary"
+        disabled={offset === 0}
+        onClick={() => onChange(Math.max(0, offset - limit))}
+      >
         Previous
       </button>
       <span>
         {total === 0 ? 0 : offset + 1}–{Math.min(offset + limit, total)} of {total}
       </span>
-      <button type="button" className="secondary" disabled={offset + limit >= total} onClick={() => onChange(offset + limit)}>
+      <button
+        type="button"
+        className="secondary"
+        disabled={offset + limit >= total}
+        onClick={() => onChange(offset + limit)}
+      >
         Next
       </button>
     </nav>

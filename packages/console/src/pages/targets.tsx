@@ -80,7 +80,8 @@ export function DaemonsPage() {
     }),
   );
   const remove = useAction(async (daemon: Daemon) => {
-    if (window.confirm(`Delete the daemon ${daemon.name}?`)) await api.daemons.deleteDaemon({ workspaceId: ws, id: daemon.id });
+    if (window.confirm(`Delete the daemon ${daemon.name}?`))
+      await api.daemons.deleteDaemon({ workspaceId: ws, id: daemon.id });
   });
   const token = useAction(() => api.daemons.refreshEnrollToken({ workspaceId: ws }));
   const revoke = useAction(async () => {
@@ -116,11 +117,16 @@ export function DaemonsPage() {
           <ul className="stack">
             {pending.map((d) => (
               <li key={d.id} className="row">
-                <strong>{d.name}</strong> <Online online={d.online} /> <span className="muted">enrolled {when(d.createdAt)}</span>
+                <strong>{d.name}</strong> <Online online={d.online} />{" "}
+                <span className="muted">enrolled {when(d.createdAt)}</span>
                 <button type="button" onClick={() => void update.act(d, { status: DaemonStatus.ACCEPTED })}>
                   Accept {d.name}
                 </button>
-                <button type="button" className="danger" onClick={() => void update.act(d, { status: DaemonStatus.REJECTED })}>
+                <button
+                  type="button"
+                  className="danger"
+                  onClick={() => void update.act(d, { status: DaemonStatus.REJECTED })}
+                >
                   Reject {d.name}
                 </button>
               </li>
@@ -129,7 +135,10 @@ export function DaemonsPage() {
         </Section>
       )}
       <ErrorNote error={update.error ?? remove.error} />
-      <QueryState query={daemons} empty={(d) => (d.daemons.length === 0 ? <Empty>No daemon has enrolled yet.</Empty> : undefined)}>
+      <QueryState
+        query={daemons}
+        empty={(d) => (d.daemons.length === 0 ? <Empty>No daemon has enrolled yet.</Empty> : undefined)}
+      >
         {(d) => (
           <Table caption="Daemons" head={["Name", "State", "Status", "Recording", "Updated", ""]}>
             {d.daemons.map((daemon) => (
@@ -174,13 +183,20 @@ export function TargetsPage() {
       name: text(form, "name"),
       description: text(form, "description"),
       caId: text(form, "caId"),
-      endpoints: text(form, "endpoints").split(/[\s,]+/).filter(Boolean),
+      endpoints: text(form, "endpoints")
+        .split(/[\s,]+/)
+        .filter(Boolean),
     }),
   );
   const online = new Map(daemons.data?.daemons.map((d) => [d.id, d.online]));
   return (
     <Page title="Targets">
-      <QueryState query={targets} empty={(d) => (d.targets.length === 0 ? <Empty>No target yet: enrol a daemon or add one.</Empty> : undefined)}>
+      <QueryState
+        query={targets}
+        empty={(d) =>
+          d.targets.length === 0 ? <Empty>No target yet: enrol a daemon or add one.</Empty> : undefined
+        }
+      >
         {(d) => (
           <Table caption="Targets" head={["Name", "Daemon", "Log in as", ""]}>
             {d.targets.map((t) => (
@@ -232,13 +248,26 @@ function TargetAccess({ target }: { target: Target }) {
   const names = new Map(members.data?.members.map((m) => [m.id, m.name]));
   const usernames = target.principals.map((p) => p.username);
   const addUsername = useAction((form: FormData) =>
-    api.principals.setPrincipals({ workspaceId: ws, targetId: target.id, usernames: [...usernames, text(form, "username")] }),
+    api.principals.setPrincipals({
+      workspaceId: ws,
+      targetId: target.id,
+      usernames: [...usernames, text(form, "username")],
+    }),
   );
   const removeUsername = useAction((username: string) =>
-    api.principals.setPrincipals({ workspaceId: ws, targetId: target.id, usernames: usernames.filter((u) => u !== username) }),
+    api.principals.setPrincipals({
+      workspaceId: ws,
+      targetId: target.id,
+      usernames: usernames.filter((u) => u !== username),
+    }),
   );
   const grant = useAction((principalId: string, userId: string) =>
-    api.principals.addSubjectsToPrincipal({ workspaceId: ws, id: principalId, subjectIds: [userId], type: PrincipalType.USER }),
+    api.principals.addSubjectsToPrincipal({
+      workspaceId: ws,
+      id: principalId,
+      subjectIds: [userId],
+      type: PrincipalType.USER,
+    }),
   );
   const revoke = useAction((principalId: string, userId: string) =>
     api.principals.removeSubjectsFromPrincipal({
@@ -248,11 +277,16 @@ function TargetAccess({ target }: { target: Target }) {
       type: PrincipalType.USER,
     }),
   );
-  const memberOptions = [["", "Grant to…"] as const, ...(members.data?.members ?? []).map((m) => [m.id, `${m.name} (${m.email})`] as const)];
+  const memberOptions = [
+    ["", "Grant to…"] as const,
+    ...(members.data?.members ?? []).map((m) => [m.id, `${m.name} (${m.email})`] as const),
+  ];
   return (
     <Section title={`Who may log in to ${target.name}`}>
       <ErrorNote error={grant.error ?? revoke.error ?? removeUsername.error} />
-      {target.principals.length === 0 && <Empty>No username yet: add the Unix account people log in as.</Empty>}
+      {target.principals.length === 0 && (
+        <Empty>No username yet: add the Unix account people log in as.</Empty>
+      )}
       {target.principals.map((p) => (
         <div key={p.id} className="principal">
           <h3>
@@ -287,8 +321,19 @@ function TargetAccess({ target }: { target: Target }) {
           </div>
         </div>
       ))}
-      <ActionForm onSubmit={addUsername.act} busy={addUsername.busy} error={addUsername.error} submit="Add username">
-        <Field label="Unix username" name="username" required pattern="[a-z_][a-z0-9\-_]*\$?" maxLength={32} />
+      <ActionForm
+        onSubmit={addUsername.act}
+        busy={addUsername.busy}
+        error={addUsername.error}
+        submit="Add username"
+      >
+        <Field
+          label="Unix username"
+          name="username"
+          required
+          pattern="[a-z_][a-z0-9\-_]*\$?"
+          maxLength={32}
+        />
       </ActionForm>
       {grant.result && <Notice>Granted. The daemon learns it at once.</Notice>}
     </Section>

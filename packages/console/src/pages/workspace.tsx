@@ -2,12 +2,7 @@
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { useQuery } from "@connectrpc/connect-query";
 import { Link, useNavigate, useParams } from "@tanstack/react-router";
-import {
-  ServiceAccountService,
-  TeamService,
-  UtilService,
-  WorkspaceService,
-} from "@wap/api";
+import { ServiceAccountService, TeamService, UtilService, WorkspaceService } from "@wap/api";
 import { useState } from "react";
 import { api, when } from "../api";
 import { useMe } from "../session";
@@ -46,7 +41,9 @@ export function WorkspacesPage() {
     <Page title="Workspaces">
       <QueryState
         query={list}
-        empty={(d) => (d.workspaces.length === 0 ? <Empty>No workspace yet: create the first one.</Empty> : undefined)}
+        empty={(d) =>
+          d.workspaces.length === 0 ? <Empty>No workspace yet: create the first one.</Empty> : undefined
+        }
       >
         {(d) => (
           <ul className="cards">
@@ -76,7 +73,11 @@ export function OverviewPage() {
   const navigate = useNavigate();
   const workspace = useQuery(WorkspaceService.method.getWorkspace, { workspaceId: ws });
   const update = useAction((form: FormData) =>
-    api.workspaces.updateWorkspace({ workspaceId: ws, name: text(form, "name"), description: text(form, "description") }),
+    api.workspaces.updateWorkspace({
+      workspaceId: ws,
+      name: text(form, "name"),
+      description: text(form, "description"),
+    }),
   );
   const settings = useAction((form: FormData) =>
     api.workspaces.updateWorkspaceSettings({
@@ -97,16 +98,45 @@ export function OverviewPage() {
         <Page title={w!.name}>
           <p className="muted">{w!.description}</p>
           <Section title="Settings">
-            <ActionForm onSubmit={update.act} busy={update.busy} error={update.error} submit="Save" key={`n${w!.updatedAt?.seconds}`}>
+            <ActionForm
+              onSubmit={update.act}
+              busy={update.busy}
+              error={update.error}
+              submit="Save"
+              key={`n${w!.updatedAt?.seconds}`}
+            >
               <Field label="Name" name="name" defaultValue={w!.name} required minLength={3} />
               <Field label="Description" name="description" defaultValue={w!.description} />
             </ActionForm>
           </Section>
           <Section title="Enrolment and invitations">
-            <ActionForm onSubmit={settings.act} busy={settings.busy} error={settings.error} submit="Save settings">
-              <Check label="Accept enrolled daemons without review" name="auto" defaultChecked={w!.settings?.enrollAutoApprove} />
-              <Field label="Enrolment token lifetime (hours)" name="enroll" type="number" min={1} max={720} defaultValue={24} />
-              <Field label="Invitation link lifetime (hours)" name="invite" type="number" min={1} max={720} defaultValue={168} />
+            <ActionForm
+              onSubmit={settings.act}
+              busy={settings.busy}
+              error={settings.error}
+              submit="Save settings"
+            >
+              <Check
+                label="Accept enrolled daemons without review"
+                name="auto"
+                defaultChecked={w!.settings?.enrollAutoApprove}
+              />
+              <Field
+                label="Enrolment token lifetime (hours)"
+                name="enroll"
+                type="number"
+                min={1}
+                max={720}
+                defaultValue={24}
+              />
+              <Field
+                label="Invitation link lifetime (hours)"
+                name="invite"
+                type="number"
+                min={1}
+                max={720}
+                defaultValue={168}
+              />
             </ActionForm>
             {settings.result && <Notice>Saved.</Notice>}
             <p className="muted">
@@ -137,7 +167,11 @@ export function MembersPage() {
   const ws = useWs();
   const me = useMe();
   const [query, setQuery] = useState("");
-  const members = useQuery(WorkspaceService.method.listWorkspaceMembers, { workspaceId: ws, limit: 100, query });
+  const members = useQuery(WorkspaceService.method.listWorkspaceMembers, {
+    workspaceId: ws,
+    limit: 100,
+    query,
+  });
   const roles = useRoles("user");
   const setRole = useAction((userId: string, roleName: string) =>
     api.workspaces.updateWorkspaceMember({ workspaceId: ws, userId, roleName }),
@@ -177,7 +211,10 @@ export function MembersPage() {
       </Section>
       <Field label="Search members" type="search" value={query} onChange={(e) => setQuery(e.target.value)} />
       <ErrorNote error={setRole.error ?? remove.error ?? transfer.error} />
-      <QueryState query={members} empty={(d) => (d.members.length === 0 ? <Empty>No member matches.</Empty> : undefined)}>
+      <QueryState
+        query={members}
+        empty={(d) => (d.members.length === 0 ? <Empty>No member matches.</Empty> : undefined)}
+      >
         {(d) => (
           <Table caption="Members" head={["Name", "Email", "Role", "Actions"]}>
             {d.members.map((m) => (
@@ -201,7 +238,11 @@ export function MembersPage() {
                 <td className="row">
                   {m.id !== me.user?.id && m.roleName !== "owner" && (
                     <>
-                      <button type="button" className="secondary" onClick={() => void transfer.act(m.id, m.name)}>
+                      <button
+                        type="button"
+                        className="secondary"
+                        onClick={() => void transfer.act(m.id, m.name)}
+                      >
                         Make owner
                       </button>
                       <button type="button" className="danger" onClick={() => void remove.act(m.id, m.name)}>
@@ -224,7 +265,11 @@ export function TeamsPage() {
   const teams = useQuery(TeamService.method.listTeams, { workspaceId: ws, limit: 100 });
   const members = useQuery(WorkspaceService.method.listWorkspaceMembers, { workspaceId: ws, limit: 100 });
   const create = useAction((form: FormData) =>
-    api.teams.createTeam({ workspaceId: ws, name: text(form, "name"), description: text(form, "description") }),
+    api.teams.createTeam({
+      workspaceId: ws,
+      name: text(form, "name"),
+      description: text(form, "description"),
+    }),
   );
   const addMember = useAction((teamId: string, userId: string) =>
     api.teams.addTeamMember({ workspaceId: ws, teamId, userId }),
@@ -233,11 +278,17 @@ export function TeamsPage() {
     api.teams.removeTeamMember({ workspaceId: ws, teamId, userId }),
   );
   const remove = useAction((id: string) => api.teams.deleteTeam({ workspaceId: ws, id }));
-  const options = [["", "Add a member…"] as const, ...(members.data?.members ?? []).map((m) => [m.id, m.name] as const)];
+  const options = [
+    ["", "Add a member…"] as const,
+    ...(members.data?.members ?? []).map((m) => [m.id, m.name] as const),
+  ];
   return (
     <Page title="Teams">
       <ErrorNote error={addMember.error ?? removeMember.error ?? remove.error} />
-      <QueryState query={teams} empty={(d) => (d.teams.length === 0 ? <Empty>No team yet.</Empty> : undefined)}>
+      <QueryState
+        query={teams}
+        empty={(d) => (d.teams.length === 0 ? <Empty>No team yet.</Empty> : undefined)}
+      >
         {(d) => (
           <div className="stack">
             {d.teams.map((t) => (
@@ -247,7 +298,11 @@ export function TeamsPage() {
                   {t.members.map((m) => (
                     <li key={m.id}>
                       {m.name}{" "}
-                      <button type="button" className="link" onClick={() => void removeMember.act(t.id, m.id)}>
+                      <button
+                        type="button"
+                        className="link"
+                        onClick={() => void removeMember.act(t.id, m.id)}
+                      >
                         Remove {m.name} from {t.name}
                       </button>
                     </li>
@@ -333,10 +388,32 @@ export function ServiceAccountsPage() {
         )}
       </QueryState>
       <Section title="Create a service account">
-        <ActionForm onSubmit={create.act} busy={create.busy} error={create.error} submit="Create service account">
-          <Field label="Name" name="name" required pattern="[a-zA-Z0-9][a-zA-Z0-9\-_]*" hint="Letters, digits, - and _." />
+        <ActionForm
+          onSubmit={create.act}
+          busy={create.busy}
+          error={create.error}
+          submit="Create service account"
+        >
+          <Field
+            label="Name"
+            name="name"
+            required
+            pattern="[a-zA-Z0-9][a-zA-Z0-9\-_]*"
+            hint="Letters, digits, - and _."
+          />
           <Field label="Description" name="description" />
-          <Select label="Role" name="role" options={roles.length ? roles : [["viewer", "viewer"], ["editor", "editor"]]} />
+          <Select
+            label="Role"
+            name="role"
+            options={
+              roles.length
+                ? roles
+                : [
+                    ["viewer", "viewer"],
+                    ["editor", "editor"],
+                  ]
+            }
+          />
         </ActionForm>
       </Section>
     </Page>
