@@ -131,6 +131,7 @@ export function SignInPage() {
 }
 
 export function SignUpPage() {
+  const next = safeNext(useSearchParam("next"));
   const register = useAction(async (form: FormData) => {
     await api.auth.register({
       name: text(form, "name"),
@@ -152,7 +153,9 @@ export function SignUpPage() {
         </button>
         <ErrorNote error={resend.error} />
         <p>
-          <Link to="/sign-in">Sign in</Link>
+          <Link to="/sign-in" search={next === "/" ? {} : { next }}>
+            Sign in
+          </Link>
         </p>
       </AuthCard>
     );
@@ -181,7 +184,10 @@ export function SignUpPage() {
         />
       </ActionForm>
       <p>
-        Already have an account? <Link to="/sign-in">Sign in</Link>
+        Already have an account?{" "}
+        <Link to="/sign-in" search={next === "/" ? {} : { next }}>
+          Sign in
+        </Link>
       </p>
     </AuthCard>
   );
