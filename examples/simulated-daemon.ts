@@ -118,7 +118,7 @@ export class DaemonNotEnrolledError extends Error {
   }
 }
 
-// The real daemon's constants (CLIENTS.md §2-§3).
+// The real daemon's constants (docs/agent-protocol.md).
 const enrollTimeoutMs = 30_000;
 const syncAllTimeoutMs = 15_000;
 const sessionTimeoutMs = 8 * 60 * 60 * 1000;

@@ -19,7 +19,8 @@ export function createPlatformClient(options: BrowserClientOptions): PlatformCli
     createConnectTransport({
       baseUrl: options.baseUrl,
       useBinaryFormat: options.binary ?? true,
-      fetch: (input, init) => globalThis.fetch(input, { ...init, credentials: options.credentials ?? "same-origin" }),
+      fetch: (input, init) =>
+        globalThis.fetch(input, { ...init, credentials: options.credentials ?? "same-origin" }),
       interceptors,
     }),
   );

@@ -4,11 +4,9 @@ import type { AddressInfo } from "node:net";
 import { type ConnectRouter, createClient, createRouterTransport } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { DaemonControlService, DaemonService, UserService } from "@wap/api";
-import { parsePlatformChallenge } from "@wap/core";
+import { challengeSignatureValid, parsePlatformChallenge } from "@wap/core";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-// The server's own check, which `@wap/core` does not export on its own.
-import { challengeSignatureValid } from "../../core/src/devices/challenge.js";
 import { createDaemonClient, createPlatformSigner } from "./signed-requests.js";
 
 const daemonId = "0b7c6a52-3f1e-4d2a-9c5b-8e1f2a3b4c5d";

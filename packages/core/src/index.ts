@@ -61,7 +61,7 @@ export {
 } from "./daemons/events.js";
 // For transport authors (the server package, other adapters)
 export type { DeviceChallengeInput, PlatformChallenge } from "./devices/challenge.js";
-export { authenticateDevice, parsePlatformChallenge } from "./devices/challenge.js";
+export { authenticateDevice, challengeSignatureValid, parsePlatformChallenge } from "./devices/challenge.js";
 export type { CliLoginOptions, CliLoginRequest, PendingCliLogin } from "./devices/cli-login.js";
 export { cliLoginStream, startCliLogin } from "./devices/cli-login.js";
 export type { DnsTxtResolver } from "./domains/dns.js";
@@ -99,7 +99,6 @@ export { createOutboxMailer } from "./mail/outbox.js";
 export type { SmtpMailerOptions } from "./mail/smtp.js";
 export { createSmtpMailer } from "./mail/smtp.js";
 export type { IntegrationServices } from "./operations/integrations.js";
-export { pickIntegrations } from "./operations/integrations.js";
 export type { Access, AnyOperation, Operation } from "./operations/operation.js";
 export type { PlatformConfig, Services } from "./operations/services.js";
 export { defaultPlatformConfig } from "./operations/services.js";
@@ -131,4 +130,8 @@ export { beginOidcSignIn, finishOidcSignIn } from "./sso/oidc.js";
 export type { SsoOptions } from "./sso/options.js";
 export { ssoUrls } from "./sso/options.js";
 export { beginSamlSignIn, finishSamlSignIn, samlServiceProviderMetadata } from "./sso/saml.js";
+export type { Bound, FoundBound } from "./validation/bound.js";
+export { describeBound } from "./validation/describe.js";
+export type { FieldBound, RequestBounds } from "./validation/table.js";
+export { validationBounds } from "./validation/table.js";
 export { apiVersion, platformVersion } from "./version.js";

@@ -1,5 +1,5 @@
 /**
- * Every rule of REFERENCE §4.12-4.14 on the account messages, through the operations, on both
+ * Every rule of the contract on the account messages, through the operations, on both
  * sides of each bound (lengths count code points: astral characters are one each).
  */
 import type { DescMessage, DescMethodUnary } from "@bufbuild/protobuf";

@@ -1,5 +1,5 @@
 /**
- * The enrolment token, EnrollDaemon (obligations 19-22, 24) and daemon request authentication,
+ * The enrolment token, EnrollDaemon and daemon request authentication,
  * with a real P-256 key signing real challenges.
  */
 import { generateKeyPairSync, randomBytes } from "node:crypto";
@@ -107,7 +107,7 @@ describe("EnrollDaemon", () => {
     expect(d.id).toMatch(/^[0-9a-f-]{36}$/);
     expect(d.targetId).toMatch(/^[0-9a-f-]{36}$/);
     expect(d.response.config).toMatchObject({ recordSessions: false });
-    // The very next call is signed with the key: it must verify already (obligation 19).
+    // The very next call is signed with the key: it must verify already.
     const caller = await daemonCaller(t, d, DaemonService.method.syncDaemon);
     expect(caller).toEqual({ kind: "daemon", daemonId: d.id, workspaceId: ada.workspaceId });
     const defaultCa = await t.storage.certificateAuthorities.findDefault(ada.workspaceId, "ssh");
@@ -129,7 +129,7 @@ describe("EnrollDaemon", () => {
     expect(stored).toMatchObject({ authMethod: "tpm", targetId: d.targetId });
   });
 
-  it("makes names unique and falls back when the hostname header is missing (obligation 24)", async () => {
+  it("makes names unique and falls back when the hostname header is missing", async () => {
     const names: string[] = [];
     for (const hostname of ["db", "DB", "db", undefined, "...", "db-2"]) {
       const d = await enroll(t, token, hostname === undefined ? {} : { hostname });
@@ -246,7 +246,7 @@ describe("EnrollDaemon", () => {
 });
 
 describe("daemon authentication", () => {
-  it("verifies challenges by obligation 9's rules: procedure, window, nonce, signature, id", async () => {
+  it("verifies challenges by the challenge rules: procedure, window, nonce, signature, id", async () => {
     const d = await enroll(t, token);
     const now = t.clock.now();
     const ok = (value: string, procedure = syncPath) =>

@@ -1,5 +1,5 @@
 /**
- * What daemons hear on `daemon:<id>` after a change commits (obligations 29, 30): status
+ * What daemons hear on `daemon:<id>` after a change commits: status
  * decisions, grant changes, authority and target changes, and deletion.
  */
 

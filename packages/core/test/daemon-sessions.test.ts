@@ -1,5 +1,5 @@
 /**
- * Terminal sessions (obligations 35-38) and the control stream's open and close (28, 30, 34):
+ * Terminal sessions and the control stream's open and close:
  * CreateSession's checks, the pending session registered before the push, `ready` matched to
  * its session and daemon, abandonment, ListSessions, CloseSession and the relay's close events.
  */

@@ -1,5 +1,5 @@
 /**
- * SyncDaemon (obligations 25-27): the report is stored (endpoints on the target, metadata), the
+ * SyncDaemon: the report is stored (endpoints on the target, metadata), the
  * answer carries the complete username -> ids map of the grants, and only accepted daemons get
  * principals.
  */

@@ -1,5 +1,5 @@
 /**
- * Every validation bound of the daemon protocol (REFERENCE 4.9 and our own limits where the
+ * Every validation bound of the daemon protocol (the contract and our own limits where the
  * contract sets none), on both sides of each bound, through the operations. A request that
  * passes validation may still fail for another reason: only validation errors name fields.
  */

@@ -1,5 +1,5 @@
 /**
- * Every validation bound of the SSO, billing and audit messages (REFERENCE §4.15, §4.16, §4.18),
+ * Every validation bound of the SSO, billing and audit messages,
  * through the operations, on both sides of each bound. Lengths count code points.
  */
 import type { DescMessage, DescMethodUnary, MessageInitShape } from "@bufbuild/protobuf";

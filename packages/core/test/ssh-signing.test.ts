@@ -187,7 +187,7 @@ describe("SignSSHCertificate rules", () => {
     expect(Number(res.expiresAt?.seconds)).toBe(Number(short.notAfter?.seconds));
   });
 
-  it("gives a daemon's host certificate the target id, the target's authority and more than 7 days (obligation 41)", async () => {
+  it("gives a daemon's host certificate the target id, the target's authority and more than 7 days", async () => {
     const other = await createAuthority(t, ada, { type: "ecdsa", curve: "P-256" }, { name: "hosts" });
     const target = await insertTarget(t, ada.workspaceId, other.id);
     const daemon = await insertDaemon(t, ada.workspaceId, target.id);

@@ -1,7 +1,6 @@
 /**
  * TargetService and PrincipalService: targets with their CA link, endpoints, tags and filters;
- * principals and grants to users, teams and service accounts; GetSubjectAccess as the CLI uses it
- * (CLIENTS.md obligations 10 and 44).
+ * principals and grants to users, teams and service accounts; GetSubjectAccess as the CLI uses it.
  */
 
 import {
@@ -336,7 +335,7 @@ describe("GetSubjectAccess", () => {
     return { ssh, x509: x509!, web, db, lab, vic, robot, team: team! };
   }
 
-  it("returns what a user reaches directly and through teams, per obligation 44", async () => {
+  it("returns what a user reaches directly and through teams", async () => {
     const w = await world();
     const access = await t.call(w.vic.caller, T.getSubjectAccess, {
       workspaceId: ws(),
@@ -362,7 +361,7 @@ describe("GetSubjectAccess", () => {
       expect(access.certificateAuthorities.map((ca) => ca.id)).toContain(target.caId);
   });
 
-  it("works for teams and service accounts, and for every member asking about themselves (obligation 10)", async () => {
+  it("works for teams and service accounts, and for every member asking about themselves", async () => {
     const w = await world();
     const team = await t.call(ada.caller, T.getSubjectAccess, { workspaceId: ws(), subjectId: w.team.id });
     expect(team.targets.map((x) => x.name)).toEqual(["db"]);

@@ -1,5 +1,5 @@
 /**
- * Every rule of REFERENCE §4.1-4.4, §4.7 and §4.8 on the workspace-access messages, through the
+ * Every rule of the contract on the workspace-access messages, through the
  * operations, on both sides of each bound (lengths count code points: astral characters are one
  * each). A request that passes validation may still fail for another reason (not_found, ...):
  * only validation errors name fields.

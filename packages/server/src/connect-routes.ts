@@ -1,5 +1,5 @@
 /**
- * The Connect routes: every method of the 18 services, for the Connect (JSON and binary), gRPC
+ * The Connect routes: every method of the contract's services, for the Connect (JSON and binary), gRPC
  * and gRPC-Web protocols. Unary methods run through the edge into `platform.invoke` (which
  * answers `unimplemented` for RPCs that have no operation yet); server-streaming methods the
  * platform implements run through the edge into `platform.stream`; the other streaming methods
@@ -19,13 +19,7 @@ import type {
   MessageInitShape,
   MessageShape,
 } from "@bufbuild/protobuf";
-import {
-  type ConnectRouter,
-  type ContextValues,
-  createContextKey,
-  createContextValues,
-  type HandlerContext,
-} from "@connectrpc/connect";
+import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import {
   AuthService,
   DaemonControlService,
@@ -34,24 +28,11 @@ import {
   type StreamCLILoginRequest,
   type StreamCLILoginResponseSchema,
 } from "@wap/api";
-import {
-  cliLoginStream,
-  createCallContext,
-  procedureOf,
-  UnavailableError,
-  UnimplementedError,
-} from "@wap/core";
+import { cliLoginStream, createCallContext, procedureOf, UnimplementedError } from "@wap/core";
+import { answer, requireEdge, shuttingDown } from "./connect-context.js";
 import { controlStreamHandler } from "./daemons/control-stream.js";
 import { sessionStreamHandler } from "./daemons/session-stream.js";
-import { callerFor, callPlatform, type EdgeRequest, type EdgeSettings, edgeOf } from "./edge.js";
-import { toConnectError, toPublicError } from "./errors.js";
-
-const edgeKey = createContextKey<EdgeRequest | undefined>(undefined, { description: "wap edge request" });
-
-/** Hands the edge state of a Node request to its Connect handler. */
-export function connectContextValues(req: object): ContextValues {
-  return createContextValues().set(edgeKey, edgeOf(req));
-}
+import { callerFor, callPlatform, type EdgeSettings } from "./edge.js";
 
 /** Registers every method of the contract on `router`. */
 export function registerConnectRoutes(router: ConnectRouter, settings: EdgeSettings): void {
@@ -126,7 +107,7 @@ function serverStreamingHandler<I extends DescMessage, O extends DescMessage>(
 }
 
 /**
- * AuthService.StreamCLILogin (CLIENTS.md §1.1): the verification URL at once, then the user once
+ * AuthService.StreamCLILogin (docs/agent-protocol.md): the verification URL at once, then the user once
  * a signed-in user approves the login with VerifyCLILogin, on this instance or another. The device
  * id and its name come from the `Platform-Client-*` headers. The stream lives as long as the
  * pending login (`cliLoginTtlSeconds`) and ends quietly when the client leaves.
@@ -166,13 +147,6 @@ function cliLoginHandler(settings: EdgeSettings) {
   };
 }
 
-/** Why a stream ended early: the client should open it again (on another instance). */
-export function shuttingDown(): UnavailableError {
-  return new UnavailableError("the server is shutting down; open the stream again", {
-    reason: "SHUTTING_DOWN",
-  });
-}
-
 function streamingHandler(method: DescMethod, settings: EdgeSettings) {
   // biome-ignore lint/correctness/useYield: it refuses before the first message.
   return async function* (_input: unknown, context: HandlerContext): AsyncGenerator<never> {
@@ -187,19 +161,4 @@ function streamingHandler(method: DescMethod, settings: EdgeSettings) {
       throw answer(edge, settings, error);
     }
   };
-}
-
-/** Records the code answered and turns `error` into the ConnectError to throw. */
-export function answer(edge: EdgeRequest, settings: EdgeSettings, error: unknown) {
-  const publicError = toPublicError(error, edge.requestId, settings.logger);
-  edge.code = publicError.code;
-  return toConnectError(publicError);
-}
-
-/** The edge state of the request a handler serves. */
-export function requireEdge(context: HandlerContext): EdgeRequest {
-  const edge = context.values.get(edgeKey);
-  // Every request passes the edge before routing; reaching this would be a wiring bug.
-  if (!edge) throw new Error("request reached a Connect handler without passing the edge");
-  return edge;
 }

@@ -123,7 +123,7 @@ export type ProcedureResolver = (httpMethod: string, path: string) => string | u
 const cliLoginProcedure = "/platform.v1.AuthService/StreamCLILogin";
 /**
  * A daemon whose record was deleted still signs with its old id when it enrols again with a
- * token (obligations 20-22): a challenge that fails here is ignored, the token decides.
+ * token: a challenge that fails here is ignored, the token decides.
  */
 const enrollDaemonProcedure = "/platform.v1.DaemonService/EnrollDaemon";
 const daemonHeaderPrefix = "platform-daemon-";
@@ -412,12 +412,12 @@ function bearerOf(authorization: string | undefined): string | undefined {
   return match ? (match[1] ?? "").trim() : undefined;
 }
 
-/** Which kind of client signed (CLIENTS.md §1.2): the daemon sends `Platform-Daemon-*`, the CLI its device id. */
+/** Which kind of client signed (docs/agent-protocol.md): the daemon sends `Platform-Daemon-*`, the CLI its device id. */
 type SignerFamily = "daemon" | "device";
 
 /**
- * A `Platform` challenge (CLIENTS.md §1.1) with the procedure it must be signed for, or
- * undefined when there is none or the request is the CLI login stream (obligation 6).
+ * A `Platform` challenge (docs/agent-protocol.md) with the procedure it must be signed for, or
+ * undefined when there is none or the request is the CLI login stream.
  */
 function challengeOf(
   req: NodeRequestLike,

@@ -14,8 +14,6 @@ import {
   type IntegrationServices,
   inspectLicense,
   type LicenseOptions,
-  type Platform,
-  pickIntegrations,
 } from "@wap/core";
 import type { Logger } from "./logger.js";
 import { StartupError } from "./startup-error.js";
@@ -188,13 +186,4 @@ export async function loadIntegrations(
     stripe ? { provider: "stripe", priceId: config.stripePriceId } : { provider: "none" },
   );
   return { ...(stripe && { billing: stripe }), ...(license && { license }) };
-}
-
-/**
- * Sets integration services on a platform. A stopgap: `createPlatform` does not take them yet
- * (its options gain `IntegrationServices`); core reads them from `platform.services`, which every
- * call copies, so they apply from the next call on.
- */
-export function applyIntegrations(platform: Platform, integrations: IntegrationServices): void {
-  Object.assign(platform.services, pickIntegrations(integrations));
 }

@@ -4,7 +4,7 @@
  * HTTP/1.1 server (browsers, curl, gRPC-Web). With TLS, ALPN picks h2 or http/1.1.
  *
  * Nothing here cuts a long stream: there is no socket idle timeout while a stream is open, and
- * idle HTTP/2 sessions get keepalive PINGs (CLIENTS.md §6: quiet control streams, 8 h sessions).
+ * idle HTTP/2 sessions get keepalive PINGs (docs/agent-protocol.md: quiet control streams, 8 h sessions).
  * A session whose peer leaves a PING unanswered for a whole keepalive interval is closed.
  *
  * @module
@@ -33,7 +33,7 @@ export interface ListenerOptions {
   readonly host: string;
   readonly port: number;
   readonly tls?: TlsFiles | undefined;
-  /** Concurrent HTTP/2 streams per connection. CLIENTS.md §6 asks for at least 100. */
+  /** Concurrent HTTP/2 streams per connection: agents and CLIs multiplex many, so at least 100. */
   readonly maxConcurrentStreams?: number;
   /** How often an HTTP/2 session is PINGed so that proxies and NATs keep it open. */
   readonly keepaliveIntervalMs?: number;

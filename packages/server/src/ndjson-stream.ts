@@ -1,6 +1,6 @@
 /**
  * Server-streaming RPCs over REST, as newline-delimited JSON (`application/x-ndjson`): one
- * response message per line, in the contract's canonical JSON. (REFERENCE.md leaves the framing
+ * response message per line, in the contract's canonical JSON. (The contract leaves the framing
  * to the transcoder; NDJSON reads with `curl -N` and a line splitter, and needs no event-stream
  * parser.)
  *

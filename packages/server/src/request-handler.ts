@@ -1,7 +1,7 @@
 /**
  * The Node request handler of the one port: every request passes the edge, then goes to
  * connect-node (procedure paths: Connect, gRPC, gRPC-Web) or, for anything else, to the Hono app
- * (REST, probes). STACK.md: Hono must not sit in front of gRPC, whose trailers its fetch adapter
+ * (REST, probes). Hono must not sit in front of gRPC, whose trailers its fetch adapter
  * drops. Each request is logged as one JSON line when its response closes.
  *
  * @module
@@ -14,7 +14,8 @@ import { getRequestListener } from "@hono/node-server";
 import { platformServices } from "@wap/api";
 import { type ErrorCode, procedureOf } from "@wap/core";
 import { type AppSettings, createApp, probePaths } from "./app.js";
-import { connectContextValues, registerConnectRoutes } from "./connect-routes.js";
+import { connectContextValues } from "./connect-context.js";
+import { registerConnectRoutes } from "./connect-routes.js";
 import { isApiPath } from "./console-assets.js";
 import { applyCors } from "./cors.js";
 import { controlStreamPath, serveControlStream } from "./daemons/control-connect.js";

@@ -23,7 +23,7 @@ import { createServerInstance } from "./daemons/instance.js";
 import { createSessionRelayHub } from "./daemons/relay-hub.js";
 import { createTerminalEndpoint } from "./daemons/terminal-endpoint.js";
 import type { EdgeSettings } from "./edge.js";
-import { applyIntegrations, loadIntegrations } from "./integrations-config.js";
+import { loadIntegrations } from "./integrations-config.js";
 import { listen, type TlsFiles } from "./listener.js";
 import { createJsonLogger, type Logger } from "./logger.js";
 import { createServerMailer } from "./mailer.js";
@@ -51,7 +51,10 @@ export interface ServerOptions extends Partial<Omit<ServerConfig, "rateLimit">> 
   readonly rateLimiters?: RateLimiters;
   /** Where logs go; default JSON lines on stderr at `logLevel`. */
   readonly logger?: Logger;
-  /** Billing provider, licence, SSO options: these win over those the settings (Stripe, licence) make. */
+  /**
+   * Billing provider, licence, SSO options for the platform the server builds: these win over
+   * those the settings (Stripe, licence) make. A `platform` given ready-made has its own.
+   */
   readonly integrations?: IntegrationServices;
   /**
    * Names this instance as the holder of daemon control streams (docs/daemons.md). Default: a
@@ -88,9 +91,8 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
   const ownsPlatform = options.platform === undefined;
   const built = options.platform
     ? undefined
-    : await buildPlatform(config, options, logger, tls !== undefined);
+    : await buildPlatform(config, options, integrations, logger, tls !== undefined);
   const platform = options.platform ?? built!.platform;
-  applyIntegrations(platform, integrations);
   const backend = built?.backend;
   const shutdown = new AbortController();
   const closing = new AbortController();
@@ -194,6 +196,7 @@ async function loadConsole(dir: string | undefined, logger: Logger): Promise<Con
 async function buildPlatform(
   config: ServerConfig,
   options: ServerOptions,
+  integrations: IntegrationServices,
   logger: Logger,
   secure: boolean,
 ): Promise<{ platform: Platform; backend: Backend; mailer: Mailer | undefined }> {
@@ -232,6 +235,7 @@ async function buildPlatform(
         logger.warn("event not published; subscribers miss it", { topic, error: String(error) }),
       ...(mailer && { mailer }),
       ...options.platformOptions,
+      ...integrations,
       config: { ...options.platformOptions?.config, ...(publicBaseUrl !== undefined && { publicBaseUrl }) },
       storage: backend.storage,
       keyStore: createMasterKeyStore({ masterKey }),

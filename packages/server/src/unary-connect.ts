@@ -18,24 +18,22 @@ import type http from "node:http";
 import type http2 from "node:http2";
 import type { DescMessage, DescMethodUnary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import {
-  type Compression,
-  compressionNegotiate,
-  createMethodSerializationLookup,
-  type MethodSerializationLookup,
-  validateReadWriteMaxBytes,
-} from "@connectrpc/connect/protocol";
-import {
-  codeToHttpStatus,
-  contentTypeUnaryJson,
-  contentTypeUnaryProto,
-  errorToJsonBytes,
-  parseContentType,
-} from "@connectrpc/connect/protocol-connect";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { platformServices } from "@wap/api";
 import { procedureOf } from "@wap/core";
-import { answer } from "./connect-routes.js";
+import { answer } from "./connect-context.js";
+import {
+  type Compression,
+  codeToHttpStatus,
+  compressionNegotiate,
+  contentTypeUnaryJson,
+  contentTypeUnaryProto,
+  createMethodSerializationLookup,
+  errorToJsonBytes,
+  type MethodSerializationLookup,
+  parseContentType,
+  validateReadWriteMaxBytes,
+} from "./connect-protocol.js";
 import { callPlatform, type EdgeRequest, type EdgeSettings } from "./edge.js";
 import { errorCodeOf } from "./errors.js";
 import { undecodable } from "./undecodable-requests.js";

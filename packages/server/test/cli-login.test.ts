@@ -1,5 +1,5 @@
 /**
- * The CLI device login through the real server (CLIENTS.md §1.1, obligations 6-9): StreamCLILogin
+ * The CLI device login through the real server (docs/agent-protocol.md): StreamCLILogin
  * over HTTP/2, approval with VerifyCLILogin on another connection, then requests signed with the
  * device key (`Authorization: Platform ...`) over Connect and REST.
  */
@@ -19,7 +19,7 @@ afterAll(() => server?.close());
 
 const whoamiProcedure = "/platform.v1.UserService/Whoami";
 
-/** A CLI device: its id, its P-256 key, and the challenges it signs (CLIENTS.md §1.1). */
+/** A CLI device: its id, its P-256 key, and the challenges it signs (docs/agent-protocol.md). */
 function createDevice() {
   const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
   const id = randomUUID();
@@ -45,7 +45,7 @@ function openLogin(device: ReturnType<typeof createDevice>, signal?: AbortSignal
       headers: {
         "platform-client-device-id": device.id,
         "platform-client-hostname": "ada-laptop",
-        // Signed by a key the server has never seen: must be ignored on this one RPC (obligation 6).
+        // Signed by a key the server has never seen: must be ignored on this one RPC.
         authorization: device.challenge("/platform.v1.AuthService/StreamCLILogin"),
       },
       ...(signal && { signal }),

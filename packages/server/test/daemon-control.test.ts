@@ -1,6 +1,5 @@
 /**
- * The daemon's control stream through the real server (CLIENTS.md §1.2, §2, §6; obligations
- * 19-35): binary Connect over one HTTP/2 connection per daemon, every call signed with a real
+ * The daemon's control stream through the real server (docs/agent-protocol.md): binary Connect over one HTTP/2 connection per daemon, every call signed with a real
  * `Platform` challenge and the `Platform-Daemon-*` headers, the stream opened with no first
  * message, as the agent does.
  */
@@ -107,7 +106,7 @@ async function codeOf(promise: Promise<unknown>): Promise<Code | undefined> {
   );
 }
 
-describe("enrolment through the server (obligations 19-24)", () => {
+describe("enrolment through the server", () => {
   it("names the daemon from the Platform-Daemon-Hostname header and stores its key before answering", async () => {
     const ws = await workspace();
     const daemon = new SignedDaemon(server.url, "Web-01.Example.com.");
@@ -170,7 +169,7 @@ describe("enrolment through the server (obligations 19-24)", () => {
   });
 });
 
-describe("the control stream (obligations 28-35)", () => {
+describe("the control stream", () => {
   let ws: Workspace;
   beforeAll(async () => {
     ws = await workspace();

@@ -1,5 +1,5 @@
 /**
- * The web terminal through the real server (CLIENTS.md §3, §6; obligations 35-39): the daemon's
+ * The web terminal through the real server (docs/agent-protocol.md): the daemon's
  * session stream over binary Connect on HTTP/2, signed like the agent's, with its 8 h deadline;
  * the browser's WebSocket at /v1/workspaces/{id}/sessions/{id}/terminal. CreateSession pushes
  * the session on the daemon's control stream, the daemon opens its stream with `ready`, the
@@ -393,7 +393,7 @@ describe("waiting for the daemon", () => {
         token: there.accessToken,
       });
       browser.resize(80, 24);
-      // The daemon dropped the push (CLIENTS.md §3 step 3): nothing comes. Half a minute later:
+      // The daemon dropped the push: nothing comes. Half a minute later:
       clock.advance(31_000);
       expect(await browser.closed()).toMatchObject({
         code: 1000,

@@ -69,7 +69,7 @@ async function callOk(procedure: string, body: unknown, options?: CallOptions): 
 
 const later = (seconds: number) => clock.advance(seconds * 1000);
 
-/** A request signed with a `Platform` challenge (CLIENTS.md 1.1/1.2) for `procedure`. */
+/** A request signed with a `Platform` challenge (docs/agent-protocol.md) for `procedure`. */
 function challenge(
   id: string,
   key: KeyObject,

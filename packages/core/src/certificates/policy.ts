@@ -14,7 +14,7 @@ export const caDefaults = {
   /** A working day of access per user certificate; clients renew. */
   userDefaultTtlSeconds: 12 * 3600,
   userMaxTtlSeconds: 24 * 3600,
-  /** Host certificates live long enough for daemons that renew weekly (obligation 41: > 7 days). */
+  /** Host certificates live long enough for daemons that renew weekly (> 7 days). */
   hostDefaultTtlSeconds: 30 * 24 * 3600,
   hostMaxTtlSeconds: 90 * 24 * 3600,
   allowedKeyTypes: ["ed25519", "ecdsa", "rsa"] as readonly KeyAlgorithm[],

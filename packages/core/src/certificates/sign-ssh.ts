@@ -45,7 +45,7 @@ import { sshSignerFor } from "./issuance/signers.js";
 import { authorizeSshSign, resolveSshSubject, type SshDraft } from "./issuance/ssh-policy.js";
 import { retiredKeysOf, sshTrustedKeysText } from "./issuance/trust.js";
 
-/** An id the clients may send as an explicit empty string to mean "none" (CLIENTS.md 6). */
+/** An id the clients may send as an explicit empty string to mean "none" (docs/agent-protocol.md). */
 export const optionalId = z.union([z.literal("").transform(() => undefined), uuid]).optional();
 
 function certificateType(value: number | undefined, caller: CallerKind): SshCertificateType {

@@ -1,10 +1,10 @@
 /**
  * Daemon request authentication: the `Platform <daemon_id>:<ts>:<nonce>:<procedure>:<sig>`
- * challenge (CLIENTS.md 1.2), in the CLI devices' format and verified by their code, against
+ * challenge (docs/agent-protocol.md), in the CLI devices' format and verified by their code, against
  * the key registered at enrolment. Nonces are remembered per daemon (`daemon:<id>`), in the
  * same store as the devices'.
  *
- * A rejected daemon still authenticates (obligation 30): it must be able to open its control
+ * A rejected daemon still authenticates: it must be able to open its control
  * stream to hear that it was rejected, and SyncDaemon answers it REJECTED. Operations decide
  * what it may do (no principals, no host certificates, no sessions). A deleted daemon does not.
  *

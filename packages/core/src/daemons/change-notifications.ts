@@ -1,8 +1,8 @@
 /**
- * Notifications to daemons when what they enforce changes elsewhere (obligation 29): grants
+ * Notifications to daemons when what they enforce changes elsewhere: grants
  * (PRINCIPALS: the daemon syncs its principal map) and authorities or a target's CA
  * (SYNC_REQUEST: the only notification that gets a new CA or host certificate into the daemon's
- * sshd at [T]).
+ * sshd).
  *
  * Which daemons a change concerns is read from the audit entry the operation records (action
  * and resource), after the operation has finished, so every transaction it made has committed:

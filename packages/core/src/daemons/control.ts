@@ -4,14 +4,14 @@
  *
  * 1. Authenticate the request (`authenticateDaemon`), then subscribe to `daemonTopic(id)` BEFORE
  *    calling {@link openControlStream}, so that nothing published after the daemon is marked
- *    online is missed. Do not wait for a first client message (obligation 28).
+ *    online is missed. Do not wait for a first client message.
  * 2. Send the `greeting` messages, then, for each event on the topic, `toConnectResponse`
  *    (`deleted` ends the stream). Answer each `heartbeat` with `heartbeatAck`.
  * 3. When the stream ends for any reason, call {@link closeControlStream} with the same holder.
  *
  * `holder` names the instance and the stream (`<instanceId>/<streamId>`): a daemon that
  * reconnects to another instance before the old stream is noticed closed stays online
- * (obligation 34: online means a stream is open, on any instance). An instance releases what it
+ * (online means a stream is open, on any instance). An instance releases what it
  * held with `storage.daemons.releaseHolders("<instanceId>/")` when it starts and stops.
  *
  * @module
@@ -26,12 +26,12 @@ import { toConnectResponse } from "./events.js";
 
 export type ConnectResponseInit = MessageInitShape<typeof ConnectResponseSchema>;
 
-/** An acknowledgement of a heartbeat; also a harmless keepalive ([T] ignores it). */
+/** An acknowledgement of a heartbeat; also a harmless keepalive (the agent ignores it). */
 export const heartbeatAck: ConnectResponseInit = { msg: { case: "heartbeatAck", value: {} } };
 
 /**
  * Marks the daemon online on `holder` and returns what to send at once: a rejected daemon hears
- * `STATUS REJECTED` on every connection (obligation 30); others nothing (the daemon syncs after
+ * `STATUS REJECTED` on every connection; others nothing (the daemon syncs after
  * every reconnect anyway).
  */
 export async function openControlStream(

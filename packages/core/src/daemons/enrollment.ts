@@ -10,7 +10,7 @@
  *   call with it), creates its target (named from the `Platform-Daemon-Hostname` header, which
  *   the transport passes in `ctx.headers`) trusting the named SSH authority or the workspace
  *   default, and starts PENDING unless the workspace auto-approves.
- * - Re-enrolment (obligations 20-22): a caller that authenticated as a daemon gets
+ * - Re-enrolment: a caller that authenticated as a daemon gets
  *   `already_exists`, whatever its token (the daemon keeps its local state). An unauthenticated
  *   request with the key of a pending or accepted daemon of the token's workspace gets that
  *   daemon's identity back (the key proves nothing without its private half, and the ids are
@@ -44,7 +44,7 @@ import { nameFromHostname, uniqueTargetName } from "./names.js";
 import { statusToWire } from "./operations.js";
 
 const tokenPrefix = "wapenr_";
-/** The header that names the machine at [T] (CLIENTS.md 1.2). */
+/** The header that names the machine (docs/agent-protocol.md). */
 export const daemonHostnameHeader = "platform-daemon-hostname";
 /** The methods a daemon may claim for its key (the daemon's own words; nothing attests them). */
 export const daemonAuthMethods = ["tpm", "soft"] as const;

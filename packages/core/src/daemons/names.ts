@@ -1,5 +1,5 @@
 /**
- * Daemon and target names from a machine's hostname (obligation 24): cleaned up to fit the
+ * Daemon and target names from a machine's hostname: cleaned up to fit the
  * target-name pattern `^[a-zA-Z0-9][a-zA-Z0-9-_]*$` (dots become dashes, so `web-1.prod` and
  * `web-1.staging` stay apart), then made unique in the workspace with a `-2`, `-3`... suffix.
  *

@@ -62,9 +62,9 @@ function targetDaemonId(id: string | undefined, caller: { kind: string; daemonId
 }
 
 /**
- * What a daemon hears when an administrator decides (obligations 29, 30), after commit: the
+ * What a daemon hears when an administrator decides, after commit: the
  * relays of the sessions a rejection closed hear `close`; an acceptance, or a config change of a
- * daemon that is not rejected, asks it to sync (the only way [T] picks up principals, config and
+ * daemon that is not rejected, asks it to sync (the only way the agent picks up principals, config and
  * certificates); a rejection is `STATUS REJECTED`, last, so no other notification replaces it
  * in the daemon's one-slot queue.
  */

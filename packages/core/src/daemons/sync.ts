@@ -1,7 +1,7 @@
 /**
  * DaemonService.SyncDaemon: the daemon reports its local users, addresses and metadata, and gets
  * back its status, config and the complete `username -> subject ids` map it must enforce
- * (CLIENTS.md 2.3, obligations 25-27).
+ * (docs/agent-protocol.md).
  *
  * - The request carries no ids: the daemon, its workspace and target come from the credentials.
  * - `privateIps` are `ip:port` strings; an address without a port gets the SSH default 22 (the
@@ -9,10 +9,10 @@
  *   endpoints; `metadata` replaces the daemon's and the target's metadata.
  * - The map lists, for each principal of the target, the user ids granted directly or through a
  *   team and the service-account ids. It is what the daemon then enforces, so it is stored as
- *   "last sent" (CreateSession pushes only pairs the daemon has, obligation 35).
- * - PENDING and REJECTED daemons get no principals (obligation 26; the daemon at [T] applies
+ *   "last sent" (CreateSession pushes only pairs the daemon has).
+ * - PENDING and REJECTED daemons get no principals (the agent applies
  *   whatever it is given). A rejected daemon's report is not stored. The status is always set,
- *   ACCEPTED explicitly (obligation 27).
+ *   ACCEPTED explicitly.
  * - A report that changes the daemon's metadata or its target's endpoints or metadata is audited
  *   (`daemon.sync`, actor the daemon); one that changes nothing writes no entry.
  *

@@ -1,5 +1,5 @@
 /**
- * DaemonService terminal sessions: CreateSession, ListSessions, CloseSession (REFERENCE 4.9).
+ * DaemonService terminal sessions: CreateSession, ListSessions, CloseSession.
  *
  * CreateSession opens a terminal as the Unix account `username` on a daemon's machine, for the
  * caller (a user, or a service account). It checks, in this order:
@@ -8,7 +8,7 @@
  *    daemon only through its stream);
  * 2. the grants of the daemon's target let the caller log in as `username`
  *    (`permission_denied`), whatever the caller's role: a grant is what opens a login;
- * 3. the daemon was told so at its last sync (obligation 35: it checks the pair against its own
+ * 3. the daemon was told so at its last sync (it checks the pair against its own
  *    cache and would silently drop the session). If not, the daemon is asked to sync and the
  *    call is `unavailable`: retry in a moment;
  * 4. fewer than {@link maxLiveSessionsPerDaemon} sessions are live on it (the daemon's own cap).
@@ -45,7 +45,7 @@ import { principalUsername } from "../validation/bounds.js";
 import { uuid } from "../validation/rules.js";
 import { isLive } from "./lifecycle.js";
 
-/** The daemon refuses more concurrent PTY sessions than this (CLIENTS.md 3). */
+/** The daemon refuses more concurrent PTY sessions than this (docs/agent-protocol.md). */
 export const maxLiveSessionsPerDaemon = 100;
 
 export function toSessionMessage(session: DaemonSessionRecord): MessageInitShape<typeof SessionSchema> {

@@ -1,5 +1,5 @@
 /**
- * What a subject may reach (GetSubjectAccess, CLIENTS.md obligation 44): the targets with a
+ * What a subject may reach (GetSubjectAccess): the targets with a
  * principal granted to it (for a user also through its teams), each with just those principals;
  * the daemons serving them; and the SSH authorities they trust, so every target's `caId` is among
  * the authorities returned and the CLI can write one `@cert-authority` line per authority.

@@ -42,7 +42,7 @@ const usernameRule = {
 export const username = text({ min: 3, max: 32, ...usernameRule });
 export const newPassword = text({ min: 8, max: 256 });
 
-/** UpdatePassword and ResetPassword: at least 8, no maximum (REFERENCE §3 #13). */
+/** UpdatePassword and ResetPassword: at least 8, no maximum. */
 export const replacementPassword = text({ min: 8 });
 /** The current password (Login, UpdatePassword, DeletePassword): at least 1, no maximum. */
 export const currentPassword = text({ min: 1 });

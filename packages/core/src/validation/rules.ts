@@ -9,6 +9,7 @@
 import type { DescEnum } from "@bufbuild/protobuf";
 import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
 import * as z from "zod";
+import { boundRegistry } from "./bound.js";
 
 /** Number of Unicode code points in `value`. */
 export function codePointLength(value: string): number {
@@ -46,7 +47,13 @@ export function text(options: { min?: number; max?: number; pattern?: RegExp; pa
       message: options.patternHint ?? `must match ${pattern.source}`,
     });
   }
-  return schema;
+  return schema.register(boundRegistry, {
+    kind: "text",
+    min,
+    max: options.max ?? null,
+    ...(options.pattern && { pattern: options.pattern.source }),
+    ...(options.patternHint && { patternHint: options.patternHint }),
+  });
 }
 
 const uuidPattern = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
@@ -55,7 +62,8 @@ const uuidPattern = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4
 export const uuid = z
   .string()
   .refine((value) => uuidPattern.test(value), { message: "must be a UUID (8-4-4-4-12 hex digits)" })
-  .transform((value) => value.toLowerCase());
+  .transform((value) => value.toLowerCase())
+  .register(boundRegistry, { kind: "uuid" });
 
 /**
  * A duration bounded inclusively, read as a number of seconds. The bound check is exact (in
@@ -77,13 +85,15 @@ export function durationSeconds(bounds: { min: number; max: number }) {
         return z.NEVER;
       }
       return seconds;
-    });
+    })
+    .register(boundRegistry, { kind: "duration", min: bounds.min, max: bounds.max });
 }
 
 /** A timestamp, read as a Date. */
 export const timestamp = z
   .custom<Timestamp>((value) => typeof value === "object" && value !== null)
-  .transform((value) => new Date(Number(value.seconds) * 1000 + Math.floor(value.nanos / 1e6)));
+  .transform((value) => new Date(Number(value.seconds) * 1000 + Math.floor(value.nanos / 1e6)))
+  .register(boundRegistry, { kind: "timestamp" });
 
 /**
  * An enum value. `definedOnly` rejects numbers the contract does not define (enums are open on
@@ -91,7 +101,8 @@ export const timestamp = z
  */
 export function enumValue(desc: DescEnum, options: { definedOnly?: boolean; notUnspecified?: boolean } = {}) {
   const defined = new Set(desc.values.map((v) => v.number));
-  return z.number().superRefine((value, ctx) => {
+  const accepted = desc.values.filter((v) => !(options.notUnspecified && v.number === 0)).map((v) => v.name);
+  const schema = z.number().superRefine((value, ctx) => {
     if (options.definedOnly && !defined.has(value)) {
       ctx.addIssue({
         code: "custom",
@@ -101,6 +112,10 @@ export function enumValue(desc: DescEnum, options: { definedOnly?: boolean; notU
       ctx.addIssue({ code: "custom", message: `must be set (not ${desc.values[0]?.name ?? "0"})` });
     }
   });
+  // Open enums (any number accepted) promise nothing worth listing.
+  return options.definedOnly || options.notUnspecified
+    ? schema.register(boundRegistry, { kind: "enum", values: accepted, closed: options.definedOnly === true })
+    : schema;
 }
 
 /**
@@ -109,9 +124,9 @@ export function enumValue(desc: DescEnum, options: { definedOnly?: boolean; notU
  */
 const emailPattern =
   /^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$/;
-export const email = text({ max: 256 }).refine((value) => emailPattern.test(value), {
-  message: "must be an email address",
-});
+export const email = text({ max: 256 })
+  .refine((value) => emailPattern.test(value), { message: "must be an email address" })
+  .register(boundRegistry, { kind: "email", max: 256 });
 
 /** A paging limit (1 to 100) and offset (at least 0), each checked only when sent. */
 export const paging = {

@@ -1,5 +1,5 @@
 /**
- * A real OpenSSH sshd on a loopback port for tests, started the way STACK.md describes: the
+ * A real OpenSSH sshd on a loopback port for tests, started in a private mount namespace: the
  * Debian package unpacked into a cache folder (nothing installed, no user added), run in a private
  * mount namespace that sees a copy of /etc/passwd with the `sshd` privilege-separation user and a
  * fresh tmpfs on /run. As a non-root user, sshd runs without privilege separation and needs neither.
@@ -267,7 +267,7 @@ interface Started {
 }
 
 /**
- * `namespace`: root, in a private mount namespace (STACK.md). `direct`: sshd as is, either as a
+ * `namespace`: root, in a private mount namespace. `direct`: sshd as is, either as a
  * non-root user (no privilege separation) or as root on a machine whose openssh-server install
  * already provides the `sshd` user and /run/sshd.
  */

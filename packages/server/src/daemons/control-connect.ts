@@ -15,11 +15,16 @@ import type http from "node:http";
 import http2 from "node:http2";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { compressedFlag, encodeEnvelope, transformSplitEnvelope } from "@connectrpc/connect/protocol";
-import { endStreamFlag, endStreamToJson } from "@connectrpc/connect/protocol-connect";
 import { type ConnectRequest, ConnectRequestSchema, ConnectResponseSchema } from "@wap/api";
 import { type ConnectResponseInit, heartbeatAck } from "@wap/core";
-import { answer } from "../connect-routes.js";
+import { answer } from "../connect-context.js";
+import {
+  compressedFlag,
+  encodeEnvelope,
+  endStreamFlag,
+  endStreamToJson,
+  transformSplitEnvelope,
+} from "../connect-protocol.js";
 import type { EdgeRequest, EdgeSettings } from "../edge.js";
 import { runControlStream } from "./control-stream.js";
 

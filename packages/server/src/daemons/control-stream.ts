@@ -1,6 +1,6 @@
 /**
- * DaemonControlService.Connect, the daemon's control stream (CLIENTS.md §2.4 and §6,
- * obligations 28-35), as the agent opens it: Connect binary over HTTP/2, no first message, and
+ * DaemonControlService.Connect, the daemon's control stream (docs/agent-protocol.md),
+ * as the agent opens it: Connect binary over HTTP/2, no first message, and
  * a first heartbeat only five minutes later.
  *
  * - Only an enrolled daemon signing the request may open it (anonymous: `unauthenticated`;
@@ -37,7 +37,7 @@ import {
   UnauthenticatedError,
   UnimplementedError,
 } from "@wap/core";
-import { answer, requireEdge, shuttingDown } from "../connect-routes.js";
+import { answer, requireEdge, shuttingDown } from "../connect-context.js";
 import { callerFor, type EdgeRequest, type EdgeSettings } from "../edge.js";
 import { daemonCallerOf } from "./daemon-caller.js";
 import type { TrackedStream } from "./instance.js";

@@ -1,6 +1,6 @@
 /**
- * DaemonSessionService.Session, the daemon's side of a web terminal (CLIENTS.md §3 and §6,
- * obligations 36-39), as the agent opens it: binary Connect over HTTP/2, opened before the
+ * DaemonSessionService.Session, the daemon's side of a web terminal (docs/agent-protocol.md),
+ * as the agent opens it: binary Connect over HTTP/2, opened before the
  * user's shell starts, with `Connect-Timeout-Ms: 28800000` (8 h, honoured like any deadline).
  *
  * 1. Only an enrolled daemon signing the request may open it.
@@ -30,7 +30,7 @@ import {
   sessionTopic,
   UnimplementedError,
 } from "@wap/core";
-import { answer, requireEdge, shuttingDown } from "../connect-routes.js";
+import { answer, requireEdge, shuttingDown } from "../connect-context.js";
 import { callerFor, type EdgeSettings } from "../edge.js";
 import { daemonCallerOf } from "./daemon-caller.js";
 import { type DaemonMessage, endReasons, type SessionRelay } from "./session-relay.js";

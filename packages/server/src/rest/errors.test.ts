@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 import { httpStatusOf, restErrorBody, rpcCodeOf, writeResponse } from "./index.js";
 
 describe("httpStatusOf", () => {
-  it("maps the 16 Connect codes as REFERENCE §1.4 says", () => {
+  it("maps the 16 Connect codes as the Connect protocol maps them", () => {
     const expected: Record<ErrorCode, number> = {
       canceled: 499,
       unknown: 500,

@@ -6,7 +6,7 @@ import { createRestRoutes, type RestMatch } from "./index.js";
 
 const allServices = platformServices;
 
-// REFERENCE.md §2, transcribed: [service, rpc, HTTP method, path template, body rule].
+// The REST routes the contract promises, written out by hand: [service, rpc, HTTP method, path template, body rule].
 export const referenceRoutes = [
   ["WorkspaceService", "GetWorkspace", "GET", "/v1/workspaces/{workspace_id}", ""],
   ["WorkspaceService", "ListWorkspaces", "GET", "/v1/workspaces", ""],
@@ -250,7 +250,7 @@ export const referenceRoutes = [
   ["UtilService", "ExportAuditLogs", "POST", "/v1/audit:export", "*"],
 ] as const;
 
-// REFERENCE.md §2: the RPCs with no google.api.http mapping.
+// The RPCs with no google.api.http mapping.
 export const unmappedRpcs = [
   ["DaemonService", "EnrollDaemon"],
   ["DaemonService", "SyncDaemon"],
@@ -319,7 +319,7 @@ describe("createRestRoutes", () => {
     for (const [service, rpc] of unmappedRpcs) expect(names.has(`${service}.${rpc}`)).toBe(false);
   });
 
-  it("agrees with REFERENCE §2 (and the documented additions) on every method, template and body rule", () => {
+  it("agrees with the contract (and the documented additions) on every method, template and body rule", () => {
     const compiled = routes.routes.map((r) => [
       r.method.parent.name,
       r.method.name,
@@ -358,7 +358,7 @@ describe("createRestRoutes", () => {
   });
 });
 
-describe("match precedence (REFERENCE §3 #8)", () => {
+describe("match precedence", () => {
   it("prefers a literal segment over a variable", () => {
     expect(matched("GET", `/v1/workspaces/${uuid}/targets/filters`).method.name).toBe("GetTargetFilters");
     expect(matched("GET", `/v1/workspaces/${uuid}/targets/${uuid}`).method.name).toBe("GetTarget");
@@ -400,7 +400,7 @@ describe("match precedence (REFERENCE §3 #8)", () => {
   });
 });
 
-describe("one path, several methods (REFERENCE §3 #10)", () => {
+describe("one path, several methods", () => {
   const cases: [string, [string, string][]][] = [
     [
       "/v1/invites/tok",

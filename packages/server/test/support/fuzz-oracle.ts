@@ -8,7 +8,7 @@ import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import type { Exchange } from "./fuzz-send.js";
 import { framesOf } from "./fuzz-send.js";
 
-/** The Connect codes and their HTTP statuses (REFERENCE §1.4), with google.rpc.Code numbers. */
+/** The Connect codes and their HTTP statuses, with google.rpc.Code numbers. */
 const codes = {
   canceled: { status: 499, number: 1 },
   unknown: { status: 500, number: 2 },

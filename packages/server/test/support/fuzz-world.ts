@@ -43,7 +43,7 @@ interface User {
   readonly token: string;
 }
 
-/** A P-256 key that signs `Platform` challenges (CLIENTS.md §1.1). */
+/** A P-256 key that signs `Platform` challenges (docs/agent-protocol.md). */
 interface SigningKey {
   readonly privateKey: KeyObject;
   readonly pem: string;

@@ -1,5 +1,5 @@
 /**
- * An agent daemon as the server sees it (CLIENTS.md §1.2, §2): a P-256 key, binary Connect over
+ * An agent daemon as the server sees it (docs/agent-protocol.md): a P-256 key, binary Connect over
  * its own HTTP/2 connection, every call signed with a fresh `Platform` challenge over the path
  * it is sent to, and the `Platform-Daemon-*` headers. The control stream opens with no first
  * message, as the agent's does.

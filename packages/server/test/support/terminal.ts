@@ -25,7 +25,7 @@ import { signUpWithWorkspace } from "./http.js";
 import { responseReader } from "./response-reader.js";
 import { type ControlStream, SignedDaemon, signChallenge } from "./signed-daemon.js";
 
-/** The agent's session-stream deadline (CLIENTS.md §3). */
+/** The agent's session-stream deadline (docs/agent-protocol.md). */
 export const agentSessionTimeoutMs = 28_800_000;
 
 type SessionRequestInit =

@@ -44,7 +44,7 @@ export function daemonsMigration(dialect: SqlDialectName): Migration {
         .addColumn("sent_principals", "text", (col) => col.notNull().defaultTo("{}"))
         .execute();
       await daemons().addColumn("synced_at", t.bigint).execute();
-      // Enrollment looks a key up in the token's workspace (re-enrollment, obligation 21).
+      // Enrollment looks a key up in the token's workspace (re-enrollment).
       await db.schema
         .createIndex("daemons_workspace_key_idx")
         .on("daemons")

@@ -15,7 +15,7 @@ export interface ValidityDraft {
 
 /**
  * How far `valid_after` lies before the time of signing, for clients and servers whose clocks run
- * behind (the CLI refuses certificates that are not valid yet; obligation 43).
+ * behind (the CLI refuses certificates that are not valid yet).
  */
 export const BACKDATE_SECONDS = 5 * 60;
 

@@ -2,14 +2,14 @@
  * Who may have which SSH certificate, and what it then says.
  *
  * - **User certificates** name their holder: the principal is the caller's subject id (user id or
- *   service-account id, CLIENTS.md 4.2), never a name the caller chose. Any member may ask (the
+ *   service-account id), never a name the caller chose. Any member may ask (the
  *   CLI runs for viewers too): what the certificate opens is decided by the principal grants of
  *   each target. Daemons get none.
- * - **Host certificates** name a target: the only principal is the target id (obligation 41). A
+ * - **Host certificates** name a target: the only principal is the target id. A
  *   daemon gets one for its own target only, once accepted; a person or service account needs
  *   `certificates.sign` (editor and up) and may ask for any target of the workspace.
  *
- * The authoriser returns sign options; it never signs (STYLE.md practice 9).
+ * The authoriser returns sign options; it never signs.
  *
  * @module
  */
@@ -50,7 +50,7 @@ export interface SshSubject {
   readonly subjectId: string;
 }
 
-/** Critical options our certificates may carry: the daemon's sshd refuses any other (obligation 43). */
+/** Critical options our certificates may carry: the daemon's sshd refuses any other. */
 const userCriticalOptions = ["force-command", "source-address"] as const;
 
 /**

@@ -2,7 +2,7 @@
  * Which keys relying parties must trust for an authority: its current key, and every key retired
  * by a rollover until the last certificate that key signed has expired.
  *
- * SSH: the text is one authorized_keys line per key, the signing key first (obligation 41; the
+ * SSH: the text is one authorized_keys line per key, the signing key first (the
  * daemon writes it as is to the file its sshd reads TrustedUserCAKeys from, and checks the host
  * certificate against the first line). Before any rollover it is exactly `publicKey`.
  *

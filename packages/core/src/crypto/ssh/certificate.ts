@@ -1,6 +1,6 @@
 /**
  * The OpenSSH certificate encoder (PROTOCOL.certkeys) on node:crypto. Not sshpk: it cannot write
- * extensions or critical options and signs with SHA-1 for RSA CAs (see STACK.md).
+ * extensions or critical options and signs with SHA-1 for RSA CAs.
  *
  * @module
  */

@@ -1,6 +1,6 @@
 /**
  * OpenSSH encodings of public and private keys, written against RFC 4251/4253/5656/8709 and
- * OpenSSH's PROTOCOL.key rather than through a library (see STACK.md on sshpk).
+ * OpenSSH's PROTOCOL.key rather than through a library.
  *
  * @module
  */

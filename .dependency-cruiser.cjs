@@ -1,0 +1,82 @@
+/**
+ * The import rules of the monorepo, checked by `pnpm lint` (dependency-cruiser). Packages meet
+ * only at their public entries; the core never imports an adapter; the client and the contract
+ * stay loadable in browsers.
+ */
+const entries = [
+  "packages/api/src/index\\.ts",
+  "packages/core/src/index\\.ts",
+  "packages/core/src/storage/index\\.ts",
+  "packages/core/src/testing/index\\.ts",
+  "packages/client/src/index(\\.browser)?\\.ts",
+  "packages/storage-sql/src/index\\.ts",
+  "packages/storage-sqlite/src/index\\.ts",
+  "packages/storage-postgres/src/(testing/)?index\\.ts",
+  "packages/server/src/index\\.ts",
+];
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: "no-circular",
+      severity: "error",
+      comment:
+        "An import cycle (other than through types) makes load order matter and areas impossible to read on their own.",
+      from: { path: "^packages" },
+      to: { circular: true, viaOnly: { dependencyTypesNot: ["type-only"] } },
+    },
+    {
+      name: "packages-meet-at-entries",
+      severity: "error",
+      comment:
+        "Another package is reached through its public entry (its package name), never a path into its src/ or test/.",
+      from: { path: "^(packages/[^/]+)/" },
+      to: { path: "^packages/[^/]+/", pathNot: ["^$1/", `^(${entries.join("|")})$`] },
+    },
+    {
+      name: "core-imports-no-adapter",
+      severity: "error",
+      comment:
+        "The core runs over a storage interface; adapters and transports depend on it, not the reverse.",
+      from: { path: "^packages/core/src", pathNot: "\\.test\\.ts$" },
+      to: { path: "^packages/(storage-[^/]+|server|client|agent|cli|console)/" },
+    },
+    {
+      name: "client-imports-no-core",
+      severity: "error",
+      comment: "@wap/client loads in browsers and small scripts: it needs the contract, not the core.",
+      from: { path: "^packages/client/src", pathNot: "\\.test\\.ts$" },
+      to: { path: "^packages/core/" },
+    },
+    {
+      name: "api-is-only-the-contract",
+      severity: "error",
+      comment: "@wap/api is generated code with @bufbuild/protobuf as its only run-time dependency.",
+      from: { path: "^packages/api/src", pathNot: "\\.test\\.ts$" },
+      to: { dependencyTypes: ["npm", "npm-dev", "npm-optional", "npm-peer"], pathNot: "@bufbuild/protobuf" },
+    },
+    {
+      name: "browser-code-without-node",
+      severity: "error",
+      comment: "The contract and the client's browser entry must not reach Node built-ins.",
+      from: {
+        path: "^packages/(api/src|client/src/(index\\.browser|browser-client|platform-client|clients|session|paginate)\\.ts)",
+      },
+      to: { dependencyTypes: ["core"] },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    exclude: { path: "(^|/)(dist|node_modules)/" },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: {
+      conditionNames: ["dev-source", "import", "types", "default"],
+      exportsFields: ["exports"],
+      mainFields: ["module", "main", "types"],
+      extensions: [".ts", ".js"],
+    },
+    reporterOptions: { text: { highlightFocused: true } },
+  },
+};

@@ -1,0 +1,44 @@
+/**
+ * What every Connect handler of this server shares: the edge state of its request (handed over
+ * through connect's context values), and how a handler turns an error into its answer.
+ *
+ * @module
+ */
+import {
+  type ContextValues,
+  createContextKey,
+  createContextValues,
+  type HandlerContext,
+} from "@connectrpc/connect";
+import { UnavailableError } from "@wap/core";
+import { type EdgeRequest, type EdgeSettings, edgeOf } from "./edge.js";
+import { toConnectError, toPublicError } from "./errors.js";
+
+const edgeKey = createContextKey<EdgeRequest | undefined>(undefined, { description: "wap edge request" });
+
+/** Hands the edge state of a Node request to its Connect handler. */
+export function connectContextValues(req: object): ContextValues {
+  return createContextValues().set(edgeKey, edgeOf(req));
+}
+
+/** Records the code answered and turns `error` into the ConnectError to throw. */
+export function answer(edge: EdgeRequest, settings: EdgeSettings, error: unknown) {
+  const publicError = toPublicError(error, edge.requestId, settings.logger);
+  edge.code = publicError.code;
+  return toConnectError(publicError);
+}
+
+/** The edge state of the request a handler serves. */
+export function requireEdge(context: HandlerContext): EdgeRequest {
+  const edge = context.values.get(edgeKey);
+  // Every request passes the edge before routing; reaching this would be a wiring bug.
+  if (!edge) throw new Error("request reached a Connect handler without passing the edge");
+  return edge;
+}
+
+/** Why a stream ended early: the client should open it again (on another instance). */
+export function shuttingDown(): UnavailableError {
+  return new UnavailableError("the server is shutting down; open the stream again", {
+    reason: "SHUTTING_DOWN",
+  });
+}
