@@ -78,6 +78,11 @@ async function heading(text: string | RegExp, target: Page = page) {
   await target.getByRole("heading", { level: 1, name: text }).waitFor();
 }
 
+/** Polls until `check` holds (the test's timeout bounds the wait). */
+async function until(check: () => boolean) {
+  while (!check()) await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
 async function go(path: string) {
   await page.goto(`${base}${path}`);
 }
@@ -176,12 +181,14 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await page.getByLabel("Name", { exact: true }).fill("ssh-users");
     await page.getByLabel("Default authority of the workspace", { exact: true }).check();
     await page.getByRole("button", { name: "Create authority" }).click();
-    await page.getByLabel("Public key", { exact: true }).waitFor();
-    expect(await page.getByLabel("Public key", { exact: true }).inputValue()).toMatch(/^ssh-ed25519 AAAA/);
-    expect(await page.getByLabel("known_hosts line", { exact: true }).inputValue()).toMatch(
+    await page.getByRole("textbox", { name: "Public key", exact: true }).waitFor();
+    expect(await page.getByRole("textbox", { name: "Public key", exact: true }).inputValue()).toMatch(
+      /^ssh-ed25519 AAAA/,
+    );
+    expect(await page.getByRole("textbox", { name: "known_hosts line", exact: true }).inputValue()).toMatch(
       /^@cert-authority \* ssh-ed25519 /,
     );
-    expect(await page.getByLabel("sshd snippet", { exact: true }).inputValue()).toContain(
+    expect(await page.getByRole("textbox", { name: "sshd snippet", exact: true }).inputValue()).toContain(
       "TrustedUserCAKeys",
     );
     await shot("certificates");
@@ -190,7 +197,7 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
   it("invites a second person, who signs in through the link and joins", async () => {
     await go(`${workspaceUrl}/members`);
     await page.getByRole("button", { name: "Create invitation link" }).click();
-    const link = await page.getByLabel("Invitation link", { exact: true }).inputValue();
+    const link = await page.getByRole("textbox", { name: "Invitation link", exact: true }).inputValue();
     expect(link).toMatch(new RegExp(`^${base}/invites/`));
     await shot("members");
 
@@ -221,15 +228,20 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await go(`${workspaceUrl}/service-accounts`);
     await page.getByLabel("Name", { exact: true }).fill("deploy-bot");
     await page.getByRole("button", { name: "Create service account" }).click();
-    const token = await page.getByLabel("Service account token", { exact: true }).inputValue();
+    const token = await page
+      .getByRole("textbox", { name: "Service account token", exact: true })
+      .inputValue();
     expect(token.length).toBeGreaterThan(20);
     await page.getByRole("cell", { name: /deploy-bot/ }).waitFor();
   });
 
   it("enrols the daemon with the copied command, accepts it and sees it online", async () => {
+    const t = Date.now();
+    const step = (what: string) =>
+      process.env.WAP_DEBUG_CONSOLE && console.log(`${what} +${Date.now() - t} ms`);
     await go(`${workspaceUrl}/daemons`);
     await page.getByRole("button", { name: "Create enrolment token" }).click();
-    const command = await page.getByLabel("Enrolment command", { exact: true }).inputValue();
+    const command = await page.getByRole("textbox", { name: "Enrolment command", exact: true }).inputValue();
     const match = /^wap-agent enroll --server (\S+) --token (\S+)$/.exec(command.trim());
     expect(match?.[1]).toBe(base);
     daemon = await startSimulatedDaemon({
@@ -266,6 +278,10 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await shot("targets");
 
     // The daemon learns of the grant through a notification and a sync; until then it refuses.
+    const adaId = await page.evaluate<string>(
+      "fetch('/v1/whoami').then((r) => r.json()).then((b) => b.user.id)",
+    );
+    await until(() => daemon!.principals().get("ubuntu")?.includes(adaId) === true);
     await go(`${workspaceUrl}/sessions`);
     await page.getByLabel("Log in as", { exact: true }).selectOption("ubuntu");
     for (;;) {
