@@ -12,6 +12,7 @@ const packages = [
   "server",
   "client",
   "console",
+  "cli",
 ] as const;
 
 export const projects = [
@@ -32,5 +33,3 @@ export const projects = [
     test: { name: "bench", root: "bench", include: ["*.test.ts"] },
   },
 ];
-
-export default projects;

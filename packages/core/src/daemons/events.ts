@@ -15,7 +15,6 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type ConnectResponseSchema, DaemonStatus, Notification_EventType } from "@wap/api";
 import type { EventPayload } from "../events/event-bus.js";
 import type { Services } from "../operations/services.js";
-import type { DaemonStatusValue } from "../storage/records.js";
 
 export type NotificationKind = "STATUS" | "PRINCIPALS" | "CERTIFICATES" | "SYNC_REQUEST";
 export type WireStatusName = "PENDING" | "ACCEPTED" | "REJECTED";
@@ -47,12 +46,6 @@ export function daemonTopic(daemonId: string): string {
 export function sessionTopic(sessionId: string): string {
   return `session:${sessionId}`;
 }
-
-export const statusName: Record<DaemonStatusValue, WireStatusName> = {
-  pending: "PENDING",
-  accepted: "ACCEPTED",
-  rejected: "REJECTED",
-};
 
 /** An event bound for one topic. */
 export interface TopicEvent {

@@ -5,10 +5,10 @@
  * @module
  */
 
-export type { RestErrorBody, RestErrorDetail } from "./errors.js";
+export type { RestErrorDetail } from "./errors.js";
 export { httpStatusOf, restErrorBody, rpcCodeOf } from "./errors.js";
 export type { RestRequestInput } from "./request.js";
 export { buildRequest, parseJsonBody } from "./request.js";
 export { writeResponse } from "./response.js";
-export type { RestMatch, RestMethodNotAllowed, RestRoute, RestRoutes } from "./routes.js";
+export type { RestMatch, RestRoute, RestRoutes } from "./routes.js";
 export { createRestRoutes } from "./routes.js";

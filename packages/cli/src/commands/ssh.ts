@@ -1,0 +1,234 @@
+/**
+ * `wap ssh [<login>@]<target> [-- <command>...]` and `wap config ssh`.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import type { GetSubjectAccessResponse, Workspace } from "@wap/api";
+import { findTarget, type Reachable, reachableTargets, subjectAccess } from "../access.js";
+import type { ConfigStore } from "../config.js";
+import { CliError, ExitCode } from "../exit-codes.js";
+import { selfCommand, shellQuote } from "../invocation.js";
+import { RpcError } from "../rpc-errors.js";
+import { type CommandContext, type Session, withSession } from "../session.js";
+import { firstReachable, runSsh } from "../ssh/run-ssh.js";
+import { configValue, type HostBlock, type RenewalHook, renderSshConfig } from "../ssh/ssh-config.js";
+import { knownHostsFile, parseEndpoint, sshSettings } from "../ssh/targets.js";
+import { ensureCertificate } from "../ssh/user-certificates.js";
+import { listWorkspaces, resolveWorkspace } from "../workspaces.js";
+
+/** How long before expiry a certificate is replaced, unless told otherwise. */
+export const defaultRenewBeforeMs = 5 * 60_000;
+
+export const knownHostsPath = (store: ConfigStore, workspaceId: string) =>
+  join(store.sshDir, `known_hosts-${workspaceId}`);
+
+/** Writes the workspace's known_hosts file (its host CAs) and returns its path. */
+async function writeKnownHosts(store: ConfigStore, workspaceId: string, access: GetSubjectAccessResponse) {
+  const path = knownHostsPath(store, workspaceId);
+  await store.writeFile(path, knownHostsFile(access.certificateAuthorities, access.targets));
+  return path;
+}
+
+/** `login@target` or `target`. */
+export function parseDestination(destination: string): { login: string | undefined; target: string } {
+  const at = destination.lastIndexOf("@");
+  return at < 0
+    ? { login: undefined, target: destination }
+    : { login: destination.slice(0, at) || undefined, target: destination.slice(at + 1) };
+}
+
+/** The login to use: the one asked for if granted, else the first granted one. */
+export function chooseLogin(reachable: Reachable, requested: string | undefined): string {
+  const { logins, target } = reachable;
+  if (logins.length === 0)
+    throw new CliError(`you have no login on ${target.name}: ask a workspace administrator for one`);
+  if (requested === undefined) return logins[0]!;
+  if (!logins.includes(requested)) {
+    throw new CliError(
+      `you may not log in as "${requested}" on ${target.name}; your logins there: ${logins.join(", ")} (e.g. \`wap ssh ${logins[0]}@${target.name}\`)`,
+    );
+  }
+  return requested;
+}
+
+export async function ssh(
+  ctx: CommandContext,
+  destination: string,
+  command: readonly string[],
+): Promise<number> {
+  const { login: requested, target: name } = parseDestination(destination);
+  const prepared = await withSession(ctx, async (session) => {
+    const workspace = await resolveWorkspace(ctx, session);
+    const access = await subjectAccess(session, workspace.id);
+    const reachable = findTarget(access, name, workspace.name);
+    const login = chooseLogin(reachable, requested);
+    if (reachable.authority === undefined) {
+      throw new CliError(`the certificate authority of ${reachable.target.name} is not available to you`);
+    }
+    if (reachable.target.endpoints.length === 0) {
+      throw new CliError(
+        `${reachable.target.name} has no address yet: its agent has not reported one (is it running?)`,
+      );
+    }
+    const certificate = await ensureCertificate(session, ctx.store, ctx.env, {
+      workspaceId: workspace.id,
+      caId: reachable.authority.id,
+      caPublicKey: reachable.authority.publicKey,
+      renewBeforeMs: defaultRenewBeforeMs,
+    });
+    const knownHosts = await writeKnownHosts(ctx.store, workspace.id, access);
+    return { reachable, login, certificate, knownHosts };
+  });
+  const { reachable, login, certificate, knownHosts } = prepared;
+  const endpoints = reachable.target.endpoints.map(parseEndpoint);
+  const endpoint = (await firstReachable(endpoints)) ?? endpoints[0]!;
+  const settings = sshSettings(
+    {
+      identityFile: certificate.identityFile,
+      certificateFile: certificate.certificateFile,
+      knownHostsFile: knownHosts,
+    },
+    reachable.target,
+  );
+  const args = [
+    ...settings.flatMap(([key, value]) => ["-o", `${key}=${configValue(value)}`]),
+    "-p",
+    String(endpoint.port),
+    "-l",
+    login,
+    endpoint.host,
+    ...command,
+  ];
+  const status = await runSsh(args, ctx.env);
+  if (status === 255 && reachable.daemon !== undefined && !reachable.daemon.online) {
+    ctx.out.note(
+      `wap: the agent on ${reachable.target.name} is offline: start it on that machine (or ask its administrator), then try again`,
+    );
+  }
+  return status;
+}
+
+export interface ConfigSshOptions {
+  readonly renewBeforeMs: number;
+}
+
+/** A Host alias unique across workspaces: the target's name, or `<workspace>/<name>` when taken. */
+function aliasesFor(entries: ReadonlyArray<{ workspace: Workspace; reachable: Reachable }>): string[] {
+  const count = new Map<string, number>();
+  for (const { reachable } of entries)
+    count.set(reachable.target.name, (count.get(reachable.target.name) ?? 0) + 1);
+  return entries.map(({ workspace, reachable }) =>
+    count.get(reachable.target.name) === 1
+      ? reachable.target.name
+      : `${workspace.name.toLowerCase().replace(/[^a-z0-9._-]+/g, "-")}/${reachable.target.name}`,
+  );
+}
+
+async function workspacesToConfigure(ctx: CommandContext, session: Session): Promise<Workspace[]> {
+  if (ctx.options.workspace !== undefined) return [await resolveWorkspace(ctx, session)];
+  return listWorkspaces(session);
+}
+
+export async function configSsh(ctx: CommandContext, options: ConfigSshOptions): Promise<void> {
+  await withSession(ctx, async (session) => {
+    const entries: Array<{ workspace: Workspace; reachable: Reachable; knownHosts: string }> = [];
+    for (const workspace of await workspacesToConfigure(ctx, session)) {
+      let access: GetSubjectAccessResponse;
+      try {
+        access = await subjectAccess(session, workspace.id);
+      } catch (error) {
+        if (error instanceof RpcError && error.exitCode !== ExitCode.notSignedIn) {
+          ctx.out.note(`warning: skipping workspace ${workspace.name}: ${error.message}`);
+          continue;
+        }
+        throw error;
+      }
+      const knownHosts = await writeKnownHosts(ctx.store, workspace.id, access);
+      for (const reachable of reachableTargets(access)) {
+        if (
+          reachable.authority !== undefined &&
+          reachable.target.endpoints.length > 0 &&
+          reachable.logins.length > 0
+        ) {
+          entries.push({ workspace, reachable, knownHosts });
+        }
+      }
+    }
+    const aliases = aliasesFor(entries);
+    const hooks = new Map<string, RenewalHook & { aliases: string[] }>();
+    const hosts: HostBlock[] = [];
+    const wap = selfCommand();
+    for (const [i, { workspace, reachable, knownHosts }] of entries.entries()) {
+      const ca = reachable.authority!;
+      // Signed now so plain ssh works at once; the hook renews it later.
+      const certificate = await ensureCertificate(session, ctx.store, ctx.env, {
+        workspaceId: workspace.id,
+        caId: ca.id,
+        caPublicKey: ca.publicKey,
+        renewBeforeMs: options.renewBeforeMs,
+      });
+      const endpoint = parseEndpoint(reachable.target.endpoints[0]!);
+      const alias = aliases[i]!;
+      const hookKey = `${workspace.id}/${ca.id}`;
+      const hook = hooks.get(hookKey) ?? {
+        aliases: [],
+        command: shellQuote([
+          "env",
+          `WAP_CONFIG_DIR=${ctx.store.dir}`,
+          ...wap,
+          "cert",
+          "ssh",
+          "--workspace",
+          workspace.id,
+          "--ca",
+          ca.id,
+          "--renew-if-under",
+          `${Math.round(options.renewBeforeMs / 1000)}s`,
+          "--quiet",
+        ]),
+      };
+      hook.aliases.push(alias);
+      hooks.set(hookKey, hook);
+      hosts.push({
+        alias,
+        comment: `${reachable.target.name} in ${workspace.name} (target ${reachable.target.id})`,
+        settings: [
+          ["HostName", endpoint.host],
+          ["Port", String(endpoint.port)],
+          ["User", reachable.logins[0]!],
+          ...sshSettings(
+            {
+              identityFile: certificate.identityFile,
+              certificateFile: certificate.certificateFile,
+              knownHostsFile: knownHosts,
+            },
+            reachable.target,
+          ),
+        ],
+      });
+    }
+    const configFile = join(ctx.store.sshDir, "config");
+    await ctx.store.writeFile(configFile, renderSshConfig([...hooks.values()], hosts));
+    const include = `Include ${configValue(configFile)}`;
+    ctx.out.result(
+      {
+        configFile,
+        include,
+        hosts: hosts.map((h, i) => ({
+          alias: h.alias,
+          targetId: entries[i]!.reachable.target.id,
+          workspaceId: entries[i]!.workspace.id,
+          user: entries[i]!.reachable.logins[0],
+        })),
+      },
+      () =>
+        [
+          `Wrote ${configFile} with ${hosts.length} host${hosts.length === 1 ? "" : "s"}${hosts.length === 0 ? "" : `: ${hosts.map((h) => h.alias).join(", ")}`}.`,
+          "Add this line at the top of ~/.ssh/config (once), then `ssh <target>` works:",
+          "",
+          `  ${include}`,
+        ].join("\n"),
+    );
+  });
+}

@@ -1,0 +1,251 @@
+/**
+ * The `wap` command line: its commands, options, help and exit codes.
+ *
+ * @module
+ */
+import { ConnectError } from "@connectrpc/connect";
+import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
+import { login, logout, status } from "./commands/auth.js";
+import { certSsh, certTls, type TlsUsage } from "./commands/certs.js";
+import { cas, sessions, targets, useWorkspace, workspaces } from "./commands/lists.js";
+import { configSsh, defaultRenewBeforeMs, ssh } from "./commands/ssh.js";
+import { parseDuration } from "./duration.js";
+import { CliError, ExitCode } from "./exit-codes.js";
+import { explainRpcError } from "./rpc-errors.js";
+import { type CommandContext, commandContext, type GlobalOptions } from "./session.js";
+import { cliVersion } from "./version.js";
+
+export { ExitCode } from "./exit-codes.js";
+
+const exitCodesHelp = `
+Exit codes:
+  0  success (wap ssh: ssh's own exit status once ssh runs)
+  1  an error; the message says what to do
+  2  a usage error: unknown command or option, missing or invalid argument
+  3  not signed in, or the sign-in is no longer accepted: run \`wap login\`
+
+Environment:
+  WAP_SERVER      the server, for a token or a first \`wap login\`
+  WAP_TOKEN       a service-account token (never written to disk)
+  WAP_CONFIG_DIR  where wap keeps its state (default $XDG_CONFIG_HOME/wap or ~/.config/wap)`;
+
+function duration(value: string): number {
+  const ms = parseDuration(value);
+  if (ms === undefined)
+    throw new InvalidArgumentError("expected a duration such as 90s, 5m, 1h30m or 2d (at most a year)");
+  return ms;
+}
+
+const collect = (value: string, previous: string[]) => [...previous, value];
+
+interface Runner {
+  /** The exit status a command asked for (wap ssh passes ssh's on). */
+  status: number;
+}
+
+/** Builds the program; `runner.status` receives a command's own exit status. */
+export function createProgram(runner: Runner, env: NodeJS.ProcessEnv = process.env): Command {
+  const program = new Command("wap")
+    .description(
+      "Sign in to a Workspace Access Platform server and reach machines with short-lived certificates.",
+    )
+    .version(cliVersion, "-V, --version", "print the version")
+    .option("--server <url>", "the server (default: WAP_SERVER, else the one signed in to)")
+    .option("--token <token>", "a service-account token (default: WAP_TOKEN); never stored")
+    .option("-w, --workspace <name>", "the workspace (default: `wap workspace use`, else your only one)")
+    .option("--json", "print results as JSON")
+    .showHelpAfterError("(run with --help for usage)")
+    .addHelpText("after", exitCodesHelp)
+    .exitOverride()
+    .configureHelp({ showGlobalOptions: true });
+
+  const context = (command: Command): CommandContext =>
+    commandContext(command.optsWithGlobals<GlobalOptions>(), env);
+  const action =
+    <A extends unknown[]>(body: (ctx: CommandContext, ...args: A) => Promise<unknown>) =>
+    async (...args: unknown[]) => {
+      const command = args[args.length - 1] as Command;
+      const status = await body(context(command), ...(args.slice(0, -1) as A));
+      if (typeof status === "number") runner.status = status;
+    };
+
+  program
+    .command("login")
+    .description("sign in from this device: approve the sign-in in your browser")
+    .option("--no-browser", "print the URL only; do not open a browser")
+    .action(action(async (ctx, options: { browser: boolean }) => login(ctx, { browser: options.browser })));
+  program
+    .command("logout")
+    .description("sign this device out on the server and remove its keys and certificates")
+    .action(action(async (ctx) => logout(ctx)));
+  program
+    .command("whoami")
+    .alias("status")
+    .description("show the server, user, device, workspaces and SSH certificates")
+    .action(action(async (ctx) => status(ctx)));
+
+  program
+    .command("workspaces")
+    .description("list your workspaces (* marks the current one)")
+    .action(action(async (ctx) => workspaces(ctx)));
+  program
+    .command("workspace")
+    .description("choose the workspace commands act in")
+    .command("use")
+    .argument("<name>", "a workspace name or id")
+    .description("make <name> the current workspace")
+    .action(action(async (ctx, name: string) => useWorkspace(ctx, name)));
+  program
+    .command("targets")
+    .description("list the targets you can reach, with their state and your logins")
+    .action(action(async (ctx) => targets(ctx)));
+  program
+    .command("cas")
+    .description("list the workspace's certificate authorities")
+    .action(action(async (ctx) => cas(ctx)));
+  program
+    .command("sessions")
+    .description("list open terminal sessions on the targets you can reach")
+    .action(action(async (ctx) => sessions(ctx)));
+
+  program
+    .command("ssh")
+    .description("log in to a target with a fresh certificate, through the system ssh")
+    .argument("<destination>", "[login@]target: a target name; the login defaults to your first one there")
+    .argument("[command...]", "a command to run instead of a shell (after --)")
+    .usage("[options] [login@]target [-- command...]")
+    .action(action(async (ctx, destination: string, command: string[]) => ssh(ctx, destination, command)));
+
+  const config = program.command("config").description("write configuration for other tools");
+  config
+    .command("ssh")
+    .description("write an ssh_config for every target you can reach, so plain `ssh <target>` works")
+    .addOption(
+      new Option(
+        "--renew-if-under <duration>",
+        "renew a certificate before ssh uses it when it has less left",
+      )
+        .argParser(duration)
+        .default(defaultRenewBeforeMs, "5m"),
+    )
+    .action(
+      action(async (ctx, options: { renewIfUnder: number }) =>
+        configSsh(ctx, { renewBeforeMs: options.renewIfUnder }),
+      ),
+    );
+
+  const cert = program.command("cert").description("get certificates");
+  cert
+    .command("ssh")
+    .description("get an SSH user certificate: for --key (written as <key>-cert.pub), or for wap's own key")
+    .option("--key <file>", "your public key file (e.g. ~/.ssh/id_ed25519.pub)")
+    .option("--ca <name>", "the SSH certificate authority (default: the only or the default one)")
+    .option("--ttl <duration>", "the lifetime to ask for (the authority's limits apply)", duration)
+    .option(
+      "--renew-if-under <duration>",
+      "keep wap's certificate while it has more than this left",
+      duration,
+    )
+    .option("-q, --quiet", "print nothing on success")
+    .action(
+      action(
+        async (
+          ctx,
+          options: { key?: string; ca?: string; ttl?: number; renewIfUnder?: number; quiet?: boolean },
+        ) =>
+          certSsh(ctx, {
+            ...(options.key === undefined ? {} : { key: options.key }),
+            ...(options.ca === undefined ? {} : { ca: options.ca }),
+            ...(options.ttl === undefined ? {} : { ttlMs: options.ttl }),
+            ...(options.renewIfUnder === undefined ? {} : { renewBeforeMs: options.renewIfUnder }),
+            quiet: options.quiet === true,
+          }),
+      ),
+    );
+  cert
+    .command("tls")
+    .description("get an X.509 certificate: writes <name>.crt, <name>.key (with --cn) and <name>-ca.crt")
+    .option("--csr <file>", "a PEM certificate request to have signed")
+    .option("--cn <name>", "make an Ed25519 key and a request for this common name")
+    .option(
+      "--san <name>",
+      "a subject alternative name: DNS name, IP, email or URI (repeatable; default for a server: the CN)",
+      collect,
+      [],
+    )
+    .addOption(
+      new Option("--usage <usage>", "what the certificate is for")
+        .choices(["client", "server", "both"])
+        .default("client"),
+    )
+    .option(
+      "--ttl <duration>",
+      "the lifetime to ask for (at least 60s; the authority's limits apply)",
+      duration,
+    )
+    .option("--ca <name>", "the X.509 certificate authority (default: the only or the default one)")
+    .option("--out <dir>", "where to write the files", ".")
+    .action(
+      action(
+        async (
+          ctx,
+          options: {
+            csr?: string;
+            cn?: string;
+            san: string[];
+            usage: TlsUsage;
+            ttl?: number;
+            ca?: string;
+            out: string;
+          },
+        ) =>
+          certTls(ctx, {
+            ...(options.csr === undefined ? {} : { csr: options.csr }),
+            ...(options.cn === undefined ? {} : { cn: options.cn }),
+            san: options.san,
+            usage: options.usage,
+            ...(options.ttl === undefined ? {} : { ttlMs: options.ttl }),
+            ...(options.ca === undefined ? {} : { ca: options.ca }),
+            out: options.out,
+          }),
+      ),
+    );
+
+  // Every subcommand reports usage errors through the same exit path.
+  const overrideAll = (command: Command) => {
+    command.exitOverride();
+    command.showHelpAfterError("(run with --help for usage)");
+    for (const sub of command.commands) overrideAll(sub);
+  };
+  overrideAll(program);
+  return program;
+}
+
+/**
+ * Runs `wap` with `argv` (without node and the script) and returns the exit status. Errors are
+ * printed as one line on stderr, never as a stack trace.
+ */
+export async function run(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const runner: Runner = { status: ExitCode.ok };
+  const program = createProgram(runner, env);
+  try {
+    await program.parseAsync([...argv], { from: "user" });
+    return runner.status;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and version are successes; everything else commander refuses is a usage error.
+      return error.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
+    }
+    const explained = error instanceof CliError ? error : explainUnexpected(error, env);
+    process.stderr.write(`wap: ${explained.message}\n`);
+    return explained.exitCode;
+  }
+}
+
+function explainUnexpected(error: unknown, env: NodeJS.ProcessEnv): CliError {
+  if (error instanceof ConnectError) {
+    const explained = explainRpcError(error, env.WAP_SERVER ?? "the server", "device");
+    if (explained instanceof CliError) return explained;
+  }
+  return new CliError(error instanceof Error ? error.message : String(error));
+}

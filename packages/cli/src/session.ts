@@ -1,0 +1,154 @@
+/**
+ * Who the CLI talks to and as whom, for one command: the server (`--server`, `WAP_SERVER`, or the
+ * one signed in to) and the credentials (a service-account token from `--token`/`WAP_TOKEN`, else
+ * the device key from `wap login`, signing every request). Requests go out as the agent daemon's
+ * do: Connect with binary protobuf over one HTTP/2 connection.
+ *
+ * @module
+ */
+import { createPrivateKey, type KeyObject } from "node:crypto";
+import { hostname } from "node:os";
+import type { Interceptor } from "@connectrpc/connect";
+import { createDaemonClient, createPlatformSigner, type ServiceClients } from "@wap/client";
+import { type CliConfig, ConfigStore, configDir } from "./config.js";
+import { CliError, notSignedIn, usageError } from "./exit-codes.js";
+import { createOutput, type Output } from "./output.js";
+import { explainingClients, type SignInKind } from "./rpc-errors.js";
+import { cliVersion } from "./version.js";
+
+/** The options every command takes. */
+export interface GlobalOptions {
+  readonly server?: string;
+  readonly token?: string;
+  readonly workspace?: string;
+  readonly json?: boolean;
+}
+
+/** What a command runs with. */
+export interface CommandContext {
+  readonly env: NodeJS.ProcessEnv;
+  readonly options: GlobalOptions;
+  readonly store: ConfigStore;
+  readonly out: Output;
+}
+
+export function commandContext(options: GlobalOptions, env: NodeJS.ProcessEnv = process.env): CommandContext {
+  return { env, options, store: new ConfigStore(configDir(env)), out: createOutput(options.json === true) };
+}
+
+/** A connection to the server with credentials. Close it when the command is done. */
+export interface Session {
+  readonly server: string;
+  readonly kind: SignInKind;
+  readonly config: CliConfig;
+  readonly clients: ServiceClients;
+  /** The caller's subject id: the user's, or the service account's (from its token). */
+  readonly subjectId: string;
+  close(): void;
+}
+
+/** The `Platform-Client-*` headers: which machine and build is calling. */
+export function clientHeaders(deviceId?: string): Record<string, string> {
+  return {
+    "Platform-Client-Hostname": hostname(),
+    "Platform-Client-Version": cliVersion,
+    "Platform-Client-OS": `${process.platform}/${process.arch}`,
+    ...(deviceId === undefined ? {} : { "Platform-Client-Device-Id": deviceId }),
+  };
+}
+
+/** `http(s)://host[:port]` without a trailing slash; anything else is a usage error. */
+export function normalizeServer(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw usageError(`--server must be a URL such as https://wap.example.com (got "${url}")`);
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+    throw usageError(`--server must be an http:// or https:// URL (got "${url}")`);
+  }
+  return parsed.toString().replace(/\/+$/, "");
+}
+
+/** The token for scripts: `--token`, else `WAP_TOKEN`. */
+function tokenOf(ctx: CommandContext): string | undefined {
+  const token = ctx.options.token ?? ctx.env.WAP_TOKEN;
+  return token === undefined || token === "" ? undefined : token;
+}
+
+/** The server named on the command line or in the environment, else the one signed in to. */
+export function serverOf(ctx: CommandContext, config: CliConfig): string | undefined {
+  const named = ctx.options.server ?? (ctx.env.WAP_SERVER || undefined);
+  return named === undefined ? config.server : normalizeServer(named);
+}
+
+/** The service-account id inside a `wapsa_<id>_<secret>` token. */
+const serviceAccountId = (token: string) => /^wapsa_([0-9a-f-]{36})_[0-9a-f]+$/.exec(token)?.[1] ?? "";
+
+export async function openSession(ctx: CommandContext): Promise<Session> {
+  const config = await ctx.store.read();
+  const token = tokenOf(ctx);
+  if (token !== undefined) {
+    const server = ctx.options.server ?? ctx.env.WAP_SERVER;
+    if (!server) throw notSignedIn("a token needs a server: set WAP_SERVER or pass --server");
+    return connect(normalizeServer(server), "token", config, serviceAccountId(token), [bearer(token)]);
+  }
+  const server = serverOf(ctx, config);
+  if (config.deviceId === undefined || config.user === undefined || config.server === undefined) {
+    throw notSignedIn();
+  }
+  if (server !== config.server) {
+    throw notSignedIn(`not signed in to ${server} (this device is signed in to ${config.server})`);
+  }
+  const key = await readDeviceKey(ctx.store);
+  const signer = createPlatformSigner({ id: config.deviceId, privateKey: key });
+  return connect(server, "device", config, config.user.id, [signer.interceptor], config.deviceId);
+}
+
+function connect(
+  server: string,
+  kind: SignInKind,
+  config: CliConfig,
+  subjectId: string,
+  auth: Interceptor[],
+  deviceId?: string,
+): Session {
+  const client = createDaemonClient({
+    baseUrl: server,
+    headers: clientHeaders(deviceId),
+    interceptors: auth,
+  });
+  const clients = explainingClients<ServiceClients>(client, server, kind);
+  return { server, kind, config, clients, subjectId, close: () => client.close() };
+}
+
+function bearer(token: string): Interceptor {
+  return (next) => async (request) => {
+    request.header.set("Authorization", `Bearer ${token}`);
+    return next(request);
+  };
+}
+
+async function readDeviceKey(store: ConfigStore): Promise<KeyObject> {
+  const pem = await store.readFile(store.deviceKeyFile);
+  if (pem === undefined) throw notSignedIn(`the device key ${store.deviceKeyFile} is missing`);
+  try {
+    return createPrivateKey(pem);
+  } catch {
+    throw new CliError(`${store.deviceKeyFile} is not a private key: remove it and run \`wap login\``);
+  }
+}
+
+/** Runs `body` with a session, closing its connection afterwards. */
+export async function withSession<T>(
+  ctx: CommandContext,
+  body: (session: Session) => Promise<T>,
+): Promise<T> {
+  const session = await openSession(ctx);
+  try {
+    return await body(session);
+  } finally {
+    session.close();
+  }
+}

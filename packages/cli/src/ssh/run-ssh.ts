@@ -1,0 +1,56 @@
+/**
+ * Runs the system `ssh` with the terminal handed over: its stdin, stdout and stderr are the
+ * user's, and its exit status becomes wap's.
+ *
+ * @module
+ */
+import { spawn } from "node:child_process";
+import { connect } from "node:net";
+import { CliError } from "../exit-codes.js";
+import type { Endpoint } from "./targets.js";
+
+export const sshMissing = () =>
+  new CliError("ssh is not installed: install the OpenSSH client (e.g. `apt-get install openssh-client`)");
+
+export function runSsh(args: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("ssh", args, { stdio: "inherit", env });
+    // Ctrl-C belongs to ssh (and the remote side) while it runs.
+    const ignore = () => {};
+    process.on("SIGINT", ignore);
+    const done = () => process.off("SIGINT", ignore);
+    child.once("error", (error: NodeJS.ErrnoException) => {
+      done();
+      reject(error.code === "ENOENT" ? sshMissing() : new CliError(`cannot run ssh: ${error.message}`));
+    });
+    child.once("close", (code, signal) => {
+      done();
+      resolve(code ?? (signal === null ? 1 : 128 + signalNumber(signal)));
+    });
+  });
+}
+
+function signalNumber(signal: NodeJS.Signals): number {
+  return { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15 }[signal as string] ?? 1;
+}
+
+/** The first endpoint that accepts a TCP connection within `timeoutMs`, in the order given. */
+export async function firstReachable(
+  endpoints: readonly Endpoint[],
+  timeoutMs = 3_000,
+): Promise<Endpoint | undefined> {
+  for (const endpoint of endpoints) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = connect({ host: endpoint.host, port: endpoint.port });
+      const finish = (ok: boolean) => {
+        socket.destroy();
+        resolve(ok);
+      };
+      socket.setTimeout(timeoutMs, () => finish(false));
+      socket.once("connect", () => finish(true));
+      socket.once("error", () => finish(false));
+    });
+    if (open) return endpoint;
+  }
+  return undefined;
+}

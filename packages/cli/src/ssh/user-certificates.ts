@@ -1,0 +1,151 @@
+/**
+ * User certificates for SSH, one per certificate authority (a certificate is valid on every
+ * target of its CA): a fresh Ed25519 key for each certificate, kept only in the ssh-agent (with
+ * the certificate's lifetime) when one runs, otherwise as a 0600 file next to it.
+ *
+ *     ssh/<ca id>            the private key (only without an agent)
+ *     ssh/<ca id>.pub        its public key (how ssh finds the key in the agent)
+ *     ssh/<ca id>-cert.pub   the certificate
+ *
+ * A certificate is reused while it has more than the renewal margin left, was signed by the CA's
+ * current key, and its key is still at hand; otherwise a new key is made and signed.
+ *
+ * @module
+ */
+import { generateKeyPairSync } from "node:crypto";
+import { rm } from "node:fs/promises";
+import { join } from "node:path";
+import { SignSSHCertificateRequest_CertificateType } from "@wap/api";
+import {
+  opensshPrivateKey,
+  readSshCertificate,
+  type SshCertificateInfo,
+  sshPublicKeyLine,
+} from "@wap/core/ssh-keys";
+import type { ConfigStore } from "../config.js";
+import { CliError } from "../exit-codes.js";
+import type { Session } from "../session.js";
+import { addToAgent, agentAvailable, agentPublicKeys, withoutComment } from "./agent.js";
+
+/** A certificate ready for `ssh`. */
+export interface UserCertificate {
+  readonly caId: string;
+  /**
+   * What ssh's IdentityFile points at: always the private key's path. When the agent holds the
+   * key there is no file there, and ssh reads `<path>.pub` to pick the agent's key; so a
+   * generated ssh_config stays right whether or not an agent runs at the next renewal.
+   */
+  readonly identityFile: string;
+  readonly certificateFile: string;
+  readonly inAgent: boolean;
+  readonly info: SshCertificateInfo;
+}
+
+export function certificatePaths(store: ConfigStore, caId: string) {
+  const privateKey = join(store.sshDir, caId);
+  return { privateKey, publicKey: `${privateKey}.pub`, certificate: `${privateKey}-cert.pub` };
+}
+
+/** Reads a certificate file; undefined when it is missing or not a certificate. */
+export async function readCertificateFile(
+  store: ConfigStore,
+  path: string,
+): Promise<SshCertificateInfo | undefined> {
+  const text = await store.readFile(path);
+  if (text === undefined) return undefined;
+  try {
+    return readSshCertificate(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The stored certificate for `caId` if it can still be used for longer than `renewBeforeMs`. */
+export async function currentCertificate(
+  store: ConfigStore,
+  env: NodeJS.ProcessEnv,
+  caId: string,
+  renewBeforeMs: number,
+  caPublicKey?: string,
+): Promise<UserCertificate | undefined> {
+  const paths = certificatePaths(store, caId);
+  const info = await readCertificateFile(store, paths.certificate);
+  if (info === undefined || info.validBefore.getTime() - Date.now() <= renewBeforeMs) return undefined;
+  if (caPublicKey !== undefined && withoutComment(caPublicKey.split("\n")[0]!) !== info.caPublicKey)
+    return undefined;
+  if ((await store.readFile(paths.privateKey)) !== undefined) {
+    return { caId, identityFile: paths.privateKey, certificateFile: paths.certificate, inAgent: false, info };
+  }
+  const publicKey = await store.readFile(paths.publicKey);
+  if (publicKey === undefined || !(await agentPublicKeys(env)).includes(withoutComment(publicKey)))
+    return undefined;
+  return { caId, identityFile: paths.privateKey, certificateFile: paths.certificate, inAgent: true, info };
+}
+
+export interface IssueOptions {
+  readonly workspaceId: string;
+  readonly caId: string;
+  /** Asked for; the server keeps it within the CA's limits. Its default when absent. */
+  readonly ttlMs?: number;
+}
+
+/** Signs a fresh Ed25519 key with the CA and stores it (agent or file) with its certificate. */
+export async function issueCertificate(
+  session: Session,
+  store: ConfigStore,
+  env: NodeJS.ProcessEnv,
+  options: IssueOptions,
+): Promise<UserCertificate> {
+  const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+  const comment = "wap";
+  const publicLine = sshPublicKeyLine(publicKey, comment);
+  const signed = await session.clients.certificates.signSSHCertificate({
+    workspaceId: options.workspaceId,
+    caId: options.caId,
+    type: SignSSHCertificateRequest_CertificateType.USER,
+    publicKey: publicLine,
+    ...(options.ttlMs === undefined ? {} : { ttl: { seconds: BigInt(Math.round(options.ttlMs / 1000)) } }),
+  });
+  if (signed.caId !== options.caId) {
+    throw new CliError(
+      `the server signed with another authority (${signed.caId}) than asked (${options.caId})`,
+    );
+  }
+  const info = readSshCertificate(signed.signedCertificate);
+  const paths = certificatePaths(store, options.caId);
+  const privateText = opensshPrivateKey(privateKey.export({ format: "der", type: "pkcs8" }), comment);
+  const inAgent = await agentAvailable(env);
+  if (inAgent) {
+    await addToAgent(env, privateText, Math.floor((info.validBefore.getTime() - Date.now()) / 1000));
+    await rm(paths.privateKey, { force: true });
+  } else {
+    await store.writeFile(paths.privateKey, privateText);
+  }
+  await store.writeFile(paths.publicKey, `${publicLine}\n`);
+  await store.writeFile(paths.certificate, `${signed.signedCertificate.trim()}\n`);
+  return {
+    caId: options.caId,
+    identityFile: paths.privateKey,
+    certificateFile: paths.certificate,
+    inAgent,
+    info,
+  };
+}
+
+/** The stored certificate when still good for longer than `renewBeforeMs`, else a new one. */
+export async function ensureCertificate(
+  session: Session,
+  store: ConfigStore,
+  env: NodeJS.ProcessEnv,
+  options: IssueOptions & { readonly renewBeforeMs: number; readonly caPublicKey?: string },
+): Promise<UserCertificate & { readonly renewed: boolean }> {
+  const current = await currentCertificate(
+    store,
+    env,
+    options.caId,
+    options.renewBeforeMs,
+    options.caPublicKey,
+  );
+  if (current !== undefined) return { ...current, renewed: false };
+  return { ...(await issueCertificate(session, store, env, options)), renewed: true };
+}

@@ -1,0 +1,495 @@
+/**
+ * The real `wap` binary, run as a child process against the real server and a real OpenSSH sshd
+ * on loopback. The sshd is set up as an agent daemon would set it up: a host certificate signed
+ * by the workspace's CA through the daemon's own SignSSHCertificate call, TrustedUserCAKeys from
+ * that answer, and AuthorizedPrincipalsFile from the daemon's SyncDaemon principals map. One
+ * server and one sshd for the whole file.
+ */
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { generateKeyPairSync } from "node:crypto";
+import { cp, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { hostname, tmpdir, userInfo } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import {
+  AuthorityType,
+  AuthService,
+  CertificateKeyType,
+  CertificateService,
+  DaemonService,
+  DaemonStatus,
+  PrincipalService,
+  PrincipalType,
+  ServiceAccountService,
+  SignSSHCertificateRequest_CertificateType,
+  UserService,
+} from "@wap/api";
+import { sshPublicKeyLine } from "@wap/core/ssh-keys";
+import { build } from "esbuild";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type RunningSshd, startSshd } from "../../core/test/support/sshd.js";
+import { bearer, clientFor, transportFor } from "../../server/test/support/clients.js";
+import { signUpWithWorkspace } from "../../server/test/support/http.js";
+import { startTestServer, type TestServer } from "../../server/test/support/server.js";
+import {
+  type ControlStream,
+  openControlStream,
+  SignedDaemon,
+} from "../../server/test/support/signed-daemon.js";
+
+const run = promisify(execFile);
+/**
+ * The binary, bundled once from source for this file (what `--conditions=dev-source --import tsx`
+ * would run, at a fraction of the start-up cost per invocation). It sits one level below
+ * package.json, as the published `dist/bin.js` does.
+ */
+const bin = fileURLToPath(new URL(`../dist/wap-test-${process.pid}.mjs`, import.meta.url));
+
+async function bundleBinary(): Promise<void> {
+  await build({
+    entryPoints: [fileURLToPath(new URL("../src/bin.ts", import.meta.url))],
+    outfile: bin,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    conditions: ["dev-source"],
+    // Bundled CommonJS dependencies call require().
+    banner: {
+      js: "import { createRequire as wapRequire } from 'node:module'; const require = wapRequire(import.meta.url);",
+    },
+    logLevel: "error",
+  });
+}
+const login = userInfo().username;
+
+let server: TestServer;
+let sshd: RunningSshd;
+let control: ControlStream;
+let scratch: string;
+let owner: Awaited<ReturnType<typeof signUpWithWorkspace>>;
+let serviceAccountToken: string;
+let targetId: string;
+
+interface Result {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** A base environment with nothing of the machine's: no agent, no display, a home of its own. */
+function environment(extra: Record<string, string | undefined>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: scratch, LANG: "C.UTF-8" };
+  for (const [key, value] of Object.entries(extra)) if (value !== undefined) env[key] = value;
+  return env;
+}
+
+function startWap(args: readonly string[], env: Record<string, string | undefined>): ChildProcess {
+  return spawn(process.execPath, [bin, ...args], {
+    env: environment(env),
+    cwd: scratch,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+}
+
+function finished(child: ChildProcess): Promise<Result> {
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
+    stdout += chunk;
+  });
+  child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
+    stderr += chunk;
+  });
+  return new Promise((resolve, reject) => {
+    child.once("error", reject);
+    child.once("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
+}
+
+const wap = (args: readonly string[], env: Record<string, string | undefined>) =>
+  finished(startWap(args, env));
+
+/** `wap login --no-browser`, approved through VerifyCLILogin with the codes the CLI printed. */
+async function signIn(configDir: string, accessToken = owner.accessToken): Promise<Result> {
+  const child = startWap(["login", "--server", server.url, "--no-browser"], { WAP_CONFIG_DIR: configDir });
+  const done = finished(child);
+  let printed = "";
+  await new Promise<void>((resolve, reject) => {
+    child.stderr!.on("data", (chunk: Buffer | string) => {
+      printed += chunk.toString();
+      if (printed.includes("Waiting for the sign-in")) resolve();
+    });
+    child.once("close", () => reject(new Error(`wap login ended early: ${printed}`)));
+  });
+  const url = /(https?:\/\/\S+\/cli-login\?\S+)/.exec(printed)?.[1];
+  expect(url, printed).toBeDefined();
+  const loginCode = new URL(url!).searchParams.get("code")!;
+  const userCode = /shows this code: (\S+)/.exec(printed)?.[1] ?? "";
+  await clientFor(AuthService, transportFor("connect-json-h1", server.url)).verifyCLILogin(
+    { loginCode, userCode },
+    bearer(accessToken),
+  );
+  return done;
+}
+
+beforeAll(async () => {
+  scratch = await mkdtemp(join(tmpdir(), "wap-cli-test-"));
+  await bundleBinary();
+  server = await startTestServer({ daemonKeepaliveSeconds: 3600 });
+  owner = await signUpWithWorkspace(server.url, "ada");
+  const transport = transportFor("connect-binary-h2", server.url);
+  const auth = bearer(owner.accessToken);
+  const workspaceId = owner.workspaceId;
+  const certificates = clientFor(CertificateService, transport);
+  const daemons = clientFor(DaemonService, transport);
+  const principals = clientFor(PrincipalService, transport);
+
+  await certificates.createCertificateAuthority(
+    { workspaceId, name: "ssh-users", keyType: CertificateKeyType.ED25519 },
+    auth,
+  );
+  await certificates.createCertificateAuthority(
+    { workspaceId, name: "tls", keyType: CertificateKeyType.ED25519, authorityType: AuthorityType.X509 },
+    auth,
+  );
+  const { token } = await daemons.refreshEnrollToken({ workspaceId }, auth);
+  const daemon = new SignedDaemon(server.url, "web-01");
+  targetId = (await daemon.enroll(token)).targetId;
+  await daemons.updateDaemon({ workspaceId, id: daemon.id!, status: DaemonStatus.ACCEPTED }, auth);
+
+  // Two logins on the target; the owner is granted only the local one.
+  await principals.setPrincipals({ workspaceId, targetId, usernames: [login, "deploy"] }, auth);
+  const { principals: listed } = await principals.listPrincipals({ workspaceId, targetId, limit: 10 }, auth);
+  const local = listed.find((p) => p.username === login)!;
+  await principals.addSubjectsToPrincipal(
+    { workspaceId, id: local.id, subjectIds: [await whoamiId(auth)], type: PrincipalType.USER },
+    auth,
+  );
+  const created = await clientFor(ServiceAccountService, transport).createServiceAccount(
+    { workspaceId, name: "deployer", roleName: "viewer" },
+    auth,
+  );
+  serviceAccountToken = created.token;
+  await principals.addSubjectsToPrincipal(
+    {
+      workspaceId,
+      id: local.id,
+      subjectIds: [created.serviceAccount!.id],
+      type: PrincipalType.SERVICE_ACCOUNT,
+    },
+    auth,
+  );
+
+  // The daemon's side: a host certificate for its host key, then its principals map for sshd.
+  const hostKey = generateKeyPairSync("ed25519");
+  const host = await clientFor(CertificateService, daemon.transport).signSSHCertificate({
+    workspaceId,
+    type: SignSSHCertificateRequest_CertificateType.HOST,
+    publicKey: sshPublicKeyLine(hostKey.publicKey),
+  });
+  const synced = await daemon.daemons.syncDaemon({ users: [login, "deploy"], privateIps: [], metadata: {} });
+  sshd = await startSshd({
+    trustedUserCaKeys: host.caPublicKey.split("\n"),
+    principalsForUser: Object.fromEntries(synced.principals.map((p) => [p.username, p.ids])),
+    hostKeyPkcs8: hostKey.privateKey.export({ format: "der", type: "pkcs8" }),
+    hostCertificate: host.signedCertificate,
+  });
+  await daemon.daemons.syncDaemon({
+    users: [login, "deploy"],
+    privateIps: [`${sshd.host}:${sshd.port}`],
+    metadata: {},
+  });
+  control = await openControlStream(daemon);
+}, 120_000);
+
+afterAll(async () => {
+  control?.cancel();
+  await sshd?.stop();
+  await server?.close();
+  if (scratch) await rm(scratch, { recursive: true, force: true });
+  await rm(bin, { force: true });
+});
+
+async function whoamiId(auth: ReturnType<typeof bearer>): Promise<string> {
+  return (await clientFor(UserService, transportFor("connect-binary-h2", server.url)).whoami({}, auth)).user!
+    .id;
+}
+
+const mode = async (path: string) => (await stat(path)).mode & 0o777;
+
+describe("wap as a signed-in user", { timeout: 180_000 }, () => {
+  let configDir: string;
+  const asUser = (args: readonly string[], extra: Record<string, string | undefined> = {}) =>
+    wap(args, { WAP_CONFIG_DIR: configDir, ...extra });
+
+  beforeAll(async () => {
+    configDir = join(scratch, "user-config");
+  });
+
+  it("signs in through the device login, keeps its state owner-only, and reports it", async () => {
+    const result = await signIn(configDir);
+    expect(result, result.stderr).toMatchObject({ code: 0 });
+    expect(result.stdout).toContain(`Signed in to ${server.url} as`);
+    expect(await mode(configDir)).toBe(0o700);
+    expect(await mode(join(configDir, "config.json"))).toBe(0o600);
+    expect(await mode(join(configDir, "device-key.pem"))).toBe(0o600);
+    // No token is kept: the device key signs every request.
+    expect(await readFile(join(configDir, "config.json"), "utf8")).not.toMatch(
+      /accessToken|refreshToken|wapsa_/,
+    );
+
+    // The server lists the device under this machine's name, as a CLI device.
+    const config = JSON.parse(await readFile(join(configDir, "config.json"), "utf8"));
+    const { devices } = await clientFor(
+      UserService,
+      transportFor("connect-binary-h2", server.url),
+    ).listUserDevices({}, bearer(owner.accessToken));
+    expect(devices).toContainEqual(
+      expect.objectContaining({ id: config.deviceId, name: hostname(), kind: "cli" }),
+    );
+
+    const status = await asUser(["status", "--json"]);
+    expect(status.code, status.stderr).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({
+      server: server.url,
+      signedInWith: "device",
+      user: { email: owner.email },
+      workspaces: [{ id: owner.workspaceId, current: true }],
+    });
+  });
+
+  it("lists workspaces, targets (online, with the logins granted) and authorities as JSON", async () => {
+    const [workspaces, targets, cas, sessions] = await Promise.all([
+      asUser(["workspaces", "--json"]),
+      asUser(["targets", "--json"]),
+      asUser(["cas", "--json"]),
+      asUser(["sessions", "--json"]),
+    ]);
+    expect(JSON.parse(workspaces.stdout)).toEqual([expect.objectContaining({ id: owner.workspaceId })]);
+    expect(JSON.parse(targets.stdout)).toEqual([
+      expect.objectContaining({
+        id: targetId,
+        name: "web-01",
+        online: true,
+        logins: [login],
+        endpoints: [`${sshd.host}:${sshd.port}`],
+      }),
+    ]);
+    expect(
+      JSON.parse(cas.stdout)
+        .map((ca: { name: string; type: string }) => [ca.name, ca.type])
+        .sort(),
+    ).toEqual([
+      ["ssh-users", "ssh"],
+      ["tls", "x509"],
+    ]);
+    expect(JSON.parse(sessions.stdout)).toEqual([]);
+    const table = await asUser(["targets"]);
+    expect(table.stdout).toMatch(new RegExp(`web-01\\s+online\\s+${login}`));
+  });
+
+  it("wap ssh runs a command through the real ssh, checking the host certificate strictly", async () => {
+    const result = await asUser(["ssh", `${login}@web-01`, "--", "echo", "ok"]);
+    expect(result, `${result.stderr}\n${sshd.logs()}`).toMatchObject({ code: 0, stdout: "ok\n" });
+    const knownHosts = await readFile(join(configDir, "ssh", `known_hosts-${owner.workspaceId}`), "utf8");
+    expect(knownHosts).toMatch(/^@cert-authority \S*web-01\S* ssh-ed25519 /m);
+    // Without an agent the key is a file next to its certificate, owner-only.
+    const files = await readdir(join(configDir, "ssh"));
+    const privateKey = files.find((f) => /^[0-9a-f-]{36}$/.test(f))!;
+    expect(await mode(join(configDir, "ssh", privateKey))).toBe(0o600);
+    // ssh's exit status is wap's.
+    const failing = await asUser(["ssh", "web-01", "--", "exit", "7"]);
+    expect(failing.code).toBe(7);
+  });
+
+  it("refuses a login that is not granted before ssh runs, naming the logins there are", async () => {
+    const before = sshd.logs().length;
+    const result = await asUser(["ssh", "deploy@web-01", "--", "echo", "no"]);
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim().split("\n")).toEqual([
+      `wap: you may not log in as "deploy" on web-01; your logins there: ${login} (e.g. \`wap ssh ${login}@web-01\`)`,
+    ]);
+    expect(sshd.logs().slice(before)).not.toMatch(/Connection from/);
+    const unknown = await asUser(["ssh", "db-9"]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/no target "db-9" .*\(yours: web-01\)/);
+  });
+
+  it("wap config ssh makes plain ssh work, through -F and through an Include, renewing a missing certificate", async () => {
+    const result = await asUser(["config", "ssh"]);
+    expect(result.code, result.stderr).toBe(0);
+    const include = /^\s*(Include .+)$/m.exec(result.stdout)?.[1];
+    expect(include).toBe(`Include ${join(configDir, "ssh", "config")}`);
+    const config = await readFile(join(configDir, "ssh", "config"), "utf8");
+    expect(config).toMatch(
+      /^Match originalhost web-01 exec ".* 'cert' 'ssh' .*'--renew-if-under' '300s' '--quiet'"$/m,
+    );
+    expect(config).toMatch(/^ {2}StrictHostKeyChecking yes$/m);
+
+    const ssh = (file: string) =>
+      run("ssh", ["-F", file, "-o", "BatchMode=yes", "web-01", "echo", "plain"], {
+        env: environment({ WAP_CONFIG_DIR: configDir }),
+      }).then(
+        (r) => ({ code: 0, ...r }),
+        (e: { code: number; stdout: string; stderr: string }) => e,
+      );
+    const direct = await ssh(join(configDir, "ssh", "config"));
+    expect(direct, `${direct.stderr}\n${sshd.logs()}`).toMatchObject({ code: 0, stdout: "plain\n" });
+
+    // The user's own config includes ours; the certificate is gone and the hook gets a new one.
+    const userConfig = join(scratch, "user-ssh-config");
+    await writeFile(userConfig, `${include}\n`);
+    const certificates = (await readdir(join(configDir, "ssh"))).filter((f) => f.endsWith("-cert.pub"));
+    expect(certificates).toHaveLength(1);
+    await rm(join(configDir, "ssh", certificates[0]!));
+    const included = await ssh(userConfig);
+    expect(included, `${included.stderr}\n${sshd.logs()}`).toMatchObject({ code: 0, stdout: "plain\n" });
+    expect(await readdir(join(configDir, "ssh"))).toContain(certificates[0]);
+  });
+
+  it("with an ssh-agent the key lives only in the agent: no private key file is written", async () => {
+    const socket = join(scratch, "agent.sock");
+    const agent = spawn("ssh-agent", ["-D", "-a", socket], { stdio: ["ignore", "pipe", "ignore"] });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        agent.stdout!.once("data", () => resolve());
+        agent.once("error", reject);
+      });
+      await rm(join(configDir, "ssh"), { recursive: true, force: true });
+      const result = await asUser(["ssh", "web-01", "--", "echo", "agent"], { SSH_AUTH_SOCK: socket });
+      expect(result, `${result.stderr}\n${sshd.logs()}`).toMatchObject({ code: 0, stdout: "agent\n" });
+      const files = await readdir(join(configDir, "ssh"));
+      expect(files.filter((f) => /^[0-9a-f-]{36}$/.test(f))).toEqual([]);
+      expect(files.some((f) => f.endsWith("-cert.pub"))).toBe(true);
+      const listed = await run("ssh-add", ["-L"], { env: { SSH_AUTH_SOCK: socket } });
+      const publicKey = await readFile(
+        join(configDir, "ssh", files.find((f) => /^[0-9a-f-]{36}\.pub$/.test(f))!),
+        "utf8",
+      );
+      expect(listed.stdout).toContain(publicKey.split(" ").slice(0, 2).join(" "));
+    } finally {
+      agent.kill();
+    }
+  });
+
+  it("wap cert ssh signs an existing key: the certificate logs in to sshd", async () => {
+    const keyFile = join(scratch, "id_ed25519");
+    await run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", keyFile]);
+    const result = await asUser(["cert", "ssh", "--key", `${keyFile}.pub`, "--ttl", "10m", "--json"]);
+    expect(result.code, result.stderr).toBe(0);
+    const described = JSON.parse(result.stdout);
+    expect(described).toMatchObject({ certificateFile: `${keyFile}-cert.pub`, ca: "ssh-users" });
+    expect(described.principals).toContain(await whoamiId(bearer(owner.accessToken)));
+    const session = await sshd.ssh({
+      identityFile: keyFile,
+      certificateFile: `${keyFile}-cert.pub`,
+      command: "echo mine",
+    });
+    expect(session, sshd.logs()).toMatchObject({ code: 0, stdout: "mine\n" });
+  });
+
+  it("wap cert tls makes a key and CSR for a server certificate; it passes openssl verify", async () => {
+    const out = await mkdtemp(join(scratch, "tls-"));
+    const result = await asUser([
+      "cert",
+      "tls",
+      "--cn",
+      "web-01",
+      "--san",
+      "web-01",
+      "--san",
+      "127.0.0.1",
+      "--usage",
+      "server",
+      "--out",
+      out,
+      "--json",
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    const written = JSON.parse(result.stdout);
+    expect(written).toMatchObject({ ca: "tls", certificate: join(out, "web-01.crt") });
+    expect(Date.parse(written.expiresAt)).toBeGreaterThan(Date.now());
+    expect(await mode(written.key)).toBe(0o600);
+    const verified = await run("openssl", ["verify", "-CAfile", written.caChain, written.certificate]);
+    expect(verified.stdout).toContain(": OK");
+    const text = await run("openssl", ["x509", "-in", written.certificate, "-noout", "-text"]);
+    expect(text.stdout).toMatch(/DNS:web-01/);
+    expect(text.stdout).toMatch(/IP Address:127\.0\.0\.1/);
+  });
+
+  it("wap logout removes the device on the server: a copy of its state is refused (exit 3)", async () => {
+    const copy = join(scratch, "copied-config");
+    await cp(configDir, copy, { recursive: true });
+    const result = await asUser(["logout"]);
+    expect(result, result.stderr).toMatchObject({ code: 0 });
+    expect(await readdir(configDir)).toEqual([]);
+    const refused = await wap(["targets"], { WAP_CONFIG_DIR: copy });
+    expect(refused.code).toBe(3);
+    expect(refused.stderr.trim().split("\n")).toHaveLength(1);
+    expect(refused.stderr).toMatch(/no longer signed in .* run `wap login`/);
+  });
+});
+
+describe("wap for scripts and mistakes", { timeout: 180_000 }, () => {
+  it("WAP_TOKEN signs in a service account, which reaches the target it was granted", async () => {
+    const env = {
+      WAP_CONFIG_DIR: join(scratch, "token-config"),
+      WAP_TOKEN: serviceAccountToken,
+      WAP_SERVER: server.url,
+    };
+    const targets = await wap(["targets", "--json"], env);
+    expect(targets.code, targets.stderr).toBe(0);
+    expect(JSON.parse(targets.stdout)).toEqual([
+      expect.objectContaining({ name: "web-01", logins: [login] }),
+    ]);
+    const result = await wap(["ssh", "web-01", "--", "echo", "robot"], env);
+    expect(result, `${result.stderr}\n${sshd.logs()}`).toMatchObject({ code: 0, stdout: "robot\n" });
+    // The token itself is never written down.
+    for (const file of await readdir(env.WAP_CONFIG_DIR, { recursive: true })) {
+      const path = join(env.WAP_CONFIG_DIR, file);
+      if ((await stat(path)).isFile())
+        expect(await readFile(path, "utf8")).not.toContain(serviceAccountToken);
+    }
+  });
+
+  it("explains in one line, with distinct exit codes: not signed in, unreachable, bad token, no ssh, usage", async () => {
+    const empty = join(scratch, "empty-config");
+    const notSignedIn = await wap(["targets"], { WAP_CONFIG_DIR: empty });
+    expect(notSignedIn.code).toBe(3);
+    expect(notSignedIn.stderr).toBe(
+      "wap: not signed in: run `wap login --server <url>`, or set WAP_TOKEN and WAP_SERVER for a service account\n",
+    );
+    const unreachable = await wap(["targets"], {
+      WAP_CONFIG_DIR: empty,
+      WAP_TOKEN: serviceAccountToken,
+      WAP_SERVER: "http://127.0.0.1:9",
+    });
+    expect(unreachable.code).toBe(1);
+    expect(unreachable.stderr).toMatch(/^wap: cannot reach the server at http:\/\/127\.0\.0\.1:9 .*\n$/);
+    const badToken = await wap(["targets"], {
+      WAP_CONFIG_DIR: empty,
+      WAP_TOKEN: "wapsa_nope",
+      WAP_SERVER: server.url,
+    });
+    expect(badToken.code).toBe(3);
+    const noSsh = await wap(["ssh", "web-01", "--", "true"], {
+      WAP_CONFIG_DIR: join(scratch, "token-config"),
+      WAP_TOKEN: serviceAccountToken,
+      WAP_SERVER: server.url,
+      PATH: join(scratch, "no-such-bin"),
+    });
+    expect(noSsh.code).toBe(1);
+    expect(noSsh.stderr).toBe(
+      "wap: ssh is not installed: install the OpenSSH client (e.g. `apt-get install openssh-client`)\n",
+    );
+    const usage = await wap(["cert", "tls", "--usage", "sometimes"], { WAP_CONFIG_DIR: empty });
+    expect(usage.code).toBe(2);
+    const help = await wap(["ssh", "--help"], {});
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("Usage: wap ssh [options] [login@]target [-- command...]");
+    for (const result of [notSignedIn, unreachable, badToken, noSsh, usage])
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+  });
+});

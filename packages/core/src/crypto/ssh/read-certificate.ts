@@ -1,0 +1,74 @@
+/**
+ * Reads the public facts of an OpenSSH certificate line (PROTOCOL.certkeys): what a client shows
+ * and checks before it reuses a certificate (its principals, validity and signing CA). The
+ * signature is not verified here; the server that accepts the certificate does that.
+ *
+ * @module
+ */
+import { decodeBase64Lenient } from "../../lib/base64.js";
+import { fromUtf8 } from "../../lib/bytes.js";
+import { SshReader } from "../../lib/ssh-wire.js";
+
+export interface SshCertificateInfo {
+  /** e.g. `ssh-ed25519-cert-v01@openssh.com`. */
+  readonly certType: string;
+  readonly type: "user" | "host";
+  readonly serial: bigint;
+  readonly keyId: string;
+  readonly principals: readonly string[];
+  readonly validAfter: Date;
+  /** Far in the future (year 292277026596) for a certificate valid forever. */
+  readonly validBefore: Date;
+  /** The signing CA's public key as an authorized_keys line without comment. */
+  readonly caPublicKey: string;
+}
+
+/** How many wire strings (or mpints) the subject's public key occupies after the nonce. */
+const publicKeyFields: Readonly<Record<string, number>> = {
+  "ssh-ed25519-cert-v01@openssh.com": 1,
+  "ecdsa-sha2-nistp256-cert-v01@openssh.com": 2,
+  "ecdsa-sha2-nistp384-cert-v01@openssh.com": 2,
+  "ecdsa-sha2-nistp521-cert-v01@openssh.com": 2,
+  "ssh-rsa-cert-v01@openssh.com": 2,
+};
+
+/** Throws a RangeError naming what is wrong when `line` is not an OpenSSH certificate. */
+export function readSshCertificate(line: string): SshCertificateInfo {
+  const [certType = "", base64 = ""] = line.trim().split(/\s+/);
+  const fields = publicKeyFields[certType];
+  if (fields === undefined) throw new RangeError(`not an OpenSSH certificate (type "${certType}")`);
+  const blob = decodeBase64Lenient(base64);
+  if (blob === undefined) throw new RangeError("the certificate is not base64");
+  const reader = new SshReader(blob);
+  if (reader.text() !== certType) throw new RangeError("the certificate's type does not match its line");
+  reader.string(); // nonce
+  for (let i = 0; i < fields; i++) reader.string();
+  const serial = reader.uint64();
+  const kind = reader.uint32();
+  const keyId = reader.text();
+  const principals: string[] = [];
+  const packed = new SshReader(reader.string());
+  while (packed.remaining > 0) principals.push(fromUtf8(packed.string()));
+  const validAfter = reader.uint64();
+  const validBefore = reader.uint64();
+  reader.string(); // critical options
+  reader.string(); // extensions
+  reader.string(); // reserved
+  const caBlob = reader.string();
+  return {
+    certType,
+    type: kind === 2 ? "host" : "user",
+    serial,
+    keyId,
+    principals,
+    validAfter: toDate(validAfter),
+    validBefore: toDate(validBefore),
+    caPublicKey: `${new SshReader(caBlob).text()} ${Buffer.from(caBlob).toString("base64")}`,
+  };
+}
+
+const maxDateSeconds = 8_640_000_000_000n;
+
+function toDate(seconds: bigint): Date {
+  return new Date(Number(seconds > maxDateSeconds ? maxDateSeconds : seconds) * 1000);
+}
