@@ -236,9 +236,6 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
   });
 
   it("enrols the daemon with the copied command, accepts it and sees it online", async () => {
-    const t = Date.now();
-    const step = (what: string) =>
-      process.env.WAP_DEBUG_CONSOLE && console.log(`${what} +${Date.now() - t} ms`);
     await go(`${workspaceUrl}/daemons`);
     await page.getByRole("button", { name: "Create enrolment token" }).click();
     const command = await page.getByRole("textbox", { name: "Enrolment command", exact: true }).inputValue();
