@@ -11,6 +11,7 @@ const packages = [
   "storage-postgres",
   "server",
   "client",
+  "console",
   "cli",
   "agent",
 ] as const;

@@ -22,6 +22,7 @@ import {
 import type { Storage } from "@wap/core/storage";
 import { Hono } from "hono";
 import { billingWebhookRoutes } from "./billing-webhook.js";
+import type { ConsoleAssets } from "./console-assets.js";
 import { crlRoutes } from "./crl-routes.js";
 import { callerFor, callPlatform, type EdgeRequest, type EdgeSettings, edgeOf } from "./edge.js";
 import { type PublicError, restDetailsOf, toPublicError } from "./errors.js";
@@ -47,6 +48,8 @@ export interface AppSettings {
   readonly bodyTimeoutMs?: number;
   /** Aborted when the server shuts down for good: running REST calls answer `unavailable`. */
   readonly shutdownSignal: AbortSignal;
+  /** The web console's files, served for every GET that is not an API path; absent: no console. */
+  readonly console?: ConsoleAssets | undefined;
 }
 
 type Env = { Bindings: HttpBindings | Http2Bindings };
@@ -157,7 +160,7 @@ export function createApp(
         const request = buildRequest(match, { query: url.searchParams, bodyText: body });
         // The route table only holds methods of the contract; unary was checked above.
         const unary = method as DescMethodUnary;
-        const { response, setCookie } = await callPlatform(
+        const { response, setCookies } = await callPlatform(
           edge,
           settings.edge,
           unary,
@@ -165,7 +168,9 @@ export function createApp(
           deadline.signal,
         );
         edge.code = "ok";
-        return respond(writeResponse(method, response), 200, setCookie ? { "Set-Cookie": setCookie } : {});
+        const answer = respond(writeResponse(method, response), 200);
+        for (const cookie of setCookies ?? []) answer.headers.append("Set-Cookie", cookie);
+        return answer;
       } finally {
         deadline.dispose();
       }

@@ -89,6 +89,8 @@ export interface ServerConfig extends IntegrationConfig {
   readonly workspaceMaxServiceAccounts: number;
   readonly workspaceMaxRecordingBytes: number;
   readonly workspaceMaxOpenSessions: number;
+  /** Serve the web console at `/` (every GET that is not an API path). */
+  readonly console: boolean;
 }
 
 export const defaultConfig: ServerConfig = {
@@ -121,6 +123,7 @@ export const defaultConfig: ServerConfig = {
   maxConnectionsPerClient: 128,
   cliLoginMaxPendingPerAddress: 10,
   ...defaultWorkspaceQuotaConfig,
+  console: true,
   ...defaultIntegrationConfig,
 };
 
@@ -438,6 +441,15 @@ export const settings: readonly Setting[] = [
     help: "Most terminal sessions pending or open at once in one workspace.",
     apply: assign("workspaceMaxOpenSessions", wholeNumber(0, 1_000_000)),
   },
+  {
+    env: "WAP_CONSOLE",
+    flag: "--console",
+    value: "[true|false]",
+    defaultText: "true",
+    bare: "true",
+    help: "Serve the web console at / on the same port (every GET that is not an API path).",
+    apply: assign("console", boolean),
+  },
   ...integrationSettings,
   {
     env: "WAP_LOG_LEVEL",
@@ -672,6 +684,13 @@ function listenAddress(text: string, source: string): string {
     throw new ConfigError(`${source} must be host:port, e.g. 127.0.0.1:9090 or [::1]:9090: got "${text}"`);
   }
   return text;
+}
+
+function boolean(text: string, source: string): boolean {
+  const lowered = text.toLowerCase();
+  if (["true", "yes", "on", "1"].includes(lowered)) return true;
+  if (["false", "no", "off", "0"].includes(lowered)) return false;
+  throw new ConfigError(`${source} must be true or false: got "${text}"`);
 }
 
 function trustProxy(text: string, source: string): number {

@@ -69,8 +69,8 @@ function unaryHandler<I extends DescMessage, O extends DescMessage>(
   return async (request: MessageShape<I>, context: HandlerContext): Promise<MessageShape<O>> => {
     const edge = requireEdge(context);
     try {
-      const { response, setCookie } = await callPlatform(edge, settings, method, request, context.signal);
-      if (setCookie !== undefined) context.responseHeader.append("Set-Cookie", setCookie);
+      const { response, setCookies } = await callPlatform(edge, settings, method, request, context.signal);
+      for (const cookie of setCookies ?? []) context.responseHeader.append("Set-Cookie", cookie);
       edge.code = "ok";
       return response;
     } catch (error) {

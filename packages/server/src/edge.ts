@@ -42,7 +42,10 @@ import {
   type CookieSettings,
   clearedSessionCookie,
   isSignInProcedure,
+  readCookie,
   readSessionCookie,
+  refreshCookieName,
+  refreshCookiePath,
   sessionCookieAfter,
   touchesSessionCookie,
 } from "./session-cookie.js";
@@ -94,6 +97,8 @@ export interface EdgeRequest {
   readonly daemonHeaders: Readonly<Record<string, string>> | undefined;
   /** The browser reached us by https (TLS here, an https public URL, or a trusted proxy says so). */
   readonly https: boolean;
+  /** The `refresh` cookie, read only on RefreshToken's Connect path (where the browser sends it). */
+  readonly refreshCookie?: string | undefined;
   /** For the request log: the RPC served and the code answered. */
   rpc?: string;
   code?: ErrorCode | "ok";
@@ -221,7 +226,10 @@ export async function admitRequest(
     });
   }
 
-  if (source === "cookie") {
+  // The refresh cookie acts as its user too: the same origin rules as the session cookie.
+  const refreshCookie =
+    pathOf(req.url) === refreshCookiePath ? readCookie(headers.cookie, refreshCookieName) : undefined;
+  if (source === "cookie" || refreshCookie !== undefined) {
     refusal ??= checkCsrf(
       {
         method: (req.method ?? "GET").toUpperCase(),
@@ -262,6 +270,7 @@ export async function admitRequest(
     challengeFailed,
     daemonHeaders,
     https,
+    refreshCookie,
   };
   (req as { [edgeSlot]?: EdgeRequest })[edgeSlot] = edge;
   return edge;
@@ -318,8 +327,8 @@ export function callerFor(edge: EdgeRequest, settings: EdgeSettings, method: Des
 /** The outcome of one platform call through the edge. */
 export interface EdgeCallResult<O extends DescMessage> {
   readonly response: MessageShape<O>;
-  /** `Set-Cookie` to answer with (Login, RefreshToken, Logout). */
-  readonly setCookie: string | undefined;
+  /** `Set-Cookie` headers to answer with (Login, RefreshToken, Logout). */
+  readonly setCookies: readonly string[] | undefined;
 }
 
 /**
@@ -345,7 +354,7 @@ export async function callPlatform<I extends DescMessage, O extends DescMessage>
     userAgent: edge.userAgent,
     ...(edge.daemonHeaders && { headers: edge.daemonHeaders }),
   });
-  const invoke = () => settings.platform.invoke(method, ctx, request);
+  const invoke = () => settings.platform.invoke(method, ctx, withRefreshCookie(edge, method, request));
   const work = settings.tracing
     ? settings.tracing.rpc(edge.rpc, { "wap.request_id": edge.requestId }, invoke)
     : invoke();
@@ -357,7 +366,7 @@ export async function callPlatform<I extends DescMessage, O extends DescMessage>
   );
   return {
     response,
-    setCookie: touchesSessionCookie(method)
+    setCookies: touchesSessionCookie(method)
       ? sessionCookieAfter(method, response, cookieSettings(settings, edge))
       : undefined,
   };
@@ -365,7 +374,12 @@ export async function callPlatform<I extends DescMessage, O extends DescMessage>
 
 /** Cookie attributes for an answer to `edge`: `Secure` whenever the browser came by https. */
 export function cookieSettings(settings: EdgeSettings, edge: Pick<EdgeRequest, "https">): CookieSettings {
-  return { secure: edge.https, maxAgeSeconds: settings.platform.services.config.accessTokenTtlSeconds };
+  const config = settings.platform.services.config;
+  return {
+    secure: edge.https,
+    maxAgeSeconds: config.accessTokenTtlSeconds,
+    refreshMaxAgeSeconds: config.refreshTokenTtlSeconds,
+  };
 }
 
 /**
@@ -377,6 +391,18 @@ function reachedByHttps(headers: IncomingHttpHeaders, settings: EdgeSettings): b
   return (
     settings.trustedProxyHops > 0 && firstListed(headers["x-forwarded-proto"])?.toLowerCase() === "https"
   );
+}
+
+/** RefreshToken with no token in its body spends the refresh cookie's. */
+function withRefreshCookie<I extends DescMessage>(
+  edge: EdgeRequest,
+  method: DescMethod,
+  request: MessageShape<I>,
+): MessageShape<I> {
+  if (edge.refreshCookie === undefined || edge.refreshCookie === "") return request;
+  const body = request as { refreshToken?: unknown };
+  if (procedureOf(method) !== refreshCookiePath || body.refreshToken !== "") return request;
+  return { ...request, refreshToken: edge.refreshCookie };
 }
 
 /** The error a fired abort signal stands for. */

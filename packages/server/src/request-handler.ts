@@ -18,6 +18,7 @@ import { type AppSettings, createApp, probePaths, withTimeout } from "./app.js";
 import { connectContextValues } from "./connect-context.js";
 import { checkJsonRequestsFirst, jsonRefusals } from "./connect-json-requests.js";
 import { registerConnectRoutes } from "./connect-routes.js";
+import { isApiPath } from "./console-assets.js";
 import { applyCors } from "./cors.js";
 import { controlStreamPath, serveControlStream } from "./daemons/control-connect.js";
 import { admitRequest, edgeOf, type ProcedureResolver } from "./edge.js";
@@ -135,6 +136,11 @@ export function createRequestHandler(settings: AppSettings): NodeHandler {
     if (applyCors(req, res as Parameters<typeof applyCors>[1], settings.edge.allowedOrigins)) return;
     if (probe && req.method === "GET") {
       void fallback(req, res);
+      return;
+    }
+    // The console's pages and files: before the edge, so they cost no rate-limit budget.
+    if (settings.console && (req.method === "GET" || req.method === "HEAD") && !isApiPath(path)) {
+      settings.console.serve(req, res, path);
       return;
     }
     void admitThenRoute(req, res, path);

@@ -16,6 +16,7 @@ import {
 } from "@wap/core";
 import type { Storage } from "@wap/core/storage";
 import { defaultConfig, type ServerConfig } from "./config.js";
+import { type ConsoleAssets, loadConsoleAssets } from "./console-assets.js";
 import { normalizeOrigins } from "./csrf.js";
 import { createServerInstance } from "./daemons/instance.js";
 import { createSessionRelayHub } from "./daemons/relay-hub.js";
@@ -63,6 +64,8 @@ export interface ServerOptions extends Partial<Omit<ServerConfig, "rateLimit">> 
    * random UUID per start. A fixed id must be unique among running instances and hold no `/`.
    */
   readonly instanceId?: string;
+  /** Where the built console is (default: packages/console/dist next to this package). */
+  readonly consoleDir?: string;
 }
 
 export interface RunningServer {
@@ -147,8 +150,10 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
     openTerminalSessions: () => sessionRelay.openSessions,
     ...(backend?.poolStats && { databasePool: backend.poolStats }),
   });
+  const consoleAssets = config.console ? await loadConsole(options.consoleDir, logger) : undefined;
   const handler = createRequestHandler({
     edge,
+    console: consoleAssets,
     storage: platform.services.storage,
     bodyLimitBytes: config.bodyLimitBytes,
     bodyTimeoutMs: config.bodyTimeoutSeconds * 1000,
@@ -239,6 +244,16 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
       return stopping;
     },
   };
+}
+
+async function loadConsole(dir: string | undefined, logger: Logger): Promise<ConsoleAssets | undefined> {
+  const assets = await loadConsoleAssets(dir);
+  if (assets === undefined) {
+    logger.warn("the web console is not built, so / is not served: run `pnpm --filter @wap/console build`", {
+      dir: dir ?? "packages/console/dist",
+    });
+  }
+  return assets;
 }
 
 async function buildPlatform(

@@ -4,6 +4,11 @@
  * sites cannot send it with their POSTs, Secure whenever browsers come by https (TLS here, an https
  * public URL, or a trusted proxy saying so).
  *
+ * The `refresh` cookie keeps a browser session past the access token's 15 minutes: it holds the
+ * refresh token, is sent only to the Connect path of RefreshToken (Path), never by another site
+ * (SameSite=Strict), and is read by RefreshToken when its request carries no token. Each refresh
+ * rotates it, and reusing a spent one ends the session, as for refresh tokens sent in the body.
+ *
  * @module
  */
 import type { DescMethod } from "@bufbuild/protobuf";
@@ -11,15 +16,23 @@ import { AuthService } from "@wap/api";
 import { procedureOf } from "@wap/core";
 
 export const sessionCookieName = "session";
+export const refreshCookieName = "refresh";
+/** The only path the browser sends the refresh cookie to. */
+export const refreshCookiePath = procedureOf(AuthService.method.refreshToken);
 
 /** The value of the `session` cookie in a `Cookie` header, if any. */
 export function readSessionCookie(cookieHeader: string | string[] | undefined): string | undefined {
+  return readCookie(cookieHeader, sessionCookieName);
+}
+
+/** The value of the cookie `name` in a `Cookie` header, if any. */
+export function readCookie(cookieHeader: string | string[] | undefined, name: string): string | undefined {
   if (cookieHeader === undefined) return undefined;
   const headers = Array.isArray(cookieHeader) ? cookieHeader : cookieHeader ? [cookieHeader] : [];
   for (const header of headers) {
     for (const pair of header.split(";")) {
       const eq = pair.indexOf("=");
-      if (eq < 0 || pair.slice(0, eq).trim() !== sessionCookieName) continue;
+      if (eq < 0 || pair.slice(0, eq).trim() !== name) continue;
       const value = pair.slice(eq + 1).trim();
       return value.startsWith('"') && value.endsWith('"') ? value.slice(1, -1) : value;
     }
@@ -32,6 +45,8 @@ export interface CookieSettings {
   readonly secure: boolean;
   /** `Max-Age` of a new cookie: the access-token lifetime. */
   readonly maxAgeSeconds: number;
+  /** `Max-Age` of a new refresh cookie: the session's lifetime. */
+  readonly refreshMaxAgeSeconds?: number;
 }
 
 /** `Set-Cookie` holding a fresh access token. */
@@ -44,12 +59,24 @@ export function clearedSessionCookie(settings: Pick<CookieSettings, "secure">): 
   return serialize("", 0, settings.secure);
 }
 
-function serialize(value: string, maxAge: number, secure: boolean): string {
+/** `Set-Cookie` holding a fresh refresh token. */
+export function refreshCookie(token: string, settings: CookieSettings): string {
+  const maxAge = Math.max(0, Math.floor(settings.refreshMaxAgeSeconds ?? settings.maxAgeSeconds));
+  return serialize(token, maxAge, settings.secure, refreshCookieName);
+}
+
+/** `Set-Cookie` that removes the refresh cookie. */
+export function clearedRefreshCookie(settings: Pick<CookieSettings, "secure">): string {
+  return serialize("", 0, settings.secure, refreshCookieName);
+}
+
+function serialize(value: string, maxAge: number, secure: boolean, name = sessionCookieName): string {
+  const refresh = name === refreshCookieName;
   const attributes = [
-    `${sessionCookieName}=${value}`,
+    `${name}=${value}`,
     "HttpOnly",
-    "SameSite=Lax",
-    "Path=/",
+    refresh ? "SameSite=Strict" : "SameSite=Lax",
+    `Path=${refresh ? refreshCookiePath : "/"}`,
     `Max-Age=${maxAge}`,
   ];
   if (secure) attributes.push("Secure");
@@ -82,17 +109,21 @@ export function touchesSessionCookie(method: DescMethod): boolean {
 }
 
 /**
- * The `Set-Cookie` header a successful call of `method` answers with: the new access token after
- * Login, LoginWithBackupCode, FinishPasskeyLogin and RefreshToken, a cleared cookie after Logout,
- * nothing otherwise.
+ * The `Set-Cookie` headers a successful call of `method` answers with: the new access and refresh
+ * tokens after Login, LoginWithBackupCode, FinishPasskeyLogin and RefreshToken, both cookies
+ * cleared after Logout, nothing otherwise.
  */
 export function sessionCookieAfter(
   method: DescMethod,
   response: unknown,
   settings: CookieSettings,
-): string | undefined {
+): string[] | undefined {
   if (!touchesSessionCookie(method)) return undefined;
-  if (procedureOf(method) === logout) return clearedSessionCookie(settings);
-  const token = (response as { accessToken?: unknown }).accessToken;
-  return typeof token === "string" && token !== "" ? sessionCookie(token, settings) : undefined;
+  if (procedureOf(method) === logout) return [clearedSessionCookie(settings), clearedRefreshCookie(settings)];
+  const { accessToken, refreshToken } = response as { accessToken?: unknown; refreshToken?: unknown };
+  if (typeof accessToken !== "string" || accessToken === "") return undefined;
+  const cookies = [sessionCookie(accessToken, settings)];
+  if (typeof refreshToken === "string" && refreshToken !== "")
+    cookies.push(refreshCookie(refreshToken, settings));
+  return cookies;
 }

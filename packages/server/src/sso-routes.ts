@@ -41,7 +41,7 @@ import { admitted, type Env, isUuid, jsonErrorResponse, requestFacts } from "./e
 import { type PublicError, toPublicError } from "./errors.js";
 import { BodyTooLargeError, readBodyText } from "./read-body.js";
 import { httpStatusOf } from "./rest/index.js";
-import { sessionCookie } from "./session-cookie.js";
+import { refreshCookie, sessionCookie } from "./session-cookie.js";
 
 export interface SsoRouteSettings {
   readonly edge: EdgeSettings;
@@ -185,9 +185,11 @@ function signedIn(
   clearBinding: string,
 ): Response {
   const home = settings.edge.platform.services.config.publicBaseUrl.replace(/\/+$/, "");
-  const cookie = sessionCookie(finish.accessToken, cookieSettings(settings.edge, edge));
+  const cookies = cookieSettings(settings.edge, edge);
+  const session = sessionCookie(finish.accessToken, cookies);
+  const refresh = refreshCookie(finish.refreshToken, cookies);
   // 303: after the ACS's POST the browser GETs the web app. `returnTo` is a path (core checked).
-  return redirect(`${home}${finish.returnTo}`, 303, [cookie, clearBinding]);
+  return redirect(`${home}${finish.returnTo}`, 303, [session, refresh, clearBinding]);
 }
 
 /**

@@ -165,7 +165,7 @@ async function serve(
       // Whatever the call ends with, as the connect-node handler answers it (connect-routes.ts).
       throw answer(edge, settings.edge, error);
     }
-    if (result.setCookie !== undefined) head["set-cookie"] = result.setCookie;
+    if (result.setCookies !== undefined) head["set-cookie"] = [...result.setCookies];
     edge.code = "ok";
     body = route.serialization.getO(binary).serialize(result.response);
   } catch (error) {

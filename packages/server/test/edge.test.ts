@@ -227,7 +227,8 @@ describe("the session cookie", () => {
       email: user.email,
       password: user.password,
     });
-    const setCookie = login.headers.get("set-cookie") ?? "";
+    // The session cookie first; the refresh cookie next (console.test.ts).
+    const setCookie = login.headers.getSetCookie()[0] ?? "";
     expect(setCookie).toMatch(/^session=v4\.public\.[^;]+; HttpOnly; SameSite=Lax; Path=\/; Max-Age=900$/);
     const cookie = setCookie.split(";")[0] ?? "";
 
@@ -251,7 +252,7 @@ describe("the session cookie", () => {
       headers: { "content-type": "application/json", origin: server.url },
     });
     expect(logout.status).toBe(200);
-    expect(logout.headers.get("set-cookie")).toBe("session=; HttpOnly; SameSite=Lax; Path=/; Max-Age=0");
+    expect(logout.headers.getSetCookie()[0]).toBe("session=; HttpOnly; SameSite=Lax; Path=/; Max-Age=0");
     const after = await restCall(server.url, "GET", "/v1/whoami", undefined, { cookie });
     expect(after.status).toBe(401);
     // A dead cookie is cleared so the browser stops sending it...
@@ -435,7 +436,7 @@ describe("protocol checks, deadlines, routing and faults", () => {
   });
 
   it("answers unknown paths with 404 JSON and wrong methods with 405 and Allow", async () => {
-    const missing = await restCall(server.url, "GET", "/nowhere");
+    const missing = await restCall(server.url, "GET", "/v1/nowhere");
     expect(missing.status).toBe(404);
     expect(missing.headers.get("content-type")).toMatch(/application\/json/);
     expect(missing.body.code).toBe(5);

@@ -65,7 +65,8 @@ describe("the vertical slice over Connect", () => {
     );
     expect(login.accessToken).toMatch(/^v4\.public\./);
     expect(login.refreshToken).not.toBe("");
-    expect(setCookie).toBe(`session=${login.accessToken}; HttpOnly; SameSite=Lax; Path=/; Max-Age=900`);
+    expect(setCookie).toContain(`session=${login.accessToken}; HttpOnly; SameSite=Lax; Path=/; Max-Age=900`);
+    expect(setCookie).toContain(`refresh=${login.refreshToken}; HttpOnly; SameSite=Strict;`);
     token = login.accessToken;
 
     const me = await clients.user.whoami({}, bearer(token));

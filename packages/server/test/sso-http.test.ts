@@ -168,6 +168,10 @@ describe("OIDC over HTTP", () => {
     expect(session.value).toMatch(/^v4\.public\./);
     expect(finished.headers.get("location")).not.toContain(session.value);
     expect(cookieOf(finished, "wap_sso_binding")?.attributes).toContain("Max-Age=0");
+    // The console's refresh cookie too, so the session outlives the access token.
+    expect(cookieOf(finished, "refresh")?.attributes).toEqual(
+      expect.arrayContaining(["HttpOnly", "SameSite=Strict", "Path=/platform.v1.AuthService/RefreshToken"]),
+    );
 
     const me = await whoami(session.value);
     expect(me.status).toBe(200);

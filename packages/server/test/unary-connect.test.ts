@@ -277,8 +277,9 @@ describe("lean and general unary paths answer alike", () => {
     const general = await login(generalPath);
     expect(lean.status).toBe(200);
     expect(general.status).toBe(200);
-    const attributes = (answer: Answer) => String(answer.headers["set-cookie"]).replace(/=[^;]*/, "=<token>");
-    expect(attributes(lean)).toBe(attributes(general));
+    const attributes = (answer: Answer) =>
+      [answer.headers["set-cookie"]].flat().map((c) => String(c).replace(/=[^;]*/, "=<token>"));
+    expect(attributes(lean)).toEqual(attributes(general));
     expect(String(lean.headers["set-cookie"])).toMatch(/HttpOnly/i);
   });
 });

@@ -1,0 +1,223 @@
+/** The signed-in user's own account: profile, password, passkeys, backup codes, devices. */
+import { useQuery } from "@connectrpc/connect-query";
+import { startRegistration } from "@simplewebauthn/browser";
+import { useNavigate } from "@tanstack/react-router";
+import { CredentialService, UserService } from "@wap/api";
+import { api, when } from "../api";
+import { useMe, useSignedIn } from "../session";
+import {
+  ActionForm,
+  Copyable,
+  Empty,
+  ErrorNote,
+  Field,
+  Notice,
+  Page,
+  QueryState,
+  Section,
+  Table,
+  text,
+  useAction,
+} from "../ui";
+
+export function AccountPage() {
+  const me = useMe();
+  const navigate = useNavigate();
+  const signedIn = useSignedIn();
+  const profile = useAction((form: FormData) =>
+    api.users.updateProfile({
+      name: text(form, "name"),
+      email: text(form, "email"),
+      username: text(form, "username"),
+      picture: me.user?.picture ?? "",
+    }),
+  );
+  const password = useAction(async (form: FormData) => {
+    await api.credentials.updatePassword({
+      currentPassword: String(form.get("current") ?? ""),
+      newPassword: String(form.get("new") ?? ""),
+    });
+    return true;
+  });
+  const remove = useAction(async () => {
+    if (!window.confirm("Delete your account for good? Workspaces you own must be handed over first."))
+      return;
+    await api.users.deleteAccount({});
+    await signedIn();
+    await navigate({ to: "/sign-in" });
+  });
+  const user = me.user;
+  if (!user) return null;
+  return (
+    <Page title="Your account">
+      <Section title="Profile">
+        <ActionForm
+          onSubmit={profile.act}
+          busy={profile.busy}
+          error={profile.error}
+          submit="Save profile"
+          key={String(user.updatedAt?.seconds)}
+        >
+          <Field label="Name" name="name" defaultValue={user.name} required minLength={3} />
+          <Field
+            label="Email"
+            name="email"
+            type="email"
+            defaultValue={user.email}
+            required
+            hint={user.emailVerified ? "Verified." : "Not verified yet."}
+          />
+          <Field label="Username" name="username" defaultValue={user.username} required />
+        </ActionForm>
+        {profile.result && (
+          <Notice>
+            {profile.result.emailSent ? "Saved: check your mail to verify the new address." : "Saved."}
+          </Notice>
+        )}
+      </Section>
+      <Section title="Password">
+        <ActionForm
+          onSubmit={password.act}
+          busy={password.busy}
+          error={password.error}
+          submit="Change password"
+        >
+          <Field
+            label="Current password"
+            name="current"
+            type="password"
+            autoComplete="current-password"
+            required
+          />
+          <Field
+            label="New password"
+            name="new"
+            type="password"
+            autoComplete="new-password"
+            minLength={8}
+            required
+          />
+        </ActionForm>
+        {password.result && <Notice>Password changed.</Notice>}
+      </Section>
+      <Passkeys />
+      <BackupCodes />
+      <Devices />
+      <Section title="Delete account">
+        <button type="button" className="danger" onClick={() => void remove.act()}>
+          Delete my account
+        </button>
+        <ErrorNote error={remove.error} />
+      </Section>
+    </Page>
+  );
+}
+
+function Passkeys() {
+  const passkeys = useQuery(CredentialService.method.listPasskeys, {});
+  const add = useAction(async (form: FormData) => {
+    const { optionsJson } = await api.credentials.beginPasskeyRegistration({});
+    const credential = await startRegistration({ optionsJSON: JSON.parse(optionsJson) });
+    await api.credentials.finishPasskeyRegistration({
+      credentialJson: JSON.stringify(credential),
+      name: text(form, "name") || "Passkey",
+    });
+  });
+  const rename = useAction(async (id: string, current: string) => {
+    const name = window.prompt("New name of the passkey", current);
+    if (name) await api.credentials.updatePasskey({ id, name });
+  });
+  const remove = useAction((id: string) => api.credentials.deletePasskey({ id }));
+  return (
+    <Section title="Passkeys">
+      <ErrorNote error={rename.error ?? remove.error} />
+      <QueryState
+        query={passkeys}
+        empty={(d) => (d.passkeys.length === 0 ? <Empty>No passkey yet.</Empty> : undefined)}
+      >
+        {(d) => (
+          <Table caption="Passkeys" head={["Name", "Added", "Last used", ""]}>
+            {d.passkeys.map((p) => (
+              <tr key={p.id}>
+                <td>{p.name}</td>
+                <td>{when(p.createdAt)}</td>
+                <td>{when(p.lastUsedAt)}</td>
+                <td className="row">
+                  <button type="button" className="secondary" onClick={() => void rename.act(p.id, p.name)}>
+                    Rename {p.name}
+                  </button>
+                  <button type="button" className="danger" onClick={() => void remove.act(p.id)}>
+                    Delete {p.name}
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </Table>
+        )}
+      </QueryState>
+      <ActionForm onSubmit={add.act} busy={add.busy} error={add.error} submit="Add a passkey">
+        <Field label="Passkey name" name="name" placeholder="Laptop" maxLength={100} />
+      </ActionForm>
+    </Section>
+  );
+}
+
+function BackupCodes() {
+  const codes = useQuery(CredentialService.method.listBackupCodes, {});
+  const create = useAction(() => api.credentials.createBackupCodes({}));
+  const remove = useAction(() => api.credentials.deleteBackupCodes({}));
+  const unused = codes.data?.codes.filter((c) => !c.usedAt).length ?? 0;
+  return (
+    <Section title="Backup codes">
+      <p>Each code signs you in once when you have neither password nor passkey at hand.</p>
+      {codes.data && <p>{unused} unused codes left.</p>}
+      {create.result && (
+        <>
+          <Notice>Keep these codes somewhere safe: they are shown only now.</Notice>
+          <Copyable label="Backup codes" text={create.result.codes.join("\n")} />
+        </>
+      )}
+      <div className="row">
+        <button type="button" onClick={() => void create.act()}>
+          {unused ? "Make new codes" : "Create backup codes"}
+        </button>
+        <button type="button" className="danger" onClick={() => void remove.act()}>
+          Delete codes
+        </button>
+      </div>
+      <ErrorNote error={create.error ?? remove.error ?? codes.error} />
+    </Section>
+  );
+}
+
+function Devices() {
+  const devices = useQuery(UserService.method.listUserDevices, {});
+  const remove = useAction((id: string) => api.users.deleteUserDevice({ id }));
+  return (
+    <Section title="Devices">
+      <ErrorNote error={remove.error} />
+      <QueryState
+        query={devices}
+        empty={(d) => (d.devices.length === 0 ? <Empty>No device is signed in.</Empty> : undefined)}
+      >
+        {(d) => (
+          <Table caption="Devices" head={["Name", "Kind", "Last used", "Expires", ""]}>
+            {d.devices.map((device) => (
+              <tr key={device.id}>
+                <td>{device.name}</td>
+                <td>{device.kind}</td>
+                <td>{when(device.lastUsedAt)}</td>
+                <td>{when(device.expiresAt)}</td>
+                <td>
+                  <button type="button" className="danger" onClick={() => void remove.act(device.id)}>
+                    Sign out {device.name}
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </Table>
+        )}
+      </QueryState>
+    </Section>
+  );
+}

@@ -1,0 +1,229 @@
+/** Certificate authorities: list, create, details with the lines to configure, toggles, rollover. */
+import { useQuery } from "@connectrpc/connect-query";
+import { AuthorityType, CertificateKeyType, CertificateService } from "@wap/api";
+import { useState } from "react";
+import { api, when } from "../api";
+import {
+  ActionForm,
+  Check,
+  Copyable,
+  Empty,
+  ErrorNote,
+  Field,
+  Notice,
+  Page,
+  QueryState,
+  Section,
+  Select,
+  Table,
+  text,
+  useAction,
+} from "../ui";
+import { useWs } from "./workspace";
+
+const keyTypes = [
+  [String(CertificateKeyType.ED25519), "Ed25519"],
+  [String(CertificateKeyType.ECDSA), "ECDSA"],
+  [String(CertificateKeyType.RSA), "RSA"],
+] as const;
+
+export const keyTypeName = (t: CertificateKeyType) => CertificateKeyType[t] ?? "unknown";
+const kindName = (t: AuthorityType) => (t === AuthorityType.X509 ? "X.509" : "SSH");
+
+export function AuthoritiesPage() {
+  const ws = useWs();
+  const list = useQuery(CertificateService.method.listCertificateAuthorities, { workspaceId: ws });
+  const [selected, setSelected] = useState<string>();
+  const create = useAction(async (form: FormData) => {
+    const keyType = Number(text(form, "keyType")) as CertificateKeyType;
+    const bits = Number(text(form, "keyBits") || "0");
+    const { certificateAuthority } = await api.certificates.createCertificateAuthority({
+      workspaceId: ws,
+      name: text(form, "name"),
+      description: text(form, "description"),
+      authorityType: Number(text(form, "authorityType")) as AuthorityType,
+      keyType,
+      keyBits: keyType === CertificateKeyType.ED25519 ? 0 : bits,
+      isDefault: form.get("isDefault") === "on",
+    });
+    setSelected(certificateAuthority?.id);
+  });
+  return (
+    <Page title="Certificate authorities">
+      <QueryState
+        query={list}
+        empty={(d) =>
+          d.certificateAuthorities.length === 0 ? (
+            <Empty>No certificate authority yet: create one below.</Empty>
+          ) : undefined
+        }
+      >
+        {(d) => (
+          <Table caption="Certificate authorities" head={["Name", "Kind", "Key", "State", "Valid until", ""]}>
+            {d.certificateAuthorities.map((ca) => (
+              <tr key={ca.id}>
+                <td>{ca.name}</td>
+                <td>{kindName(ca.authorityType)}</td>
+                <td>
+                  {keyTypeName(ca.keyType)}
+                  {ca.keyBits ? ` ${ca.keyBits}` : ""}
+                </td>
+                <td>
+                  {ca.isActive ? "active" : "inactive"}
+                  {ca.isDefault ? ", default" : ""}
+                </td>
+                <td>{when(ca.notAfter)}</td>
+                <td>
+                  <button
+                    type="button"
+                    className="secondary"
+                    aria-expanded={selected === ca.id}
+                    onClick={() => setSelected(selected === ca.id ? undefined : ca.id)}
+                  >
+                    Details of {ca.name}
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </Table>
+        )}
+      </QueryState>
+      {selected && <AuthorityDetails id={selected} />}
+      <Section title="Create an authority">
+        <ActionForm onSubmit={create.act} busy={create.busy} error={create.error} submit="Create authority">
+          <Field label="Name" name="name" required maxLength={256} />
+          <Field label="Description" name="description" maxLength={1000} />
+          <Select
+            label="Kind"
+            name="authorityType"
+            options={[
+              [String(AuthorityType.SSH), "SSH (user and host certificates)"],
+              [String(AuthorityType.X509), "X.509 (TLS client and server certificates)"],
+            ]}
+          />
+          <Select label="Key type" name="keyType" options={keyTypes} />
+          <Field
+            label="Key size (bits; RSA 2048 or 4096, ECDSA 256 or 384)"
+            name="keyBits"
+            type="number"
+            min={0}
+          />
+          <Check label="Default authority of the workspace" name="isDefault" />
+        </ActionForm>
+      </Section>
+    </Page>
+  );
+}
+
+function AuthorityDetails({ id }: { id: string }) {
+  const ws = useWs();
+  const ca = useQuery(CertificateService.method.getCertificateAuthority, { workspaceId: ws, id });
+  const toggle = useAction((patch: { isActive?: boolean; isDefault?: boolean }) => {
+    const current = ca.data!.certificateAuthority!;
+    return api.certificates.updateCertificateAuthority({
+      workspaceId: ws,
+      id,
+      name: current.name,
+      description: current.description,
+      isActive: patch.isActive ?? current.isActive,
+      isDefault: patch.isDefault ?? current.isDefault,
+    });
+  });
+  const rollover = useAction((form: FormData) =>
+    api.certificates.rolloverCertificateAuthority({
+      workspaceId: ws,
+      id,
+      keyType: Number(text(form, "keyType")) as CertificateKeyType,
+      keyBits: Number(text(form, "keyBits") || "0"),
+    }),
+  );
+  const remove = useAction(async () => {
+    if (window.confirm("Delete this authority? Certificates it issued stop being trusted.")) {
+      await api.certificates.deleteCertificateAuthority({ workspaceId: ws, id });
+    }
+  });
+  return (
+    <QueryState query={ca}>
+      {({ certificateAuthority: a }) => {
+        const ssh = a!.authorityType !== AuthorityType.X509;
+        const key = a!.publicKey.trim();
+        return (
+          <Section title={`Authority ${a!.name}`}>
+            <dl className="facts">
+              <dt>Subject</dt>
+              <dd>{a!.subject || "—"}</dd>
+              <dt>Serial</dt>
+              <dd>{a!.serialNumber || "—"}</dd>
+              <dt>Valid</dt>
+              <dd>
+                {when(a!.notBefore)} – {when(a!.notAfter)}
+              </dd>
+            </dl>
+            {ssh ? (
+              <>
+                <Copyable label="Public key" text={key} />
+                <p>Trust it in sshd for user certificates (sshd_config):</p>
+                <Copyable
+                  label="sshd snippet"
+                  text={`# /etc/ssh/wap_user_ca.pub holds the public key above\nTrustedUserCAKeys /etc/ssh/wap_user_ca.pub`}
+                />
+                <p>Trust host certificates it signs (known_hosts):</p>
+                <Copyable label="known_hosts line" text={`@cert-authority * ${key}`} />
+              </>
+            ) : (
+              <Copyable label="CA certificate" text={a!.certificate.trim() || key} />
+            )}
+            <div className="row">
+              <button
+                type="button"
+                className="secondary"
+                onClick={() => void toggle.act({ isActive: !a!.isActive })}
+              >
+                {a!.isActive ? "Deactivate" : "Activate"}
+              </button>
+              <button
+                type="button"
+                className="secondary"
+                disabled={a!.isDefault}
+                onClick={() => void toggle.act({ isDefault: true })}
+              >
+                {a!.isDefault ? "Default authority" : "Make default"}
+              </button>
+              <button type="button" className="danger" onClick={() => void remove.act()}>
+                Delete
+              </button>
+            </div>
+            <ErrorNote error={toggle.error ?? remove.error} />
+            <h3>Roll over the key</h3>
+            <p>
+              A new key signs from now on. The old key stays trusted until every certificate it signed has
+              expired: agents pick up both keys at their next sync and renew their host certificates, and
+              clients keep working with certificates from either key. Update sshd or known_hosts files you
+              manage yourself with the new key before the old one is dropped.
+            </p>
+            <ActionForm
+              onSubmit={rollover.act}
+              busy={rollover.busy}
+              error={rollover.error}
+              submit="Roll over"
+            >
+              <Select
+                label="New key type"
+                name="keyType"
+                options={[["0", "Keep the current type"], ...keyTypes]}
+              />
+              <Field
+                label="New key size (0 keeps it)"
+                name="keyBits"
+                type="number"
+                min={0}
+                defaultValue={0}
+              />
+            </ActionForm>
+            {rollover.result && <Notice>Rolled over: the new public key is shown above.</Notice>}
+          </Section>
+        );
+      }}
+    </QueryState>
+  );
+}

@@ -1,0 +1,253 @@
+/** Open a terminal to a target, list and close open sessions, and recordings. */
+import { useQuery } from "@connectrpc/connect-query";
+import { Link, useNavigate, useParams } from "@tanstack/react-router";
+import { DaemonService, DaemonStatus, RecordingService, TargetService } from "@wap/api";
+import { lazy, Suspense, useState } from "react";
+import { api, when } from "../api";
+import { recordingText } from "../recordings";
+import {
+  ActionForm,
+  download,
+  Empty,
+  ErrorNote,
+  Loading,
+  Page,
+  QueryState,
+  Section,
+  Select,
+  Table,
+  text,
+  useAction,
+} from "../ui";
+import { Online } from "./targets";
+import { useWs } from "./workspace";
+
+// xterm and the player are loaded only on the pages that show them.
+const Terminal = lazy(() => import("../terminal"));
+const Player = lazy(() => import("../player"));
+
+export function SessionsPage() {
+  const ws = useWs();
+  const navigate = useNavigate();
+  const targets = useQuery(TargetService.method.listTargets, { workspaceId: ws, limit: 100 });
+  const daemons = useQuery(DaemonService.method.listDaemons, { workspaceId: ws, limit: 100 });
+  const ready = (targets.data?.targets ?? []).filter((t) =>
+    daemons.data?.daemons.some((d) => d.id === t.daemonId && d.status === DaemonStatus.ACCEPTED),
+  );
+  const [targetId, setTargetId] = useState("");
+  const target = ready.find((t) => t.id === targetId) ?? ready[0];
+  const open = useAction(async (form: FormData) => {
+    const { session } = await api.daemons.createSession({
+      workspaceId: ws,
+      daemonId: target!.daemonId,
+      username: text(form, "username"),
+    });
+    await navigate({
+      to: "/w/$ws/terminal/$daemon/$session",
+      params: { ws, daemon: target!.daemonId, session: session!.sessionId },
+    });
+  });
+  return (
+    <Page title="Sessions">
+      <Section title="Open a terminal">
+        {ready.length === 0 ? (
+          <Empty>No target has an accepted daemon yet.</Empty>
+        ) : (
+          <ActionForm onSubmit={open.act} busy={open.busy} error={open.error} submit="Open terminal">
+            <Select
+              label="Target"
+              name="target"
+              value={target?.id}
+              onChange={(e) => setTargetId(e.target.value)}
+              options={ready.map((t) => [t.id, t.name] as const)}
+            />
+            <Select
+              label="Log in as"
+              name="username"
+              options={(target?.principals ?? []).map((p) => [p.username, p.username] as const)}
+            />
+          </ActionForm>
+        )}
+      </Section>
+      <h2>Open sessions</h2>
+      {(daemons.data?.daemons ?? [])
+        .filter((d) => d.status === DaemonStatus.ACCEPTED)
+        .map((d) => (
+          <DaemonSessions key={d.id} daemonId={d.id} name={d.name} online={d.online} />
+        ))}
+    </Page>
+  );
+}
+
+function DaemonSessions({ daemonId, name, online }: { daemonId: string; name: string; online: boolean }) {
+  const ws = useWs();
+  const sessions = useQuery(DaemonService.method.listSessions, { workspaceId: ws, daemonId });
+  const close = useAction((sessionId: string) =>
+    api.daemons.closeSession({ workspaceId: ws, daemonId, sessionId }),
+  );
+  return (
+    <Section title={`On ${name}`}>
+      <Online online={online} />
+      <ErrorNote error={close.error} />
+      <QueryState
+        query={sessions}
+        empty={(d) => (d.sessions.length === 0 ? <Empty>No open session.</Empty> : undefined)}
+      >
+        {(d) => (
+          <Table caption={`Sessions on ${name}`} head={["Session", "As", ""]}>
+            {d.sessions.map((s) => (
+              <tr key={s.sessionId}>
+                <td>
+                  <Link
+                    to="/w/$ws/terminal/$daemon/$session"
+                    params={{ ws, daemon: daemonId, session: s.sessionId }}
+                  >
+                    {s.sessionId.slice(0, 8)}
+                  </Link>
+                </td>
+                <td>{s.username}</td>
+                <td>
+                  <button type="button" className="danger" onClick={() => void close.act(s.sessionId)}>
+                    Close session {s.sessionId.slice(0, 8)}
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </Table>
+        )}
+      </QueryState>
+    </Section>
+  );
+}
+
+export function TerminalPage() {
+  const { ws, daemon, session } = useParams({ strict: false }) as {
+    ws: string;
+    daemon: string;
+    session: string;
+  };
+  const close = useAction(() =>
+    api.daemons.closeSession({ workspaceId: ws, daemonId: daemon, sessionId: session }),
+  );
+  return (
+    <Page
+      title="Terminal"
+      actions={
+        <div className="row">
+          <button type="button" className="danger" onClick={() => void close.act()}>
+            Close session
+          </button>
+          <Link to="/w/$ws/sessions" params={{ ws }}>
+            Back to sessions
+          </Link>
+        </div>
+      }
+    >
+      <ErrorNote error={close.error} />
+      <Suspense fallback={<Loading what="Loading the terminal" />}>
+        <Terminal workspaceId={ws} sessionId={session} />
+      </Suspense>
+    </Page>
+  );
+}
+
+export function RecordingsPage() {
+  const ws = useWs();
+  const [offset, setOffset] = useState(0);
+  const recordings = useQuery(RecordingService.method.listRecordings, { workspaceId: ws, limit: 25, offset });
+  const remove = useAction((recordingId: string) =>
+    api.recordings.deleteRecording({ workspaceId: ws, recordingId }),
+  );
+  const [playing, setPlaying] = useState<string>();
+  return (
+    <Page title="Recordings">
+      <ErrorNote error={remove.error} />
+      <QueryState
+        query={recordings}
+        empty={(d) =>
+          d.recordings.length === 0 ? (
+            <Empty>No recording yet: turn recording on for a daemon.</Empty>
+          ) : undefined
+        }
+      >
+        {(d) => (
+          <>
+            <Table caption="Recordings" head={["Started", "As", "Size", "State", ""]}>
+              {d.recordings.map((r) => (
+                <tr key={r.id}>
+                  <td>{when(r.startedAt)}</td>
+                  <td>{r.username}</td>
+                  <td>{(Number(r.sizeBytes) / 1024).toFixed(1)} KiB</td>
+                  <td>{r.complete ? "complete" : "running"}</td>
+                  <td className="row">
+                    <button type="button" onClick={() => setPlaying(r.id)}>
+                      Play recording {r.id.slice(0, 8)}
+                    </button>
+                    <button
+                      type="button"
+                      className="secondary"
+                      onClick={() => void downloadRecording(ws, r.id)}
+                    >
+                      Download .cast
+                    </button>
+                    <button type="button" className="danger" onClick={() => void remove.act(r.id)}>
+                      Delete
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </Table>
+            <Pager offset={offset} limit={25} total={d.total} onChange={setOffset} />
+          </>
+        )}
+      </QueryState>
+      {playing && (
+        <Section title="Playback">
+          <Suspense fallback={<Loading what="Loading the player" />}>
+            <Player key={playing} workspaceId={ws} recordingId={playing} />
+          </Suspense>
+        </Section>
+      )}
+    </Page>
+  );
+}
+
+async function downloadRecording(workspaceId: string, recordingId: string) {
+  download(await recordingText(workspaceId, recordingId), `${recordingId}.cast`, "application/x-asciicast");
+}
+
+export function Pager({
+  offset,
+  limit,
+  total,
+  onChange,
+}: {
+  offset: number;
+  limit: number;
+  total: number;
+  onChange: (offset: number) => void;
+}) {
+  return (
+    <nav className="row pager" aria-label="Pages">
+      <button
+        type="button"
+        className="secondary"
+        disabled={offset === 0}
+        onClick={() => onChange(Math.max(0, offset - limit))}
+      >
+        Previous
+      </button>
+      <span>
+        {total === 0 ? 0 : offset + 1}–{Math.min(offset + limit, total)} of {total}
+      </span>
+      <button
+        type="button"
+        className="secondary"
+        disabled={offset + limit >= total}
+        onClick={() => onChange(offset + limit)}
+      >
+        Next
+      </button>
+    </nav>
+  );
+}

@@ -1,0 +1,341 @@
+/** Targets with live online state, daemons to accept, the enrolment token, who may log in as whom. */
+import { useQuery } from "@connectrpc/connect-query";
+import { useQueryClient } from "@tanstack/react-query";
+import {
+  CertificateService,
+  type Daemon,
+  DaemonService,
+  DaemonStatus,
+  PrincipalType,
+  type Target,
+  TargetService,
+  WorkspaceService,
+} from "@wap/api";
+import { useEffect, useState } from "react";
+import { api, serverUrl, when } from "../api";
+import {
+  ActionForm,
+  Check,
+  Copyable,
+  Empty,
+  ErrorNote,
+  Field,
+  Notice,
+  Page,
+  QueryState,
+  Section,
+  Select,
+  Table,
+  text,
+  useAction,
+} from "../ui";
+import { useWs } from "./workspace";
+
+/**
+ * Keeps the page current: every workspace event (a daemon connecting or leaving, a change by
+ * someone else) refetches what is shown. The stream reconnects after a pause if it breaks.
+ */
+export function useWorkspaceEvents(ws: string) {
+  const queryClient = useQueryClient();
+  const [live, setLive] = useState(false);
+  useEffect(() => {
+    const abort = new AbortController();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const run = async () => {
+      try {
+        const stream = api.workspaces.subscribeWorkspaceEvents({ workspaceId: ws }, { signal: abort.signal });
+        setLive(true);
+        for await (const _event of stream) await queryClient.invalidateQueries();
+      } catch {
+        // Broken or refused: try again shortly unless the page is gone.
+      }
+      setLive(false);
+      if (!abort.signal.aborted) timer = setTimeout(() => void run(), 5_000);
+    };
+    void run();
+    return () => {
+      abort.abort();
+      clearTimeout(timer);
+    };
+  }, [ws, queryClient]);
+  return live;
+}
+
+export function Online({ online }: { online: boolean }) {
+  return <span className={online ? "badge ok" : "badge"}>{online ? "online" : "offline"}</span>;
+}
+
+const statusName = (s: DaemonStatus) => (DaemonStatus[s] ?? "unknown").toLowerCase();
+
+export function DaemonsPage() {
+  const ws = useWs();
+  const live = useWorkspaceEvents(ws);
+  const daemons = useQuery(DaemonService.method.listDaemons, { workspaceId: ws, limit: 100 });
+  const update = useAction((daemon: Daemon, patch: { status?: DaemonStatus; recordSessions?: boolean }) =>
+    api.daemons.updateDaemon({
+      workspaceId: ws,
+      id: daemon.id,
+      ...(patch.status !== undefined && { status: patch.status }),
+      config: { recordSessions: patch.recordSessions ?? daemon.config?.recordSessions ?? false },
+    }),
+  );
+  const remove = useAction(async (daemon: Daemon) => {
+    if (window.confirm(`Delete the daemon ${daemon.name}?`))
+      await api.daemons.deleteDaemon({ workspaceId: ws, id: daemon.id });
+  });
+  const token = useAction(() => api.daemons.refreshEnrollToken({ workspaceId: ws }));
+  const revoke = useAction(async () => {
+    await api.daemons.revokeEnrollToken({ workspaceId: ws });
+    token.reset();
+  });
+  const pending = daemons.data?.daemons.filter((d) => d.status === DaemonStatus.PENDING) ?? [];
+  return (
+    <Page title="Daemons" actions={<span className="muted">{live ? "live" : "not live"}</span>}>
+      <Section title="Enrol a machine">
+        <p>Run the agent on the machine with a fresh enrolment token. A new token ends the previous one.</p>
+        {token.result && (
+          <>
+            <Copyable
+              label="Enrolment command"
+              text={`wap-agent enroll --server ${serverUrl} --token ${token.result.token}`}
+            />
+            <p className="muted">The token is valid until {when(token.result.expiresAt)}.</p>
+          </>
+        )}
+        <div className="row">
+          <button type="button" onClick={() => void token.act()} disabled={token.busy}>
+            {token.result ? "New enrolment token" : "Create enrolment token"}
+          </button>
+          <button type="button" className="danger" onClick={() => void revoke.act()}>
+            Revoke token
+          </button>
+        </div>
+        <ErrorNote error={token.error ?? revoke.error} />
+      </Section>
+      {pending.length > 0 && (
+        <Section title="Waiting for approval">
+          <ul className="stack">
+            {pending.map((d) => (
+              <li key={d.id} className="row">
+                <strong>{d.name}</strong> <Online online={d.online} />{" "}
+                <span className="muted">enrolled {when(d.createdAt)}</span>
+                <button type="button" onClick={() => void update.act(d, { status: DaemonStatus.ACCEPTED })}>
+                  Accept {d.name}
+                </button>
+                <button
+                  type="button"
+                  className="danger"
+                  onClick={() => void update.act(d, { status: DaemonStatus.REJECTED })}
+                >
+                  Reject {d.name}
+                </button>
+              </li>
+            ))}
+          </ul>
+        </Section>
+      )}
+      <ErrorNote error={update.error ?? remove.error} />
+      <QueryState
+        query={daemons}
+        empty={(d) => (d.daemons.length === 0 ? <Empty>No daemon has enrolled yet.</Empty> : undefined)}
+      >
+        {(d) => (
+          <Table caption="Daemons" head={["Name", "State", "Status", "Recording", "Updated", ""]}>
+            {d.daemons.map((daemon) => (
+              <tr key={daemon.id}>
+                <td>{daemon.name}</td>
+                <td>
+                  <Online online={daemon.online} />
+                </td>
+                <td>{statusName(daemon.status)}</td>
+                <td>
+                  <Check
+                    label={`Record sessions on ${daemon.name}`}
+                    checked={daemon.config?.recordSessions ?? false}
+                    onChange={(e) => void update.act(daemon, { recordSessions: e.target.checked })}
+                  />
+                </td>
+                <td>{when(daemon.updatedAt)}</td>
+                <td>
+                  <button type="button" className="danger" onClick={() => void remove.act(daemon)}>
+                    Delete
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </Table>
+        )}
+      </QueryState>
+    </Page>
+  );
+}
+
+export function TargetsPage() {
+  const ws = useWs();
+  useWorkspaceEvents(ws);
+  const targets = useQuery(TargetService.method.listTargets, { workspaceId: ws, limit: 100 });
+  const daemons = useQuery(DaemonService.method.listDaemons, { workspaceId: ws, limit: 100 });
+  const cas = useQuery(CertificateService.method.listCertificateAuthorities, { workspaceId: ws });
+  const [open, setOpen] = useState<string>();
+  const create = useAction((form: FormData) =>
+    api.targets.createTarget({
+      workspaceId: ws,
+      name: text(form, "name"),
+      description: text(form, "description"),
+      caId: text(form, "caId"),
+      endpoints: text(form, "endpoints")
+        .split(/[\s,]+/)
+        .filter(Boolean),
+    }),
+  );
+  const online = new Map(daemons.data?.daemons.map((d) => [d.id, d.online]));
+  return (
+    <Page title="Targets">
+      <QueryState
+        query={targets}
+        empty={(d) =>
+          d.targets.length === 0 ? <Empty>No target yet: enrol a daemon or add one.</Empty> : undefined
+        }
+      >
+        {(d) => (
+          <Table caption="Targets" head={["Name", "Daemon", "Log in as", ""]}>
+            {d.targets.map((t) => (
+              <tr key={t.id}>
+                <td>
+                  {t.name}
+                  <div className="muted">{t.description}</div>
+                </td>
+                <td>{t.daemonId ? <Online online={online.get(t.daemonId) ?? false} /> : "none"}</td>
+                <td>{t.principals.map((p) => p.username).join(", ") || "—"}</td>
+                <td>
+                  <button
+                    type="button"
+                    className="secondary"
+                    aria-expanded={open === t.id}
+                    onClick={() => setOpen(open === t.id ? undefined : t.id)}
+                  >
+                    Access to {t.name}
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </Table>
+        )}
+      </QueryState>
+      {open && targets.data?.targets.find((t) => t.id === open) && (
+        <TargetAccess target={targets.data.targets.find((t) => t.id === open)!} />
+      )}
+      <Section title="Add a target">
+        <ActionForm onSubmit={create.act} busy={create.busy} error={create.error} submit="Add target">
+          <Field label="Name" name="name" required pattern="[a-zA-Z0-9][a-zA-Z0-9\-_]*" />
+          <Field label="Description" name="description" />
+          <Select
+            label="Certificate authority"
+            name="caId"
+            options={(cas.data?.certificateAuthorities ?? []).map((c) => [c.id, c.name] as const)}
+          />
+          <Field label="Endpoints (host:port, space-separated)" name="endpoints" />
+        </ActionForm>
+      </Section>
+    </Page>
+  );
+}
+
+/** Usernames on a target, and the people, teams and service accounts granted each. */
+function TargetAccess({ target }: { target: Target }) {
+  const ws = useWs();
+  const members = useQuery(WorkspaceService.method.listWorkspaceMembers, { workspaceId: ws, limit: 100 });
+  const names = new Map(members.data?.members.map((m) => [m.id, m.name]));
+  const usernames = target.principals.map((p) => p.username);
+  const addUsername = useAction((form: FormData) =>
+    api.principals.setPrincipals({
+      workspaceId: ws,
+      targetId: target.id,
+      usernames: [...usernames, text(form, "username")],
+    }),
+  );
+  const removeUsername = useAction((username: string) =>
+    api.principals.setPrincipals({
+      workspaceId: ws,
+      targetId: target.id,
+      usernames: usernames.filter((u) => u !== username),
+    }),
+  );
+  const grant = useAction((principalId: string, userId: string) =>
+    api.principals.addSubjectsToPrincipal({
+      workspaceId: ws,
+      id: principalId,
+      subjectIds: [userId],
+      type: PrincipalType.USER,
+    }),
+  );
+  const revoke = useAction((principalId: string, userId: string) =>
+    api.principals.removeSubjectsFromPrincipal({
+      workspaceId: ws,
+      id: principalId,
+      subjectIds: [userId],
+      type: PrincipalType.USER,
+    }),
+  );
+  const memberOptions = [
+    ["", "Grant to…"] as const,
+    ...(members.data?.members ?? []).map((m) => [m.id, `${m.name} (${m.email})`] as const),
+  ];
+  return (
+    <Section title={`Who may log in to ${target.name}`}>
+      <ErrorNote error={grant.error ?? revoke.error ?? removeUsername.error} />
+      {target.principals.length === 0 && (
+        <Empty>No username yet: add the Unix account people log in as.</Empty>
+      )}
+      {target.principals.map((p) => (
+        <div key={p.id} className="principal">
+          <h3>
+            as <code>{p.username}</code>
+          </h3>
+          <ul>
+            {p.userIds.map((id) => (
+              <li key={id}>
+                {names.get(id) ?? id}{" "}
+                <button type="button" className="link" onClick={() => void revoke.act(p.id, id)}>
+                  Revoke {names.get(id) ?? id} as {p.username}
+                </button>
+              </li>
+            ))}
+            {p.teamIds.map((id) => (
+              <li key={id}>team {id}</li>
+            ))}
+            {p.serviceAccountIds.map((id) => (
+              <li key={id}>service account {id}</li>
+            ))}
+          </ul>
+          <div className="row">
+            <Select
+              label={`Grant ${p.username} on ${target.name}`}
+              options={memberOptions}
+              value=""
+              onChange={(e) => e.target.value && void grant.act(p.id, e.target.value)}
+            />
+            <button type="button" className="danger" onClick={() => void removeUsername.act(p.username)}>
+              Remove username {p.username}
+            </button>
+          </div>
+        </div>
+      ))}
+      <ActionForm
+        onSubmit={addUsername.act}
+        busy={addUsername.busy}
+        error={addUsername.error}
+        submit="Add username"
+      >
+        <Field
+          label="Unix username"
+          name="username"
+          required
+          pattern="[a-z_][a-z0-9\-_]*\$?"
+          maxLength={32}
+        />
+      </ActionForm>
+      {grant.result && <Notice>Granted. The daemon learns it at once.</Notice>}
+    </Section>
+  );
+}

@@ -1,0 +1,269 @@
+/** Small building blocks every page uses: forms, states, tables, copying. */
+import { useQueryClient } from "@tanstack/react-query";
+import { type FormEvent, type ReactNode, useId, useState } from "react";
+import { errorMessage } from "./api";
+
+export function Page({
+  title,
+  children,
+  actions,
+}: {
+  title: string;
+  children: ReactNode;
+  actions?: ReactNode;
+}) {
+  return (
+    <section className="page" aria-labelledby="page-title">
+      <header className="page-head">
+        <h1 id="page-title" tabIndex={-1}>
+          {title}
+        </h1>
+        {actions}
+      </header>
+      {children}
+    </section>
+  );
+}
+
+export function Section({ title, children }: { title: string; children: ReactNode }) {
+  const id = useId();
+  return (
+    <section className="card" aria-labelledby={id}>
+      <h2 id={id}>{title}</h2>
+      {children}
+    </section>
+  );
+}
+
+export function ErrorNote({ error }: { error: unknown }) {
+  if (error === undefined || error === null) return null;
+  return (
+    <p className="error" role="alert">
+      {errorMessage(error)}
+    </p>
+  );
+}
+
+export function Notice({ children }: { children: ReactNode }) {
+  return (
+    <p className="notice" role="status">
+      {children}
+    </p>
+  );
+}
+
+export function Loading({ what = "Loading" }: { what?: string }) {
+  return (
+    <p className="muted" role="status" aria-live="polite">
+      {what}…
+    </p>
+  );
+}
+
+export function Empty({ children }: { children: ReactNode }) {
+  return <p className="muted empty">{children}</p>;
+}
+
+/** Loading, error and empty states around a query's data. */
+export function QueryState<T>({
+  query,
+  children,
+  empty,
+}: {
+  query: { data: T | undefined; error: unknown; isPending: boolean };
+  children: (data: T) => ReactNode;
+  empty?: (data: T) => ReactNode | undefined;
+}) {
+  if (query.isPending) return <Loading />;
+  if (query.error) return <ErrorNote error={query.error} />;
+  const data = query.data as T;
+  return <>{empty?.(data) ?? children(data)}</>;
+}
+
+export function Field({
+  label,
+  hint,
+  ...input
+}: { label: string; hint?: string } & React.InputHTMLAttributes<HTMLInputElement>) {
+  const id = useId();
+  return (
+    <div className="field">
+      <label htmlFor={id}>{label}</label>
+      <input id={id} aria-describedby={hint ? `${id}-hint` : undefined} {...input} />
+      {hint && (
+        <small id={`${id}-hint`} className="muted">
+          {hint}
+        </small>
+      )}
+    </div>
+  );
+}
+
+export function Select({
+  label,
+  options,
+  ...select
+}: {
+  label: string;
+  options: readonly (readonly [string, string])[];
+} & React.SelectHTMLAttributes<HTMLSelectElement>) {
+  const id = useId();
+  return (
+    <div className="field">
+      <label htmlFor={id}>{label}</label>
+      <select id={id} {...select}>
+        {options.map(([value, text]) => (
+          <option key={value} value={value}>
+            {text}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+}
+
+export function Check({ label, ...input }: { label: string } & React.InputHTMLAttributes<HTMLInputElement>) {
+  const id = useId();
+  return (
+    <div className="check">
+      <input id={id} type="checkbox" {...input} />
+      <label htmlFor={id}>{label}</label>
+    </div>
+  );
+}
+
+/**
+ * Runs an action (a mutation) with a busy flag and its error; on success every query is
+ * refetched, so lists show the change.
+ */
+export function useAction<A extends unknown[], R>(run: (...args: A) => Promise<R>) {
+  const queryClient = useQueryClient();
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>();
+  const [result, setResult] = useState<R>();
+  async function act(...args: A): Promise<R | undefined> {
+    setBusy(true);
+    setError(undefined);
+    try {
+      const value = await run(...args);
+      setResult(value);
+      await queryClient.invalidateQueries();
+      return value;
+    } catch (caught) {
+      setError(caught);
+      return undefined;
+    } finally {
+      setBusy(false);
+    }
+  }
+  return { act, busy, error, result, reset: () => setResult(undefined) };
+}
+
+/** A form whose submit runs an action; shows the action's error under it. */
+export function ActionForm({
+  onSubmit,
+  busy,
+  error,
+  submit,
+  children,
+  label,
+  hideSubmit,
+}: {
+  onSubmit: (form: FormData) => unknown;
+  hideSubmit?: boolean;
+  busy: boolean;
+  error: unknown;
+  submit: string;
+  children: ReactNode;
+  label?: string;
+}) {
+  function handle(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    void onSubmit(new FormData(event.currentTarget));
+  }
+  return (
+    <form onSubmit={handle} aria-label={label ?? submit} aria-busy={busy}>
+      {children}
+      {!hideSubmit && (
+        <button type="submit" disabled={busy}>
+          {busy ? `${submit}…` : submit}
+        </button>
+      )}
+      <ErrorNote error={error} />
+    </form>
+  );
+}
+
+export function CopyButton({ text, label = "Copy" }: { text: string; label?: string }) {
+  const [copied, setCopied] = useState(false);
+  return (
+    <button
+      type="button"
+      className="secondary"
+      onClick={() => {
+        void navigator.clipboard?.writeText(text).then(
+          () => setCopied(true),
+          () => setCopied(false),
+        );
+      }}
+    >
+      {copied ? "Copied" : label}
+      <span className="visually-hidden" aria-live="polite">
+        {copied ? " to the clipboard" : ""}
+      </span>
+    </button>
+  );
+}
+
+/** A value to copy: shown in full in a read-only field (selectable, labelled), with a copy button. */
+export function Copyable({ text, label }: { text: string; label: string }) {
+  const lines = text.split("\n").length + Math.floor(text.length / 90);
+  return (
+    <div className="copyable">
+      <textarea
+        aria-label={label}
+        readOnly
+        value={text}
+        rows={Math.min(Math.max(lines, 1), 12)}
+        spellCheck={false}
+      />
+      <CopyButton text={text} label={`Copy ${label.toLowerCase()}`} />
+    </div>
+  );
+}
+
+export function Table({ caption, head, children }: { caption: string; head: string[]; children: ReactNode }) {
+  return (
+    <div className="table-wrap">
+      <table>
+        <caption className="visually-hidden">{caption}</caption>
+        <thead>
+          <tr>
+            {head.map((h) => (
+              <th key={h} scope="col">
+                {h}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </div>
+  );
+}
+
+/** Starts a download of bytes the page already has. */
+export function download(data: BlobPart, filename: string, type: string) {
+  const url = URL.createObjectURL(new Blob([data], { type }));
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = filename;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+export function text(form: FormData, name: string): string {
+  return String(form.get(name) ?? "").trim();
+}

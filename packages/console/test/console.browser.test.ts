@@ -1,0 +1,453 @@
+/**
+ * The console in a real browser (Debian's chromium through playwright-core) against a real
+ * server: sign-up and the mailed link, a workspace with an SSH authority, an invitation accepted
+ * by a second person, a service account, the host agent enrolled with the copied token and
+ * accepted, a login granted, a terminal with a real shell, its recording played and downloaded, a
+ * passkey on the DevTools virtual authenticator, a CLI login approved, the audit log exported.
+ *
+ * With WAP_CONSOLE_SCREENSHOTS=1 it also writes docs/console/*.png.
+ */
+import { execFileSync, spawnSync } from "node:child_process";
+import { generateKeyPairSync, randomBytes, randomUUID, sign } from "node:crypto";
+import { mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { createServer as createNetServer } from "node:net";
+import { tmpdir, userInfo } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { gzipSync } from "node:zlib";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { type Agent, enroll, startAgent } from "@wap/agent";
+import { AuthService } from "@wap/api";
+import { createArgon2PasswordHasher } from "@wap/core";
+import { createServer, type RunningServer, silentLogger } from "@wap/server";
+import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const consoleRoot = dirname(dirname(fileURLToPath(import.meta.url)));
+const screenshots = process.env.WAP_CONSOLE_SCREENSHOTS
+  ? join(consoleRoot, "..", "..", "docs", "console")
+  : undefined;
+const password = "correct horse battery staple";
+const ada = { name: "Ada Lovelace", email: "ada@example.com", username: "ada" };
+
+let server: RunningServer;
+let base: string;
+let dataDir: string;
+let stateDir: string;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let daemon: Agent | undefined;
+/** The local account the agent starts terminals as: the one running the tests. */
+const login = userInfo().username;
+
+async function freePort(): Promise<number> {
+  const probe = createNetServer();
+  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+  const { port } = probe.address() as { port: number };
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+/** Quoted-printable soft breaks and escapes undone (nodemailer uses QP for long lines). */
+const decoded = (raw: string) =>
+  raw
+    .replace(/=\r?\n/g, "")
+    .replace(/=([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+
+/** The first link to `path` in a mail to `to` in the outbox, waiting for the mail. */
+async function mailedLink(to: string, path: string): Promise<string> {
+  const outbox = join(dataDir, "outbox");
+  const pattern = new RegExp(`${base.replace(/[.:/]/g, "\\$&")}${path}\\?token=[A-Za-z0-9_-]+`);
+  for (;;) {
+    for (const file of await readdir(outbox).catch(() => [] as string[])) {
+      const mail = decoded(await readFile(join(outbox, file), "utf8"));
+      const link = mail.includes(`To: ${to}`) ? pattern.exec(mail)?.[0] : undefined;
+      if (link) return link;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function shot(name: string, target: Page = page) {
+  if (!screenshots) return;
+  await target.waitForLoadState("networkidle").catch(() => undefined);
+  await target.screenshot({ path: join(screenshots, `${name}.png`) });
+}
+
+async function heading(text: string | RegExp, target: Page = page) {
+  await target.getByRole("heading", { level: 1, name: text }).waitFor();
+}
+
+/** Polls until `check` holds (the test's timeout bounds the wait). */
+async function until(check: () => boolean) {
+  while (!check()) await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
+async function untilAsync(check: () => Promise<boolean>) {
+  while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
+async function go(path: string) {
+  await page.goto(`${base}${path}`);
+}
+
+async function signIn(target: Page, email: string) {
+  await target.getByLabel("Email", { exact: true }).fill(email);
+  await target.getByLabel("Password", { exact: true }).fill(password);
+  await target.getByRole("button", { name: "Sign in", exact: true }).click();
+}
+
+beforeAll(async () => {
+  // The server serves the built console: build it if it is missing or stale.
+  const build = spawnSync(process.execPath, [join(consoleRoot, "scripts", "ensure-built.mjs")], {
+    stdio: "inherit",
+  });
+  expect(build.status).toBe(0);
+  if (screenshots) await mkdir(screenshots, { recursive: true });
+
+  dataDir = await mkdtemp(join(tmpdir(), "wap-console-test-"));
+  stateDir = await mkdtemp(join(tmpdir(), "wap-console-daemon-"));
+  // Passkeys are bound to a host name, so the browser uses localhost (a secure context over http).
+  const port = await freePort();
+  base = `http://localhost:${port}`;
+  server = await createServer({
+    host: "127.0.0.1",
+    port,
+    dataDir,
+    publicUrl: base,
+    logger: silentLogger,
+    rateLimit: { authenticatedPoints: 0, anonymousPoints: 0 },
+    shutdownGraceSeconds: 1,
+    platformOptions: { passwords: createArgon2PasswordHasher({ memoryCost: 1024, timeCost: 1 }) },
+  });
+  browser = await chromium.launch({
+    executablePath: process.env.WAP_CHROMIUM ?? "/usr/bin/chromium",
+    headless: true,
+    args: ["--no-sandbox", "--disable-dev-shm-usage"],
+  });
+  context = await browser.newContext({ viewport: { width: 1280, height: 860 }, acceptDownloads: true });
+  page = await context.newPage();
+  if (process.env.WAP_DEBUG_CONSOLE) {
+    page.on("console", (m) => console.log(`[browser ${m.type()}] ${m.text()}`));
+    page.on("pageerror", (e) => console.log(`[browser error] ${e.message}`));
+  }
+});
+
+afterAll(async () => {
+  await daemon?.stop();
+  await browser?.close();
+  await server?.close();
+  await rm(dataDir, { recursive: true, force: true });
+  await rm(stateDir, { recursive: true, force: true });
+});
+
+describe("the console in a browser", { timeout: 60_000 }, () => {
+  let workspaceUrl: string;
+
+  it("signs up, verifies the email through the mailed link, signs in and creates a workspace", async () => {
+    await go("/");
+    await heading("Sign in");
+    await shot("sign-in");
+    await page.getByRole("link", { name: "Create an account" }).click();
+    await page.getByLabel("Name", { exact: true }).fill(ada.name);
+    await page.getByLabel("Email", { exact: true }).fill(ada.email);
+    await page.getByLabel("Username", { exact: true }).fill(ada.username);
+    await page.getByLabel("Password", { exact: true }).fill(password);
+    await page.getByRole("button", { name: "Create account" }).click();
+    await heading("Check your mail");
+
+    await page.goto(await mailedLink(ada.email, "/verify-email"));
+    await page.getByText("Your email address is verified.").waitFor();
+    await page.getByRole("link", { name: "Sign in" }).click();
+    await signIn(page, ada.email);
+    await heading("Workspaces");
+    await page.getByText("No workspace yet").waitFor();
+
+    await page.getByLabel("Name", { exact: true }).fill("Analytical Engines");
+    await page.getByLabel("Description", { exact: true }).fill("Engines and the people who run them");
+    await page.getByRole("button", { name: "Create workspace" }).click();
+    await heading("Analytical Engines");
+    workspaceUrl = new URL(page.url()).pathname;
+    expect(workspaceUrl).toMatch(/^\/w\/[0-9a-f-]{36}$/);
+  });
+
+  it("keeps the session past the access token with the refresh cookie", async () => {
+    await context.clearCookies({ name: "session" });
+    await page.reload();
+    await heading("Analytical Engines");
+    const names = (await context.cookies()).map((c) => c.name);
+    expect(names).toContain("session");
+  });
+
+  it("creates an SSH authority and shows its public key and the sshd and known_hosts lines", async () => {
+    await go(`${workspaceUrl}/authorities`);
+    await page.getByText("No certificate authority yet").waitFor();
+    await page.getByLabel("Name", { exact: true }).fill("ssh-users");
+    await page.getByLabel("Default authority of the workspace", { exact: true }).check();
+    await page.getByRole("button", { name: "Create authority" }).click();
+    await page.getByRole("textbox", { name: "Public key", exact: true }).waitFor();
+    expect(await page.getByRole("textbox", { name: "Public key", exact: true }).inputValue()).toMatch(
+      /^ssh-ed25519 AAAA/,
+    );
+    expect(await page.getByRole("textbox", { name: "known_hosts line", exact: true }).inputValue()).toMatch(
+      /^@cert-authority \* ssh-ed25519 /,
+    );
+    expect(await page.getByRole("textbox", { name: "sshd snippet", exact: true }).inputValue()).toContain(
+      "TrustedUserCAKeys",
+    );
+    await shot("certificates");
+  });
+
+  it("invites a second person, who signs in through the link and joins", async () => {
+    await go(`${workspaceUrl}/members`);
+    await page.getByRole("button", { name: "Create invitation link" }).click();
+    const link = await page.getByRole("textbox", { name: "Invitation link", exact: true }).inputValue();
+    expect(link).toMatch(new RegExp(`^${base}/invites/`));
+    await shot("members");
+
+    const registered = await fetch(`${base}/v1/register`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: "Bob Babbage", email: "bob@example.com", username: "bob", password }),
+    });
+    expect(registered.status).toBe(200);
+    const other = await browser.newContext();
+    try {
+      const bob = await other.newPage();
+      await bob.goto(link);
+      await bob.getByText("You are invited to join Analytical Engines.").waitFor();
+      await shot("invitation", bob);
+      await bob.getByRole("link", { name: "Sign in" }).click();
+      await signIn(bob, "bob@example.com");
+      await bob.getByRole("button", { name: "Join Analytical Engines" }).click();
+      await heading("Analytical Engines", bob);
+    } finally {
+      await other.close();
+    }
+    await go(`${workspaceUrl}/members`);
+    await page.getByRole("cell", { name: "bob@example.com" }).waitFor();
+  });
+
+  it("creates a service account and shows its token once", async () => {
+    await go(`${workspaceUrl}/service-accounts`);
+    await page.getByLabel("Name", { exact: true }).fill("deploy-bot");
+    await page.getByRole("button", { name: "Create service account" }).click();
+    const token = await page
+      .getByRole("textbox", { name: "Service account token", exact: true })
+      .inputValue();
+    expect(token.length).toBeGreaterThan(20);
+    await page.getByRole("cell", { name: /deploy-bot/ }).waitFor();
+  });
+
+  it("enrols the daemon with the copied command, accepts it and sees it online", async () => {
+    await go(`${workspaceUrl}/daemons`);
+    await page.getByRole("button", { name: "Create enrolment token" }).click();
+    const command = await page.getByRole("textbox", { name: "Enrolment command", exact: true }).inputValue();
+    const match = /^wap-agent enroll --server (\S+) --token (\S+)$/.exec(command.trim());
+    expect(match?.[1]).toBe(base);
+    // The real host agent (the library behind `wap-agent`), enrolled with the copied token.
+    const hostKey = join(stateDir, "host_key");
+    execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", hostKey]);
+    await enroll({ server: server.url, token: match![2]!, stateDir: join(stateDir, "state"), name: "web-1" });
+    daemon = await startAgent({
+      stateDir: join(stateDir, "state"),
+      sshdDir: join(stateDir, "sshd"),
+      hostKeyFile: `${hostKey}.pub`,
+      sshAddresses: ["127.0.0.1:2222"],
+      users: [login],
+      hostname: "web-1",
+      log: () => undefined,
+    });
+    // The workspace event stream brings it in without a reload.
+    await page.getByRole("button", { name: "Accept web-1" }).click();
+    await page.getByRole("heading", { name: "Waiting for approval" }).waitFor({ state: "detached" });
+    await page.getByRole("cell", { name: "accepted" }).waitFor();
+    const record = page.getByLabel("Record sessions on web-1", { exact: true });
+    await record.click();
+    await expect.poll(() => record.isChecked()).toBe(true);
+    await page.getByRole("row", { name: /web-1 online accepted/ }).waitFor();
+    await shot("daemons");
+  });
+
+  it("grants a login on the target and opens a terminal that runs a command", async () => {
+    await go(`${workspaceUrl}/targets`);
+    await page
+      .getByRole("button", { name: /^Access to / })
+      .first()
+      .click();
+    await page.getByLabel("Unix username", { exact: true }).fill(login);
+    await page.getByRole("button", { name: "Add username" }).click();
+    await page.getByRole("heading", { name: `as ${login}` }).waitFor();
+    await page
+      .getByLabel(new RegExp(`^Grant ${login} on `))
+      .selectOption({ label: `${ada.name} (${ada.email})` });
+    await page.getByRole("button", { name: new RegExp(`^Revoke Ada Lovelace as ${login}`) }).waitFor();
+    await shot("targets");
+
+    // The daemon learns of the grant through a notification and a sync; until then it refuses.
+    const adaId = await page.evaluate<string>(
+      "fetch('/v1/whoami').then((r) => r.json()).then((b) => b.user.id)",
+    );
+    const principalsFile = join(stateDir, "sshd", "principals", login);
+    await untilAsync(async () => (await readFile(principalsFile, "utf8").catch(() => "")).includes(adaId));
+    await go(`${workspaceUrl}/sessions`);
+    await page.getByLabel("Log in as", { exact: true }).selectOption(login);
+    for (;;) {
+      await page.getByRole("button", { name: "Open terminal" }).click();
+      const opened = await Promise.race([
+        page.waitForURL(/\/terminal\//, { timeout: 5_000 }).then(() => true),
+        page
+          .getByRole("alert")
+          .waitFor({ timeout: 5_000 })
+          .then(() => false),
+      ]).catch(() => false);
+      if (opened) break;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    await heading("Terminal");
+    await page.getByTestId("terminal-state").filter({ hasText: "Connected" }).waitFor();
+    await page.locator(".xterm").click();
+    await page.keyboard.type("echo hello-$((6*7))\n");
+    await page.locator(".xterm-rows", { hasText: "hello-42" }).waitFor();
+    await shot("terminal");
+
+    await page.getByRole("button", { name: "Close session" }).click();
+    await page
+      .getByTestId("terminal-state")
+      .filter({ hasText: /Session ended|Disconnected/ })
+      .waitFor();
+  });
+
+  it("plays the session's recording in the page and downloads it as .cast", async () => {
+    await go(`${workspaceUrl}/recordings`);
+    await page
+      .getByRole("button", { name: /^Play recording / })
+      .first()
+      .click();
+    await page.locator(".ap-player").waitFor();
+    const [download] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByRole("button", { name: "Download .cast" }).first().click(),
+    ]);
+    expect(download.suggestedFilename()).toMatch(/\.cast$/);
+    const cast = await readFile((await download.path())!, "utf8");
+    expect(JSON.parse(cast.split("\n")[0]!)).toMatchObject({ version: 2 });
+    expect(cast).toContain("hello-42");
+    await shot("recordings");
+  });
+
+  it("registers a passkey, signs out and signs in again with it", async () => {
+    const cdp = await context.newCDPSession(page);
+    await cdp.send("WebAuthn.enable");
+    await cdp.send("WebAuthn.addVirtualAuthenticator", {
+      options: {
+        protocol: "ctap2",
+        transport: "internal",
+        hasResidentKey: true,
+        hasUserVerification: true,
+        isUserVerified: true,
+        automaticPresenceSimulation: true,
+      },
+    });
+    await go("/account");
+    await page.getByLabel("Passkey name", { exact: true }).fill("Virtual key");
+    await page.getByRole("button", { name: "Add a passkey" }).click();
+    await page.getByRole("cell", { name: "Virtual key", exact: true }).waitFor();
+    await shot("account");
+
+    await page.getByRole("button", { name: "Sign out", exact: true }).click();
+    await heading("Sign in");
+    await page.getByRole("button", { name: "Sign in with a passkey" }).click();
+    await heading("Workspaces");
+  });
+
+  it("approves a CLI login: the waiting stream gets the user", async () => {
+    const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+    const deviceId = randomUUID();
+    const signed = `${deviceId}:${Math.floor(Date.now() / 1000)}:${randomBytes(12).toString("hex")}:/platform.v1.AuthService/StreamCLILogin`;
+    const signature = sign("sha256", Buffer.from(signed), { key: privateKey, dsaEncoding: "der" });
+    const auth = createClient(AuthService, createConnectTransport({ baseUrl: server.url, httpVersion: "2" }));
+    const stream = auth
+      .streamCLILogin(
+        { authMethod: "soft", authPubkey: publicKey.export({ type: "spki", format: "pem" }).toString() },
+        {
+          headers: {
+            "platform-client-device-id": deviceId,
+            "platform-client-hostname": "ada-laptop",
+            "platform-client-os": "linux/x64",
+            authorization: `Platform ${signed}:${signature.toString("base64url")}`,
+          },
+        },
+      )
+      [Symbol.asyncIterator]();
+    const first = (await stream.next()).value!;
+    expect(first.verificationUrl).toMatch(new RegExp(`^${base}/cli-login\\?code=`));
+
+    await page.goto(first.verificationUrl);
+    await heading("Approve a CLI sign-in");
+    await page.getByLabel("Code shown by the CLI", { exact: true }).fill(first.userCode || "BCDF-GHJK");
+    await shot("cli-login");
+    await page.getByRole("button", { name: "Approve" }).click();
+    await page.getByText("Approved: the command line is signed in as you.").waitFor();
+    let user: { email: string } | undefined;
+    for (let next = await stream.next(); !next.done && !user; next = await stream.next())
+      user = next.value.user;
+    expect(user?.email).toBe(ada.email);
+  });
+
+  it("shows the audit log and exports it as CSV and JSON", async () => {
+    await go(`${workspaceUrl}/audit`);
+    await page.getByRole("table", { name: "Audit events" }).waitFor();
+    expect(await page.getByRole("row").count()).toBeGreaterThan(3);
+    await shot("audit");
+    const [csv] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByRole("button", { name: "Export CSV" }).click(),
+    ]);
+    const csvText = await readFile((await csv.path())!, "utf8");
+    expect(csvText.split("\n").length).toBeGreaterThan(3);
+    const [json] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByRole("button", { name: "Export JSON" }).click(),
+    ]);
+    const jsonText = await readFile((await json.path())!, "utf8");
+    expect(jsonText).toContain("workspace");
+  });
+
+  it("works at phone width", async () => {
+    const phone = await context.newPage();
+    await phone.setViewportSize({ width: 390, height: 844 });
+    await phone.goto(`${base}${workspaceUrl}/targets`);
+    await heading("Targets", phone);
+    const menu = phone.getByRole("button", { name: "Menu" });
+    await menu.click();
+    await phone
+      .getByRole("navigation", { name: "Workspace" })
+      .getByRole("link", { name: "Audit log" })
+      .click();
+    await heading("Audit log", phone);
+    const overflow = await phone.evaluate<number>("document.documentElement.scrollWidth - window.innerWidth");
+    expect(overflow).toBeLessThanOrEqual(0);
+    await shot("phone", phone);
+    await phone.close();
+  });
+});
+
+describe("the console's build", () => {
+  it("loads at most 300 kB of gzipped JavaScript up front; xterm and the player are separate chunks", async () => {
+    const dist = join(consoleRoot, "dist");
+    const html = await readFile(join(dist, "index.html"), "utf8");
+    const initial = [...html.matchAll(/(?:src|href)="(\/assets\/[^"]+\.js)"/g)].map((m) => m[1]!);
+    expect(initial.length).toBeGreaterThan(0);
+    let gzipped = 0;
+    for (const file of initial) gzipped += gzipSync(await readFile(join(dist, file))).length;
+    expect(gzipped).toBeLessThanOrEqual(300 * 1024);
+    const assets = await readdir(join(dist, "assets"));
+    expect(assets.some((f) => /^terminal-.*\.js$/.test(f))).toBe(true);
+    expect(assets.some((f) => /^player-.*\.js$/.test(f))).toBe(true);
+    expect(initial.some((f) => /terminal|player/.test(f))).toBe(false);
+    expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+  });
+});
