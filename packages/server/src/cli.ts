@@ -5,12 +5,15 @@
  *
  * @module
  */
+
+import cluster from "node:cluster";
 import { formatMasterKey, generateMasterKey } from "@wap/core";
 import { ConfigError, helpText, parseConfig, type ServerConfig } from "./config.js";
-import { createJsonLogger, type Logger } from "./logger.js";
+import { createJsonLogger, type Logger, withFields } from "./logger.js";
 import { databaseTargetOf, openStorageOnly } from "./open-storage.js";
 import { createServer } from "./server.js";
 import { StartupError } from "./startup-error.js";
+import { runPrimary, stopMessage, workersProblem } from "./workers.js";
 
 /** Runs the command; resolves to the process exit code. */
 export async function main(): Promise<number> {
@@ -32,6 +35,18 @@ export async function main(): Promise<number> {
   }
   const logger = createJsonLogger(parsed.config.logLevel);
   if (parsed.command === "migrate") return migrate(parsed.config, logger);
+  if (cluster.isWorker) {
+    return serve(
+      parsed.config,
+      withFields(logger, { worker: process.env.WAP_WORKER_SLOT, pid: process.pid }),
+    );
+  }
+  const problem = workersProblem(parsed.config);
+  if (problem !== undefined) {
+    process.stderr.write(`wap-server: ${problem}\n`);
+    return 2;
+  }
+  if (parsed.config.workers > 1) return runPrimary(parsed.config, logger);
   return serve(parsed.config, logger);
 }
 
@@ -44,11 +59,17 @@ async function serve(config: ServerConfig, logger: Logger): Promise<number> {
     return 1;
   }
   await new Promise<void>((resolve) => {
+    let stopping = false;
     const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
       logger.info("signal received", { signal });
-      // A second signal means "now".
-      process.once("SIGINT", () => process.exit(130));
-      process.once("SIGTERM", () => process.exit(143));
+      // A second signal means "now"; but not after the primary's message: Ctrl-C in a terminal
+      // signals the worker itself as well, and that is the same request to stop.
+      if (signal !== "primary") {
+        process.once("SIGINT", () => process.exit(130));
+        process.once("SIGTERM", () => process.exit(143));
+      }
       server.close().then(resolve, (error: unknown) => {
         logger.error("shutdown failed", { error: String(error) });
         resolve();
@@ -56,6 +77,12 @@ async function serve(config: ServerConfig, logger: Logger): Promise<number> {
     };
     process.once("SIGINT", () => stop("SIGINT"));
     process.once("SIGTERM", () => stop("SIGTERM"));
+    // A worker's primary asks by message (see workers.ts).
+    if (cluster.isWorker) {
+      process.on("message", (message) => {
+        if (message === stopMessage) stop("primary");
+      });
+    }
   });
   return 0;
 }
