@@ -8,11 +8,13 @@
  *    export.
  * 3. Daemon control streams (daemon-streams.ts): memory and heartbeat round trips of 10,000
  *    open streams, against bare HTTP/2 connections and PINGs.
+ * 4. Worker processes (workers.ts): authenticated GetCertificateAuthority against the binary with
+ *    one worker and with two, over PostgreSQL (BENCH_DATABASE_URL; needs h2load).
  *
  * Settings:
  * - BENCH_SECONDS (default 5) and BENCH_CONCURRENCY (default 32): each load run of the request
  *   path;
- * - BENCH_ONLY (comma-separated subset of `healthz,get-ca,sign,raw,audit-export,daemon-streams`,
+ * - BENCH_ONLY (comma-separated subset of `healthz,get-ca,sign,raw,audit-export,daemon-streams,workers`,
  *   default all), e.g. to profile one request path alone;
  * - BENCH_AUDIT_ROWS (default 1,000,000): events in the exported window;
  * - BENCH_DAEMON_STREAMS (default 10,000): daemon control streams held open; BENCH_DAEMON_LOADERS
@@ -37,8 +39,9 @@ import {
 } from "./report.js";
 import { requestPathMeasures, runRequestPathBench } from "./request-path.js";
 import type { BenchSection } from "./results.js";
+import { runWorkersBench } from "./workers.js";
 
-const benchmarks = [...requestPathMeasures, "audit-export", "daemon-streams"] as const;
+const benchmarks = [...requestPathMeasures, "audit-export", "daemon-streams", "workers"] as const;
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 32);
@@ -73,6 +76,11 @@ if (only.has("audit-export")) {
 if (only.has("daemon-streams")) {
   console.log("\nDaemon control streams");
   sections.push(await runDaemonStreamsBench());
+}
+
+if (only.has("workers")) {
+  console.log("\nWorker processes over PostgreSQL");
+  sections.push(await runWorkersBench({ seconds, concurrency }));
 }
 
 for (const section of sections) console.log(sectionText(section));
