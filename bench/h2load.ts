@@ -34,7 +34,16 @@ export async function runH2load(
     // `concurrency` streams in all, spread over `connections` (default one).
     const connections = options.connections ?? 1;
     const perConnection = Math.max(1, Math.ceil(options.concurrency / connections));
-    const args = ["-D", String(options.seconds), "-c", String(connections), "-t", "1", "-m", String(perConnection)];
+    const args = [
+      "-D",
+      String(options.seconds),
+      "-c",
+      String(connections),
+      "-t",
+      "1",
+      "-m",
+      String(perConnection),
+    ];
     args.push(`--log-file=${log}`);
     for (const [name, value] of Object.entries(spec.headers ?? {})) args.push("-H", `${name}: ${value}`);
     if (spec.body !== undefined) {

@@ -135,7 +135,9 @@ function startServer(settings: { databaseUrl: string; masterKey: string; workers
       });
     };
     child.stderr?.on("data", onData);
-    child.once("exit", (code) => reject(new Error(`wap-server --workers ${settings.workers} exited (${code})`)));
+    child.once("exit", (code) =>
+      reject(new Error(`wap-server --workers ${settings.workers} exited (${code})`)),
+    );
   });
 }
 
