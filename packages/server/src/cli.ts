@@ -58,6 +58,7 @@ async function serve(config: ServerConfig, logger: Logger): Promise<number> {
     logger.error("failed to start", { error: describe(error) });
     return 1;
   }
+  let onMessage = (_message: unknown) => {};
   await new Promise<void>((resolve) => {
     let stopping = false;
     const stop = (signal: string) => {
@@ -78,12 +79,16 @@ async function serve(config: ServerConfig, logger: Logger): Promise<number> {
     process.once("SIGINT", () => stop("SIGINT"));
     process.once("SIGTERM", () => stop("SIGTERM"));
     // A worker's primary asks by message (see workers.ts).
-    if (cluster.isWorker) {
-      process.on("message", (message) => {
-        if (message === stopMessage) stop("primary");
-      });
-    }
+    onMessage = (message) => {
+      if (message === stopMessage) stop("primary");
+    };
+    if (cluster.isWorker) process.on("message", onMessage);
   });
+  // The channel to the primary would keep a worker alive: let it go.
+  if (cluster.isWorker) {
+    process.off("message", onMessage);
+    cluster.worker?.disconnect();
+  }
   return 0;
 }
 

@@ -105,7 +105,7 @@ afterAll(async () => {
   const code = await server?.stop();
   await pg?.stop();
   expect(code).toBe(0);
-}, 60_000);
+}, 120_000);
 
 describe("wap-server --workers 2 over PostgreSQL", () => {
   it("listens on one port chosen once, in two worker processes", () => {
