@@ -102,9 +102,10 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
-  const code = await server?.stop();
+  const code = server === undefined ? undefined : await server.stop();
   await pg?.stop();
-  expect(code).toBe(0);
+  // Every worker drained and exited, then the primary: 0.
+  if (server !== undefined) expect(code).toBe(0);
 }, 120_000);
 
 describe("wap-server --workers 2 over PostgreSQL", () => {
