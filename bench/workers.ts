@@ -180,7 +180,8 @@ function workersSection(
       points: result.throughput,
     })),
     notes: [
-      "The load generator, PostgreSQL and the workers share the machine's cores: on a two-core machine a second worker competes with them, so the gain is well below 2×.",
+      "The load generator, PostgreSQL and the workers share the machine's cores: on a two-core machine a second worker competes with them, so the gain is well below 2×; on a machine busy with other work the figures are noise.",
+      "Single-process figures from the other sections run over SQLite in the benchmark's own process: compare the two rows here with each other, not with those.",
     ],
   };
 }
