@@ -63,6 +63,7 @@ module.exports = {
       comment: "The contract and the client's browser entry must not reach Node built-ins.",
       from: {
         path: "^packages/(api/src|client/src/(index\\.browser|browser-client|platform-client|clients|session|paginate)\\.ts)",
+        pathNot: "\\.test\\.ts$",
       },
       to: { dependencyTypes: ["core"] },
     },

@@ -12,6 +12,7 @@ const packages = [
   "server",
   "client",
   "cli",
+  "agent",
 ] as const;
 
 export const projects = [

@@ -8,13 +8,15 @@
  *    export.
  * 3. Daemon control streams (daemon-streams.ts): memory and heartbeat round trips of 10,000
  *    open streams, against bare HTTP/2 connections and PINGs.
- * 4. Worker processes (workers.ts): authenticated GetCertificateAuthority against the binary with
+ * 4. The host agent (agent.ts): `wap-agent run`'s memory idle and with 50 web terminals, and the
+ *    time from a grant change to its principals file on disk.
+ * 5. Worker processes (workers.ts): authenticated GetCertificateAuthority against the binary with
  *    one worker and with two, over PostgreSQL (BENCH_DATABASE_URL; needs h2load).
  *
  * Settings:
  * - BENCH_SECONDS (default 5) and BENCH_CONCURRENCY (default 32): each load run of the request
  *   path;
- * - BENCH_ONLY (comma-separated subset of `healthz,get-ca,sign,raw,audit-export,daemon-streams,workers`,
+ * - BENCH_ONLY (comma-separated subset of `healthz,get-ca,sign,raw,audit-export,daemon-streams,agent,workers`,
  *   default all), e.g. to profile one request path alone;
  * - BENCH_AUDIT_ROWS (default 1,000,000): events in the exported window;
  * - BENCH_DAEMON_STREAMS (default 10,000): daemon control streams held open; BENCH_DAEMON_LOADERS
@@ -27,6 +29,7 @@
  */
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
+import { runAgentBench } from "./agent.js";
 import { runAuditExportBench } from "./audit-export.js";
 import { runDaemonStreamsBench } from "./daemon-streams.js";
 import {
@@ -41,7 +44,7 @@ import { requestPathMeasures, runRequestPathBench } from "./request-path.js";
 import type { BenchSection } from "./results.js";
 import { runWorkersBench } from "./workers.js";
 
-const benchmarks = [...requestPathMeasures, "audit-export", "daemon-streams", "workers"] as const;
+const benchmarks = [...requestPathMeasures, "audit-export", "daemon-streams", "agent", "workers"] as const;
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 32);
@@ -76,6 +79,10 @@ if (only.has("audit-export")) {
 if (only.has("daemon-streams")) {
   console.log("\nDaemon control streams");
   sections.push(await runDaemonStreamsBench());
+}
+if (only.has("agent")) {
+  console.log("\nHost agent");
+  sections.push(await runAgentBench());
 }
 
 if (only.has("workers")) {

@@ -87,6 +87,14 @@ export interface DaemonClientOptions {
   /** Sent on every call, e.g. `Platform-Daemon-Hostname` and `Platform-Daemon-Version`. */
   readonly headers?: Readonly<Record<string, string>>;
   readonly interceptors?: readonly Interceptor[];
+  /**
+   * Send an HTTP/2 PING on a quiet connection this often, and drop the connection (failing its
+   * streams) when one is not answered within `pingTimeoutMs` (default 15 s): how a long-lived
+   * stream notices a network that vanished without a reset. Off by default, as the agent at the
+   * other end of the contract sends none.
+   */
+  readonly pingIntervalMs?: number;
+  readonly pingTimeoutMs?: number;
 }
 
 /** The services over the daemon's own HTTP/2 connection. */
@@ -101,7 +109,12 @@ export interface DaemonClient extends ServiceClients {
  * (h2c for `http://`), uncompressed requests, no HTTP/2 PINGs, every call signed.
  */
 export function createDaemonClient(options: DaemonClientOptions): DaemonClient {
-  const sessions = new Http2SessionManager(options.baseUrl);
+  const sessions = new Http2SessionManager(
+    options.baseUrl,
+    options.pingIntervalMs === undefined
+      ? {}
+      : { pingIntervalMs: options.pingIntervalMs, pingTimeoutMs: options.pingTimeoutMs ?? 15_000 },
+  );
   const interceptors: Interceptor[] = [];
   const headers = Object.entries(options.headers ?? {});
   if (headers.length > 0) {

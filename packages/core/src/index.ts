@@ -81,6 +81,8 @@ export {
   UnavailableError,
   UnimplementedError,
 } from "./errors.js";
+export type { AccessWatchOptions } from "./events/access-watch.js";
+export { accountsTopic, watchAccess } from "./events/access-watch.js";
 export type { EventBus, EventHandler, EventPayload } from "./events/event-bus.js";
 export {
   createInProcessEventBus,
@@ -91,6 +93,13 @@ export {
 export type { AnyStreamingOperation, StreamingOperation } from "./events/streaming-operation.js";
 export type { WorkspaceEvent } from "./events/workspace-events.js";
 export { workspaceEventOf, workspaceTopic } from "./events/workspace-events.js";
+export type { OutboundFetch, OutboundFetchOptions } from "./lib/outbound-fetch.js";
+export {
+  createOutboundFetch,
+  isAllowedAddress,
+  OutboundFetchError,
+  parseNetworks,
+} from "./lib/outbound-fetch.js";
 export type { LicenseOptions, LicensePayload, LicenseStatus } from "./license/license.js";
 export { freePlan, inspectLicense, licensePrefix, signLicense } from "./license/license.js";
 export type { Mailer, MailMessage } from "./mail/mailer.js";
@@ -117,6 +126,7 @@ export {
   attachSession,
   claimSession,
   endSession,
+  recheckSessionAccess,
   sessionReadyTimeoutSeconds,
   sessionRelayOf,
 } from "./sessions/lifecycle.js";

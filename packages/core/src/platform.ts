@@ -30,6 +30,7 @@ import {
   UnavailableError,
   UnimplementedError,
 } from "./errors.js";
+import { currentCaller, stageAccountChange, subjectIdOf, watchAccess } from "./events/access-watch.js";
 import { type AfterCommitEvents, createAfterCommitEvents, type StagedEvent } from "./events/after-commit.js";
 import { createInProcessEventBus, type EventBus } from "./events/event-bus.js";
 import type { AnyStreamingOperation, StreamingCall } from "./events/streaming-operation.js";
@@ -184,7 +185,27 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
           `${method.parent.typeName}/${method.name} is not implemented by this server`,
         );
       }
-      const prepared = await translateFaults(() => prepareCall(services, operation, ctx, request));
+      // The stream runs until its client leaves or the access it was opened under ends.
+      const revoked = new AbortController();
+      const streamCtx: CallContext = { ...ctx, signal: AbortSignal.any([ctx.signal, revoked.signal]) };
+      const prepared = await translateFaults(() => prepareCall(services, operation, streamCtx, request));
+      let revocation: PlatformError | undefined;
+      const subjectId = subjectIdOf(ctx.caller);
+      const stopWatching =
+        subjectId === ""
+          ? () => {}
+          : await watchAccess(services, {
+              workspaceId: prepared.workspace.workspaceId,
+              subjectId,
+              recheck: async () => {
+                const caller = await currentCaller(services, ctx.caller);
+                await prepareCall(services, operation, { ...streamCtx, caller }, request);
+              },
+              onRevoked: (error) => {
+                revocation = error;
+                revoked.abort(error);
+              },
+            });
       let readied = false;
       const ready = () => {
         if (readied) return;
@@ -195,10 +216,12 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
       try {
         for (;;) {
           const next = await translateFaults(() => messages.next());
+          if (revocation) throw revocation;
           if (next.done) return;
           yield create(method.output, next.value as never) as MessageShape<typeof method.output>;
         }
       } finally {
+        stopWatching();
         // The reader stopped early (client gone): let the operation release its subscription.
         await messages.return?.();
       }
@@ -404,7 +427,9 @@ function stageAuditEvent(
 ): void {
   // A deleted workspace's audit row is kept outside it, but its subscribers still hear of it.
   const topicWorkspace = entry.workspaceId || workspace.workspaceId;
-  if (topicWorkspace !== "") {
+  if (topicWorkspace === "") {
+    stageAccountChange(tx, record.actorId, entry.resource);
+  } else {
     events.stage(tx, {
       topic: workspaceTopic(topicWorkspace),
       payload: toEventPayload({

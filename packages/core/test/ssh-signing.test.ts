@@ -107,7 +107,8 @@ describe("every authority x key combination, read back by ssh-keygen -L", () => 
     });
     const listed = await sshKeygenList(files, res.signedCertificate);
     expect(listed.type).toMatch(/ host certificate$/);
-    expect(listed.principals).toEqual([target.id]);
+    // The target id first, then the names a plain `ssh <host>` is checked against.
+    expect(listed.principals).toEqual([target.id, target.name, "127.0.0.1"]);
     expect(listed.criticalOptions).toEqual([]);
     expect(listed.extensions).toEqual([]);
     expect(res.caPublicKey.split("\n")[0]).toBe(ca.publicKey);
@@ -201,7 +202,7 @@ describe("SignSSHCertificate rules", () => {
     expect(res.caId).toBe(other.id);
     expect(res.caPublicKey).toBe(other.publicKey);
     const listed = await sshKeygenList(files, res.signedCertificate);
-    expect(listed.principals).toEqual([target.id]);
+    expect(listed.principals).toEqual([target.id, target.name, "127.0.0.1"]);
     const ttlDays = (Number(res.expiresAt?.seconds) * 1000 - now()) / 86_400_000;
     expect(ttlDays).toBeGreaterThan(7);
     expect(ttlDays).toBeLessThanOrEqual(30);

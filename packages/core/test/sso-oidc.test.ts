@@ -27,7 +27,7 @@ beforeAll(async () => {
   t = await createTestPlatform();
   // The platform's clock is only used for our own records; the IdP's tokens carry real time.
   t.clock.set(new Date());
-  useIntegrations(t.platform, { sso: { baseUrl, allowInsecureHttp: true } });
+  useIntegrations(t.platform, { sso: { baseUrl, allowInsecureHttp: true, allowNetworks: ["127.0.0.0/8"] } });
 });
 afterAll(async () => {
   await t.platform.close();
@@ -348,7 +348,9 @@ describe("OIDC provider variants", () => {
         "failed_precondition",
       );
     } finally {
-      useIntegrations(t.platform, { sso: { baseUrl, allowInsecureHttp: true } });
+      useIntegrations(t.platform, {
+        sso: { baseUrl, allowInsecureHttp: true, allowNetworks: ["127.0.0.0/8"] },
+      });
     }
     await expectCode(beginOidcSignIn(t.platform.services, { providerId: crypto.randomUUID() }), "not_found");
     await expectCode(

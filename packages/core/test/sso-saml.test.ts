@@ -44,7 +44,7 @@ beforeAll(async () => {
   t = await createTestPlatform();
   // node-saml checks assertion times against the real clock: keep ours with it.
   t.clock.set(new Date());
-  useIntegrations(t.platform, { sso: { baseUrl, allowInsecureHttp: true } });
+  useIntegrations(t.platform, { sso: { baseUrl, allowInsecureHttp: true, allowNetworks: ["127.0.0.0/8"] } });
   owner = await t.owner();
   domain = `saml-${crypto.randomUUID().slice(0, 8)}.example`;
   await verifyDomain(t.storage, owner.workspaceId, domain);

@@ -22,7 +22,7 @@ import { billingWebhookRoutes } from "./billing-webhook.js";
 import { callerFor, callPlatform, type EdgeRequest, type EdgeSettings, edgeOf } from "./edge.js";
 import { type PublicError, restDetailsOf, toPublicError } from "./errors.js";
 import { ndjsonStream } from "./ndjson-stream.js";
-import { BodyTooLargeError, readBodyText } from "./read-body.js";
+import { BodyTooLargeError, readJsonBodyText, UnsupportedMediaTypeError } from "./read-body.js";
 import {
   buildRequest,
   createRestRoutes,
@@ -39,6 +39,8 @@ export interface AppSettings {
   readonly storage: Pick<Storage, "ping">;
   /** Largest request body accepted, in bytes. */
   readonly bodyLimitBytes: number;
+  /** Time a request body (other than a client stream's) may take to arrive; default 30 s. */
+  readonly bodyTimeoutMs?: number;
   /** Aborted when the server shuts down for good: running REST calls answer `unavailable`. */
   readonly shutdownSignal: AbortSignal;
 }
@@ -114,7 +116,7 @@ export function createApp(
           : settings.shutdownSignal;
         const deadline = callSignal(c.env.outgoing, timeoutMs, stopping);
         try {
-          const body = await readBodyText(c.req.raw, settings.bodyLimitBytes);
+          const body = await readJsonBodyText(c.req.raw, settings.bodyLimitBytes);
           const request = buildRequest(match, { query: url.searchParams, bodyText: body });
           return await ndjsonStream({
             edge,
@@ -138,7 +140,7 @@ export function createApp(
       // The deadline runs from here, as on the Connect paths: reading the body counts.
       const deadline = callSignal(c.env.outgoing, timeoutMs, settings.shutdownSignal);
       try {
-        const body = await readBodyText(c.req.raw, settings.bodyLimitBytes);
+        const body = await readJsonBodyText(c.req.raw, settings.bodyLimitBytes);
         const request = buildRequest(match, { query: url.searchParams, bodyText: body });
         // The route table only holds methods of the contract; unary was checked above.
         const unary = method as DescMethodUnary;
@@ -155,11 +157,18 @@ export function createApp(
         deadline.dispose();
       }
     } catch (error) {
-      return fail(error, error instanceof BodyTooLargeError ? 413 : undefined);
+      return fail(error, statusOfBodyError(error));
     }
   });
 
   return app;
+}
+
+/** The HTTP status of a refused body, when it is not the one its code maps to. */
+function statusOfBodyError(error: unknown): number | undefined {
+  if (error instanceof BodyTooLargeError) return 413;
+  if (error instanceof UnsupportedMediaTypeError) return 415;
+  return undefined;
 }
 
 function errorBody(error: PublicError) {

@@ -39,6 +39,29 @@ describe("parseConfig", () => {
     }
   });
 
+  it("reads the edge limits and the outbound network allowance, refusing what is not a network", () => {
+    const { config } = parseConfig(["--headers-timeout", "5", "--max-connections-per-client=0"], {
+      WAP_BODY_TIMEOUT: "7",
+      WAP_OUTBOUND_ALLOW_NETWORKS: "10.0.0.0/8, fd00::/8,192.0.2.7",
+    });
+    expect(config).toMatchObject({
+      headersTimeoutSeconds: 5,
+      bodyTimeoutSeconds: 7,
+      maxConnectionsPerClient: 0,
+      outboundAllowNetworks: ["10.0.0.0/8", "fd00::/8", "192.0.2.7"],
+    });
+    expect(defaultConfig).toMatchObject({
+      headersTimeoutSeconds: 20,
+      bodyTimeoutSeconds: 30,
+      maxConnectionsPerClient: 128,
+      outboundAllowNetworks: [],
+    });
+    expect(() => parseConfig([], { WAP_OUTBOUND_ALLOW_NETWORKS: "intranet.example" })).toThrow(
+      /WAP_OUTBOUND_ALLOW_NETWORKS: "intranet.example" is not a network/,
+    );
+    expect(() => parseConfig(["--body-timeout", "0"])).toThrow(ConfigError);
+  });
+
   it("parses allowed origins and refuses paths", () => {
     const { config } = parseConfig(["--allowed-origins", "https://a.example, http://b.example:8080"]);
     expect(config.allowedOrigins).toEqual(["https://a.example", "http://b.example:8080"]);

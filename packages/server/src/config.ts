@@ -5,6 +5,7 @@
  * @module
  */
 import { availableParallelism } from "node:os";
+import { parseNetworks } from "@wap/core";
 import {
   defaultIntegrationConfig,
   type IntegrationConfig,
@@ -63,6 +64,17 @@ export interface ServerConfig extends IntegrationConfig {
   readonly instanceLeaseSeconds: number;
   /** Server processes sharing the port (PostgreSQL only when more than one); see workers.ts. */
   readonly workers: number;
+  /**
+   * Non-public networks (CIDR) the server may fetch from when it reads an identity provider's
+   * documents; none by default (loopback, private, link-local and unique-local are refused).
+   */
+  readonly outboundAllowNetworks: readonly string[];
+  /** A request must have sent its headers within this time. */
+  readonly headersTimeoutSeconds: number;
+  /** A request body (other than a client stream's) must have arrived whole within this time. */
+  readonly bodyTimeoutSeconds: number;
+  /** Connections one client address may hold open at once (0: no limit). */
+  readonly maxConnectionsPerClient: number;
 }
 
 export const defaultConfig: ServerConfig = {
@@ -88,6 +100,10 @@ export const defaultConfig: ServerConfig = {
   daemonKeepaliveSeconds: 60,
   instanceLeaseSeconds: 30,
   workers: 1,
+  outboundAllowNetworks: [],
+  headersTimeoutSeconds: 20,
+  bodyTimeoutSeconds: 30,
+  maxConnectionsPerClient: 128,
   ...defaultIntegrationConfig,
 };
 
@@ -317,6 +333,38 @@ export const settings: readonly Setting[] = [
     help: "Server processes sharing the port, to use every core (auto: one per CPU). More than 1 needs PostgreSQL: the embedded SQLite database serves one process.",
     apply: assign("workers", workerCount),
   },
+  {
+    env: "WAP_HEADERS_TIMEOUT",
+    flag: "--headers-timeout",
+    value: "<seconds>",
+    defaultText: "20",
+    help: "A connection must send a request's headers within this time (and say its first word within it), or it is closed.",
+    apply: assign("headersTimeoutSeconds", wholeNumber(1, 3600)),
+  },
+  {
+    env: "WAP_BODY_TIMEOUT",
+    flag: "--body-timeout",
+    value: "<seconds>",
+    defaultText: "30",
+    help: "A request body must arrive whole within this time, or the request is cut (408 on HTTP/1.1, a reset stream on HTTP/2). Client and bidirectional streams (daemon streams) are not bounded by it.",
+    apply: assign("bodyTimeoutSeconds", wholeNumber(1, 3600)),
+  },
+  {
+    env: "WAP_MAX_CONNECTIONS_PER_CLIENT",
+    flag: "--max-connections-per-client",
+    value: "<n>",
+    defaultText: "128",
+    help: "Connections one client address may hold open at once; more are closed at once (0: no limit). Behind a proxy every client has the proxy's address: raise it or set 0 there, and let the proxy limit clients.",
+    apply: assign("maxConnectionsPerClient", wholeNumber(0, 1_000_000)),
+  },
+  {
+    env: "WAP_OUTBOUND_ALLOW_NETWORKS",
+    flag: "--outbound-allow-networks",
+    value: "<cidrs>",
+    defaultText: "none",
+    help: "Comma-separated networks (10.0.0.0/8, fd00::/8, 192.0.2.7) the server may fetch identity-provider documents from although they are not public. By default every loopback, private, link-local and unique-local address is refused, whatever name resolves to it.",
+    apply: assign("outboundAllowNetworks", networks),
+  },
   ...integrationSettings,
   {
     env: "WAP_LOG_LEVEL",
@@ -508,6 +556,17 @@ export const maxWorkers = 256;
 function workerCount(text: string, source: string): number {
   if (text.toLowerCase() === "auto") return Math.min(availableParallelism(), maxWorkers);
   return integer(text, source, 1, maxWorkers);
+function networks(text: string, source: string): string[] {
+  const list = text
+    .split(",")
+    .map((n) => n.trim())
+    .filter((n) => n !== "");
+  try {
+    parseNetworks(list);
+  } catch (error) {
+    throw new ConfigError(`${source}: ${(error as Error).message}`);
+  }
+  return list;
 }
 
 function trustProxy(text: string, source: string): number {

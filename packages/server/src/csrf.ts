@@ -34,10 +34,34 @@ export function checkCsrf(
   const refuse = (why: string) =>
     new PermissionDeniedError(`cross-site request refused: ${why}`, { reason: "CSRF_CHECK_FAILED" });
 
+  const crossSite = crossSiteRefusal(facts, allowedOrigins, "to use the session cookie");
+  if (crossSite !== undefined) return crossSite;
+
+  const mediaType = facts.contentType?.split(";")[0]?.trim() ?? "";
+  if (!facts.hasConnectProtocolVersion && !preflightedContentType.test(mediaType)) {
+    return refuse(
+      "with the session cookie, send Content-Type: application/json (or a protobuf/gRPC type) or the Connect-Protocol-Version header",
+    );
+  }
+  return undefined;
+}
+
+/**
+ * The refusal of a request a page of another site made (its `Origin`, else its
+ * `Sec-Fetch-Site`), or undefined for our own pages, allowed origins and non-browser clients.
+ * `purpose` ends the message: "origin X is not allowed <purpose>".
+ */
+export function crossSiteRefusal(
+  facts: Pick<CsrfFacts, "ownOrigin" | "origin" | "secFetchSite">,
+  allowedOrigins: ReadonlySet<string>,
+  purpose: string,
+): PermissionDeniedError | undefined {
+  const refuse = (why: string) =>
+    new PermissionDeniedError(`cross-site request refused: ${why}`, { reason: "CSRF_CHECK_FAILED" });
   if (facts.origin !== undefined) {
     const origin = facts.origin.toLowerCase();
     if (origin !== facts.ownOrigin.toLowerCase() && !allowedOrigins.has(origin)) {
-      return refuse(`origin ${facts.origin} is not allowed to use the session cookie`);
+      return refuse(`origin ${facts.origin} is not allowed ${purpose}`);
     }
   } else if (
     facts.secFetchSite !== undefined &&
@@ -45,13 +69,6 @@ export function checkCsrf(
     facts.secFetchSite !== "none"
   ) {
     return refuse(`Sec-Fetch-Site is ${facts.secFetchSite}`);
-  }
-
-  const mediaType = facts.contentType?.split(";")[0]?.trim() ?? "";
-  if (!facts.hasConnectProtocolVersion && !preflightedContentType.test(mediaType)) {
-    return refuse(
-      "with the session cookie, send Content-Type: application/json (or a protobuf/gRPC type) or the Connect-Protocol-Version header",
-    );
   }
   return undefined;
 }

@@ -26,7 +26,7 @@ import {
   UnavailableError,
 } from "@wap/core";
 import { clientAddress } from "./client-address.js";
-import { checkCsrf } from "./csrf.js";
+import { checkCsrf, crossSiteRefusal } from "./csrf.js";
 import type { ServerInstance } from "./daemons/instance.js";
 import type { SessionRelayHub } from "./daemons/relay-hub.js";
 import type { Logger } from "./logger.js";
@@ -40,6 +40,7 @@ import {
 import {
   type CookieSettings,
   clearedSessionCookie,
+  isSignInProcedure,
   readSessionCookie,
   sessionCookieAfter,
   touchesSessionCookie,
@@ -54,6 +55,11 @@ export interface EdgeSettings {
   readonly allowedOrigins: ReadonlySet<string>;
   /** The server speaks TLS: cookies get `Secure`, our origin is https. */
   readonly secure: boolean;
+  /**
+   * Browsers reach the server by https (its public URL is https, a TLS proxy in front): cookies
+   * get `Secure` even though the server itself speaks cleartext.
+   */
+  readonly publicHttps?: boolean;
   readonly logger: Logger;
   /** Aborted when the server starts shutting down: open event streams end at once. */
   readonly closing?: AbortSignal;
@@ -80,6 +86,8 @@ export interface EdgeRequest {
   readonly challengeFailed: boolean;
   /** The `Platform-Daemon-*` headers (names in lower case), for operations that read them. */
   readonly daemonHeaders: Readonly<Record<string, string>> | undefined;
+  /** The browser reached us by https (TLS here, an https public URL, or a trusted proxy says so). */
+  readonly https: boolean;
   /** For the request log: the RPC served and the code answered. */
   rpc?: string;
   code?: ErrorCode | "ok";
@@ -143,6 +151,7 @@ export async function admitRequest(
     settings.trustedProxyHops,
   );
   const userAgent = (first(headers["user-agent"]) ?? "").slice(0, 512);
+  const https = reachedByHttps(headers, settings);
 
   const authorization = first(headers.authorization);
   const bearer = bearerOf(authorization);
@@ -174,7 +183,7 @@ export async function admitRequest(
     authFailure instanceof PlatformError &&
     authFailure.code === "unauthenticated";
   // A stale cookie would otherwise be sent again and again; tell the browser to drop it.
-  if (staleCookie) res.setHeader("Set-Cookie", clearedSessionCookie(settings));
+  if (staleCookie) res.setHeader("Set-Cookie", clearedSessionCookie({ secure: https }));
   const challengeFailed =
     platformChallenge !== undefined &&
     authFailure instanceof PlatformError &&
@@ -217,6 +226,21 @@ export async function admitRequest(
     );
   }
 
+  // Login CSRF: a foreign page must not sign the browser into another account, cookie or not.
+  const origin = first(headers.origin);
+  const secFetchSite = first(headers["sec-fetch-site"]);
+  if (refusal === undefined && (origin !== undefined || secFetchSite !== undefined)) {
+    const path = pathOf(req.url);
+    const procedure = procedurePath.test(path) ? path : resolveProcedure?.(req.method ?? "GET", path);
+    if (procedure !== undefined && isSignInProcedure(procedure)) {
+      refusal = crossSiteRefusal(
+        { ownOrigin: ownOrigin(headers, settings), origin, secFetchSite },
+        settings.allowedOrigins,
+        "to sign in here",
+      );
+    }
+  }
+
   const edge: EdgeRequest = {
     requestId,
     ipAddress,
@@ -228,6 +252,7 @@ export async function admitRequest(
     onlyCookieFailed: staleCookie,
     challengeFailed,
     daemonHeaders,
+    https,
   };
   (req as { [edgeSlot]?: EdgeRequest })[edgeSlot] = edge;
   return edge;
@@ -316,14 +341,25 @@ export async function callPlatform<I extends DescMessage, O extends DescMessage>
   return {
     response,
     setCookie: touchesSessionCookie(method)
-      ? sessionCookieAfter(method, response, cookieSettings(settings))
+      ? sessionCookieAfter(method, response, cookieSettings(settings, edge))
       : undefined,
   };
 }
 
-/** Cookie attributes for this server. */
-export function cookieSettings(settings: EdgeSettings): CookieSettings {
-  return { secure: settings.secure, maxAgeSeconds: settings.platform.services.config.accessTokenTtlSeconds };
+/** Cookie attributes for an answer to `edge`: `Secure` whenever the browser came by https. */
+export function cookieSettings(settings: EdgeSettings, edge: Pick<EdgeRequest, "https">): CookieSettings {
+  return { secure: edge.https, maxAgeSeconds: settings.platform.services.config.accessTokenTtlSeconds };
+}
+
+/**
+ * True when the browser reached us by https: this server speaks TLS, its public URL is https,
+ * or a trusted proxy says `X-Forwarded-Proto: https`.
+ */
+function reachedByHttps(headers: IncomingHttpHeaders, settings: EdgeSettings): boolean {
+  if (settings.secure || settings.publicHttps) return true;
+  return (
+    settings.trustedProxyHops > 0 && firstListed(headers["x-forwarded-proto"])?.toLowerCase() === "https"
+  );
 }
 
 /** The error a fired abort signal stands for. */

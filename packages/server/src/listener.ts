@@ -3,6 +3,9 @@
  * goes to an h2c server (prior knowledge, as gRPC and the agent daemon use), anything else to an
  * HTTP/1.1 server (browsers, curl, gRPC-Web). With TLS, ALPN picks h2 or http/1.1.
  *
+ * A client cannot hold connections by sending slowly: HTTP/1.1 headers and whole requests have
+ * time limits, and one client address may hold only so many connections (`WAP_MAX_CONNECTIONS_PER_CLIENT`).
+ *
  * Nothing here cuts a long stream: there is no socket idle timeout while a stream is open, and
  * idle HTTP/2 sessions get keepalive PINGs (docs/agent-protocol.md: quiet control streams, 8 h sessions).
  * A session whose peer leaves a PING unanswered for a whole keepalive interval is closed.
@@ -41,6 +44,15 @@ export interface ListenerOptions {
   readonly idleSessionTimeoutMs?: number;
   /** WebSocket handshakes (HTTP/1.1 upgrades, cleartext or TLS); without it they are plain requests. */
   readonly onWebSocket?: WebSocketUpgradeHandler | undefined;
+  /** An HTTP/1.1 request must have sent all its headers within this time. */
+  readonly headersTimeoutMs?: number;
+  /**
+   * An HTTP/1.1 request must have been received whole (headers and body) within this time; the
+   * request handler bounds HTTP/2 request bodies alike (request-handler.ts).
+   */
+  readonly requestTimeoutMs?: number;
+  /** Open connections one client address may hold; more are closed at once (0: no limit). */
+  readonly maxConnectionsPerClient?: number;
 }
 
 export interface Listener {
@@ -54,11 +66,13 @@ export interface Listener {
 }
 
 const preface = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
-const sniffTimeoutMs = 60_000;
 const defaults = {
   maxConcurrentStreams: 256,
   keepaliveIntervalMs: 60_000,
   idleSessionTimeoutMs: 15 * 60_000,
+  headersTimeoutMs: 20_000,
+  requestTimeoutMs: 50_000,
+  maxConnectionsPerClient: 128,
 };
 
 /** Starts listening; resolves once the port is bound (port 0 picks a free one). */
@@ -111,13 +125,19 @@ export async function listen(options: ListenerOptions): Promise<Listener> {
   });
 
   const h1 = http.createServer({
-    // The time to receive a whole request; 0 so that slow uploads and streams are not cut.
-    requestTimeout: 0,
-    headersTimeout: 60_000,
+    // A client that trickles its headers or body is cut, not waited for: HTTP/1.1 carries no
+    // client streams here (those need HTTP/2), and a response stream is not part of this time.
+    requestTimeout: settings.requestTimeoutMs,
+    headersTimeout: Math.min(settings.headersTimeoutMs, settings.requestTimeoutMs),
+    // How often Node looks for requests past those times (its default is every 30 s).
+    connectionsCheckingInterval: Math.max(100, Math.min(1_000, settings.headersTimeoutMs / 4)),
     keepAliveTimeout: 5_000,
   });
   h1.on("request", onRequest);
   h1.setTimeout(0);
+  // Node looks for requests past their time limits from when a server listens; this one never
+  // does itself (the front server hands it connections), so it is told to start looking.
+  h1.emit("listening");
   if (options.onWebSocket) {
     h1.on("upgrade", routeUpgrades(h1, "connection", options.onWebSocket));
     if (options.tls) h2.on("upgrade", routeUpgrades(h2, "secureConnection", options.onWebSocket));
@@ -127,20 +147,43 @@ export async function listen(options: ListenerOptions): Promise<Listener> {
   const front = options.tls
     ? h2
     : net.createServer((socket) => {
+        if (!admitConnection(socket)) return;
         track(socket);
         silent.add(socket);
         socket.once("close", () => silent.delete(socket));
-        sniff(socket, (isHttp2) => {
+        sniff(socket, settings.headersTimeoutMs, (isHttp2) => {
           silent.delete(socket);
           if (!isHttp2) busy.set(socket, 0);
           (isHttp2 ? h2 : h1).emit("connection", socket);
         });
       });
   if (options.tls) {
-    h2.on("connection", (socket: Duplex) => track(socket));
+    h2.on("connection", (socket: net.Socket) => {
+      if (admitConnection(socket)) track(socket);
+    });
     h2.on("secureConnection", (socket: tls.TLSSocket) => {
       if (socket.alpnProtocol !== "h2") busy.set(socket, 0);
     });
+  }
+
+  const perClient = new Map<string, number>();
+  /** Counts the socket against its address; false (and the socket closed) when over the limit. */
+  function admitConnection(socket: net.Socket): boolean {
+    const limit = settings.maxConnectionsPerClient;
+    const address = socket.remoteAddress;
+    if (limit <= 0 || address === undefined) return true;
+    const open = perClient.get(address) ?? 0;
+    if (open >= limit) {
+      socket.destroy();
+      return false;
+    }
+    perClient.set(address, open + 1);
+    socket.once("close", () => {
+      const left = (perClient.get(address) ?? 1) - 1;
+      if (left <= 0) perClient.delete(address);
+      else perClient.set(address, left);
+    });
+    return true;
   }
 
   function track(socket: Duplex) {
@@ -163,6 +206,8 @@ export async function listen(options: ListenerOptions): Promise<Listener> {
     async close(graceMs, beforeForce) {
       closing = true;
       const stopped = new Promise<void>((resolve) => front.close(() => resolve()));
+      // Stops its time-limit checks (it never listened, so nothing else to close).
+      if (front !== h1) h1.close();
       // GOAWAY lets open streams finish while refusing new ones; idle HTTP/1.1 sockets go now.
       for (const session of sessions) session.close();
       for (const socket of sockets) {
@@ -185,7 +230,7 @@ export async function listen(options: ListenerOptions): Promise<Listener> {
 }
 
 /** Waits for enough bytes to tell the HTTP/2 preface from HTTP/1.1, then hands the socket over. */
-function sniff(socket: net.Socket, route: (isHttp2: boolean) => void) {
+function sniff(socket: net.Socket, timeoutMs: number, route: (isHttp2: boolean) => void) {
   let seen = Buffer.alloc(0);
   const onReadable = () => {
     let chunk: Buffer | null;
@@ -202,7 +247,7 @@ function sniff(socket: net.Socket, route: (isHttp2: boolean) => void) {
   };
   const onEnd = () => socket.destroy();
   // A connection that never says anything must not be held open forever.
-  socket.setTimeout(sniffTimeoutMs, () => socket.destroy());
+  socket.setTimeout(timeoutMs, () => socket.destroy());
   socket.on("readable", onReadable);
   socket.once("end", onEnd);
   socket.on("error", () => socket.destroy());

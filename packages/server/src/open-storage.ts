@@ -12,6 +12,7 @@ import type { Storage } from "@wap/core/storage";
 import { ConfigError, type ServerConfig } from "./config.js";
 import type { Logger } from "./logger.js";
 import { createMemoryRateLimiters, type RateLimiters } from "./rate-limit.js";
+import { StartupError } from "./startup-error.js";
 
 /** Where the data lives. */
 export type DatabaseTarget =
@@ -71,12 +72,13 @@ export async function openBackend(
     const { openPostgresBackend } = await import("./postgres-backend.js");
     return openPostgresBackend(target.url, config, logger);
   }
+  const { storage, unlock } = await openSqliteStorage(target.file);
   return {
-    storage: await openSqliteStorage(target.file),
+    storage,
     events: undefined,
     rateLimiters: createMemoryRateLimiters(config.rateLimit),
     description: { sqlite: target.file },
-    release: async () => undefined,
+    release: async () => unlock(),
   };
 }
 
@@ -86,13 +88,42 @@ export async function openStorageOnly(target: DatabaseTarget): Promise<Storage> 
     const { openPostgresStorageOnly } = await import("./postgres-backend.js");
     return openPostgresStorageOnly(target.url);
   }
-  return openSqliteStorage(target.file);
+  const { storage, unlock } = await openSqliteStorage(target.file);
+  const close = storage.close.bind(storage);
+  return Object.assign(storage, {
+    close: async () => {
+      try {
+        await close();
+      } finally {
+        unlock();
+      }
+    },
+  });
 }
 
-async function openSqliteStorage(file: string): Promise<Storage> {
-  if (file !== ":memory:") await mkdir(dirname(file), { recursive: true, mode: 0o700 });
-  const { createSqliteStorage } = await import("@wap/storage-sqlite");
-  return createSqliteStorage({ filename: file });
+/**
+ * Opens the embedded database for this process alone: a second server (or `migrate`) on the
+ * same file is refused with a message that says so, while the lock of a process that died is
+ * gone with it (storage-sqlite database-files.ts).
+ */
+async function openSqliteStorage(file: string): Promise<{ storage: Storage; unlock: () => void }> {
+  const { createSqliteStorage, DatabaseInUseError, lockDatabase } = await import("@wap/storage-sqlite");
+  if (file === ":memory:")
+    return { storage: await createSqliteStorage({ filename: file }), unlock: () => {} };
+  await mkdir(dirname(file), { recursive: true, mode: 0o700 });
+  let unlock: () => void;
+  try {
+    unlock = lockDatabase(file);
+  } catch (error) {
+    if (error instanceof DatabaseInUseError) throw new StartupError(error.message, { cause: error });
+    throw error;
+  }
+  try {
+    return { storage: await createSqliteStorage({ filename: file }), unlock };
+  } catch (error) {
+    unlock();
+    throw error;
+  }
 }
 
 /** A URL without its password, for messages. */

@@ -12,6 +12,34 @@ export class BodyTooLargeError extends ResourceExhaustedError {
   }
 }
 
+/** A body in another format than the one the endpoint reads: answered with HTTP 415. */
+export class UnsupportedMediaTypeError extends InvalidArgumentError {
+  constructor(got: string, expected: string) {
+    super(`send the request body as Content-Type: ${expected}: got ${got === "" ? "none" : got}`, {
+      reason: "UNSUPPORTED_MEDIA_TYPE",
+    });
+  }
+}
+
+const jsonType = "application/json";
+
+/**
+ * A REST request body (JSON) as text. Any other Content-Type is refused, before the body is
+ * read when its length is declared: an HTML form or a `text/plain` fetch from another site can
+ * send neither the JSON type nor a body read as JSON.
+ */
+export async function readJsonBodyText(request: Request, limitBytes: number): Promise<string> {
+  const type = request.headers.get("content-type")?.split(";", 1)[0]?.trim().toLowerCase() ?? "";
+  const isJson = type === jsonType;
+  const declared = request.headers.get("content-length");
+  const announced =
+    (declared !== null && declared.trim() !== "0") || request.headers.has("transfer-encoding");
+  if (!isJson && announced) throw new UnsupportedMediaTypeError(type, jsonType);
+  const text = await readBodyText(request, limitBytes);
+  if (!isJson && text !== "") throw new UnsupportedMediaTypeError(type, jsonType);
+  return text;
+}
+
 /** The body as UTF-8 text, empty when there is none. */
 export async function readBodyText(request: Request, limitBytes: number): Promise<string> {
   const declared = Number(request.headers.get("content-length") ?? Number.NaN);

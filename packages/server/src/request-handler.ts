@@ -8,6 +8,7 @@
  */
 import { setMaxListeners } from "node:events";
 import type http from "node:http";
+import http2 from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { getRequestListener } from "@hono/node-server";
@@ -41,8 +42,9 @@ export function createRequestHandler(settings: AppSettings): NodeHandler {
     () => shutdown.abort(new ConnectError("the server is shutting down; retry", Code.Unavailable)),
     { once: true },
   );
-  // The contract rejects unknown fields (spec §1.5); connect-node ignores them unless told.
-  const jsonOptions = { ignoreUnknownFields: false };
+  // The contract rejects unknown fields (spec §1.5); connect-node ignores them unless told. JSON
+  // that is not UTF-8 is refused (connect-es would read it with U+FFFD in place of bad bytes).
+  const jsonOptions = { ignoreUnknownFields: false, textDecoder: strictUtf8 };
   const connect = connectNodeAdapter({
     routes: (router) => {
       registerConnectRoutes(router, settings.edge);
@@ -93,14 +95,19 @@ export function createRequestHandler(settings: AppSettings): NodeHandler {
     connect(req, res);
   }
 
+  const bodyTimeoutMs = settings.bodyTimeoutMs ?? 30_000;
+  const clientStreams = clientStreamPaths();
+
   return (req, res) => {
     const url = req.url ?? "/";
     const query = url.indexOf("?");
     const path = query < 0 ? url : url.slice(0, query);
     const probe = probePaths.has(path);
     if (probe ? logProbes : logRequests) logWhenClosed(logger, req, res, path, probe);
-    if (req.httpVersionMajor === 1 && req.method !== "GET" && req.method !== "HEAD") {
-      keepUnreadBodyDrainable(req as http.IncomingMessage, res);
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      if (req.httpVersionMajor === 1) keepUnreadBodyDrainable(req as http.IncomingMessage, res);
+      // A client stream's body is the stream itself: it has no end to wait for.
+      if (!clientStreams.has(path)) boundBodyTime(req, res, bodyTimeoutMs, logger);
     }
     if (applyCors(req, res as Parameters<typeof applyCors>[1], settings.edge.allowedOrigins)) return;
     if (probe && req.method === "GET") {
@@ -129,6 +136,77 @@ function keepUnreadBodyDrainable(req: http.IncomingMessage, res: Parameters<Node
     req.on("readable", discard);
     discard();
   });
+}
+
+/**
+ * A UTF-8 decoder that refuses malformed input with a message naming the problem; connect-es
+ * answers what its JSON decoder throws as `invalid_argument`, on every protocol and both paths.
+ */
+const strictUtf8 = (() => {
+  const fatal = new TextDecoder("utf-8", { fatal: true });
+  const decoder = Object.create(fatal) as InstanceType<typeof TextDecoder>;
+  decoder.decode = (...args: Parameters<typeof fatal.decode>) => {
+    try {
+      return fatal.decode(...args);
+    } catch {
+      throw new ConnectError("the request message is not valid UTF-8 JSON", Code.InvalidArgument);
+    }
+  };
+  return decoder;
+})();
+
+/** The procedure paths whose request body is a stream of messages (client and bidi streams). */
+function clientStreamPaths(): ReadonlySet<string> {
+  const paths = new Set<string>();
+  for (const service of platformServices) {
+    for (const method of service.methods) {
+      if (method.methodKind === "client_streaming" || method.methodKind === "bidi_streaming") {
+        paths.add(procedureOf(method));
+      }
+    }
+  }
+  return paths;
+}
+
+/**
+ * Cuts a request whose body has not arrived whole within `timeoutMs`, on either HTTP version (a
+ * client trickling a body must not hold a stream or a connection). HTTP/1.1 gets a 408 and the
+ * connection is closed; an HTTP/2 stream is reset.
+ */
+function boundBodyTime(
+  req: Parameters<NodeHandler>[0],
+  res: Parameters<NodeHandler>[1],
+  timeoutMs: number,
+  logger: Logger,
+): void {
+  if (req.complete) return;
+  const timer = setTimeout(() => {
+    if (req.complete) return;
+    logger.info("request body too slow; request cut", { path: req.url?.split("?", 1)[0], timeoutMs });
+    const message = `the request body did not arrive within ${timeoutMs} ms`;
+    const body = JSON.stringify({ code: 4, message, details: [] });
+    if (req.httpVersionMajor === 1) {
+      const h1 = res as http.ServerResponse;
+      if (!h1.headersSent) {
+        h1.writeHead(408, { Connection: "close", "Content-Type": "application/json" });
+        h1.end(body);
+      }
+      req.socket.destroySoon?.();
+      setTimeout(() => req.socket.destroy(), 1_000).unref();
+    } else {
+      const h2 = res as http2.Http2ServerResponse;
+      if (!h2.headersSent) {
+        h2.writeHead(408, { "content-type": "application/json" });
+        h2.end(body);
+      }
+      // Nothing more is read from it.
+      h2.stream.close(http2.constants.NGHTTP2_CANCEL);
+    }
+  }, timeoutMs);
+  timer.unref();
+  const done = () => clearTimeout(timer);
+  req.once("end", done);
+  res.once("close", done);
 }
 
 /** One JSON line per request, when its response closes. */

@@ -83,7 +83,10 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
   const logger = options.logger ?? createJsonLogger(config.logLevel);
   const tls = await readTls(config);
   // Read before the platform is built: a bad setting must not leave it open.
-  const integrations = { ...(await loadIntegrations(config, logger)), ...options.integrations };
+  const integrations = withOutboundAllowance(
+    { ...(await loadIntegrations(config, logger)), ...options.integrations },
+    config.outboundAllowNetworks,
+  );
 
   const ownsPlatform = options.platform === undefined;
   const built = options.platform
@@ -116,6 +119,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
     trustedProxyHops: config.trustProxyHops,
     allowedOrigins: normalizeOrigins(config.allowedOrigins),
     secure: tls !== undefined,
+    publicHttps: platform.services.config.publicBaseUrl.startsWith("https:"),
     logger,
     closing: closing.signal,
     daemonStreams: instance,
@@ -125,6 +129,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
     edge,
     storage: platform.services.storage,
     bodyLimitBytes: config.bodyLimitBytes,
+    bodyTimeoutMs: config.bodyTimeoutSeconds * 1000,
     shutdownSignal: shutdown.signal,
   });
 
@@ -137,6 +142,9 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
       port: config.port,
       tls,
       onWebSocket: createTerminalEndpoint(edge, sessionRelay),
+      headersTimeoutMs: config.headersTimeoutSeconds * 1000,
+      requestTimeoutMs: (config.headersTimeoutSeconds + config.bodyTimeoutSeconds) * 1000,
+      maxConnectionsPerClient: config.maxConnectionsPerClient,
     });
   } catch (error) {
     await instance.stop();
@@ -262,6 +270,15 @@ function urlHost(host: string): string {
   if (host === "0.0.0.0" || host === "") return "127.0.0.1";
   if (host === "::") return "[::1]";
   return host.includes(":") ? `[${host}]` : host;
+}
+
+/** The operator's allowance of non-public networks, for the fetches to identity providers. */
+function withOutboundAllowance(
+  integrations: IntegrationServices,
+  allowNetworks: readonly string[],
+): IntegrationServices {
+  if (allowNetworks.length === 0) return integrations;
+  return { ...integrations, sso: { allowNetworks, ...integrations.sso } };
 }
 
 /** The settings among the options, over the defaults. */

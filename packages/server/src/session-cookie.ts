@@ -1,7 +1,8 @@
 /**
  * The `session` cookie: the access token for browsers. Set by Login and RefreshToken, cleared by
  * Logout, on Connect and REST alike. HttpOnly so scripts cannot read it, SameSite=Lax so other
- * sites cannot send it with their POSTs, Secure whenever the server speaks TLS.
+ * sites cannot send it with their POSTs, Secure whenever browsers come by https (TLS here, an https
+ * public URL, or a trusted proxy saying so).
  *
  * @module
  */
@@ -63,6 +64,14 @@ const signIns = new Set([
   procedureOf(AuthService.method.refreshToken),
 ]);
 const logout = procedureOf(AuthService.method.logout);
+
+/**
+ * True for the sign-in procedures (their answer sets the cookie): a page of another site must not
+ * call them, or it could sign a victim's browser into the attacker's account.
+ */
+export function isSignInProcedure(procedure: string): boolean {
+  return signIns.has(procedure);
+}
 
 /** True for the methods whose answer sets or clears the cookie. */
 export function touchesSessionCookie(method: DescMethod): boolean {

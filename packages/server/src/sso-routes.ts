@@ -1,10 +1,12 @@
 /**
  * The browser endpoints of single sign-on (not RPCs), on the core sign-in functions:
  *
- * - `GET  /v1/sso/oidc/{providerId}/start[?returnTo=/path]`: 302 to the IdP, binding cookie set
+ * - `GET  /v1/sso/oidc/{providerId}/start[?returnTo=/path]`: a page naming the IdP's host and the
+ *   workspace, with the link to continue there (never a redirect), binding cookie set
  * - `GET  /v1/sso/oidc/callback`: the redirect URI registered at the IdP
  * - `GET  /v1/sso/saml/{workspaceId}/metadata`: the SP metadata (its URL is the SP entity id)
- * - `GET  /v1/sso/saml/{providerId}/start[?returnTo=/path]`: 302 with the AuthnRequest
+ * - `GET  /v1/sso/saml/{providerId}/start[?returnTo=/path]`: the same page, its link carrying the
+ *   AuthnRequest
  * - `POST /v1/sso/saml/{workspaceId}/acs`: the IdP's form post (`SAMLResponse`)
  *
  * A finished sign-in sets the `session` cookie as Login does and sends the browser (303) to the
@@ -61,7 +63,10 @@ export function ssoRoutes(settings: SsoRouteSettings): Hono<Env> {
       if (!isUuid(providerId)) throw noProvider();
       const start = await beginOidcSignIn(services(), { providerId }, returnTo(c));
       const path = new URL(ssoUrls(services(), "").oidcRedirectUri).pathname;
-      return redirect(start.authorizationUrl, 302, [bindingCookie(start.binding, path, secure(settings))]);
+      const provider = await services().storage.oidcProviders.findById(providerId);
+      return continuePage(services(), start.authorizationUrl, provider?.workspaceId ?? "", [
+        bindingCookie(start.binding, path, secure(settings)),
+      ]);
     }),
   );
 
@@ -74,7 +79,7 @@ export function ssoRoutes(settings: SsoRouteSettings): Hono<Env> {
         requestFacts(edge),
       );
       const path = new URL(ssoUrls(services(), finish.workspaceId).oidcRedirectUri).pathname;
-      return signedIn(settings, finish, clearedBindingCookie(path, "lax", secure(settings)));
+      return signedIn(settings, edge, finish, clearedBindingCookie(path, "lax", secure(settings)));
     }),
   );
 
@@ -98,8 +103,12 @@ export function ssoRoutes(settings: SsoRouteSettings): Hono<Env> {
       const providerId = c.req.param("providerId");
       if (!isUuid(providerId)) throw noProvider();
       const start = await beginSamlSignIn(services(), { providerId }, returnTo(c));
-      return redirect(start.authorizationUrl, 302, [
-        bindingCookie(start.binding, await acsPath(services(), providerId), true),
+      const provider = await services().storage.samlProviders.findById(providerId);
+      // Deleted since the sign-in started: it could not finish anyway.
+      if (!provider) throw noProvider();
+      const acs = new URL(ssoUrls(services(), provider.workspaceId).samlAcsUrl).pathname;
+      return continuePage(services(), start.authorizationUrl, provider.workspaceId, [
+        bindingCookie(start.binding, acs, true),
       ]);
     }),
   );
@@ -121,7 +130,7 @@ export function ssoRoutes(settings: SsoRouteSettings): Hono<Env> {
         requestFacts(edge),
       );
       const path = new URL(ssoUrls(services(), workspaceId).samlAcsUrl).pathname;
-      return signedIn(settings, finish, clearedBindingCookie(path, "none", true));
+      return signedIn(settings, edge, finish, clearedBindingCookie(path, "none", true));
     }),
   );
 
@@ -159,7 +168,8 @@ async function browserEndpoint(
  */
 function browserError(error: unknown, edge: EdgeRequest, settings: SsoRouteSettings): PublicError {
   const answer = toPublicError(error, edge.requestId, settings.edge.logger);
-  if (answer.code !== "unavailable") return answer;
+  // A provider configured wrongly is told as such: the admin reading it can fix it.
+  if (answer.code !== "unavailable" || answer.reason === "SSO_DISCOVERY_INVALID") return answer;
   settings.edge.logger.warn("single sign-on failed", { requestId: edge.requestId, error: answer.message });
   return {
     ...answer,
@@ -168,11 +178,51 @@ function browserError(error: unknown, edge: EdgeRequest, settings: SsoRouteSetti
 }
 
 /** The session cookie and the redirect to the web app. */
-function signedIn(settings: SsoRouteSettings, finish: SsoFinish, clearBinding: string): Response {
+function signedIn(
+  settings: SsoRouteSettings,
+  edge: EdgeRequest,
+  finish: SsoFinish,
+  clearBinding: string,
+): Response {
   const home = settings.edge.platform.services.config.publicBaseUrl.replace(/\/+$/, "");
-  const cookie = sessionCookie(finish.accessToken, cookieSettings(settings.edge));
+  const cookie = sessionCookie(finish.accessToken, cookieSettings(settings.edge, edge));
   // 303: after the ACS's POST the browser GETs the web app. `returnTo` is a path (core checked).
   return redirect(`${home}${finish.returnTo}`, 303, [cookie, clearBinding]);
+}
+
+/**
+ * The page a sign-in start answers instead of redirecting: the identity provider's address is
+ * whatever a workspace admin configured, so the browser is not sent there from our domain
+ * without the user seeing where it goes. The page names the provider's host and the workspace,
+ * and links there; the binding cookie is set here already.
+ */
+async function continuePage(
+  services: Services,
+  authorizationUrl: string,
+  workspaceId: string,
+  cookies: readonly string[],
+): Promise<Response> {
+  const workspace = workspaceId === "" ? null : await services.storage.workspaces.findById(workspaceId);
+  const host = new URL(authorizationUrl).host;
+  const name = workspace?.name ?? "this workspace";
+  const body = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<title>Continue to ${escapeHtml(host)}</title></head>
+<body><h1>Sign in with your organisation</h1>
+<p>The workspace <strong>${escapeHtml(name)}</strong> signs its members in at
+<strong>${escapeHtml(host)}</strong>. Continue only if you expected to sign in there.</p>
+<p><a id="continue" href="${escapeHtml(authorizationUrl)}">Continue to ${escapeHtml(host)}</a></p>
+</body></html>
+`;
+  const headers = new Headers({
+    ...noStore,
+    "Content-Type": "text/html; charset=utf-8",
+    "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+  });
+  for (const cookie of cookies) headers.append("Set-Cookie", cookie);
+  return new Response(body, { status: 200, headers });
 }
 
 function redirect(location: string, status: 302 | 303, cookies: readonly string[]): Response {
@@ -207,14 +257,6 @@ function clearedBindingCookie(path: string, sameSite: "lax" | "none", secureCook
     path,
     secureCookie,
   );
-}
-
-/** The ACS path of the SAML provider's workspace: the binding cookie goes there only. */
-async function acsPath(services: Services, providerId: string): Promise<string> {
-  const provider = await services.storage.samlProviders.findById(providerId);
-  // Deleted since the sign-in started: it could not finish anyway.
-  if (!provider) throw noProvider();
-  return new URL(ssoUrls(services, provider.workspaceId).samlAcsUrl).pathname;
 }
 
 function returnTo(c: Context<Env>): { returnTo?: string } {

@@ -34,7 +34,7 @@ import {
   parseContentType,
   validateReadWriteMaxBytes,
 } from "./connect-protocol.js";
-import { callPlatform, type EdgeRequest, type EdgeSettings } from "./edge.js";
+import { callerFor, callPlatform, type EdgeRequest, type EdgeSettings } from "./edge.js";
 import { errorCodeOf } from "./errors.js";
 import { undecodable } from "./undecodable-requests.js";
 
@@ -46,7 +46,10 @@ export interface UnaryConnectSettings {
   /** The largest request message read, as connect-node's `readMaxBytes`. */
   readonly readMaxBytes: number;
   /** As given to connect-node: both paths must parse and write JSON alike. */
-  readonly jsonOptions: { readonly ignoreUnknownFields: boolean };
+  readonly jsonOptions: {
+    readonly ignoreUnknownFields: boolean;
+    readonly textDecoder?: InstanceType<typeof TextDecoder>;
+  };
   /** Aborted when the server starts shutting down, with the error calls in flight answer. */
   readonly shutdown: AbortSignal;
 }
@@ -144,6 +147,13 @@ async function serve(
   let status = 200;
   let body: Uint8Array;
   try {
+    // A refusal known from the headers (rate limit, CSRF, credentials) is answered before any
+    // body is read; on HTTP/1.1 the connection then closes rather than wait for the rest.
+    const refused = refusalOf(edge, settings.edge, route.method);
+    if (refused !== undefined) {
+      if (req.httpVersionMajor === 1 && !req.complete) head.connection = "close";
+      throw answer(edge, settings.edge, refused);
+    }
     const request = parse(route, binary, await readBody(req, limits.readMaxBytes));
     let result: Awaited<ReturnType<typeof callPlatform>>;
     try {
@@ -179,6 +189,17 @@ async function serve(
   head["content-length"] = String(body.byteLength);
   (res as http.ServerResponse).writeHead(status, head);
   res.end(body);
+}
+
+/** The error `callerFor` would throw for this call, if any. */
+function refusalOf(edge: EdgeRequest, settings: EdgeSettings, method: DescMethodUnary): unknown {
+  if (edge.refusal === undefined && edge.authFailure === undefined) return undefined;
+  try {
+    callerFor(edge, settings, method);
+    return undefined;
+  } catch (error) {
+    return error;
+  }
 }
 
 /** The request message, with connect-node's codes for what cannot be decoded (see undecodable-requests.ts). */

@@ -28,7 +28,9 @@ let server: TestServer;
 beforeAll(async () => {
   server = await startTestServer({ publicUrl: webApp });
   // The IdPs talk plain HTTP on loopback; the server's own address is where they send browsers.
-  useIntegrations(server.platform, { sso: { baseUrl: server.url, allowInsecureHttp: true } });
+  useIntegrations(server.platform, {
+    sso: { baseUrl: server.url, allowInsecureHttp: true, allowNetworks: ["127.0.0.0/8"] },
+  });
 });
 afterAll(async () => {
   await server?.close();
@@ -44,6 +46,26 @@ function cookieOf(response: Response, name: string) {
 
 const get = (url: string, headers: Record<string, string> = {}) =>
   fetch(url, { redirect: "manual", headers });
+
+/**
+ * A sign-in start: never a redirect, but our page naming the IdP host and the workspace, whose
+ * link the user follows. Returns the response and the link.
+ */
+async function startPage(url: string) {
+  const response = await get(url, { accept: "text/html" });
+  expect(response.status).toBe(200);
+  expect(response.headers.get("location")).toBeNull();
+  expect(response.headers.get("content-security-policy")).toContain("default-src 'none'");
+  const html = await response.text();
+  const href = /<a id="continue" href="([^"]+)">/.exec(html)?.[1] ?? "";
+  const location = href
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&lt;/g, "<")
+    .replace(/&gt;/g, ">")
+    .replace(/&amp;/g, "&");
+  return { response, html, location };
+}
 
 /** The `ErrorInfo.reason` of a google.rpc.Status answer. */
 async function reasonOf(response: Response): Promise<string> {
@@ -114,12 +136,15 @@ describe("OIDC over HTTP", () => {
 
   /** Start, then sign in at the IdP: the callback URL the IdP sends the browser to, and the binding cookie. */
   async function startAndSignIn(sub: string, returnTo = "/welcome?tab=1") {
-    const start = await get(
+    const page = await startPage(
       `${server.url}/v1/sso/oidc/${providerId}/start?returnTo=${encodeURIComponent(returnTo)}`,
     );
-    expect(start.status).toBe(302);
-    const location = start.headers.get("location")!;
+    const start = page.response;
+    const location = page.location;
     expect(new URL(location).origin).toBe(idp.issuer);
+    // The page names where the link goes and for which workspace.
+    expect(page.html).toContain(`Continue to ${new URL(idp.issuer).host}`);
+    expect(page.html).toContain("<strong>oidc workspace</strong>");
     const binding = cookieOf(start, "wap_sso_binding")!;
     const callback = await browseSignIn(location, redirectUri, sub);
     return { start, location, binding, callback };
@@ -215,9 +240,12 @@ describe("SAML over HTTP", () => {
   });
 
   async function start() {
-    const response = await get(`${server.url}/v1/sso/saml/${providerId}/start?returnTo=/home`);
-    expect(response.status).toBe(302);
-    const location = response.headers.get("location")!;
+    const { response, location, html } = await startPage(
+      `${server.url}/v1/sso/saml/${providerId}/start?returnTo=/home`,
+    );
+    // Not a redirect from our domain to an address an admin typed: a page that says where to.
+    expect(html).toContain(`Continue to ${new URL(idpSsoUrl).host}`);
+    expect(html).toContain("<strong>saml workspace</strong>");
     return {
       location,
       requestId: readAuthnRequest(location).id,
@@ -332,5 +360,105 @@ describe("SAML over HTTP", () => {
 
     const empty = await postAcs(undefined, `wap_sso_binding=${unsigned.binding.value}`);
     expect(empty.status).toBe(400);
+  });
+});
+
+describe("fetches from identity providers", () => {
+  let owner: Awaited<ReturnType<typeof ownerWithDomain>>;
+  let idpServer: import("node:http").Server;
+  let idpUrl: string;
+  const hits = new Map<string, number>();
+
+  beforeAll(async () => {
+    const { createServer } = await import("node:http");
+    const { gzipSync } = await import("node:zlib");
+    const bomb = gzipSync(Buffer.alloc(16 * 1024 * 1024));
+    idpServer = createServer((req, res) => {
+      const path = req.url ?? "/";
+      hits.set(path, (hits.get(path) ?? 0) + 1);
+      if (path === "/bomb/metadata") {
+        res.writeHead(200, { "content-type": "application/xml", "content-encoding": "gzip" });
+        res.end(bomb);
+      } else if (path === "/broken/.well-known/openid-configuration") {
+        // Parses, names the right issuer, but has no endpoints to sign in with.
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({ issuer: `${idpUrl}/broken` }));
+      } else {
+        res.writeHead(404);
+        res.end();
+      }
+    });
+    await new Promise<void>((resolve) => idpServer.listen(0, "127.0.0.1", resolve));
+    idpUrl = `http://127.0.0.1:${(idpServer.address() as import("node:net").AddressInfo).port}`;
+    owner = await ownerWithDomain("fetches");
+  });
+  afterAll(async () => {
+    idpServer?.closeAllConnections();
+    await new Promise((resolve) => idpServer?.close(resolve));
+  });
+
+  async function samlProviderAt(metadataUrl: string) {
+    const updated = await restCall(
+      server.url,
+      "PATCH",
+      `/v1/workspaces/${owner.workspaceId}/saml`,
+      { name: "Fetched IdP", metadataUrl, allowJitProvisioning: false },
+      { token: owner.accessToken },
+    );
+    expect(updated.status).toBe(200);
+    return (await providerIdFor(`someone@${owner.domain}`)) as string;
+  }
+
+  it("stops a gzip-bombed SAML metadata document at the cap, and remembers the failure", async () => {
+    const providerId = await samlProviderAt(`${idpUrl}/bomb/metadata`);
+    for (let i = 0; i < 3; i++) {
+      const started = await get(`${server.url}/v1/sso/saml/${providerId}/start`);
+      expect(started.status).toBe(503);
+      const body = (await started.json()) as { message: string };
+      expect(body.message).toMatch(/identity provider cannot be reached/);
+    }
+    // Three anonymous starts, one fetch: the failure is answered from memory.
+    expect(hits.get("/bomb/metadata")).toBe(1);
+    const logged = server.logs.filter((line) => line.includes("single sign-on failed"));
+    expect(logged.some((line) => line.includes("larger than"))).toBe(true);
+  });
+
+  it("refuses loopback identity providers unless the operator allows the network", async () => {
+    const providerId = await samlProviderAt(`${idpUrl}/private/metadata`);
+    useIntegrations(server.platform, { sso: { baseUrl: server.url, allowInsecureHttp: true } });
+    try {
+      const refused = await get(`${server.url}/v1/sso/saml/${providerId}/start`);
+      expect(refused.status).toBe(503);
+      expect(hits.get("/private/metadata")).toBeUndefined();
+      expect(server.logs.some((line) => line.includes("not a public address"))).toBe(true);
+    } finally {
+      useIntegrations(server.platform, {
+        sso: { baseUrl: server.url, allowInsecureHttp: true, allowNetworks: ["127.0.0.0/8"] },
+      });
+    }
+  });
+
+  it("answers a discovery document it cannot use with unavailable and what to fix, not internal", async () => {
+    const updated = await restCall(
+      server.url,
+      "PATCH",
+      `/v1/workspaces/${owner.workspaceId}/oidc`,
+      { name: "Broken IdP", issuerUrl: `${idpUrl}/broken`, clientId: "wap", scopes: ["openid"] },
+      { token: owner.accessToken },
+    );
+    expect(updated.status).toBe(200);
+    const checked = await restCall(server.url, "GET", `/v1/sso/${encodeURIComponent(`a@${owner.domain}`)}`);
+    const oidc = (checked.body.providers as { id: string; type: string }[]).find(
+      (p) => p.type === "TYPE_OIDC",
+    )!;
+    const started = await get(`${server.url}/v1/sso/oidc/${oidc.id}/start`);
+    expect(started.status).toBe(503);
+    const body = (await started.clone().json()) as { message: string };
+    expect(body.message).toMatch(/authorization_endpoint is missing; check the issuer URL/);
+    expect(await reasonOf(started)).toBe("SSO_DISCOVERY_INVALID");
+    // A document that cannot be used is remembered too: starting again does not fetch it again.
+    const again = await get(`${server.url}/v1/sso/oidc/${oidc.id}/start`);
+    expect(again.status).toBe(503);
+    expect(hits.get("/broken/.well-known/openid-configuration")).toBe(1);
   });
 });

@@ -9,6 +9,7 @@
  */
 
 export { SchemaVersionError } from "@wap/storage-sql";
+export { DatabaseInUseError, lockDatabase } from "./database-files.js";
 export { sqliteTraits } from "./dialect.js";
 export type { SqliteDatabaseLike, SqliteStorageOptions } from "./sqlite-storage.js";
 export { createSqliteStorage } from "./sqlite-storage.js";

@@ -10,6 +10,7 @@ import { createSqlStorage, type Database, migrateToLatest, translateDriverError 
 import BetterSqlite3 from "better-sqlite3";
 import { Kysely, type SqliteDatabase, SqliteDialect, sql } from "kysely";
 import { type AppendWriter, createAppendWriter } from "./append-writer.js";
+import { preparePrivateFiles } from "./database-files.js";
 import { sqliteTraits } from "./dialect.js";
 
 /** The few better-sqlite3 `Database` methods the adapter calls. */
@@ -40,6 +41,9 @@ const defaultBusyTimeoutMs = 5000;
  */
 export async function createSqliteStorage(options: SqliteStorageOptions): Promise<Storage> {
   const owned = "filename" in options;
+  // A file of its own is private to the server's user (database-files.ts).
+  const ownFile = owned && isReopenable(options.filename) ? options.filename : undefined;
+  if (ownFile !== undefined) preparePrivateFiles(ownFile);
   const database: SqliteDatabaseLike = owned ? new BetterSqlite3(options.filename) : options.database;
   const busyTimeoutMs = Math.max(0, Math.trunc(options.busyTimeoutMs ?? defaultBusyTimeoutMs));
   try {
@@ -68,9 +72,7 @@ export async function createSqliteStorage(options: SqliteStorageOptions): Promis
   // A second connection needs a file it can open again: not an in-memory or temporary database,
   // and not one the application lent (it did not ask for another connection to its file).
   const writer: AppendWriter | undefined =
-    owned && isReopenable(options.filename)
-      ? createAppendWriter({ filename: options.filename, busyTimeoutMs })
-      : undefined;
+    ownFile !== undefined ? createAppendWriter({ filename: ownFile, busyTimeoutMs }) : undefined;
   return createSqlStorage({
     db,
     dialect: sqliteTraits,

@@ -4,7 +4,9 @@
  *
  * @module
  */
+
 import type { CallContext } from "../context.js";
+import { stageAccountChange } from "../events/access-watch.js";
 import type { Services } from "../operations/services.js";
 import type { Repositories } from "../storage/storage.js";
 
@@ -41,4 +43,5 @@ export async function appendAudit(
     requestId: request.requestId,
     timestamp: entry.at,
   });
+  if (entry.workspaceId === null) stageAccountChange(tx, entry.actorId, entry.resource);
 }

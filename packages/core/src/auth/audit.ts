@@ -1,4 +1,5 @@
 import type { CallContext } from "../context.js";
+import { stageAccountChange } from "../events/access-watch.js";
 import type { Services } from "../operations/services.js";
 import type { Repositories } from "../storage/storage.js";
 
@@ -25,4 +26,6 @@ export async function auditAccount(
     requestId: ctx.requestId,
     timestamp: entry.at,
   });
+  // A sign-out, a reset, a deletion: open streams of the account check their access again.
+  stageAccountChange(tx, entry.userId, entry.resource);
 }

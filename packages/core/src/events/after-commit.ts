@@ -39,6 +39,18 @@ export interface AfterCommitEvents {
 
 const noEvents: readonly StagedEvent[] = Object.freeze([]);
 
+// The call a transaction handle belongs to, for code that holds only the handle (account audit
+// rows are written by helpers that get `tx` and nothing else).
+const callOfTransaction = new WeakMap<Repositories, CallEvents>();
+
+/**
+ * Stages `event` with the call whose transaction `tx` is, released when it commits. Outside a
+ * platform call (no call watches `tx`) the event is dropped: nobody waits for it.
+ */
+export function stageOnTransaction(tx: Repositories, event: StagedEvent): void {
+  callOfTransaction.get(tx)?.stage(tx, event);
+}
+
 class CallEvents implements AfterCommitEvents {
   readonly storage: Storage;
   readonly #base: Storage;
@@ -69,6 +81,7 @@ class CallEvents implements AfterCommitEvents {
       const result = await this.#base.transaction((tx) => {
         handle = tx;
         frames.set(tx, frame);
+        callOfTransaction.set(tx, this);
         return fn(tx);
       });
       const target = frame.parent && open.includes(frame.parent) ? frame.parent.events : this.#releasedList();
@@ -76,7 +89,10 @@ class CallEvents implements AfterCommitEvents {
       return result;
     } finally {
       open.splice(open.indexOf(frame), 1);
-      if (handle !== undefined) frames.delete(handle);
+      if (handle !== undefined) {
+        frames.delete(handle);
+        callOfTransaction.delete(handle);
+      }
     }
   }
 

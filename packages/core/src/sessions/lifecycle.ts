@@ -23,7 +23,9 @@
  */
 import type { Caller, DaemonCaller } from "../context.js";
 import { closeEvent, publishCommitted } from "../daemons/events.js";
+import { principalMapOf } from "../daemons/sync.js";
 import { NotFoundError, PermissionDeniedError, UnauthenticatedError } from "../errors.js";
+import { currentCaller } from "../events/access-watch.js";
 import type { Services } from "../operations/services.js";
 import type { DaemonSessionRecord, SessionRelayRecord } from "../storage/daemons-sessions.js";
 
@@ -186,4 +188,30 @@ export async function attachSession(
     throw new NotFoundError(`session ${sessionId} not found`, { reason: "SESSION_NOT_FOUND" });
   }
   return session;
+}
+
+/**
+ * Checks again what attaching to a terminal needed, as storage has it now: the caller's session
+ * (or service account) still valid, still in the workspace, the session still theirs and live,
+ * and a grant of the daemon's target still letting them log in as its Unix account. Throws the
+ * reason when any of it is gone (the terminal must end then).
+ */
+export async function recheckSessionAccess(
+  services: Services,
+  caller: Caller,
+  workspaceId: string,
+  sessionId: string,
+): Promise<void> {
+  const current = await currentCaller(services, caller);
+  const session = await attachSession(services, current, workspaceId, sessionId);
+  const daemon = await services.storage.daemons.findById(workspaceId, session.daemonId);
+  const logins =
+    daemon?.targetId == null
+      ? undefined
+      : await principalMapOf(services.storage, workspaceId, daemon.targetId);
+  if (!logins?.get(session.username)?.includes(session.userId)) {
+    throw new PermissionDeniedError(`you may no longer log in as '${session.username}' on this daemon`, {
+      reason: "NO_LOGIN_GRANT",
+    });
+  }
 }

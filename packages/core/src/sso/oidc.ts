@@ -65,6 +65,9 @@ async function configure(services: Services, provider: OidcProviderRecord): Prom
   };
   // client_secret_basic is the OpenID default; servers that only take client_secret_post get that.
   let config: client.Configuration;
+  const failureKey = `oidc ${provider.issuerUrl}`;
+  const failed = options.documentFailures.recall(failureKey);
+  if (failed !== undefined) throw failed;
   try {
     config = await client.discovery(
       issuer,
@@ -74,10 +77,18 @@ async function configure(services: Services, provider: OidcProviderRecord): Prom
       requestOptions,
     );
   } catch (error) {
-    throw new UnavailableError(
+    const failure = new UnavailableError(
       `could not read the OpenID configuration of ${provider.issuerUrl}: ${describe(error)}`,
       { reason: "SSO_DISCOVERY_FAILED", cause: error },
     );
+    options.documentFailures.remember(failureKey, failure);
+    throw failure;
+  }
+  try {
+    checkDiscovered(provider.issuerUrl, config.serverMetadata());
+  } catch (error) {
+    options.documentFailures.remember(failureKey, error as Error);
+    throw error;
   }
   const methods = config.serverMetadata().token_endpoint_auth_methods_supported;
   if (
@@ -97,6 +108,28 @@ async function configure(services: Services, provider: OidcProviderRecord): Prom
     if (issuer.protocol === "http:") client.allowInsecureRequests(config);
   }
   return config;
+}
+
+/**
+ * A discovery document that parsed but cannot drive a sign-in (an endpoint missing or not a URL)
+ * is the provider's configuration at fault: `unavailable`, with what to fix.
+ */
+function checkDiscovered(issuerUrl: string, metadata: client.ServerMetadata): void {
+  for (const field of ["authorization_endpoint", "token_endpoint", "jwks_uri"] as const) {
+    const value: unknown = metadata[field];
+    let usable = false;
+    try {
+      usable = typeof value === "string" && ["https:", "http:"].includes(new URL(value).protocol);
+    } catch {
+      usable = false;
+    }
+    if (!usable) {
+      throw new UnavailableError(
+        `the OpenID configuration of ${issuerUrl} is not usable: ${field} is ${value === undefined ? "missing" : "not an http(s) URL"}; check the issuer URL and the provider's /.well-known/openid-configuration`,
+        { reason: "SSO_DISCOVERY_INVALID" },
+      );
+    }
+  }
 }
 
 function describe(error: unknown): string {

@@ -6,6 +6,12 @@
  * @module
  */
 import { accountConfig } from "../auth/account-config.js";
+import {
+  createFailureMemory,
+  createOutboundFetch,
+  type FailureMemory,
+  type OutboundFetch,
+} from "../lib/outbound-fetch.js";
 import { integrationsOf } from "../operations/integrations.js";
 import type { Services } from "../operations/services.js";
 
@@ -15,8 +21,22 @@ export interface SsoOptions {
    * trailing slash. Default: `publicBaseUrl` of the platform config (a web app that proxies `/v1`).
    */
   readonly baseUrl?: string;
-  /** Makes the HTTP requests to identity providers. Default: the global `fetch`. */
-  readonly fetch?: typeof fetch;
+  /**
+   * Makes the HTTP requests to identity providers. Default: the outbound fetch
+   * (lib/outbound-fetch.ts) with the limits below: bounded bodies, timeouts, public addresses only.
+   */
+  readonly fetch?: OutboundFetch;
+  /**
+   * Non-public networks identity providers may be reached on (CIDR, e.g. `10.0.0.0/8`); default
+   * none: loopback, private, link-local and unique-local addresses are refused.
+   */
+  readonly allowNetworks?: readonly string[];
+  /** Largest answer read from an identity provider, after decoding. Default 1 MiB. */
+  readonly maxResponseBytes?: number;
+  /** Time to connect to an identity provider. Default 5 s. */
+  readonly connectTimeoutSeconds?: number;
+  /** How long a failed fetch of a provider's document is answered from memory. Default 30 s. */
+  readonly failureCacheSeconds?: number;
   /**
    * Lets OIDC issuers and SAML metadata URLs use plain `http://` (development, tests). Default
    * false: the server only talks HTTPS to identity providers.
@@ -35,7 +55,12 @@ export interface SsoOptions {
 /** {@link SsoOptions} with the defaults filled in. */
 export interface ResolvedSsoOptions {
   readonly baseUrl: string;
-  readonly fetch: typeof fetch;
+  readonly fetch: OutboundFetch;
+  /**
+   * Providers' documents that could not be read or used (discovery, metadata), remembered for
+   * `failureCacheSeconds`: anonymous sign-in starts do not make the server fetch them in a loop.
+   */
+  readonly documentFailures: FailureMemory<Error>;
   readonly allowInsecureHttp: boolean;
   readonly loginTtlSeconds: number;
   readonly metadataTtlSeconds: number;
@@ -44,16 +69,52 @@ export interface ResolvedSsoOptions {
 }
 
 export function ssoOptions(services: Services): ResolvedSsoOptions {
-  const options = integrationsOf(services).sso ?? {};
+  const options = integrationsOf(services).sso ?? noOptions;
   return {
     baseUrl: (options.baseUrl ?? accountConfig(services).publicBaseUrl).replace(/\/+$/, ""),
-    fetch: options.fetch ?? ((input, init) => fetch(input, init)),
+    fetch: options.fetch ?? outboundFetchOf(options),
+    documentFailures: documentFailuresOf(options),
     allowInsecureHttp: options.allowInsecureHttp ?? false,
     loginTtlSeconds: options.loginTtlSeconds ?? 600,
     metadataTtlSeconds: options.metadataTtlSeconds ?? 3600,
     clockSkewSeconds: options.clockSkewSeconds ?? 120,
     requestTimeoutSeconds: options.requestTimeoutSeconds ?? 10,
   };
+}
+
+const noOptions: SsoOptions = {};
+
+// One per options object: its failure cache must outlive a single call.
+const outboundFetches = new WeakMap<SsoOptions, OutboundFetch>();
+
+function outboundFetchOf(options: SsoOptions): OutboundFetch {
+  let made = outboundFetches.get(options);
+  if (made === undefined) {
+    made = createOutboundFetch({
+      ...(options.allowNetworks && { allowNetworks: options.allowNetworks }),
+      ...(options.maxResponseBytes !== undefined && { maxResponseBytes: options.maxResponseBytes }),
+      ...(options.connectTimeoutSeconds !== undefined && {
+        connectTimeoutMs: options.connectTimeoutSeconds * 1000,
+      }),
+      totalTimeoutMs: (options.requestTimeoutSeconds ?? 10) * 1000,
+      ...(options.failureCacheSeconds !== undefined && {
+        failureCacheMs: options.failureCacheSeconds * 1000,
+      }),
+    });
+    outboundFetches.set(options, made);
+  }
+  return made;
+}
+
+const documentFailures = new WeakMap<SsoOptions, FailureMemory<Error>>();
+
+function documentFailuresOf(options: SsoOptions): FailureMemory<Error> {
+  let memory = documentFailures.get(options);
+  if (memory === undefined) {
+    memory = createFailureMemory<Error>((options.failureCacheSeconds ?? 30) * 1000);
+    documentFailures.set(options, memory);
+  }
+  return memory;
 }
 
 /**

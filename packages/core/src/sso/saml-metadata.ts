@@ -12,8 +12,6 @@ import type { SamlIdpMetadata, SamlProviderRecord } from "../storage/sso-billing
 import { isAllowedIdpUrl, ssoOptions } from "./options.js";
 
 const redirectBinding = "urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect";
-/** Single-entity metadata is a few kilobytes; federation aggregates are not what this reads. */
-const maxMetadataBytes = 5 * 1024 * 1024;
 
 /** An xml2js node as node-saml's parser produces it: prefixes stripped, text under `_`, attributes under `$`. */
 interface XmlNode {
@@ -60,18 +58,14 @@ export async function parseIdpMetadata(xml: string, fetchedAt: Date): Promise<Sa
 
 async function fetchMetadata(services: Services, metadataUrl: string): Promise<string> {
   const options = ssoOptions(services);
+  // The outbound fetch reads the body under its own cap (lib/outbound-fetch.ts).
   const response = await options.fetch(metadataUrl, {
     headers: { accept: "application/samlmetadata+xml, application/xml, text/xml" },
     redirect: "error",
     signal: AbortSignal.timeout(options.requestTimeoutSeconds * 1000),
   });
   if (!response.ok) throw new Error(`HTTP ${response.status}`);
-  const declared = Number(response.headers.get("content-length") ?? 0);
-  if (declared > maxMetadataBytes) throw new Error(`the document is larger than ${maxMetadataBytes} bytes`);
-  const body = await response.text();
-  if (body.length > maxMetadataBytes)
-    throw new Error(`the document is larger than ${maxMetadataBytes} bytes`);
-  return body;
+  return await response.text();
 }
 
 /**
@@ -100,15 +94,23 @@ export async function idpMetadataOf(
     });
   }
   let metadata: SamlIdpMetadata;
+  const failureKey = `saml ${provider.metadataUrl}`;
+  const failed = options.documentFailures.recall(failureKey);
+  if (failed !== undefined) {
+    if (stored) return stored;
+    throw failed;
+  }
   try {
     metadata = await parseIdpMetadata(await fetchMetadata(services, provider.metadataUrl), now);
   } catch (error) {
-    if (stored) return stored;
     const detail = error instanceof Error ? error.message : String(error);
-    throw new UnavailableError(`could not read the SAML metadata at ${provider.metadataUrl}: ${detail}`, {
-      reason: "SSO_METADATA_UNAVAILABLE",
-      cause: error,
-    });
+    const failure = new UnavailableError(
+      `could not read the SAML metadata at ${provider.metadataUrl}: ${detail}`,
+      { reason: "SSO_METADATA_UNAVAILABLE", cause: error },
+    );
+    options.documentFailures.remember(failureKey, failure);
+    if (stored) return stored;
+    throw failure;
   }
   await services.storage.samlProviders.setIdpMetadata(provider.workspaceId, provider.metadataUrl, metadata);
   return metadata;

@@ -37,9 +37,15 @@ const INSTALL_HINT =
 
 export interface StartSshdOptions {
   /** authorized_keys lines of the CAs sshd trusts for user certificates (TrustedUserCAKeys). */
-  readonly trustedUserCaKeys: readonly string[];
+  readonly trustedUserCaKeys?: readonly string[];
   /** The AuthorizedPrincipalsFile contents per login user. */
-  readonly principalsForUser: Readonly<Record<string, readonly string[]>>;
+  readonly principalsForUser?: Readonly<Record<string, readonly string[]>>;
+  /**
+   * sshd_config lines that replace the harness's own TrustedUserCAKeys, AuthorizedPrincipalsFile
+   * and HostCertificate lines (e.g. what `wap-agent sshd-config` prints); the two options above
+   * are then ignored.
+   */
+  readonly authConfig?: readonly string[];
   /** PKCS#8 DER of the host key; a fresh Ed25519 key when omitted. */
   readonly hostKeyPkcs8?: Uint8Array;
   /** A host certificate line for that host key (HostCertificate). */
@@ -74,6 +80,10 @@ export interface RunningSshd {
   readonly user: string;
   /** The host key as an authorized_keys line. */
   readonly hostKeyLine: string;
+  /** sshd's process id (SIGHUP makes it re-read its configuration and host certificate). */
+  readonly pid: number;
+  /** Sends SIGHUP and waits until sshd listens again. */
+  reload(): Promise<void>;
   /** sshd's own log so far (LogLevel VERBOSE), for assertions and failure messages. */
   logs(): string;
   ssh(args: SshArgs): Promise<SshResult>;
@@ -382,9 +392,9 @@ export async function startSshd(options: StartSshdOptions): Promise<RunningSshd>
   );
 
   const caFile = join(dir, "trusted_user_ca_keys");
-  await writeFile(caFile, options.trustedUserCaKeys.map((l) => `${l}\n`).join(""));
+  await writeFile(caFile, (options.trustedUserCaKeys ?? []).map((l) => `${l}\n`).join(""));
   await mkdir(join(dir, "principals"));
-  for (const [name, principals] of Object.entries(options.principalsForUser)) {
+  for (const [name, principals] of Object.entries(options.principalsForUser ?? {})) {
     await writeFile(join(dir, "principals", name), principals.map((p) => `${p}\n`).join(""));
   }
   const passwdFile = join(dir, "passwd");
@@ -406,9 +416,11 @@ export async function startSshd(options: StartSshdOptions): Promise<RunningSshd>
       [
         `ListenAddress 127.0.0.1:${port}`,
         `HostKey ${hostKeyFile}`,
-        hostCertificateLine.trimEnd(),
-        `TrustedUserCAKeys ${caFile}`,
-        `AuthorizedPrincipalsFile ${join(dir, "principals")}/%u`,
+        ...(options.authConfig ?? [
+          hostCertificateLine.trimEnd(),
+          `TrustedUserCAKeys ${caFile}`,
+          `AuthorizedPrincipalsFile ${join(dir, "principals")}/%u`,
+        ]),
         "AuthorizedKeysFile none",
         "PubkeyAuthentication yes",
         "PasswordAuthentication no",
@@ -448,7 +460,17 @@ export async function startSshd(options: StartSshdOptions): Promise<RunningSshd>
     port,
     user,
     hostKeyLine,
+    pid: child.pid ?? -1,
     logs: log,
+    async reload() {
+      const before = log().length;
+      child.kill("SIGHUP");
+      const deadline = Date.now() + 15_000;
+      while (!log().slice(before).includes(`Server listening on 127.0.0.1 port ${port}.`)) {
+        if (Date.now() > deadline) throw new Error(`sshd did not listen again after SIGHUP:\n${log()}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    },
     async ssh(args) {
       const knownHosts = join(dir, `known_hosts-${++calls}`);
       await writeFile(knownHosts, args.knownHostsLine === undefined ? "" : `${args.knownHostsLine}\n`);

@@ -23,14 +23,17 @@ import { STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import {
   attachSession,
+  type Caller,
   endSession,
   InvalidArgumentError,
   NotFoundError,
   PermissionDeniedError,
   parseSessionEvent,
+  recheckSessionAccess,
   sessionRelayOf,
   sessionTopic,
   UnauthenticatedError,
+  watchAccess,
 } from "@wap/core";
 import type { DaemonSessionRecord } from "@wap/core/storage";
 import { type WebSocket, WebSocketServer } from "ws";
@@ -59,6 +62,9 @@ const uuid = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a
 const claimPollMs = 100;
 /** How long the relaying instance waits for a relay it was named for to be registered. */
 const registrationWaitMs = 5_000;
+
+/** How long a revoked session's relay has to close the browser's socket before it is closed here. */
+const revokedCloseGraceMs = 5_000;
 
 /** A refusal already decided: its status, headers and body. */
 interface Refusal {
@@ -195,6 +201,7 @@ export function createTerminalEndpoint(
       edge.code = "ok";
       logRequest(req, 101, "ok", edge.requestId, started);
       keepAlive(ws);
+      await endWhenAccessEnds(ws, edge.caller, session);
       await connectBrowser(ws, session);
     } catch (error) {
       if (ws === undefined) {
@@ -209,6 +216,45 @@ export function createTerminalEndpoint(
         closeCodes.internal,
       );
     }
+  }
+
+  /**
+   * Ends the session (on the daemon, the relay and every browser of it, on whichever instance)
+   * when the caller's right to it goes away: signed out, removed from the workspace, the grant
+   * revoked (core access-watch.ts says when to look).
+   */
+  async function endWhenAccessEnds(ws: WebSocket, caller: Caller, session: DaemonSessionRecord) {
+    const { services } = hub;
+    const stop = await watchAccess(services, {
+      workspaceId: session.workspaceId,
+      subjectId: session.userId,
+      recheck: () => recheckSessionAccess(services, caller, session.workspaceId, session.id),
+      onRevoked: (error) => {
+        const reason = `access revoked: ${error.message}`;
+        logger.info("terminal session ended: access revoked", { sessionId: session.id, reason });
+        // The session's `close` reaches the relay wherever it runs, which tells the daemon and
+        // every browser why. The socket is closed here only if that cannot happen: closing it
+        // first would end the session as "closed in the browser" instead.
+        const closeHere = () => {
+          if (ws.readyState === ws.OPEN) closeSocket(ws, reason, closeCodes.normal);
+        };
+        endSession(services, session.workspaceId, session.id, reason).then(
+          (ended) => {
+            if (ended === null) closeHere();
+            else setTimeout(closeHere, revokedCloseGraceMs).unref();
+          },
+          (failure: unknown) => {
+            logger.warn("could not end a revoked terminal session", {
+              sessionId: session.id,
+              error: String(failure),
+            });
+            closeHere();
+          },
+        );
+      },
+    });
+    ws.once("close", stop);
+    if (ws.readyState !== ws.OPEN) stop();
   }
 
   /** Waits for the session's claim, then attaches the socket here or forwards it. */

@@ -102,7 +102,9 @@ function restErrorProblems(body: unknown, status: number, expect: Expectations):
     const statusFits =
       status === codes[name].status ||
       (status === 405 && name === "unimplemented") ||
-      (status === 413 && name === "resource_exhausted");
+      (status === 413 && name === "resource_exhausted") ||
+      // A REST body that is not application/json.
+      (status === 415 && name === "invalid_argument");
     if (!statusFits) problems.push(`HTTP ${status} for code ${name}`);
   }
   if (typeof body.message !== "string") problems.push("message is not a string");

@@ -5,14 +5,17 @@
  *   service-account id), never a name the caller chose. Any member may ask (the
  *   CLI runs for viewers too): what the certificate opens is decided by the principal grants of
  *   each target. Daemons get none.
- * - **Host certificates** name a target: the only principal is the target id. A
- *   daemon gets one for its own target only, once accepted; a person or service account needs
+ * - **Host certificates** name a target: the target id first (what a client with `HostKeyAlias
+ *   <target id>` checks), then the names a plain `ssh <host>` checks against them: the target's
+ *   name, the host name its daemon reports, and the host of each endpoint (hostPrincipalsOf).
+ *   A daemon gets one for its own target only, once accepted; a person or service account needs
  *   `certificates.sign` (editor and up) and may ask for any target of the workspace.
  *
  * The authoriser returns sign options; it never signs.
  *
  * @module
  */
+import { isIP } from "node:net";
 import { roleAllows } from "../../access/permissions.js";
 import type { CallContext } from "../../context.js";
 import type { SshCertificateType } from "../../crypto/ssh/certificate.js";
@@ -124,6 +127,31 @@ export async function resolveSshSubject(
   return { type, target, subjectId };
 }
 
+/** A DNS host name (RFC 1123 labels), as `ssh` compares it with a host certificate's principals. */
+const hostNamePattern =
+  /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
+
+/** The host of an endpoint (`host:port`, `[ipv6]:port`, `host`), without port or brackets. */
+export function endpointHost(endpoint: string): string {
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(endpoint);
+  if (bracketed) return bracketed[1]!;
+  if (isIP(endpoint) === 6) return endpoint;
+  const colon = endpoint.lastIndexOf(":");
+  return colon > 0 && /^\d+$/.test(endpoint.slice(colon + 1)) ? endpoint.slice(0, colon) : endpoint;
+}
+
+/**
+ * The principals of a target's host certificate: its id, its name, the host name its daemon
+ * reports (metadata `hostname`) and every endpoint's host, each once, in that order. Names that
+ * are neither an IP address nor a DNS name (an endpoint typed by hand, say) are left out:
+ * `ssh` could never match them.
+ */
+export function hostPrincipalsOf(target: TargetRecord): string[] {
+  const names = [target.name, target.metadata.hostname ?? "", ...target.endpoints.map(endpointHost)];
+  const usable = names.filter((name) => isIP(name) !== 0 || hostNamePattern.test(name));
+  return [...new Set([target.id, ...usable])];
+}
+
 /** The options a certificate for `subject` from `ca` is issued under. */
 export function authorizeSshSign(params: {
   readonly subject: SshSubject;
@@ -153,7 +181,7 @@ export function authorizeSshSign(params: {
         name: "host-certificate",
         apply(draft) {
           draft.type = "host";
-          draft.principals = [subject.target!.id];
+          draft.principals = hostPrincipalsOf(subject.target!);
           draft.extensions = {};
           draft.criticalOptions = {};
         },

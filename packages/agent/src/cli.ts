@@ -1,0 +1,157 @@
+/**
+ * The `wap-agent` command line (commander).
+ *
+ * @module
+ */
+import { isIP } from "node:net";
+import { DaemonStatus } from "@wap/api";
+import { Command, InvalidArgumentError } from "commander";
+import { defaultHostKeyFile, startAgent } from "./agent.js";
+import { enroll } from "./enroll.js";
+import { exitCodes, explain, NotEnrolledError } from "./errors.js";
+import { jsonLineLogger } from "./log.js";
+import { parseSshCertificate } from "./ssh-key.js";
+import { defaultSshdDir, SshdFiles } from "./sshd-files.js";
+import { AgentState, defaultStateDir } from "./state.js";
+import { agentVersion } from "./version.js";
+
+/** `ip:port` (IPv6 in brackets), as SyncDaemon takes endpoints. */
+function sshAddress(value: string, previous: string[] = []): string[] {
+  const match = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(value);
+  const host = match?.[1] ?? match?.[2] ?? "";
+  const port = Number(match?.[3]);
+  if (!match || isIP(host) === 0 || port < 1 || port > 65_535) {
+    throw new InvalidArgumentError("expected ip:port (e.g. 10.0.0.5:22 or [fd00::5]:22)");
+  }
+  return [...previous, value];
+}
+
+export function program(): Command {
+  const cli = new Command("wap-agent")
+    .description(
+      "Enrols this machine with a Workspace Access Platform server and keeps its sshd in step with it.",
+    )
+    .version(agentVersion)
+    .showHelpAfterError();
+
+  cli
+    .command("enroll")
+    .description("create this machine's key and enrol it with a workspace (PENDING until accepted)")
+    .requiredOption("--server <url>", "the platform server, e.g. https://wap.example.com")
+    .option(
+      "--token <token>",
+      "the workspace's enrolment token (or WAP_ENROLL_TOKEN, which keeps it out of ps)",
+    )
+    .option("--state-dir <dir>", "where the key and the enrolment are kept", defaultStateDir)
+    .option("--name <name>", "the name the daemon and its target get (default: the host name)")
+    .action(async (opts: { server: string; token?: string; stateDir: string; name?: string }) => {
+      const token = opts.token ?? process.env.WAP_ENROLL_TOKEN;
+      if (!token)
+        cli.error("error: an enrolment token is needed: --token <token> or WAP_ENROLL_TOKEN", {
+          exitCode: exitCodes.usage,
+        });
+      const result = await enroll({
+        server: opts.server,
+        token: token!,
+        stateDir: opts.stateDir,
+        ...(opts.name && { name: opts.name }),
+      });
+      const { daemonId, targetId, workspaceId } = result.enrolment;
+      process.stdout.write(
+        result.created
+          ? `enrolled: daemon ${daemonId} (target ${targetId}, workspace ${workspaceId}), ${DaemonStatus[result.status ?? DaemonStatus.PENDING]}\n` +
+              "an administrator now accepts it (console, or UpdateDaemon with status ACCEPTED); then run `wap-agent run`\n"
+          : `already enrolled as daemon ${daemonId}: nothing changed\n`,
+      );
+    });
+
+  cli
+    .command("run")
+    .description("keep the control stream open, maintain sshd's files and run web-terminal sessions")
+    .option("--state-dir <dir>", "where the key and the enrolment are kept", defaultStateDir)
+    .option(
+      "--sshd-dir <dir>",
+      "where sshd's trusted CA keys, principals and host certificate go",
+      defaultSshdDir,
+    )
+    .option(
+      "--reload-command <cmd>",
+      "run (with /bin/sh -c) after the host certificate changed, e.g. 'systemctl reload ssh'",
+    )
+    .option(
+      "--ssh-address <ip:port>",
+      "an address sshd listens on (repeatable; default: this machine's addresses and sshd's Port)",
+      sshAddress,
+    )
+    .option("--host-key <file>", "the host public key to certify", defaultHostKeyFile)
+    .action(
+      async (opts: {
+        stateDir: string;
+        sshdDir: string;
+        reloadCommand?: string;
+        sshAddress?: string[];
+        hostKey: string;
+      }) => {
+        const agent = await startAgent({
+          stateDir: opts.stateDir,
+          sshdDir: opts.sshdDir,
+          hostKeyFile: opts.hostKey,
+          ...(opts.reloadCommand && { reloadCommand: opts.reloadCommand }),
+          ...(opts.sshAddress && { sshAddresses: opts.sshAddress }),
+          log: jsonLineLogger(),
+        });
+        for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => void agent.stop());
+        const { exitCode, reason } = await agent.done;
+        if (exitCode !== 0) process.stderr.write(`wap-agent: ${reason}\n`);
+        // Whatever handle is still open (a half-closed connection), the agent is done.
+        process.stdout.write("", () => process.exit(exitCode));
+      },
+    );
+
+  cli
+    .command("sshd-config")
+    .description("print the sshd_config lines that make sshd use the agent's files")
+    .option("--sshd-dir <dir>", "the folder given to `run`", defaultSshdDir)
+    .action((opts: { sshdDir: string }) => {
+      process.stdout.write(`${new SshdFiles(opts.sshdDir).configLines().join("\n")}\n`);
+    });
+
+  cli
+    .command("status")
+    .description("show the enrolment and what the sshd files hold")
+    .option("--state-dir <dir>", "where the key and the enrolment are kept", defaultStateDir)
+    .option("--sshd-dir <dir>", "the folder given to `run`", defaultSshdDir)
+    .action(async (opts: { stateDir: string; sshdDir: string }) => {
+      const enrolment = await new AgentState(opts.stateDir).readEnrolment();
+      const files = new SshdFiles(opts.sshdDir);
+      const certificate = await files.readHostCertificate();
+      let host: Record<string, unknown> | null = null;
+      if (certificate !== undefined) {
+        try {
+          const parsed = parseSshCertificate(certificate);
+          host = { principals: parsed.principals, validBefore: parsed.validBefore.toISOString() };
+        } catch (error) {
+          host = { error: explain(error) };
+        }
+      }
+      const principals = Object.fromEntries(
+        [...(await files.readPrincipals())].map(([u, ids]) => [u, ids.length]),
+      );
+      process.stdout.write(
+        `${JSON.stringify({ enrolled: enrolment !== undefined, ...enrolment, hostCertificate: host, logins: principals }, null, 2)}\n`,
+      );
+      if (!enrolment) process.exitCode = 1;
+    });
+
+  return cli;
+}
+
+export async function main(argv = process.argv): Promise<number> {
+  try {
+    await program().parseAsync(argv);
+    return Number(process.exitCode ?? 0);
+  } catch (error) {
+    process.stderr.write(`wap-agent: ${explain(error)}\n`);
+    return error instanceof NotEnrolledError ? exitCodes.usage : exitCodes.failed;
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * The files the machine's sshd reads, all in one folder (`/etc/ssh/wap` by default), each
+ * replaced atomically (atomic-file.ts) and only when its contents change:
+ *
+ * | file                    | sshd_config                        | what                                            |
+ * | ----------------------- | ---------------------------------- | ----------------------------------------------- |
+ * | `trusted_user_ca_keys`  | `TrustedUserCAKeys`                | every key of the CA that must verify user certs |
+ * | `principals/<username>` | `AuthorizedPrincipalsFile .../%u`  | the subject ids allowed to log in as that user  |
+ * | `host_certificate.pub`  | `HostCertificate`                  | the machine's host key, certified by the CA     |
+ *
+ * sshd reads the first two at every login, so a change applies to the next login at once; the
+ * host certificate is read when sshd starts or reloads. Adding a file is one `#replace` call and
+ * one line in `configLines` (a key revocation list would be `revoked_keys` and `RevokedKeys`,
+ * listed only once the file exists, since sshd refuses every key when it names a missing file).
+ *
+ * Modes: the folders 0755 and the files 0644, owned by the agent (root). sshd opens a
+ * principals file as the user logging in, so it must be readable by everyone; nothing in these
+ * files is secret (public keys, certificates, subject ids).
+ *
+ * @module
+ */
+import { existsSync } from "node:fs";
+import { chmod, mkdir, readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { removeFile, replaceFile } from "./atomic-file.js";
+
+/** The usernames a principals file may be named after (and the agent accepts from the server). */
+export const usernamePattern = /^[a-z_][a-z0-9_-]{0,31}$/;
+
+export const defaultSshdDir = "/etc/ssh/wap";
+
+const fileMode = 0o644;
+const dirMode = 0o755;
+
+export type PrincipalsMap = ReadonlyMap<string, readonly string[]>;
+
+export class SshdFiles {
+  readonly trustedUserCaKeys: string;
+  readonly principalsDir: string;
+  readonly hostCertificate: string;
+
+  constructor(readonly dir: string) {
+    this.trustedUserCaKeys = join(dir, "trusted_user_ca_keys");
+    this.principalsDir = join(dir, "principals");
+    this.hostCertificate = join(dir, "host_certificate.pub");
+  }
+
+  /** Creates the folders (0755). */
+  async prepare(): Promise<void> {
+    await mkdir(this.principalsDir, { recursive: true, mode: dirMode });
+    await chmod(this.dir, dirMode);
+    await chmod(this.principalsDir, dirMode);
+  }
+
+  /** The sshd_config lines that make sshd use these files. */
+  configLines(): string[] {
+    return [
+      `TrustedUserCAKeys ${this.trustedUserCaKeys}`,
+      `AuthorizedPrincipalsFile ${this.principalsDir}/%u`,
+      `HostCertificate ${this.hostCertificate}`,
+    ];
+  }
+
+  /** One authorized_keys line per CA key, as the server lists them (the signing key first). */
+  writeTrustedUserCaKeys(keys: string): Promise<boolean> {
+    const lines = keys
+      .split("\n")
+      .map((line) => line.trim())
+      .filter((line) => line !== "");
+    return this.#replace(this.trustedUserCaKeys, lines.map((line) => `${line}\n`).join(""));
+  }
+
+  writeHostCertificate(line: string): Promise<boolean> {
+    return this.#replace(this.hostCertificate, `${line.trim()}\n`);
+  }
+
+  async readHostCertificate(): Promise<string | undefined> {
+    return readFile(this.hostCertificate, "utf8").catch(() => undefined);
+  }
+
+  /**
+   * Makes the principals folder hold exactly `map`: one file per username with its subject ids,
+   * no file for anyone else (an empty map removes every login). Usernames that cannot be file
+   * names are skipped. True when anything changed.
+   */
+  async writePrincipals(map: PrincipalsMap): Promise<boolean> {
+    let changed = false;
+    const wanted = new Map(
+      [...map].filter(([username, ids]) => usernamePattern.test(username) && ids.length),
+    );
+    for (const name of await readdir(this.principalsDir).catch(() => [] as string[])) {
+      if (!wanted.has(name) && !name.startsWith("."))
+        changed = (await removeFile(join(this.principalsDir, name))) || changed;
+    }
+    for (const [username, ids] of wanted) {
+      changed =
+        (await this.#replace(join(this.principalsDir, username), ids.map((id) => `${id}\n`).join(""))) ||
+        changed;
+    }
+    return changed;
+  }
+
+  /** The principals map as the files hold it now. */
+  async readPrincipals(): Promise<Map<string, string[]>> {
+    const map = new Map<string, string[]>();
+    for (const name of await readdir(this.principalsDir).catch(() => [] as string[])) {
+      if (!usernamePattern.test(name)) continue;
+      const text = await readFile(join(this.principalsDir, name), "utf8").catch(() => "");
+      map.set(
+        name,
+        text.split("\n").filter((line) => line !== ""),
+      );
+    }
+    return map;
+  }
+
+  /** Whether sshd has what it needs for certificate logins. */
+  ready(): boolean {
+    return existsSync(this.trustedUserCaKeys) && existsSync(this.hostCertificate);
+  }
+
+  #replace(path: string, contents: string | Uint8Array): Promise<boolean> {
+    return replaceFile(path, contents, fileMode);
+  }
+}

@@ -1,0 +1,12 @@
+import { defineConfig } from "tsup";
+
+export default defineConfig({
+  entry: ["src/index.ts", "src/bin.ts"],
+  format: ["esm"],
+  target: "node20",
+  dts: true,
+  sourcemap: true,
+  clean: true,
+  // Workspace packages and npm dependencies stay imports; only this package's source is bundled.
+  skipNodeModulesBundle: true,
+});
