@@ -556,6 +556,8 @@ export const maxWorkers = 256;
 function workerCount(text: string, source: string): number {
   if (text.toLowerCase() === "auto") return Math.min(availableParallelism(), maxWorkers);
   return integer(text, source, 1, maxWorkers);
+}
+
 function networks(text: string, source: string): string[] {
   const list = text
     .split(",")
