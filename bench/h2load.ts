@@ -26,12 +26,24 @@ export function h2loadAvailable(): boolean {
 export async function runH2load(
   baseUrl: string,
   spec: RequestSpec,
-  options: { seconds: number; concurrency: number },
+  options: { seconds: number; concurrency: number; connections?: number },
 ): Promise<LoadResult> {
   const dir = await mkdtemp(join(tmpdir(), "wap-h2load-"));
   try {
     const log = join(dir, "requests.tsv");
-    const args = ["-D", String(options.seconds), "-c", "1", "-t", "1", "-m", String(options.concurrency)];
+    // `concurrency` streams in all, spread over `connections` (default one).
+    const connections = options.connections ?? 1;
+    const perConnection = Math.max(1, Math.ceil(options.concurrency / connections));
+    const args = [
+      "-D",
+      String(options.seconds),
+      "-c",
+      String(connections),
+      "-t",
+      "1",
+      "-m",
+      String(perConnection),
+    ];
     args.push(`--log-file=${log}`);
     for (const [name, value] of Object.entries(spec.headers ?? {})) args.push("-H", `${name}: ${value}`);
     if (spec.body !== undefined) {

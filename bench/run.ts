@@ -12,11 +12,13 @@
  *    time from a grant change to its principals file on disk.
  * 5. Certificate lifecycle (certificate-lifecycle.ts): KRL generation for 100,000 revoked serials,
  *    and filtered ListIssuedCertificates pages over a ledger of 1,000,000 entries.
+ * 6. Worker processes (workers.ts): authenticated GetCertificateAuthority against the binary with
+ *    one worker and with two, over PostgreSQL (BENCH_DATABASE_URL; needs h2load).
  *
  * Settings:
  * - BENCH_SECONDS (default 5) and BENCH_CONCURRENCY (default 32): each load run of the request
  *   path;
- * - BENCH_ONLY (comma-separated subset of `healthz,get-ca,sign,raw,audit-export,daemon-streams,agent,certificate-lifecycle`,
+ * - BENCH_ONLY (comma-separated subset of `healthz,get-ca,sign,raw,audit-export,daemon-streams,agent,certificate-lifecycle,workers`,
  *   default all), e.g. to profile one request path alone;
  * - BENCH_AUDIT_ROWS (default 1,000,000): events in the exported window;
  * - BENCH_LEDGER_ROWS (default 1,000,000), BENCH_KRL_SERIALS (default 100,000) and
@@ -45,6 +47,7 @@ import {
 } from "./report.js";
 import { requestPathMeasures, runRequestPathBench } from "./request-path.js";
 import type { BenchSection } from "./results.js";
+import { runWorkersBench } from "./workers.js";
 
 const benchmarks = [
   ...requestPathMeasures,
@@ -52,6 +55,7 @@ const benchmarks = [
   "daemon-streams",
   "agent",
   "certificate-lifecycle",
+  "workers",
 ] as const;
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
@@ -95,6 +99,11 @@ if (only.has("agent")) {
 if (only.has("certificate-lifecycle")) {
   console.log("\nCertificate lifecycle");
   sections.push(await runCertificateLifecycleBench());
+}
+
+if (only.has("workers")) {
+  console.log("\nWorker processes over PostgreSQL");
+  sections.push(await runWorkersBench({ seconds, concurrency }));
 }
 
 for (const section of sections) console.log(sectionText(section));

@@ -6,11 +6,12 @@
  *
  * @module
  */
+import cluster from "node:cluster";
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { formatMasterKey, generateMasterKey } from "@wap/core";
 import { ConfigError, helpText, type ParsedCommandLine, parseConfig, type ServerConfig } from "./config.js";
-import { createJsonLogger, type Logger } from "./logger.js";
+import { createJsonLogger, type Logger, withFields } from "./logger.js";
 import { loadMasterKey, masterKeyFileOf, parseMasterKeySetting } from "./master-key.js";
 import { databaseTargetOf, openStorageOnly } from "./open-storage.js";
 import { backupSqlite, OperatorError, restoreSqlite } from "./operator/backup.js";
@@ -18,6 +19,7 @@ import { holderOf } from "./operator/data-lock.js";
 import { type RotationPlan, rotateMasterKey } from "./operator/rotate-master-key.js";
 import { createServer } from "./server.js";
 import { StartupError } from "./startup-error.js";
+import { runPrimary, stopMessage, workersProblem } from "./workers.js";
 
 /** Runs the command; resolves to the process exit code. */
 export async function main(): Promise<number> {
@@ -49,9 +51,20 @@ export async function main(): Promise<number> {
     case "restore":
     case "rotate-master-key":
       return operatorTask(parsed, logger);
-    default:
-      return serve(parsed.config, logger);
   }
+  if (cluster.isWorker) {
+    return serve(
+      parsed.config,
+      withFields(logger, { worker: process.env.WAP_WORKER_SLOT, pid: process.pid }),
+    );
+  }
+  const problem = workersProblem(parsed.config);
+  if (problem !== undefined) {
+    process.stderr.write(`wap-server: ${problem}\n`);
+    return 2;
+  }
+  if (parsed.config.workers > 1) return runPrimary(parsed.config, logger);
+  return serve(parsed.config, logger);
 }
 
 /** The version in the package's manifest (beside `src/` and `dist/` alike). */
@@ -68,12 +81,19 @@ async function serve(config: ServerConfig, logger: Logger): Promise<number> {
     logger.error("failed to start", { error: describe(error) });
     return 1;
   }
+  let onMessage = (_message: unknown) => {};
   await new Promise<void>((resolve) => {
+    let stopping = false;
     const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
       logger.info("signal received", { signal });
-      // A second signal means "now".
-      process.once("SIGINT", () => process.exit(130));
-      process.once("SIGTERM", () => process.exit(143));
+      // A second signal means "now"; but not after the primary's message: Ctrl-C in a terminal
+      // signals the worker itself as well, and that is the same request to stop.
+      if (signal !== "primary") {
+        process.once("SIGINT", () => process.exit(130));
+        process.once("SIGTERM", () => process.exit(143));
+      }
       server.close().then(resolve, (error: unknown) => {
         logger.error("shutdown failed", { error: String(error) });
         resolve();
@@ -89,7 +109,17 @@ async function serve(config: ServerConfig, logger: Logger): Promise<number> {
           logger.error("TLS reload failed; the previous certificate stays in use", { error: String(error) }),
         );
     });
+    // A worker's primary asks by message (see workers.ts).
+    onMessage = (message) => {
+      if (message === stopMessage) stop("primary");
+    };
+    if (cluster.isWorker) process.on("message", onMessage);
   });
+  // The channel to the primary would keep a worker alive: let it go.
+  if (cluster.isWorker) {
+    process.off("message", onMessage);
+    cluster.worker?.disconnect();
+  }
   return 0;
 }
 

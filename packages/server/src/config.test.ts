@@ -1,5 +1,7 @@
+import { availableParallelism } from "node:os";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ConfigError, defaultConfig, helpText, parseConfig, settings } from "./config.js";
+import { ConfigError, defaultConfig, helpText, maxWorkers, parseConfig, settings } from "./config.js";
 
 describe("parseConfig", () => {
   it("has the documented defaults", () => {
@@ -162,6 +164,22 @@ describe("parseConfig", () => {
     expect(helpText()).toMatch(/--workspace-max-daemons <n>\s+Most daemons/);
     expect(helpText()).toContain("WAP_WORKSPACE_MAX_RECORDING_BYTES");
     expect(() => parseConfig(["--workspace-max-targets", "many"])).toThrow(ConfigError);
+  });
+
+  it("reads the worker count: 1 by default, auto as the CPUs, refused out of 1..256", () => {
+    expect(parseConfig([]).config.workers).toBe(1);
+    expect(parseConfig([], { WAP_WORKERS: "auto" }).config.workers).toBe(
+      Math.min(availableParallelism(), maxWorkers),
+    );
+    fc.assert(
+      fc.property(fc.integer({ min: -10, max: 2 * maxWorkers }), (n) => {
+        const text = String(n);
+        if (n >= 1 && n <= maxWorkers) expect(parseConfig(["--workers", text]).config.workers).toBe(n);
+        else expect(() => parseConfig(["--workers", text])).toThrow(ConfigError);
+      }),
+    );
+    expect(() => parseConfig([], { WAP_WORKERS: "0" })).toThrow(/WAP_WORKERS must be between 1 and 256/);
+    expect(() => parseConfig(["--workers", "two"])).toThrow(/--workers must be a whole number/);
   });
 
   it("recognises --help", () => {

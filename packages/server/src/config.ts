@@ -4,7 +4,7 @@
  *
  * @module
  */
-
+import { availableParallelism } from "node:os";
 import { defaultWorkspaceQuotaConfig, parseNetworks } from "@wap/core";
 import { parseListenAddress } from "./diagnostics.js";
 import {
@@ -70,6 +70,8 @@ export interface ServerConfig extends IntegrationConfig {
    * every third of it): a crashed instance's daemons count offline within about 4/3 of this.
    */
   readonly instanceLeaseSeconds: number;
+  /** Server processes sharing the port (PostgreSQL only when more than one); see workers.ts. */
+  readonly workers: number;
   /**
    * Non-public networks (CIDR) the server may fetch from when it reads an identity provider's
    * documents; none by default (loopback, private, link-local and unique-local are refused).
@@ -117,6 +119,7 @@ export const defaultConfig: ServerConfig = {
   mailFrom: undefined,
   daemonKeepaliveSeconds: 60,
   instanceLeaseSeconds: 30,
+  workers: 1,
   outboundAllowNetworks: [],
   headersTimeoutSeconds: 20,
   bodyTimeoutSeconds: 30,
@@ -360,6 +363,14 @@ export const settings: readonly Setting[] = [
     defaultText: "30",
     help: "Lease of this instance on the daemon control streams it holds, renewed every third of it. If the instance dies without stopping, its daemons are reported offline within about 4/3 of this. Instances sharing a database need clocks within a few seconds of each other.",
     apply: assign("instanceLeaseSeconds", wholeNumber(3, 3600)),
+  },
+  {
+    env: "WAP_WORKERS",
+    flag: "--workers",
+    value: "<n|auto>",
+    defaultText: "1",
+    help: "Server processes sharing the port, to use every core (auto: one per CPU). More than 1 needs PostgreSQL: the embedded SQLite database serves one process.",
+    apply: assign("workers", workerCount),
   },
   {
     env: "WAP_HEADERS_TIMEOUT",
@@ -664,6 +675,14 @@ function smtpUrl(text: string, source: string): string {
     throw new ConfigError(`${source} must be an smtp:// or smtps:// URL with a host name`);
   }
   return text;
+}
+
+/** Most worker processes: far above any core count, low enough to catch a typo. */
+export const maxWorkers = 256;
+
+function workerCount(text: string, source: string): number {
+  if (text.toLowerCase() === "auto") return Math.min(availableParallelism(), maxWorkers);
+  return integer(text, source, 1, maxWorkers);
 }
 
 function networks(text: string, source: string): string[] {

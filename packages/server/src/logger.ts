@@ -79,3 +79,18 @@ function flushStderr(): void {
 
 // stderr is written synchronously for files, pipes and terminals: nothing is lost at exit.
 process.once("exit", flushStderr);
+
+/** A logger adding `fields` to every line (e.g. which worker process wrote it). */
+export function withFields(logger: Logger, fields: LogFields): Logger {
+  const log =
+    (at: Exclude<LogLevel, "silent">) =>
+    (message: string, more?: LogFields): void =>
+      logger[at](message, more === undefined ? fields : { ...fields, ...more });
+  return {
+    debug: log("debug"),
+    info: log("info"),
+    warn: log("warn"),
+    error: log("error"),
+    ...(logger.enabled && { enabled: logger.enabled.bind(logger) }),
+  };
+}
