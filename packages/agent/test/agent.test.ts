@@ -354,6 +354,7 @@ describe("wap-agent with a real sshd", () => {
 
   it("keeps the files while the server is away, and reconnects when it is back", async () => {
     const before = await principalsOnDisk();
+    const revokedKeys = await readFile(join(sshdDir, "revoked_keys"));
     const { port } = server;
     const from = agent.lines.length;
     await server.close();
@@ -366,6 +367,7 @@ describe("wap-agent with a real sshd", () => {
     });
     expect(offline.code).toBe(0);
     expect(await principalsOnDisk()).toEqual(before);
+    expect((await readFile(join(sshdDir, "revoked_keys"))).equals(revokedKeys)).toBe(true);
     server = await createServer(serverOptions(port));
     await agent.waitFor((l) => l.msg === "control stream open", from);
     await agent.waitFor((l) => l.msg === "synced", from);
