@@ -27,12 +27,54 @@ export {
 } from "./gen/google/api/http_pb.js";
 
 export type {
+  HealthCheckRequest,
+  HealthCheckResponse,
+  HealthListRequest,
+  HealthListResponse,
+} from "./gen/grpc/health/v1/health_pb.js";
+export {
+  file_grpc_health_v1_health,
+  Health,
+  HealthCheckRequestSchema,
+  HealthCheckResponse_ServingStatus,
+  HealthCheckResponse_ServingStatusSchema,
+  HealthCheckResponseSchema,
+  HealthListRequestSchema,
+  HealthListResponseSchema,
+} from "./gen/grpc/health/v1/health_pb.js";
+
+export type {
+  ErrorResponse,
+  ExtensionNumberResponse,
+  ExtensionRequest,
+  FileDescriptorResponse,
+  ListServiceResponse,
+  ServerReflectionRequest,
+  ServerReflectionResponse,
+  ServiceResponse,
+} from "./gen/grpc/reflection/v1/reflection_pb.js";
+export {
+  ErrorResponseSchema,
+  ExtensionNumberResponseSchema,
+  ExtensionRequestSchema,
+  FileDescriptorResponseSchema,
+  file_grpc_reflection_v1_reflection,
+  ListServiceResponseSchema,
+  ServerReflection,
+  ServerReflectionRequestSchema,
+  ServerReflectionResponseSchema,
+  ServiceResponseSchema,
+} from "./gen/grpc/reflection/v1/reflection_pb.js";
+
+export type {
   BeginPasskeyLoginRequest,
   BeginPasskeyLoginResponse,
   FinishPasskeyLoginRequest,
   FinishPasskeyLoginResponse,
   ForgotPasswordRequest,
   ForgotPasswordResponse,
+  GetCLILoginRequest,
+  GetCLILoginResponse,
   LoginRequest,
   LoginResponse,
   LoginWithBackupCodeRequest,
@@ -63,6 +105,8 @@ export {
   ForgotPasswordRequestSchema,
   ForgotPasswordResponseSchema,
   file_platform_v1_auth,
+  GetCLILoginRequestSchema,
+  GetCLILoginResponseSchema,
   LoginRequestSchema,
   LoginResponseSchema,
   LoginWithBackupCodeRequestSchema,

@@ -9,6 +9,7 @@ describe("platformServices", () => {
           typeof value === "object" && value !== null && (value as { kind?: string }).kind === "service",
       )
       .map((service) => (service as { typeName: string }).typeName)
+      .filter((name) => name.startsWith("platform.v1."))
       .sort();
     const listed = api.platformServices.map((service) => service.typeName);
     expect(new Set(listed).size).toBe(listed.length);

@@ -65,7 +65,7 @@ export {
 // For transport authors (the server package, other adapters)
 export type { DeviceChallengeInput, PlatformChallenge } from "./devices/challenge.js";
 export { authenticateDevice, challengeSignatureValid, parsePlatformChallenge } from "./devices/challenge.js";
-export type { CliLoginOptions, CliLoginRequest, PendingCliLogin } from "./devices/cli-login.js";
+export type { CliLoginRequest, PendingCliLogin } from "./devices/cli-login.js";
 export { cliLoginStream, startCliLogin } from "./devices/cli-login.js";
 export type { DnsTxtResolver } from "./domains/dns.js";
 export type { ErrorCode, FieldViolation, PlatformErrorOptions } from "./errors.js";
@@ -152,3 +152,5 @@ export { describeBound } from "./validation/describe.js";
 export type { FieldBound, RequestBounds } from "./validation/table.js";
 export { validationBounds } from "./validation/table.js";
 export { apiVersion, platformVersion } from "./version.js";
+export type { WorkspaceQuotaConfig } from "./workspaces/quotas.js";
+export { defaultWorkspaceQuotaConfig } from "./workspaces/quotas.js";

@@ -14,6 +14,7 @@ import {
   type MessageShape,
 } from "@bufbuild/protobuf";
 import { roleAllows } from "./access/permissions.js";
+import { recordSecurityEvent } from "./audit/security-events.js";
 import { type AccessTokens, loadAccessTokens } from "./auth/access-tokens.js";
 import { authenticate, type CredentialSource, type Credentials } from "./auth/authenticate.js";
 import { createArgon2PasswordHasher, type PasswordHasher } from "./auth/passwords.js";
@@ -56,6 +57,7 @@ import {
   UniqueViolationError,
 } from "./storage/storage.js";
 import { parseRequest } from "./validation/parse.js";
+import { uuid } from "./validation/rules.js";
 
 /** What `createPlatform` needs. Only `storage` and `keyStore` have no default. */
 export interface PlatformOptions extends IntegrationServices {
@@ -181,7 +183,15 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
       try {
         result = await runOperation(services, operation, ctx, request, events);
       } catch (error) {
-        throw translateFault(error);
+        const fault = translateFault(error);
+        if (fault instanceof PlatformError && fault.code === "permission_denied") {
+          await recordSecurityEvent(services, ctx, {
+            kind: "permission_denied",
+            resource: `rpc:${procedureOf(method)}`,
+            workspaceId: await deniedCallWorkspace(services, ctx, request),
+          });
+        }
+        throw fault;
       }
       publisher.publish(events.committed());
       return create(method.output, result as never) as MessageShape<typeof method.output>;
@@ -473,4 +483,29 @@ function translateFault(error: unknown): unknown {
     );
   }
   return error;
+}
+
+/**
+ * The workspace whose log a denied call goes to: the one it named, when the caller belongs to it
+ * (a member, or one of its service accounts or daemons). Others' attempts go to the account-wide
+ * log, so no outsider can write into a workspace's log.
+ */
+async function deniedCallWorkspace(
+  services: Services,
+  ctx: CallContext,
+  request: unknown,
+): Promise<string | null> {
+  const named = (request as { workspaceId?: unknown }).workspaceId;
+  if (typeof named !== "string" || !uuid.safeParse(named).success) return null;
+  const workspaceId = named.toLowerCase();
+  const caller = ctx.caller;
+  if (caller.kind === "user") {
+    return (await services.storage.members.find(workspaceId, caller.userId).catch(() => null))
+      ? workspaceId
+      : null;
+  }
+  if (caller.kind === "service_account" || caller.kind === "daemon") {
+    return caller.workspaceId === workspaceId ? workspaceId : null;
+  }
+  return null;
 }

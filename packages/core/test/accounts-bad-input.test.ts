@@ -62,7 +62,16 @@ const rules: LengthRule[] = [
     method: AuthService.method.verifyCLILogin,
     field: "loginCode",
     min: 1,
-    request: (v) => ({ loginCode: v }),
+    request: (v) => ({ loginCode: v, userCode: "BCDF-GHJK" }),
+  },
+  {
+    name: "VerifyCLILogin.userCode 1-64 (our bound: the code the CLI shows is 9)",
+    caller: () => user,
+    method: AuthService.method.verifyCLILogin,
+    field: "userCode",
+    min: 1,
+    max: 64,
+    request: (v) => ({ loginCode: "0".repeat(32), userCode: v }),
   },
   {
     name: "UpdateProfile.name 3-256",
@@ -254,13 +263,18 @@ describe("patterns and formats", () => {
     }
   });
 
-  it("UpdateProfile.picture is at most 2048 characters (our bound: it is stored and shown)", async () => {
-    expect(
-      await violatedFields(user, UserService.method.updateProfile, { picture: "p".repeat(2048) }),
-    ).toEqual([]);
-    expect(
-      await violatedFields(user, UserService.method.updateProfile, { picture: "p".repeat(2049) }),
-    ).toEqual(["picture"]);
+  it("UpdateProfile.picture is an https URL of at most 2048 characters (our bound: it is stored and shown)", async () => {
+    const url = (length: number) => {
+      const prefix = "https://cdn.example.com/";
+      return `${prefix}${"p".repeat(length - prefix.length)}`;
+    };
+    expect(await violatedFields(user, UserService.method.updateProfile, { picture: url(2048) })).toEqual([]);
+    expect(await violatedFields(user, UserService.method.updateProfile, { picture: url(2049) })).toEqual([
+      "picture",
+    ]);
+    expect(await violatedFields(user, UserService.method.updateProfile, { picture: "p" })).toEqual([
+      "picture",
+    ]);
   });
 
   it("NUL characters are refused in every text field", async () => {

@@ -194,6 +194,7 @@ describe("ExportAuditLogs", () => {
         "userAgent",
         "statusCode",
         "timestamp",
+        "resource",
       ]);
       expect(rows.slice(1).map((r) => r[0])).toEqual(events.map((e) => e.id));
       expect(rows[2]).toEqual([
@@ -206,6 +207,7 @@ describe("ExportAuditLogs", () => {
         'Agent "X", v2\r\nnext line',
         "ok",
         "2026-01-01T00:02:00.000Z",
+        tricky.resource,
       ]);
       expect(rows[3]![5]).toBe("'-1+1");
     }
@@ -235,6 +237,7 @@ describe("ExportAuditLogs", () => {
         userAgent: e.userAgent,
         statusCode: e.statusCode,
         timestamp: e.timestamp.toISOString(),
+        resource: e.resource,
       })),
     );
     const empty = await t.call(owner.caller, UtilService.method.exportAuditLogs, {

@@ -11,7 +11,7 @@ afterEach(() => t.platform.close());
 
 describe("Register and Login", () => {
   it("signs a new user in and Whoami returns them", async () => {
-    const { caller, email } = await t.signUp("ada");
+    const { caller, email } = await t.signUp("ada", { verified: false });
     const { user } = await t.call(caller, UserService.method.whoami, {});
     expect(user).toMatchObject({ username: "ada", email, name: "ada Test", emailVerified: false });
     const stored = await t.storage.users.findByEmail(email);

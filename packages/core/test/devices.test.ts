@@ -1,10 +1,12 @@
 import { generateKeyPairSync, type KeyObject, randomBytes, randomUUID, sign } from "node:crypto";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { AuthService, UserService } from "@wap/api";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { hashSecret } from "../src/auth/service-account-tokens.js";
 import { createCallContext } from "../src/context.js";
 import { authenticateDevice } from "../src/devices/challenge.js";
 import { cliLoginStream, startCliLogin } from "../src/devices/cli-login.js";
-import { createInProcessEventBus, type EventBus } from "../src/events/event-bus.js";
+import type { CliLoginRepository } from "../src/storage/accounts.js";
 import {
   type AccountsPlatform,
   createAccountsPlatform,
@@ -40,42 +42,89 @@ function challenge(
   return `${signed}:${signature.toString("base64url")}`;
 }
 
+/** Counts `findById` reads of pending logins (what a waiting stream does each time it looks). */
+function countReads(repository: CliLoginRepository) {
+  const original = repository.findById;
+  const counter = {
+    count: 0,
+    restore: () => Object.assign(repository, { findById: original }),
+  };
+  Object.assign(repository, {
+    findById: (id: string) => {
+      counter.count++;
+      return original.call(repository, id);
+    },
+  });
+  return counter;
+}
+
 const asDevice = (value: string, procedure = whoamiPath) =>
   t.platform.authenticate({ platformChallenge: { value, procedure } });
 
-/** Runs the whole CLI login: stream opened, code approved by `approver`. */
-async function cliLogin(approver: Awaited<ReturnType<AccountsPlatform["signUp"]>>, device = aDevice()) {
-  const pending = await startCliLogin(
+type SignedUp = Awaited<ReturnType<AccountsPlatform["signUp"]>>;
+type Pending = Awaited<ReturnType<typeof startCliLogin>>;
+
+/** Opens a pending login as the CLI does, from `ipAddress`. */
+function startLogin(device = aDevice(), options: { ipAddress?: string; signal?: AbortSignal } = {}) {
+  return startCliLogin(
     t.platform.services,
-    createCallContext(anonymous, { ipAddress: "198.51.100.4", userAgent: "platform-cli/1.2" }),
-    { authMethod: "soft", authPubkey: device.pem, deviceId: device.id, deviceName: "ada-laptop" },
-    { pollIntervalMs: 5 },
+    createCallContext(anonymous, {
+      ipAddress: options.ipAddress ?? "198.51.100.4",
+      userAgent: "platform-cli/1.2",
+      ...(options.signal && { signal: options.signal }),
+    }),
+    {
+      authMethod: "soft",
+      authPubkey: device.pem,
+      deviceId: device.id,
+      deviceName: "ada-laptop",
+      clientOs: "linux/x64",
+      clientVersion: "1.2.3",
+    },
   );
+}
+
+const loginCodeOf = (pending: Pick<Pending, "verificationUrl">) =>
+  linkParam({ text: pending.verificationUrl }, "code");
+
+/** VerifyCLILogin as the approval page calls it: the login code from the URL, the user code typed. */
+const verify = (user: SignedUp, pending: Pending, extra: { userCode?: string; deny?: boolean } = {}) =>
+  t.call(user.caller, AuthService.method.verifyCLILogin, {
+    loginCode: loginCodeOf(pending),
+    userCode: pending.userCode,
+    ...extra,
+  });
+
+/** Runs the whole CLI login: stream opened, code approved by `approver`. */
+async function cliLogin(approver: SignedUp, device = aDevice()) {
+  const pending = await startLogin(device);
   const approval = pending.waitForApproval();
-  const code = linkParam({ text: pending.verificationUrl }, "code");
-  await t.call(approver.caller, AuthService.method.verifyCLILogin, { loginCode: code });
+  await verify(approver, pending);
   return { device, user: await approval, pending };
 }
 
 describe("CLI login", () => {
-  it("streams a verification URL at once, then the user after VerifyCLILogin", async () => {
+  it("streams a verification URL and a user code at once, then the user after VerifyCLILogin", async () => {
     const ada = await t.signUp("ada");
     const device = aDevice();
-    const stream = cliLoginStream(
-      t.platform.services,
-      createCallContext(anonymous),
-      { authMethod: "tpm", authPubkey: device.pem, deviceId: device.id, loginCode: "ignored" },
-      { pollIntervalMs: 5 },
-    );
+    const stream = cliLoginStream(t.platform.services, createCallContext(anonymous), {
+      authMethod: "tpm",
+      authPubkey: device.pem,
+      deviceId: device.id,
+      loginCode: "ignored",
+    });
     const first = await stream.next();
     expect(first.value).toEqual({
       verificationUrl: expect.stringMatching(/^https:\/\/app\.example\.test\/cli-login\?code=[0-9a-f]{32}$/),
+      userCode: expect.stringMatching(/^[BCDFGHJKMNPQRSTVWXYZ]{4}-[BCDFGHJKMNPQRSTVWXYZ]{4}$/),
     });
     const second = stream.next();
-    const code = new URL((first.value as { verificationUrl: string }).verificationUrl).searchParams.get(
-      "code",
-    )!;
-    await t.call(ada.caller, AuthService.method.verifyCLILogin, { loginCode: code });
+    const { verificationUrl, userCode } = first.value as { verificationUrl: string; userCode: string };
+    // Typed in lower case and without the hyphen, it still matches.
+    await t.call(ada.caller, AuthService.method.verifyCLILogin, {
+      loginCode: loginCodeOf({ verificationUrl }),
+      userCode: userCode.toLowerCase().replace("-", ""),
+    });
     const { value } = await second;
     expect((value as { user: object }).user).toMatchObject({
       id: ada.caller.userId,
@@ -92,6 +141,68 @@ describe("CLI login", () => {
       name: "cli",
       publicKey: device.pem,
     });
+  });
+
+  it("GetCLILogin shows the approver what is asking; the user code is kept only as a hash", async () => {
+    const ada = await t.signUp("ada");
+    const pending = await startLogin();
+    const shown = await t.call(ada.caller, AuthService.method.getCLILogin, {
+      loginCode: loginCodeOf(pending),
+    });
+    expect(shown).toMatchObject({
+      deviceName: "ada-laptop",
+      os: "linux/x64",
+      clientAddress: "198.51.100.4",
+      clientVersion: "1.2.3",
+    });
+    expect(timestampDate(shown.createdAt!)).toEqual(t.clock.now());
+    expect(timestampDate(shown.expiresAt!).getTime() - t.clock.now().getTime()).toBe(600_000);
+    const stored = (await t.storage.cliLogins.findByCode(hashSecret(loginCodeOf(pending))))!;
+    expect(JSON.stringify(stored)).not.toContain(pending.userCode.replace("-", ""));
+    await expectCode(
+      t.call(anonymous, AuthService.method.getCLILogin, { loginCode: loginCodeOf(pending) }),
+      "unauthenticated",
+    );
+    await expectCode(
+      t.call(ada.caller, AuthService.method.getCLILogin, { loginCode: "0".repeat(32) }),
+      "invalid_argument",
+    );
+  });
+
+  it("VerifyCLILogin needs the user code; a few wrong ones cancel the login and end the stream", async () => {
+    const ada = await t.signUp("ada");
+    const pending = await startLogin();
+    const waiting = pending.waitForApproval();
+    const missing = await expectCode(
+      t.call(ada.caller, AuthService.method.verifyCLILogin, { loginCode: loginCodeOf(pending) }),
+      "invalid_argument",
+    );
+    expect(missing.violations.map((v) => v.field)).toEqual(["userCode"]);
+    const wrong = pending.userCode.startsWith("B") ? "CCCC-CCCC" : "BBBB-BBBB";
+    for (let i = 1; i <= 3; i++) {
+      const error = await expectCode(verify(ada, pending, { userCode: wrong }), "invalid_argument");
+      expect(error.reason).toBe(i < 3 ? "INVALID_USER_CODE" : "CLI_LOGIN_CANCELLED");
+    }
+    const ended = await expectCode(waiting, "permission_denied");
+    expect(ended.message).toMatch(/cancelled: a wrong code was entered too often/);
+    // Cancelled for good: the right code no longer works.
+    await expectCode(verify(ada, pending), "invalid_argument");
+    expect(await t.storage.userDevices.listByUser(ada.caller.userId)).toEqual([]);
+  });
+
+  it("deny refuses the login: the CLI's stream ends with permission_denied and nothing is bound", async () => {
+    const ada = await t.signUp("ada");
+    const device = aDevice();
+    const pending = await startLogin(device);
+    const waiting = pending.waitForApproval();
+    await verify(ada, pending, { deny: true });
+    const ended = await expectCode(waiting, "permission_denied");
+    expect([ended.reason, ended.message]).toEqual([
+      "CLI_LOGIN_DENIED",
+      "the CLI login was denied in the browser",
+    ]);
+    expect(await t.storage.userDevices.findById(device.id)).toBeNull();
+    await expectCode(verify(ada, pending), "invalid_argument");
   });
 
   it("a device then signs requests that authenticate as the user", async () => {
@@ -139,47 +250,58 @@ describe("CLI login", () => {
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
   });
 
-  it("a new login of the same device id replaces its key; a known key may come with a new id", async () => {
+  it("a device id bound to one user is never taken over by another; its own user may re-key it", async () => {
     const ada = await t.signUp("ada");
     const bob = await t.signUp("bob");
     const { device } = await cliLogin(ada);
+    // Bob learned the id: his login with it is refused, and ends his CLI's stream.
+    const stolen = aDevice(device.id);
+    const pending = await startLogin(stolen);
+    const waiting = pending.waitForApproval();
+    const refused = await expectCode(verify(bob, pending), "permission_denied");
+    expect(refused.reason).toBe("DEVICE_BOUND_TO_ANOTHER_USER");
+    await expectCode(waiting, "permission_denied");
+    // Ada's CLI is still signed in; Bob's key signs nothing.
+    expect((await asDevice(challenge(device, whoamiPath))).caller).toMatchObject({
+      userId: ada.caller.userId,
+    });
+    await expectCode(asDevice(challenge(stolen, whoamiPath)), "unauthenticated");
+    // Ada logging the same id in again with a new key replaces it.
     const rekeyed = aDevice(device.id);
-    await cliLogin(bob, rekeyed);
+    await cliLogin(ada, rekeyed);
     await expectCode(asDevice(challenge(device, whoamiPath)), "unauthenticated");
-    const { caller } = await asDevice(challenge(rekeyed, whoamiPath));
-    expect(caller).toMatchObject({ userId: bob.caller.userId });
+    expect((await asDevice(challenge(rekeyed, whoamiPath))).caller).toMatchObject({
+      userId: ada.caller.userId,
+    });
     // Logged out locally with a TPM: new device id, same key.
     const sameKey = { ...rekeyed, id: randomUUID() };
     await cliLogin(bob, sameKey);
     expect((await asDevice(challenge(sameKey, whoamiPath))).caller).toMatchObject({
       userId: bob.caller.userId,
     });
+    // Once Ada lets the id go, it is free.
+    await t.call(ada.caller, UserService.method.deleteUserDevice, { id: device.id });
+    await cliLogin(bob, aDevice(device.id));
   });
 
   it("VerifyCLILogin answers unknown, reused and expired codes alike", async () => {
     const ada = await t.signUp("ada");
     const { pending } = await cliLogin(ada);
-    const used = linkParam({ text: pending.verificationUrl }, "code");
     const messages = new Set<string>();
     const refuse = async (loginCode: string) =>
       messages.add(
         (
           await expectCode(
-            t.call(ada.caller, AuthService.method.verifyCLILogin, { loginCode }),
+            t.call(ada.caller, AuthService.method.verifyCLILogin, { loginCode, userCode: pending.userCode }),
             "invalid_argument",
           )
         ).message,
       );
-    await refuse(used);
+    await refuse(loginCodeOf(pending));
     await refuse("0".repeat(32));
-    const late = await startCliLogin(
-      t.platform.services,
-      createCallContext(anonymous),
-      { authMethod: "soft", authPubkey: aDevice().pem, deviceId: randomUUID() },
-      { pollIntervalMs: 5 },
-    );
+    const late = await startLogin();
     t.clock.advance(10 * 60 * 1000);
-    await refuse(linkParam({ text: late.verificationUrl }, "code"));
+    await refuse(loginCodeOf(late));
     expect(messages.size).toBe(1);
     await expectCode(late.waitForApproval(), "deadline_exceeded");
   });
@@ -187,60 +309,67 @@ describe("CLI login", () => {
   it("only a signed-in user may approve, and a code races to one approval", async () => {
     const ada = await t.signUp("ada");
     const bob = await t.signUp("bob");
-    const pending = await startCliLogin(
-      t.platform.services,
-      createCallContext(anonymous),
-      { authMethod: "soft", authPubkey: aDevice().pem, deviceId: randomUUID() },
-      { pollIntervalMs: 5 },
+    const pending = await startLogin();
+    const loginCode = loginCodeOf(pending);
+    await expectCode(
+      t.call(anonymous, AuthService.method.verifyCLILogin, { loginCode, userCode: pending.userCode }),
+      "unauthenticated",
     );
-    const loginCode = linkParam({ text: pending.verificationUrl }, "code");
-    await expectCode(t.call(anonymous, AuthService.method.verifyCLILogin, { loginCode }), "unauthenticated");
-    const results = await Promise.allSettled(
-      [ada, bob, ada, bob].map((u) => t.call(u.caller, AuthService.method.verifyCLILogin, { loginCode })),
-    );
+    const results = await Promise.allSettled([ada, bob, ada, bob].map((u) => verify(u, pending)));
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
     await pending.waitForApproval();
   });
 
   it("the stream ends when the client goes away, and the pending login is gone", async () => {
     const controller = new AbortController();
-    const pending = await startCliLogin(
-      t.platform.services,
-      createCallContext(anonymous, { signal: controller.signal }),
-      { authMethod: "soft", authPubkey: aDevice().pem, deviceId: randomUUID() },
-      { pollIntervalMs: 60_000 },
-    );
+    const pending = await startLogin(aDevice(), { signal: controller.signal });
     const waiting = pending.waitForApproval();
     controller.abort();
     await expectCode(waiting, "deadline_exceeded");
     const ada = await t.signUp("ada");
-    await expectCode(
-      t.call(ada.caller, AuthService.method.verifyCLILogin, {
-        loginCode: linkParam({ text: pending.verificationUrl }, "code"),
-      }),
-      "invalid_argument",
-    );
+    await expectCode(verify(ada, pending), "invalid_argument");
   });
 
-  it("approval on the event bus wakes the stream without waiting for the next poll", async () => {
-    const services = t.platform.services as typeof t.platform.services & { events?: EventBus };
-    if (services.events === undefined) Object.assign(services, { events: createInProcessEventBus() });
+  it("waiting streams read storage only when woken, never on a timer", async () => {
     const ada = await t.signUp("ada");
-    const device = aDevice();
-    const pending = await startCliLogin(
-      t.platform.services,
-      createCallContext(anonymous),
-      { authMethod: "soft", authPubkey: device.pem, deviceId: device.id },
-      { pollIntervalMs: 60_000 },
-    );
-    const approval = pending.waitForApproval();
-    await new Promise((resolve) => setTimeout(resolve, 20)); // the first poll has run; now it sleeps
-    const started = Date.now();
-    await t.call(ada.caller, AuthService.method.verifyCLILogin, {
-      loginCode: linkParam({ text: pending.verificationUrl }, "code"),
-    });
+    const pending = await startLogin();
+    const reads = countReads(t.platform.services.storage.cliLogins);
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval"] });
+    let approval: Promise<unknown>;
+    try {
+      approval = pending.waitForApproval();
+      // Five minutes of timers: a polling stream would read storage again and again.
+      await vi.advanceTimersByTimeAsync(5 * 60 * 1000);
+    } finally {
+      vi.useRealTimers();
+    }
+    const idle = reads.count;
+    expect(idle).toBe(1);
+    await verify(ada, pending);
     await approval;
-    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(reads.count).toBe(idle + 1);
+    reads.restore();
+  });
+
+  it("at most cliLoginMaxPendingPerAddress logins wait per client address", async () => {
+    const limited = await createAccountsPlatform({ cliLoginMaxPendingPerAddress: 2 });
+    try {
+      const start = (ipAddress: string) =>
+        startCliLogin(limited.platform.services, createCallContext(anonymous, { ipAddress }), {
+          authMethod: "soft",
+          authPubkey: aDevice().pem,
+          deviceId: randomUUID(),
+        });
+      await start("192.0.2.1");
+      await start("192.0.2.1");
+      const refused = await expectCode(start("192.0.2.1"), "resource_exhausted");
+      expect(refused.message).toContain("at most 2 CLI logins");
+      expect(refused.message).toContain("WAP_CLI_LOGIN_MAX_PENDING_PER_ADDRESS");
+      // Another address is not affected.
+      await start("192.0.2.2");
+    } finally {
+      await limited.platform.close();
+    }
   });
 
   it("rejects a bad method, key or device id with invalid_argument", async () => {

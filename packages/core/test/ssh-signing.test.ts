@@ -3,6 +3,7 @@
  * `ssh-keygen -L`, which also verifies the signature), who may have which, the codes of every
  * refusal, TTL rules, the ledger and the audit trail.
  */
+
 import { createHash } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import {
@@ -14,6 +15,7 @@ import {
   WorkspaceService,
 } from "@wap/api";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import { issuanceResource } from "../src/certificates/issuance/record.js";
 import { createCallContext } from "../src/context.js";
 import { describeKeySpec } from "../src/crypto/key-types.js";
 import {
@@ -276,9 +278,7 @@ describe("SignSSHCertificate rules", () => {
       action: "certificate.sign_ssh_user",
     });
     expect(audit.total).toBe(60);
-    expect(new Set(audit.items.map((e) => e.resource))).toEqual(
-      new Set(ledger.items.map((e) => `issued_certificate:${e.id}`)),
-    );
+    expect(new Set(audit.items.map((e) => e.resource))).toEqual(new Set(ledger.items.map(issuanceResource)));
   });
 
   it("draws a new serial when one is taken (a collision is retried, not refused)", async () => {

@@ -191,7 +191,7 @@ describe("OIDC sign-in", () => {
   });
 
   it("refuses to link an account whose address was never verified", async () => {
-    const squatter = await t.signUp(`sq${crypto.randomUUID().slice(0, 6)}`);
+    const squatter = await t.signUp(`sq${crypto.randomUUID().slice(0, 6)}`, { verified: false });
     const local = squatter.email.split("@")[0]!;
     await t.storage.users.update(squatter.caller.userId, { email: `${local}@${domain}` }, new Date());
     const { start, callback } = await signIn({ workspaceId: owner.workspaceId }, idpUser(local));

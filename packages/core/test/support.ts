@@ -42,8 +42,11 @@ function callers(platform: Platform) {
     platform.invoke(method, createCallContext(caller), create(method.input, request));
 
   let counter = 0;
-  /** Registers and signs in a new user; returns its caller and tokens. */
-  const signUp = async (name = `user${++counter}`) => {
+  /**
+   * Registers and signs in a new user; returns its caller and tokens. The address counts as
+   * verified (as if the mailed link had been followed) unless `verified` is false.
+   */
+  const signUp = async (name = `user${++counter}`, options: { verified?: boolean } = {}) => {
     const email = `${name}@example.com`;
     await call({ kind: "anonymous" }, AuthService.method.register, {
       name: `${name} Test`,
@@ -57,6 +60,9 @@ function callers(platform: Platform) {
     });
     const { caller } = await platform.authenticate({ bearer: tokens.accessToken });
     if (caller.kind !== "user") throw new Error("login did not yield a user");
+    if (options.verified ?? true) {
+      await platform.services.storage.users.update(caller.userId, { emailVerified: true }, new Date());
+    }
     return { caller, tokens, email };
   };
   /** A new user with a new workspace they own. */

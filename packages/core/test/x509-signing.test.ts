@@ -3,13 +3,16 @@
  * checked by `openssl verify` against the returned chain: usages, the name policy, TTL rules,
  * refusals and the ledger.
  */
+import { X509Certificate } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import {
   AuthorityType,
   CertificateKeyType,
   CertificateService,
+  ServiceAccountService,
   SignX509CertificateRequest_X509Usage as Usage,
+  UserService,
 } from "@wap/api";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type CaKeySpec, describeKeySpec } from "../src/crypto/key-types.js";
@@ -113,7 +116,6 @@ describe("every authority x key x usage, verified by openssl", () => {
   }, 60_000);
   afterAll(() => t.platform.close());
 
-  const username = () => ada.email.split("@")[0]!;
   const cases = caSpecs.flatMap((ca) =>
     leafKeys.flatMap((key) =>
       (["client", "server", "both"] as const).map((usage) => [describeKeySpec(ca), key, usage] as const),
@@ -123,7 +125,7 @@ describe("every authority x key x usage, verified by openssl", () => {
   it.each(cases)("a %s authority signs a %s CSR for %s use", async (caName, key, usage) => {
     const request =
       usage === "client"
-        ? { csr: await csr(key, `/CN=${username()}`), usage: Usage.CLIENT_AUTH }
+        ? { csr: await csr(key, `/CN=${ada.caller.userId}`), usage: Usage.CLIENT_AUTH }
         : {
             csr: await csr(key, "/CN=web-1", "DNS:web-1,DNS:web-1.example.com,IP:10.1.2.3"),
             usage: usage === "server" ? Usage.SERVER_AUTH : Usage.CLIENT_AND_SERVER,
@@ -213,6 +215,52 @@ describe("SignX509Certificate rules", () => {
       action: "certificate.sign_x509",
     });
     expect(audit.total).toBe(2);
+  });
+
+  it("a client certificate names its holder by id only: no other subject can claim it", async () => {
+    const viewer = await t.signUp();
+    await t.storage.members.insert({
+      workspaceId: ada.workspaceId,
+      userId: viewer.caller.userId,
+      role: "viewer",
+      createdAt: t.clock.now(),
+      updatedAt: t.clock.now(),
+    });
+    // The viewer cannot take the owner's id as a username, in any spelling...
+    for (const spelling of [
+      ada.caller.userId,
+      ada.caller.userId.toUpperCase(),
+      ada.caller.userId.replaceAll("-", ""),
+    ]) {
+      const refused = await expectCode(
+        t.call(viewer.caller, UserService.method.updateProfile, { username: spelling }),
+        "invalid_argument",
+      );
+      expect(refused.message).toContain("username");
+    }
+    // ...nor ask for the owner's id, username or any name but their own id as the CN.
+    const ownName = (await t.storage.users.findById(viewer.caller.userId))!.username;
+    for (const cn of [ada.caller.userId, ownName]) {
+      const refused = await expectCode(
+        sign({ csr: await csr("ed25519", `/CN=${cn}`) }, viewer.caller),
+        "permission_denied",
+      );
+      expect(refused.reason).toBe("NAME_NOT_ALLOWED");
+    }
+    // An empty CN or the id in capitals both give the id as it is stored.
+    for (const subj of ["/O=wap", `/CN=${viewer.caller.userId.toUpperCase()}`]) {
+      const res = await sign({ csr: await csr("ed25519", subj) }, viewer.caller);
+      expect(new X509Certificate(res.certificate).subject).toBe(`CN=${viewer.caller.userId}`);
+    }
+    // A service account named after a user id cannot be created either.
+    const named = await expectCode(
+      t.call(ada.caller, ServiceAccountService.method.createServiceAccount, {
+        workspaceId: ada.workspaceId,
+        name: viewer.caller.userId,
+      }),
+      "invalid_argument",
+    );
+    expect(named.message).toContain("name");
   });
 
   it("signs with the workspace's default X.509 authority when caId is left out", async () => {

@@ -248,7 +248,7 @@ function openApiDocument(): string {
   return openApiText;
 }
 
-async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+export async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);

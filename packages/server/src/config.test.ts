@@ -133,6 +133,37 @@ describe("parseConfig", () => {
     expect(helpText()).toMatch(/--daemon-keepalive <seconds>\s+How often an idle daemon control stream/);
   });
 
+  it("reads the CLI login cap and the workspace quotas, each listed in --help with its default", () => {
+    const { config } = parseConfig(
+      ["--workspace-max-daemons", "3", "--cli-login-max-pending-per-address", "4"],
+      {
+        WAP_WORKSPACE_MAX_TARGETS: "7",
+        WAP_WORKSPACE_MAX_SERVICE_ACCOUNTS: "2",
+        WAP_WORKSPACE_MAX_RECORDING_BYTES: "1048576",
+        WAP_WORKSPACE_MAX_OPEN_SESSIONS: "5",
+      },
+    );
+    expect(config).toMatchObject({
+      workspaceMaxDaemons: 3,
+      workspaceMaxTargets: 7,
+      workspaceMaxServiceAccounts: 2,
+      workspaceMaxRecordingBytes: 1_048_576,
+      workspaceMaxOpenSessions: 5,
+      cliLoginMaxPendingPerAddress: 4,
+    });
+    expect(parseConfig([]).config).toMatchObject({
+      workspaceMaxDaemons: 100,
+      workspaceMaxTargets: 1000,
+      workspaceMaxServiceAccounts: 100,
+      workspaceMaxRecordingBytes: 10 * 1024 ** 3,
+      workspaceMaxOpenSessions: 100,
+      cliLoginMaxPendingPerAddress: 10,
+    });
+    expect(helpText()).toMatch(/--workspace-max-daemons <n>\s+Most daemons/);
+    expect(helpText()).toContain("WAP_WORKSPACE_MAX_RECORDING_BYTES");
+    expect(() => parseConfig(["--workspace-max-targets", "many"])).toThrow(ConfigError);
+  });
+
   it("recognises --help", () => {
     expect(parseConfig(["--help"]).help).toBe(true);
     expect(parseConfig(["-h"]).help).toBe(true);

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { parseNetworks } from "@wap/core";
+import { defaultWorkspaceQuotaConfig, parseNetworks } from "@wap/core";
 import { parseListenAddress } from "./diagnostics.js";
 import {
   defaultIntegrationConfig,
@@ -81,6 +81,14 @@ export interface ServerConfig extends IntegrationConfig {
   readonly bodyTimeoutSeconds: number;
   /** Connections one client address may hold open at once (0: no limit). */
   readonly maxConnectionsPerClient: number;
+  /** Most CLI logins waiting for approval per client address. */
+  readonly cliLoginMaxPendingPerAddress: number;
+  /** Per-workspace quotas (core's `WorkspaceQuotaConfig`). */
+  readonly workspaceMaxDaemons: number;
+  readonly workspaceMaxTargets: number;
+  readonly workspaceMaxServiceAccounts: number;
+  readonly workspaceMaxRecordingBytes: number;
+  readonly workspaceMaxOpenSessions: number;
 }
 
 export const defaultConfig: ServerConfig = {
@@ -111,6 +119,8 @@ export const defaultConfig: ServerConfig = {
   headersTimeoutSeconds: 20,
   bodyTimeoutSeconds: 30,
   maxConnectionsPerClient: 128,
+  cliLoginMaxPendingPerAddress: 10,
+  ...defaultWorkspaceQuotaConfig,
   ...defaultIntegrationConfig,
 };
 
@@ -379,6 +389,54 @@ export const settings: readonly Setting[] = [
     defaultText: "none",
     help: "Comma-separated networks (10.0.0.0/8, fd00::/8, 192.0.2.7) the server may fetch identity-provider documents from although they are not public. By default every loopback, private, link-local and unique-local address is refused, whatever name resolves to it.",
     apply: assign("outboundAllowNetworks", networks),
+  },
+  {
+    env: "WAP_CLI_LOGIN_MAX_PENDING_PER_ADDRESS",
+    flag: "--cli-login-max-pending-per-address",
+    value: "<n>",
+    defaultText: "10",
+    help: "Most CLI logins that may wait for approval from one client address at once; more are refused (resource_exhausted) until one ends.",
+    apply: assign("cliLoginMaxPendingPerAddress", wholeNumber(1, 10_000)),
+  },
+  {
+    env: "WAP_WORKSPACE_MAX_DAEMONS",
+    flag: "--workspace-max-daemons",
+    value: "<n>",
+    defaultText: String(defaultWorkspaceQuotaConfig.workspaceMaxDaemons),
+    help: "Most daemons (enrolled or pending) one workspace may have; more enrolments are refused (resource_exhausted).",
+    apply: assign("workspaceMaxDaemons", wholeNumber(0, 1_000_000)),
+  },
+  {
+    env: "WAP_WORKSPACE_MAX_TARGETS",
+    flag: "--workspace-max-targets",
+    value: "<n>",
+    defaultText: String(defaultWorkspaceQuotaConfig.workspaceMaxTargets),
+    help: "Most targets one workspace may have, daemons' own targets included.",
+    apply: assign("workspaceMaxTargets", wholeNumber(0, 1_000_000)),
+  },
+  {
+    env: "WAP_WORKSPACE_MAX_SERVICE_ACCOUNTS",
+    flag: "--workspace-max-service-accounts",
+    value: "<n>",
+    defaultText: String(defaultWorkspaceQuotaConfig.workspaceMaxServiceAccounts),
+    help: "Most service accounts one workspace may have.",
+    apply: assign("workspaceMaxServiceAccounts", wholeNumber(0, 1_000_000)),
+  },
+  {
+    env: "WAP_WORKSPACE_MAX_RECORDING_BYTES",
+    flag: "--workspace-max-recording-bytes",
+    value: "<bytes>",
+    defaultText: "10737418240 (10 GiB)",
+    help: "Most bytes of session recordings one workspace may keep: recorded sessions are refused once it is reached, and a recording stops (truncated) where it would pass it.",
+    apply: assign("workspaceMaxRecordingBytes", wholeNumber(0, Number.MAX_SAFE_INTEGER)),
+  },
+  {
+    env: "WAP_WORKSPACE_MAX_OPEN_SESSIONS",
+    flag: "--workspace-max-open-sessions",
+    value: "<n>",
+    defaultText: String(defaultWorkspaceQuotaConfig.workspaceMaxOpenSessions),
+    help: "Most terminal sessions pending or open at once in one workspace.",
+    apply: assign("workspaceMaxOpenSessions", wholeNumber(0, 1_000_000)),
   },
   ...integrationSettings,
   {

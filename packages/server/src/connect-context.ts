@@ -21,6 +21,11 @@ export function connectContextValues(req: object): ContextValues {
   return createContextValues().set(edgeKey, edgeOf(req));
 }
 
+/** The edge state of a call, from its context values (interceptors have no HandlerContext). */
+export function edgeFromValues(values: ContextValues): EdgeRequest | undefined {
+  return values.get(edgeKey);
+}
+
 /** Records the code answered and turns `error` into the ConnectError to throw. */
 export function answer(edge: EdgeRequest, settings: EdgeSettings, error: unknown) {
   const publicError = toPublicError(error, edge.requestId, settings.logger);

@@ -19,7 +19,7 @@ import type {
   MessageInitShape,
   MessageShape,
 } from "@bufbuild/protobuf";
-import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
+import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import {
   AuthService,
   DaemonControlService,
@@ -33,6 +33,7 @@ import { answer, requireEdge, shuttingDown } from "./connect-context.js";
 import { controlStreamHandler } from "./daemons/control-stream.js";
 import { sessionStreamHandler } from "./daemons/session-stream.js";
 import { callerFor, callPlatform, type EdgeSettings } from "./edge.js";
+import { streamAccepted } from "./stream-headers.js";
 
 /** Registers every method of the contract on `router`. */
 export function registerConnectRoutes(router: ConnectRouter, settings: EdgeSettings): void {
@@ -97,19 +98,21 @@ function serverStreamingHandler<I extends DescMessage, O extends DescMessage>(
         ipAddress: edge.ipAddress,
         userAgent: edge.userAgent,
       });
-      yield* settings.platform.stream(method, ctx, request);
+      yield* settings.platform.stream(method, ctx, request, { onReady: () => streamAccepted(context) });
       if (settings.closing?.aborted && !context.signal.aborted) throw shuttingDown();
+      throwIfDeadlineExceeded(context);
       edge.code = context.signal.aborted ? "canceled" : "ok";
     } catch (error) {
-      throw answer(edge, settings, error);
+      throw answer(edge, settings, deadlineOf(context) ?? error);
     }
   };
 }
 
 /**
- * AuthService.StreamCLILogin (docs/agent-protocol.md): the verification URL at once, then the user once
- * a signed-in user approves the login with VerifyCLILogin, on this instance or another. The device
- * id and its name come from the `Platform-Client-*` headers. The stream lives as long as the
+ * AuthService.StreamCLILogin (docs/agent-protocol.md): the verification URL and user code at once,
+ * then the user once a signed-in user approves the login with VerifyCLILogin, on this instance or
+ * another. The device id, its name, OS and client version come from the `Platform-Client-*`
+ * headers. The stream lives as long as the
  * pending login (`cliLoginTtlSeconds`) and ends quietly when the client leaves.
  */
 function cliLoginHandler(settings: EdgeSettings) {
@@ -134,17 +137,39 @@ function cliLoginHandler(settings: EdgeSettings) {
         loginCode: request.loginCode,
         deviceId: context.requestHeader.get("platform-client-device-id") ?? undefined,
         deviceName: context.requestHeader.get("platform-client-hostname") ?? undefined,
+        clientOs: context.requestHeader.get("platform-client-os") ?? undefined,
+        clientVersion: context.requestHeader.get("platform-client-version") ?? undefined,
       });
       edge.code = "ok";
     } catch (error) {
       // Nobody is left to answer; the pending login is already gone.
-      if (context.signal.aborted) {
+      if (context.signal.aborted && deadlineOf(context) === undefined) {
         edge.code = "canceled";
         return;
       }
-      throw answer(edge, settings, settings.closing?.aborted ? shuttingDown() : error);
+      throw answer(
+        edge,
+        settings,
+        deadlineOf(context) ?? (settings.closing?.aborted ? shuttingDown() : error),
+      );
     }
   };
+}
+
+/** The error a call's deadline ended it with, or undefined when it did not end by its deadline. */
+function deadlineOf(context: HandlerContext): ConnectError | undefined {
+  const reason: unknown = context.signal.aborted ? context.signal.reason : undefined;
+  return reason instanceof ConnectError && reason.code === Code.DeadlineExceeded ? reason : undefined;
+}
+
+/**
+ * A stream that ended because its deadline passed did not succeed: it ends with
+ * `deadline_exceeded` on every protocol (the client may already have given up; one that waits
+ * hears why).
+ */
+function throwIfDeadlineExceeded(context: HandlerContext): void {
+  const deadline = deadlineOf(context);
+  if (deadline) throw deadline;
 }
 
 function streamingHandler(method: DescMethod, settings: EdgeSettings) {

@@ -12,20 +12,28 @@ import http2 from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { getRequestListener } from "@hono/node-server";
-import { platformServices } from "@wap/api";
+import { Health, platformServices, ServerReflection } from "@wap/api";
 import { type Caller, type ErrorCode, procedureOf } from "@wap/core";
-import { type AppSettings, createApp, probePaths } from "./app.js";
+import { type AppSettings, createApp, probePaths, withTimeout } from "./app.js";
 import { connectContextValues } from "./connect-context.js";
+import { checkJsonRequestsFirst, jsonRefusals } from "./connect-json-requests.js";
 import { registerConnectRoutes } from "./connect-routes.js";
 import { applyCors } from "./cors.js";
 import { controlStreamPath, serveControlStream } from "./daemons/control-connect.js";
 import { admitRequest, edgeOf, type ProcedureResolver } from "./edge.js";
+import { registerHealth } from "./grpc-services/health.js";
+import { registerReflection, serverReflectionV1alpha } from "./grpc-services/reflection.js";
 import type { NodeHandler } from "./listener.js";
 import type { Logger } from "./logger.js";
 import type { RequestProtocol, ServerMetrics } from "./metrics.js";
 import { createRestRoutes, type RestRoutes } from "./rest/index.js";
+import { sendStreamHeadersEarly } from "./stream-headers.js";
 import { createUnaryConnectPath } from "./unary-connect.js";
 import { answerUndecodableAsInvalidArgument, undecodableRequests } from "./undecodable-requests.js";
+import { answerUnknownProcedure } from "./unknown-procedure.js";
+
+/** Every service served, as health checking and reflection name them. */
+const discoverable = [...platformServices, Health, ServerReflection, serverReflectionV1alpha];
 
 /** Builds the handler the listener serves. */
 export function createRequestHandler(settings: AppSettings): NodeHandler {
@@ -49,10 +57,22 @@ export function createRequestHandler(settings: AppSettings): NodeHandler {
   const connect = connectNodeAdapter({
     routes: (router) => {
       registerConnectRoutes(router, settings.edge);
+      registerHealth(router, {
+        ping: () => withTimeout(settings.storage.ping(), 2_000),
+        closing: settings.edge.closing,
+        services: discoverable.map((service) => service.typeName),
+      });
+      registerReflection(router, discoverable);
       answerUndecodableAsInvalidArgument(router);
+      checkJsonRequestsFirst(router, settings.bodyLimitBytes);
+      sendStreamHeadersEarly(router);
     },
-    interceptors: [undecodableRequests],
-    fallback: (req, res) => void fallback(req, res as Parameters<typeof fallback>[1]),
+    interceptors: [jsonRefusals, undecodableRequests],
+    fallback: (req, res) => {
+      const path = (req.url ?? "/").split("?")[0] ?? "/";
+      if (answerUnknownProcedure(req, res as Parameters<typeof fallback>[1], path, edgeOf(req))) return;
+      void fallback(req, res as Parameters<typeof fallback>[1]);
+    },
     contextValues: connectContextValues,
     readMaxBytes: settings.bodyLimitBytes,
     jsonOptions,

@@ -300,7 +300,16 @@ async function buildPlatform(
       ...(mailer && { mailer }),
       ...options.platformOptions,
       ...integrations,
-      config: { ...options.platformOptions?.config, ...(publicBaseUrl !== undefined && { publicBaseUrl }) },
+      config: {
+        cliLoginMaxPendingPerAddress: config.cliLoginMaxPendingPerAddress,
+        workspaceMaxDaemons: config.workspaceMaxDaemons,
+        workspaceMaxTargets: config.workspaceMaxTargets,
+        workspaceMaxServiceAccounts: config.workspaceMaxServiceAccounts,
+        workspaceMaxRecordingBytes: config.workspaceMaxRecordingBytes,
+        workspaceMaxOpenSessions: config.workspaceMaxOpenSessions,
+        ...options.platformOptions?.config,
+        ...(publicBaseUrl !== undefined && { publicBaseUrl }),
+      },
       storage: tracing
         ? tracing.instrumentStorage(backend.storage, target?.kind === "postgres" ? "postgresql" : "sqlite")
         : backend.storage,

@@ -36,6 +36,7 @@ import {
 } from "./connect-protocol.js";
 import { callerFor, callPlatform, type EdgeRequest, type EdgeSettings } from "./edge.js";
 import { errorCodeOf } from "./errors.js";
+import { checkJsonRequestBytes } from "./json-mapping.js";
 import { undecodable } from "./undecodable-requests.js";
 
 type Request = http.IncomingMessage | http2.Http2ServerRequest;
@@ -154,7 +155,9 @@ async function serve(
       if (req.httpVersionMajor === 1 && !req.complete) head.connection = "close";
       throw answer(edge, settings.edge, refused);
     }
-    const request = parse(route, binary, await readBody(req, limits.readMaxBytes));
+    const bytes = await readBody(req, limits.readMaxBytes);
+    if (!binary) checkJson(edge, settings.edge, route.method.input, bytes);
+    const request = parse(route, binary, bytes);
     let result: Awaited<ReturnType<typeof callPlatform>>;
     try {
       result = await callPlatform(edge, settings.edge, route.method, request, call.signal);
@@ -200,6 +203,15 @@ function refusalOf(edge: EdgeRequest, settings: EdgeSettings, method: DescMethod
     return undefined;
   } catch (error) {
     return error;
+  }
+}
+
+/** A JSON request checked against the JSON mapping (json-mapping.ts), answered as any refusal. */
+function checkJson(edge: EdgeRequest, settings: EdgeSettings, desc: DescMessage, bytes: Uint8Array): void {
+  try {
+    checkJsonRequestBytes(desc, bytes);
+  } catch (error) {
+    throw answer(edge, settings, error);
   }
 }
 

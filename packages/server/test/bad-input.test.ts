@@ -551,12 +551,20 @@ describe("bad input on every slice RPC", () => {
       400,
       /password/,
     );
+    // A refresh token may come in the JSON body (kept out of URLs): it is read and checked there.
     expectError(
       await restCall(server.url, "POST", "/v1/refresh-token", { refreshToken: "x" }),
       "rest",
+      "unauthenticated",
+      401,
+      /refresh token/,
+    );
+    expectError(
+      await restCall(server.url, "POST", "/v1/refresh-token", { refreshToken: 5 }),
+      "rest",
       "invalid_argument",
       400,
-      /query/,
+      /refreshToken/,
     );
   });
 

@@ -45,6 +45,8 @@ function openLogin(device: ReturnType<typeof createDevice>, signal?: AbortSignal
       headers: {
         "platform-client-device-id": device.id,
         "platform-client-hostname": "ada-laptop",
+        "platform-client-os": "linux/x64",
+        "platform-client-version": "0.9.1",
         // Signed by a key the server has never seen: must be ignored on this one RPC.
         authorization: device.challenge("/platform.v1.AuthService/StreamCLILogin"),
       },
@@ -54,12 +56,20 @@ function openLogin(device: ReturnType<typeof createDevice>, signal?: AbortSignal
   return stream[Symbol.asyncIterator]();
 }
 
-async function approve(verificationUrl: string, accessToken: string) {
-  const code = new URL(verificationUrl).searchParams.get("code");
+async function approve(
+  first: { verificationUrl: string; userCode: string },
+  accessToken: string,
+  options: { deny?: boolean } = {},
+) {
+  const code = new URL(first.verificationUrl).searchParams.get("code");
   expect(code).toMatch(/^[0-9a-f]{32}$/);
+  expect(first.userCode).toMatch(/^[A-Z]{4}-[A-Z]{4}$/);
   // Another connection and protocol, as the web app would make it.
   const client = clientFor(AuthService, transportFor("connect-json-h1", server.url));
-  await client.verifyCLILogin({ loginCode: code! }, bearer(accessToken));
+  await client.verifyCLILogin(
+    { loginCode: code!, userCode: first.userCode, ...options },
+    bearer(accessToken),
+  );
 }
 
 async function connectCode(promise: Promise<unknown>): Promise<Code | undefined> {
@@ -80,7 +90,7 @@ describe("StreamCLILogin and Platform-signed requests", () => {
     expect(first.value!.user).toBeUndefined();
     expect(first.value!.verificationUrl).toMatch(/^https:\/\/wap\.example\/cli-login\?code=/);
 
-    await approve(first.value!.verificationUrl, user.accessToken);
+    await approve(first.value!, user.accessToken);
     const second = await stream.next();
     expect(second.value!.user).toMatchObject({ email: user.email, username: expect.any(String) });
     expect(second.value!.user!.id).toMatch(/^[0-9a-f-]{36}$/);
@@ -135,10 +145,32 @@ describe("StreamCLILogin and Platform-signed requests", () => {
     // Obligation 8: the same device logs in again (its challenge on the stream is valid now, and
     // still ignored); the new binding works at once.
     const again = openLogin(device);
-    await approve((await again.next()).value!.verificationUrl, user.accessToken);
+    await approve((await again.next()).value!, user.accessToken);
     expect((await again.next()).value!.user!.id).toBe(second.value!.user!.id);
     const after = await users.whoami({}, { headers: { authorization: device.challenge(whoamiProcedure) } });
     expect(after.user?.id).toBe(second.value!.user!.id);
+  });
+
+  it("the approval page sees the CLI's headers and address; deny ends the stream with permission_denied", async () => {
+    const user = await signUp(server.url, "deny");
+    const stream = openLogin(createDevice());
+    const first = (await stream.next()).value!;
+    const loginCode = new URL(first.verificationUrl).searchParams.get("code")!;
+    const client = clientFor(AuthService, transportFor("connect-json-h1", server.url));
+    const shown = await client.getCLILogin({ loginCode }, bearer(user.accessToken));
+    expect(shown).toMatchObject({
+      deviceName: "ada-laptop",
+      os: "linux/x64",
+      clientVersion: "0.9.1",
+      clientAddress: "127.0.0.1",
+    });
+    await approve(first, user.accessToken, { deny: true });
+    const ended = await stream.next().then(
+      () => undefined,
+      (error: unknown) => ConnectError.from(error),
+    );
+    expect(ended?.code).toBe(Code.PermissionDenied);
+    expect(ended?.rawMessage).toBe("the CLI login was denied in the browser");
   });
 
   it("refuses a stream without a device id or key before any message", async () => {
@@ -176,7 +208,7 @@ describe("StreamCLILogin and Platform-signed requests", () => {
     const late = await connectCall(
       server.url,
       "platform.v1.AuthService/VerifyCLILogin",
-      { loginCode: code },
+      { loginCode: code, userCode: first.value!.userCode },
       {
         token: user.accessToken,
       },

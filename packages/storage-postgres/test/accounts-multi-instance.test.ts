@@ -36,19 +36,18 @@ describe("accounts across two instances (PostgreSQL)", () => {
     const ada = await signUp("ada");
     const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
     const deviceId = randomUUID();
-    const pending = await startCliLogin(
-      instances.a.services,
-      createCallContext(anonymous),
-      {
-        authMethod: "soft",
-        authPubkey: publicKey.export({ type: "spki", format: "pem" }).toString(),
-        deviceId,
-      },
-      { pollIntervalMs: 20 },
-    );
+    const pending = await startCliLogin(instances.a.services, createCallContext(anonymous), {
+      authMethod: "soft",
+      authPubkey: publicKey.export({ type: "spki", format: "pem" }).toString(),
+      deviceId,
+    });
+    // Woken by the event bus across instances: the stream never polls.
     const approval = pending.waitForApproval();
     const code = new URL(pending.verificationUrl).searchParams.get("code")!;
-    await call(instances.b, ada.caller, AuthService.method.verifyCLILogin, { loginCode: code });
+    await call(instances.b, ada.caller, AuthService.method.verifyCLILogin, {
+      loginCode: code,
+      userCode: pending.userCode,
+    });
     expect((await approval).email).toBe(ada.email);
 
     const procedure = "/platform.v1.UserService/Whoami";

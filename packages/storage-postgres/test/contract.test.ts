@@ -3,7 +3,7 @@ import { StorageUnavailableError } from "@wap/core/storage";
 import { runStorageContract } from "@wap/core/testing";
 import { createPostgresStorage, SchemaVersionError } from "@wap/storage-postgres";
 import { freePort, startTestPostgres, type TestPostgres } from "@wap/storage-postgres/testing";
-import { createMigrations } from "@wap/storage-sql";
+import { createMigrations, UsernameCaseClashError } from "@wap/storage-sql";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -52,6 +52,36 @@ describe("postgres adapter", () => {
     const error = await createPostgresStorage({ connectionString: fresh }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SchemaVersionError);
     expect((error as Error).message).toMatch(/newer than this version.*002_from_the_future/);
+  });
+
+  it("011_account_security names accounts whose usernames differ only in case", async () => {
+    const fresh = await freshSchema();
+    await (await createPostgresStorage({ connectionString: fresh })).close();
+    const schema = new URL(fresh).searchParams.get("application_name");
+    const [a, b] = [randomUUID(), randomUUID()];
+    // A database from before the rule: without the index, the new columns and the record.
+    await admin(async (c) => {
+      await c.query(`drop index ${schema}.users_username_lower_key`);
+      await c.query(`drop index ${schema}.cli_logins_address_idx`);
+      await c.query(
+        `alter table ${schema}.cli_logins drop column user_code_hash, drop column code_failures, drop column denied_at, drop column client_os, drop column client_version`,
+      );
+      await c.query(`delete from ${schema}.wap_schema_migration where name = '011_account_security'`);
+      const insert = `insert into ${schema}.users (id, name, username, email, email_verified, picture, password_hash, enable_email_recovery, created_at, updated_at) values ($1, 'n', $2, $3, 0, '', null, 0, 0, 0)`;
+      await c.query(insert, [a, "Ada", `${a}@example.com`]);
+      await c.query(insert, [b, "ADA", `${b}@example.com`]);
+    });
+    const error = await createPostgresStorage({ connectionString: fresh }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UsernameCaseClashError);
+    expect((error as UsernameCaseClashError).clashes.map((c) => c.id).sort()).toEqual([a, b].sort());
+    expect((error as Error).message).toMatch(/unique whatever their case.*UPDATE users/);
+    await admin((c) => c.query(`update ${schema}.users set username = 'ada-two' where id = $1`, [b]));
+    const storage = await createPostgresStorage({ connectionString: fresh });
+    try {
+      expect((await storage.users.findByUsername("ada"))?.id).toBe(a);
+    } finally {
+      await storage.close();
+    }
   });
 
   it("an unreachable server is StorageUnavailableError", async () => {

@@ -12,6 +12,7 @@ export type { AppendBatcher, CommitUnits } from "./lib/append-batcher.js";
 export { createAppendBatcher } from "./lib/append-batcher.js";
 export type { DirectExecutor } from "./lib/direct.js";
 export { translateError as translateDriverError } from "./lib/errors.js";
+export { UsernameCaseClashError } from "./migrations/011-account-security.js";
 export type { MigrateOptions } from "./migrations/index.js";
 export {
   createMigrations,

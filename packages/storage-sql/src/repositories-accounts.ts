@@ -312,18 +312,62 @@ export function createAccountRepositories(run: QueryRunner): AccountRepositories
         );
         return row ? rowToCliLogin(row) : null;
       },
-      async approve(codeHash, userId, at) {
+      async findByCode(codeHash) {
+        const row = await run.read((db) =>
+          db.selectFrom("cli_logins").selectAll().where("code_hash", "=", codeHash).executeTakeFirst(),
+        );
+        return row ? rowToCliLogin(row) : null;
+      },
+      async countPendingFrom(ipAddress, at) {
+        const row = await run.read((db) =>
+          db
+            .selectFrom("cli_logins")
+            .select((eb) => eb.fn.countAll<string | number>().as("n"))
+            .where("ip_address", "=", ipAddress)
+            .where("expires_at", ">", fromDate(at))
+            .where("approved_at", "is", null)
+            .where("denied_at", "is", null)
+            .executeTakeFirstOrThrow(),
+        );
+        return Number(row.n);
+      },
+      async approve(id, userId, at) {
         const row = await run.write((db) =>
           db
             .updateTable("cli_logins")
             .set({ approved_by: userId, approved_at: fromDate(at) })
-            .where("code_hash", "=", codeHash)
+            .where("id", "=", id)
             .where("approved_at", "is", null)
+            .where("denied_at", "is", null)
             .where("expires_at", ">", fromDate(at))
             .returningAll()
             .executeTakeFirst(),
         );
         return row ? rowToCliLogin(row) : null;
+      },
+      async deny(id, at) {
+        const row = await run.write((db) =>
+          db
+            .updateTable("cli_logins")
+            .set({ denied_at: fromDate(at) })
+            .where("id", "=", id)
+            .where("approved_at", "is", null)
+            .where("denied_at", "is", null)
+            .returningAll()
+            .executeTakeFirst(),
+        );
+        return row ? rowToCliLogin(row) : null;
+      },
+      async recordCodeFailure(id) {
+        const row = await run.write((db) =>
+          db
+            .updateTable("cli_logins")
+            .set((eb) => ({ code_failures: eb("code_failures", "+", 1) }))
+            .where("id", "=", id)
+            .returning("code_failures")
+            .executeTakeFirst(),
+        );
+        return row ? Number(row.code_failures) : 0;
       },
       async delete(id) {
         await run.write((db) => db.deleteFrom("cli_logins").where("id", "=", id).execute());

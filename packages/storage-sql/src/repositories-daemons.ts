@@ -243,6 +243,20 @@ export function createDaemonProtocolRepositories(run: QueryRunner): DaemonProtoc
         const row = await run.read((db) => findInWorkspace(db, "daemon_sessions", workspaceId, id));
         return row ? rowToSession(row) : null;
       },
+      async listInWorkspace(workspaceId, states) {
+        if (states.length === 0) return [];
+        const rows = await run.read((db) =>
+          db
+            .selectFrom("daemon_sessions")
+            .selectAll()
+            .where("workspace_id", "=", workspaceId)
+            .where("state", "in", [...states])
+            .orderBy("created_at")
+            .orderBy("id")
+            .execute(),
+        );
+        return rows.map(rowToSession);
+      },
       async listByDaemon(workspaceId, daemonId, states) {
         if (states.length === 0) return [];
         const rows = await run.read((db) =>

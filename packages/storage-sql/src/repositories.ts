@@ -127,8 +127,13 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
         return row ? rowToUser(row) : null;
       },
       async findByUsername(username) {
+        // Usernames are unique whatever their case (users_username_lower_key).
         const row = await run.read((db) =>
-          db.selectFrom("users").selectAll().where("username", "=", username).executeTakeFirst(),
+          db
+            .selectFrom("users")
+            .selectAll()
+            .where(sql`lower(username)`, "=", username.toLowerCase())
+            .executeTakeFirst(),
         );
         return row ? rowToUser(row) : null;
       },

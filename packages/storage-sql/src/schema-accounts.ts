@@ -1,5 +1,5 @@
 /**
- * The account tables (migration 003) as Kysely sees them; part of {@link Database}.
+ * The account tables (migrations 003 and 010) as Kysely sees them; part of {@link Database}.
  *
  * @module
  */
@@ -69,6 +69,11 @@ export interface CliLoginsTable {
   expires_at: MillisColumn;
   approved_by: string | null;
   approved_at: NullableMillisColumn;
+  user_code_hash: string;
+  code_failures: number;
+  denied_at: NullableMillisColumn;
+  client_os: string;
+  client_version: string;
 }
 
 export interface LinkedAccountsTable {

@@ -15,6 +15,9 @@ function classifyError(error: unknown): DriverErrorKind | undefined {
   if (!(error instanceof Error)) return undefined;
   const code = (error as { code?: unknown }).code;
   if (typeof code === "string" && uniqueCodes.has(code)) {
+    // "UNIQUE constraint failed: index 'users_username_lower_key'" (an index on an expression)
+    const index = /constraint failed: index '([^']+)'/.exec(error.message);
+    if (index?.[1] !== undefined) return { kind: "unique", constraint: index[1] };
     // "UNIQUE constraint failed: certificate_authorities.workspace_id, certificate_authorities.name"
     const match = /constraint failed: (.+)$/.exec(error.message);
     const columns = match?.[1]?.split(",").map((c) => c.trim());

@@ -46,6 +46,7 @@ export const eventLogColumns = [
   "userAgent",
   "statusCode",
   "timestamp",
+  "resource",
 ] as const;
 
 // --- serialisation ---------------------------------------------------------------------------
@@ -71,6 +72,7 @@ function csvRow(e: AuditEventRecord): string {
     e.userAgent,
     e.statusCode,
     e.timestamp.toISOString(),
+    e.resource,
   ]
     .map(csvField)
     .join(",")}\r\n`;
@@ -87,6 +89,7 @@ function jsonRow(e: AuditEventRecord): string {
     userAgent: e.userAgent,
     statusCode: e.statusCode,
     timestamp: e.timestamp.toISOString(),
+    resource: e.resource,
   });
 }
 

@@ -70,6 +70,7 @@ function toEventLog(e: AuditEventRecord) {
     userAgent: e.userAgent,
     statusCode: e.statusCode,
     timestamp: timestampFromDate(e.timestamp),
+    resource: e.resource,
   };
 }
 

@@ -28,6 +28,8 @@ export async function appendAudit(
     readonly action: string;
     readonly resource: string;
     readonly at: Date;
+    /** How the request ended; "ok" unless it records a refusal. */
+    readonly statusCode?: string;
   },
 ): Promise<void> {
   await tx.auditEvents.append({
@@ -39,7 +41,7 @@ export async function appendAudit(
     resource: entry.resource,
     ipAddress: request.ipAddress,
     userAgent: request.userAgent,
-    statusCode: "ok",
+    statusCode: entry.statusCode ?? "ok",
     requestId: request.requestId,
     timestamp: entry.at,
   });

@@ -27,6 +27,11 @@ export interface AccountConfig {
   readonly passkeyChallengeTtlSeconds: number;
   /** How long a CLI login waits for approval. Default 10 minutes. */
   readonly cliLoginTtlSeconds: number;
+  /**
+   * Most CLI logins waiting for approval from one client address at once (anyone may start
+   * one, and each holds a stream open). Default 10.
+   */
+  readonly cliLoginMaxPendingPerAddress: number;
   /** How long a CLI device stays signed in after its login. Default 90 days. */
   readonly deviceSessionTtlSeconds: number;
   /** Accepted clock difference of a signed `Platform` challenge, either way. Default 5 minutes. */
@@ -47,6 +52,7 @@ export const defaultAccountConfig: AccountConfig = {
   mailIntervalSeconds: 60,
   passkeyChallengeTtlSeconds: 300,
   cliLoginTtlSeconds: 600,
+  cliLoginMaxPendingPerAddress: 10,
   deviceSessionTtlSeconds: 90 * 24 * 3600,
   challengeWindowSeconds: 300,
   loginFreeFailuresPerAccount: 5,

@@ -1,7 +1,7 @@
 import { backupCodeOperations } from "../credentials/backup-codes.js";
 import { passkeyOperations } from "../credentials/passkeys.js";
 import { passwordOperations } from "../credentials/password-operations.js";
-import { verifyCliLogin } from "../devices/cli-login.js";
+import { getCliLogin, verifyCliLogin } from "../devices/cli-login.js";
 import { deviceOperations } from "../devices/operations.js";
 import type { AnyOperation } from "../operations/operation.js";
 import { userOperations } from "../users/operations.js";
@@ -14,6 +14,7 @@ export const accountOperations: readonly AnyOperation[] = [
   ...passkeyOperations,
   ...backupCodeOperations,
   verifyCliLogin,
+  getCliLogin,
   ...deviceOperations,
   ...userOperations,
 ];

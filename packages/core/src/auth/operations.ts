@@ -10,6 +10,7 @@
 
 import { AuthService, UserService } from "@wap/api";
 import * as z from "zod";
+import { recordSecurityEvent, signInResource } from "../audit/security-events.js";
 import { AlreadyExistsError, NotFoundError, UnauthenticatedError } from "../errors.js";
 import { sendInBackground } from "../mail/deliver.js";
 import { verifyEmailMail } from "../mail/templates.js";
@@ -27,6 +28,11 @@ import { hashSecret } from "./service-account-tokens.js";
 import { mintRefreshToken, refreshTokenPrefix, startSession } from "./sessions.js";
 import { admitAttempt, attemptFailed, attemptSucceeded } from "./throttle.js";
 
+/** A username another account has (usernames are unique whatever their case). */
+export function usernameTaken(username: string): AlreadyExistsError {
+  return new AlreadyExistsError(`the username '${username}' is taken`, { reason: "USERNAME_TAKEN" });
+}
+
 // Explicit presence makes every field optional on the wire; registration needs them all.
 const registerInput = z.object({ name: personName, email, username, password: newPassword });
 
@@ -38,8 +44,22 @@ export const register = defineOperation({
     const emailKey = input.email.toLowerCase();
     // Hash first, whatever comes next: the answer's timing must not tell whether the email is taken.
     const passwordHash = await services.passwords.hash(input.password);
-    // The same answer whether or not the email is taken: registration must not reveal accounts.
-    if (await services.storage.users.findByEmail(emailKey)) return {};
+    // The username is public (it names members and certificates): checked before the email, so a
+    // taken username gets the same answer whether or not the email has an account.
+    if (await services.storage.users.findByUsername(input.username)) throw usernameTaken(input.username);
+    const existing = await services.storage.users.findByEmail(emailKey);
+    if (existing) {
+      // The same answer, and a write like a new account's: registration must not reveal accounts.
+      await services.storage.transaction((tx) =>
+        auditAccount(tx, services, ctx, {
+          userId: existing.id,
+          action: "user.register.existing_email",
+          resource: `user:${existing.id}`,
+          at: now,
+        }),
+      );
+      return {};
+    }
     const config = accountConfig(services);
     const user: UserRecord = {
       id: services.random.uuid(),
@@ -73,9 +93,7 @@ export const register = defineOperation({
       });
     } catch (error) {
       if (error instanceof UniqueViolationError && error.constraint === "users.username") {
-        throw new AlreadyExistsError(`the username '${input.username}' is taken`, {
-          reason: "USERNAME_TAKEN",
-        });
+        throw usernameTaken(input.username);
       }
       // A concurrent registration with the same email: same silent answer as above.
       if (error instanceof UniqueViolationError && error.constraint === "users.email") return {};
@@ -103,6 +121,10 @@ export const login = defineOperation({
     else ok = await services.passwords.verify(user.passwordHash, input.password);
     if (!user || !ok) {
       await attemptFailed(services, subject, now);
+      await recordSecurityEvent(services, ctx, {
+        kind: "sign_in_failed",
+        resource: signInResource("password", input.email),
+      });
       throw invalid();
     }
     await attemptSucceeded(services, subject);

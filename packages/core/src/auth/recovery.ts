@@ -24,6 +24,8 @@ import { replacementPassword } from "../validation/bounds.js";
 import { email, text } from "../validation/rules.js";
 import { accountConfig, accountLink } from "./account-config.js";
 import { auditAccount } from "./audit.js";
+import { callerSessionId } from "./caller-user.js";
+import { settleFirstMailboxProof } from "./mailbox-proof.js";
 import { consumeOneTimeToken, issuedRecently, issueOneTimeToken } from "./one-time-tokens.js";
 import { attemptSucceeded } from "./throttle.js";
 
@@ -92,13 +94,17 @@ export const verifyEmail = defineOperation({
         const user = await tx.users.findById(record.userId);
         const address = record.data.email;
         if (!user || address === undefined) return false;
-        if (record.purpose === "verify_email") {
-          // The account moved to another address since: this link proves nothing about it.
-          if (user.email !== address) return false;
-          await tx.users.update(user.id, { emailVerified: true }, now);
-        } else {
-          await tx.users.update(user.id, { email: address, emailVerified: true }, now);
+        // The account moved to another address since: this link proves nothing about it.
+        if (record.purpose === "verify_email" && user.email !== address) return false;
+        if (!user.emailVerified) {
+          // The first proof: whoever registered may not own the mailbox (mailbox-proof.ts).
+          const signedIn = ctx.caller.kind === "user" && ctx.caller.userId === user.id;
+          await settleFirstMailboxProof(tx, user, now, {
+            sessionId: signedIn ? callerSessionId(ctx) : undefined,
+            password: signedIn,
+          });
         }
+        await tx.users.update(user.id, { email: address, emailVerified: true }, now);
         await auditAccount(tx, services, ctx, {
           userId: user.id,
           action: record.purpose === "verify_email" ? "user.email.verify" : "user.email.change",
@@ -117,24 +123,41 @@ export const verifyEmail = defineOperation({
   },
 });
 
+/**
+ * Account work that must not shape an answer's timing, run one after another per platform (so two
+ * quick requests still see each other's tokens) after the answer has gone.
+ */
+const detachedWork = new WeakMap<object, Promise<void>>();
+function runDetached(services: Services, work: () => Promise<void>): void {
+  // Keyed by the event bus, one per platform: each call has its own services object and storage.
+  const next = (detachedWork.get(services.events) ?? Promise.resolve()).then(work).catch(() => undefined);
+  detachedWork.set(services.events, next);
+}
+
 export const forgotPassword = defineOperation({
   method: AuthService.method.forgotPassword,
   access: { kind: "public" },
   input: z.object({ email: email.optional() }),
   async run({ input, services, now }) {
-    if (input.email === undefined) return {};
-    const user = await services.storage.users.findByEmail(input.email.toLowerCase());
-    // A passwordless (passkey-only) account is recovered by email only if its owner allowed it.
-    if (!user || (user.passwordHash === null && !user.enableEmailRecovery)) return {};
-    const config = accountConfig(services);
-    const token = await freshToken(services, user, "reset_password", config.passwordResetTtlSeconds, now);
-    if (token !== null) {
-      const link = accountLink(config, "/reset-password", { token });
-      sendInBackground(services, resetPasswordMail(user.email, link, config.passwordResetTtlSeconds));
-    }
+    const address = input.email?.toLowerCase();
+    // The answer waits for nothing that depends on the address: known and unknown take one path.
+    if (address !== undefined) runDetached(services, () => mailResetLink(services, address, now));
     return {};
   },
 });
+
+/** Mails a reset link to the account at `address`, if there is one that may be recovered so. */
+async function mailResetLink(services: Services, address: string, now: Date): Promise<void> {
+  const user = await services.storage.users.findByEmail(address);
+  // A passwordless (passkey-only) account is recovered by email only if its owner allowed it.
+  if (!user || (user.passwordHash === null && !user.enableEmailRecovery)) return;
+  const config = accountConfig(services);
+  const token = await freshToken(services, user, "reset_password", config.passwordResetTtlSeconds, now);
+  if (token !== null) {
+    const link = accountLink(config, "/reset-password", { token });
+    sendInBackground(services, resetPasswordMail(user.email, link, config.passwordResetTtlSeconds));
+  }
+}
 
 export const resetPassword = defineOperation({
   method: AuthService.method.resetPassword,
@@ -151,6 +174,8 @@ export const resetPassword = defineOperation({
       // The link proves control of the mailbox it was sent to, and nothing once the account has
       // moved to another address: whoever still reads the old mailbox must not take it over.
       if (!found || found.email !== record.data.email) return null;
+      // The first proof of the mailbox: nothing the registrant added survives (mailbox-proof.ts).
+      if (!found.emailVerified) await settleFirstMailboxProof(tx, found, now, { password: false });
       await tx.users.update(found.id, { passwordHash, emailVerified: true }, now);
       // Whoever knew the old password (or held a session) is out.
       await tx.authSessions.revokeAllForUser(found.id, now);

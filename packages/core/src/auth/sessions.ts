@@ -6,6 +6,7 @@
 import type { CallContext } from "../context.js";
 import { toHex } from "../lib/bytes.js";
 import type { Services } from "../operations/services.js";
+import { assertSignInAllowed, type SignInMethod } from "../sso/directory.js";
 import type { UserRecord } from "../storage/records.js";
 import { auditAccount } from "./audit.js";
 import { hashSecret } from "./service-account-tokens.js";
@@ -18,13 +19,18 @@ export function mintRefreshToken(services: Services): { token: string; tokenHash
   return { token: `${refreshTokenPrefix}${secret}`, tokenHash: hashSecret(secret) };
 }
 
-/** Creates a session for `user` and its first tokens; `method` names the proof in the audit log. */
+/**
+ * Creates a session for `user` and its first tokens; `method` names the proof in the audit log.
+ * Refuses a method the account's organisation does not allow (enforced SSO), so no way of
+ * signing in can get around that rule.
+ */
 export async function startSession(
   services: Services,
   user: UserRecord,
   ctx: Pick<CallContext, "ipAddress" | "userAgent" | "requestId">,
-  method: "password" | "backup_code" | "passkey" = "password",
+  method: SignInMethod = "password",
 ): Promise<{ accessToken: string; refreshToken: string; sessionId: string }> {
+  await assertSignInAllowed(services, user.email, method);
   const now = services.clock.now();
   const sessionId = services.random.uuid();
   const expiresAt = new Date(now.getTime() + services.config.refreshTokenTtlSeconds * 1000);

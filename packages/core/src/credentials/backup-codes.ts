@@ -11,15 +11,17 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { AuthService, CredentialService } from "@wap/api";
 import * as z from "zod";
+import { recordSecurityEvent, signInResource } from "../audit/security-events.js";
 import { auditAccount } from "../auth/audit.js";
 import { callerUser } from "../auth/caller-user.js";
+import { assertAddressVerified } from "../auth/mailbox-proof.js";
 import { hashSecret } from "../auth/service-account-tokens.js";
 import { startSession } from "../auth/sessions.js";
 import { admitAttempt, attemptFailed, attemptSucceeded } from "../auth/throttle.js";
 import { UnauthenticatedError } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
 import type { Random } from "../runtime.js";
-import { assertPasswordLoginAllowed } from "../sso/directory.js";
+import { assertSignInAllowed } from "../sso/directory.js";
 import { email, text } from "../validation/rules.js";
 
 const codesPerSet = 10;
@@ -55,6 +57,7 @@ export const createBackupCodes = defineOperation({
   input: z.object({}),
   async run({ services, ctx, now }) {
     const user = await callerUser(services, ctx);
+    assertAddressVerified(user, "backup codes");
     const codes = Array.from({ length: codesPerSet }, () => mintBackupCode(services.random));
     await services.storage.transaction(async (tx) => {
       await tx.backupCodes.deleteForUser(user.id);
@@ -124,7 +127,7 @@ export const loginWithBackupCode = defineOperation({
       new UnauthenticatedError("invalid email or backup code", { reason: "INVALID_BACKUP_CODE" });
     if (input.email === undefined || input.code === undefined) throw invalid();
     // A backup code stands in for the password, so it must not get around enforced SSO either.
-    await assertPasswordLoginAllowed(services, input.email);
+    await assertSignInAllowed(services, input.email, "backup_code");
     const subject = { account: input.email, ipAddress: ctx.ipAddress };
     await admitAttempt(services, subject, now);
     const user = await services.storage.users.findByEmail(input.email.toLowerCase());
@@ -139,6 +142,10 @@ export const loginWithBackupCode = defineOperation({
       ));
     if (!session) {
       await attemptFailed(services, subject, now);
+      await recordSecurityEvent(services, ctx, {
+        kind: "sign_in_failed",
+        resource: signInResource("backup_code", input.email),
+      });
       throw invalid();
     }
     await attemptSucceeded(services, subject);

@@ -19,9 +19,11 @@ import {
 } from "@simplewebauthn/server";
 import { AuthService, CredentialService, type PasskeySchema } from "@wap/api";
 import * as z from "zod";
+import { recordSecurityEvent } from "../audit/security-events.js";
 import { accountConfig } from "../auth/account-config.js";
 import { auditAccount } from "../auth/audit.js";
 import { callerUser } from "../auth/caller-user.js";
+import { assertAddressVerified } from "../auth/mailbox-proof.js";
 import { consumeOneTimeToken, issueOneTimeToken } from "../auth/one-time-tokens.js";
 import { startSession } from "../auth/sessions.js";
 import {
@@ -131,6 +133,7 @@ export const beginPasskeyRegistration = defineOperation({
   input: z.object({}),
   async run({ services, ctx, now }) {
     const user = await callerUser(services, ctx);
+    assertAddressVerified(user, "a passkey");
     const config = accountConfig(services);
     const rp = relyingParty(config);
     const existing = await services.storage.passkeys.listByUser(user.id);
@@ -175,6 +178,7 @@ export const finishPasskeyRegistration = defineOperation({
         violations: [{ field: "credentialJson", description: "is not a valid passkey registration" }],
       });
     const user = await callerUser(services, ctx);
+    assertAddressVerified(user, "a passkey");
     const read = readRegistration(input.credentialJson);
     if (read === null) throw invalid();
     const challenge = await consumeOneTimeToken(
@@ -258,8 +262,12 @@ export const finishPasskeyLogin = defineOperation({
   access: { kind: "public" },
   input: z.object({ credentialJson }),
   async run({ input, services, ctx, now }) {
-    const invalid = () =>
-      new UnauthenticatedError("passkey sign-in failed", { reason: "INVALID_PASSKEY_LOGIN" });
+    const refused = new UnauthenticatedError("passkey sign-in failed", { reason: "INVALID_PASSKEY_LOGIN" });
+    // Every refusal is a failed sign-in in the audit log (rate-limited there per address).
+    const invalid = () => {
+      void recordSecurityEvent(services, ctx, { kind: "sign_in_failed", resource: "passkey" });
+      return refused;
+    };
     const read = readAuthentication(input.credentialJson);
     if (read === null) throw invalid();
     if ((await consumeOneTimeToken(services.storage, "passkey_login", read.challenge, now)) === null) {

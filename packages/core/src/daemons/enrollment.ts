@@ -39,6 +39,7 @@ import { defineOperation } from "../operations/operation.js";
 import type { DaemonRecord, TargetRecord } from "../storage/records.js";
 import { type Repositories, UniqueViolationError } from "../storage/storage.js";
 import { text, uuid } from "../validation/rules.js";
+import { assertWithinQuota } from "../workspaces/quotas.js";
 import { tokenLifetimes } from "../workspaces/settings.js";
 import { nameFromHostname, uniqueTargetName } from "./names.js";
 import { statusToWire } from "./operations.js";
@@ -214,6 +215,8 @@ export const enrollDaemon = defineOperation({
             createdAt: now,
             updatedAt: now,
           };
+          await assertWithinQuota(tx, services.config, workspaceId, "daemons");
+          await assertWithinQuota(tx, services.config, workspaceId, "targets");
           await tx.targets.insert(target);
           await tx.daemons.insert(record);
           await audit(tx, { action: "daemon.enroll", resource: `daemon:${id}`, workspaceId });

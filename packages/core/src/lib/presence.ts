@@ -6,8 +6,8 @@ const keptWhole = new Set(["google.protobuf.Duration", "google.protobuf.Timestam
 /**
  * Copies a request message into a plain object that holds only the fields the client sent.
  *
- * The contract uses explicit field presence (edition 2023): a key missing from the JSON is unset,
- * while `""`, `0` and `false` are set. protobuf-es fills unset scalars with zero values, so the
+ * The contract uses explicit field presence (proto3 `optional` on every scalar and enum field): a
+ * key missing from the JSON is unset, while `""`, `0` and `false` are set. protobuf-es fills unset scalars with zero values, so the
  * validators would not see the difference; this is where it is kept. Lists and maps have no
  * presence and are always copied.
  */

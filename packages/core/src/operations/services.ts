@@ -9,10 +9,11 @@ import { defaultRecordingConfig, type RecordingConfig } from "../recordings/conf
 import type { Clock, Random } from "../runtime.js";
 import type { IssuedCertificateKind, KeyAlgorithm } from "../storage/records.js";
 import type { Storage } from "../storage/storage.js";
+import { defaultWorkspaceQuotaConfig, type WorkspaceQuotaConfig } from "../workspaces/quotas.js";
 import type { IntegrationServices } from "./integrations.js";
 
 /** Settings of a platform instance; every field has a documented default. */
-export interface PlatformConfig extends AccountConfig, RecordingConfig {
+export interface PlatformConfig extends AccountConfig, RecordingConfig, WorkspaceQuotaConfig {
   /** Lifetime of PASETO access tokens. Default 900 s (15 minutes). */
   readonly accessTokenTtlSeconds: number;
   /** Lifetime of a login session and its refresh tokens. Default 30 days. */
@@ -24,6 +25,7 @@ export interface PlatformConfig extends AccountConfig, RecordingConfig {
 export const defaultPlatformConfig: PlatformConfig = {
   ...defaultAccountConfig,
   ...defaultRecordingConfig,
+  ...defaultWorkspaceQuotaConfig,
   accessTokenTtlSeconds: 900,
   refreshTokenTtlSeconds: 30 * 24 * 3600,
   lastUsedResolutionSeconds: 60,

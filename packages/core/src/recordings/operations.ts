@@ -24,7 +24,8 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type RecordingSchema, RecordingService } from "@wap/api";
 import * as z from "zod";
 import { roleAllows } from "../access/permissions.js";
-import type { CallContext } from "../context.js";
+import { appendAudit } from "../audit/record.js";
+import { actorOf, type CallContext } from "../context.js";
 import { NotFoundError, PermissionDeniedError } from "../errors.js";
 import { defineStreamingOperation } from "../events/streaming-operation.js";
 import { defineOperation, type WorkspaceScope } from "../operations/operation.js";
@@ -119,6 +120,18 @@ export const getRecording = defineStreamingOperation({
   async *run({ input, workspace, services, ctx, ready }) {
     const storage = services.storage;
     const recording = await findReadable(storage, workspace, ctx, input.recordingId);
+    // Watching a session is access to what it showed: every playback is in the audit log.
+    const { actorType, actorId } = actorOf(ctx.caller);
+    await storage.transaction((tx) =>
+      appendAudit(tx, services, ctx, {
+        workspaceId: workspace.workspaceId,
+        actorType,
+        actorId,
+        action: "recording.play",
+        resource: `recording:${recording.id}`,
+        at: services.clock.now(),
+      }),
+    );
     ready();
     yield { msg: { case: "meta" as const, value: toRecordingMessage(recording) } };
     let afterSeq: number | undefined;

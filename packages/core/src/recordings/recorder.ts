@@ -18,6 +18,7 @@ import type { Services } from "../operations/services.js";
 import type { DaemonSessionRecord } from "../storage/daemons-sessions.js";
 import type { RecordingRecord } from "../storage/recordings.js";
 import { UniqueViolationError } from "../storage/storage.js";
+import { recordingBytesOf } from "../workspaces/quotas.js";
 
 /** What the relay feeds a recording. */
 export interface SessionRecorder {
@@ -33,6 +34,8 @@ export interface SessionRecorder {
 export interface SessionRecordingOptions {
   /** Told when writing the recording fails; it then stops (incomplete). Default: ignore. */
   readonly onError?: (error: unknown) => void;
+  /** A smaller limit than `recordingMaxBytes` for this file (what the workspace's quota leaves). */
+  readonly maxBytes?: number;
 }
 
 /** The largest chunk stored (and streamed by GetRecording). */
@@ -76,13 +79,16 @@ export async function startSessionRecording(
     startedAt: services.clock.now(),
     endedAt: null,
   };
+  // The workspace's quota bounds this file too: it may fill what is left, no more.
+  const used = await recordingBytesOf(services.storage, session.workspaceId);
+  const room = services.config.workspaceMaxRecordingBytes - used;
   try {
     await services.storage.recordings.insert(recording);
   } catch (error) {
     if (error instanceof UniqueViolationError) return null;
     throw error;
   }
-  return new SessionRecording(services, recording, size, options);
+  return new SessionRecording(services, recording, size, { ...options, maxBytes: room });
 }
 
 /** One recording in progress. Exported for tests, which look at how much it holds. */
@@ -122,7 +128,8 @@ export class SessionRecording implements SessionRecorder {
     this.#recording = recording;
     this.#onError = options.onError;
     this.#startedAt = recording.startedAt.getTime();
-    this.#maxBytes = Math.max(services.config.recordingMaxBytes, 2 * markerReserveBytes);
+    const limit = Math.min(services.config.recordingMaxBytes, options.maxBytes ?? Number.POSITIVE_INFINITY);
+    this.#maxBytes = Math.max(limit, 2 * markerReserveBytes);
     const valid = validDimension(size.width) && validDimension(size.height);
     const { width, height } = valid ? size : defaultSize;
     this.#push(

@@ -14,8 +14,9 @@ import { AlreadyExistsError, InvalidArgumentError, NotFoundError } from "../erro
 import { defineOperation } from "../operations/operation.js";
 import type { ServiceAccountRecord, ServiceAccountRole } from "../storage/records.js";
 import { UniqueViolationError } from "../storage/storage.js";
-import { description, resourceName, serviceAccountRoleName } from "../validation/bounds.js";
+import { description, serviceAccountName, serviceAccountRoleName } from "../validation/bounds.js";
 import { defaultPage, paging, text, timestamp, uuid } from "../validation/rules.js";
+import { assertWithinQuota } from "../workspaces/quotas.js";
 
 function toServiceAccountMessage(
   account: ServiceAccountRecord,
@@ -50,7 +51,7 @@ export const createServiceAccount = defineOperation({
   access: { kind: "workspace", permission: "service_accounts.manage" },
   input: z.object({
     workspaceId: uuid.optional(),
-    name: resourceName,
+    name: serviceAccountName,
     description: description.optional(),
     roleName: serviceAccountRoleName.optional(),
     tags,
@@ -79,6 +80,7 @@ export const createServiceAccount = defineOperation({
     };
     try {
       await services.storage.transaction(async (tx) => {
+        await assertWithinQuota(tx, services.config, account.workspaceId, "serviceAccounts");
         await tx.serviceAccounts.insert(account);
         await audit(tx, { action: "service_account.create", resource: `service_account:${id}` });
       });
@@ -139,7 +141,7 @@ export const updateServiceAccount = defineOperation({
   input: z.object({
     workspaceId: uuid.optional(),
     id: uuid,
-    name: resourceName.optional(),
+    name: serviceAccountName.optional(),
     description: description.optional(),
     roleName: serviceAccountRoleName.optional(),
     tags,

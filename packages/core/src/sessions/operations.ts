@@ -43,6 +43,7 @@ import type { DaemonRecord } from "../storage/records.js";
 import type { Repositories } from "../storage/storage.js";
 import { principalUsername } from "../validation/bounds.js";
 import { uuid } from "../validation/rules.js";
+import { assertOpenSessionRoom, assertWithinQuota } from "../workspaces/quotas.js";
 import { isLive } from "./lifecycle.js";
 
 /** The daemon refuses more concurrent PTY sessions than this (docs/agent-protocol.md). */
@@ -128,6 +129,15 @@ export const createSession = defineOperation({
       closeReason: "",
     };
     await storage.transaction(async (tx) => {
+      const open = await tx.daemonSessions.listInWorkspace(workspace.workspaceId, ["pending", "open"]);
+      assertOpenSessionRoom(
+        services.config,
+        open.filter((s) => isLive(s, now)),
+      );
+      // A recorded session needs room for its recording.
+      if (daemon.recordSessions) {
+        await assertWithinQuota(tx, services.config, workspace.workspaceId, "recordingBytes");
+      }
       if ((await liveSessions(tx, daemon, now)).length >= maxLiveSessionsPerDaemon) {
         throw new ResourceExhaustedError(
           `daemon ${daemon.id} has ${maxLiveSessionsPerDaemon} sessions open, its limit; close one first`,

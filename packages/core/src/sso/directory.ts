@@ -1,7 +1,7 @@
 /**
  * Which SSO applies to an email address: the workspace that verified the address's domain, and
  * that workspace's active providers. Used by CheckSSO, by sign-in, and by password login (which
- * an enforcing workspace refuses for its domain).
+ * an enforcing workspace refuses for its domain, whatever the method but SSO).
  *
  * A domain counts only when it is verified (DNS proof, WorkspaceDomainService), and only exactly:
  * verifying `example.com` says nothing about `eng.example.com`.
@@ -61,15 +61,30 @@ export async function ssoEnforcedFor(services: Services, email: string): Promise
   return (await ssoForEmail(services.storage, email))?.enforced ?? false;
 }
 
+/** Every way of signing in; SSO's are named after their protocol. */
+export type SignInMethod = "password" | "backup_code" | "passkey" | "oidc" | "saml";
+
 /**
- * Refuses password (and backup-code) sign-in for an address whose organisation requires SSO.
- * Call it in Login before the password is checked.
+ * The one rule of who may sign in how: an address whose organisation requires SSO signs in only
+ * through its identity provider, never with a password, a backup code or a passkey. Every session
+ * starts through `startSession`, which calls this; Login and LoginWithBackupCode also call it
+ * before checking the secret, so a refused account's password is never tested.
  */
-export async function assertPasswordLoginAllowed(services: Services, email: string): Promise<void> {
+export async function assertSignInAllowed(
+  services: Services,
+  email: string,
+  method: SignInMethod,
+): Promise<void> {
+  if (method === "oidc" || method === "saml") return;
   if (await ssoEnforcedFor(services, email)) {
     throw new FailedPreconditionError(
       `single sign-on is required for ${emailDomain(email)} addresses: sign in with your organisation's identity provider`,
       { reason: "SSO_REQUIRED" },
     );
   }
+}
+
+/** Refuses password sign-in for an address whose organisation requires SSO. */
+export async function assertPasswordLoginAllowed(services: Services, email: string): Promise<void> {
+  await assertSignInAllowed(services, email, "password");
 }

@@ -22,6 +22,8 @@ import type { Services } from "../operations/services.js";
 import type { UserRecord } from "../storage/records.js";
 import type { SsoProtocol } from "../storage/sso-billing.js";
 import { type Repositories, UniqueViolationError } from "../storage/storage.js";
+import { checkPictureUrl } from "../users/picture.js";
+import { looksLikeUuid } from "../validation/rules.js";
 import { emailDomain } from "./directory.js";
 
 /** An identity an identity provider vouched for. */
@@ -69,24 +71,21 @@ export function usernameFrom(preferred: string, email: string): string {
       .replace(/^[-_]+/, "")
       .slice(0, 32)
       .replace(/[-_]+$/, "");
+  // Some providers send an object id as the username: no username may look like an id.
+  const usable = (name: string) => name.length >= 3 && !looksLikeUuid(name);
   let base = clean(preferred);
-  if (base.length < 3) base = clean(email.split("@")[0] ?? "");
+  if (!usable(base)) base = clean(email.split("@")[0] ?? "");
   if (base.length < 3) base = `user${base}`.slice(0, 32);
-  return usernamePattern.test(base) ? base : "user";
+  return usernamePattern.test(base) && usable(base) ? base : "user";
 }
 
 function cut(text: string, max: number): string {
   return [...text].slice(0, max).join("");
 }
 
-function httpUrlOrEmpty(value: string): string {
-  if (value.length > 2048) return "";
-  try {
-    const url = new URL(value);
-    return url.protocol === "https:" || url.protocol === "http:" ? value : "";
-  } catch {
-    return "";
-  }
+/** The provider's picture when it is a URL a profile may carry (the rule of UpdateProfile), else none. */
+function pictureOrEmpty(value: string, services: Services): string {
+  return checkPictureUrl(value, services) === null ? value : "";
 }
 
 async function insertUser(tx: Repositories, services: Services, identity: ExternalIdentity, now: Date) {
@@ -101,7 +100,7 @@ async function insertUser(tx: Repositories, services: Services, identity: Extern
       email,
       // The provider vouched for the address, in a domain the workspace verified.
       emailVerified: true,
-      picture: httpUrlOrEmpty(identity.picture),
+      picture: pictureOrEmpty(identity.picture, services),
       passwordHash: null,
       enableEmailRecovery: false,
       createdAt: now,
@@ -253,8 +252,7 @@ export async function signInExternalIdentity(
     outcome = await resolve();
   }
   // Sign-in methods are named in the audit log (`user.login.oidc`, `user.login.saml`).
-  const method = identity.protocol as unknown as Parameters<typeof startSession>[3];
-  const session = await startSession(services, outcome.user, request, method);
+  const session = await startSession(services, outcome.user, request, identity.protocol);
   return {
     accessToken: session.accessToken,
     refreshToken: session.refreshToken,

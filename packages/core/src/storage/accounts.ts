@@ -82,6 +82,10 @@ export interface CliLoginRecord {
   readonly id: string;
   /** SHA-256 of the login code, hex; unique. */
   readonly codeHash: string;
+  /** SHA-256 of the login code and the user code the CLI shows, hex (devices/cli-login.ts). */
+  readonly userCodeHash: string;
+  /** Wrong user codes entered so far; a few cancel the login. */
+  readonly codeFailures: number;
   readonly deviceId: string;
   readonly deviceName: string;
   readonly authMethod: string;
@@ -93,6 +97,11 @@ export interface CliLoginRecord {
   /** The user who approved it; null while pending. */
   readonly approvedBy: string | null;
   readonly approvedAt: Date | null;
+  /** When it was refused (by the user, or by too many wrong codes); null while pending. */
+  readonly deniedAt: Date | null;
+  /** The CLI's `Platform-Client-OS` and `Platform-Client-Version` headers ("" when absent). */
+  readonly clientOs: string;
+  readonly clientVersion: string;
 }
 
 /** An external identity (OAuth, OIDC or SAML) linked to a user. */
@@ -174,11 +183,19 @@ export interface UserDeviceRepository {
 export interface CliLoginRepository {
   insert(login: CliLoginRecord): Promise<void>;
   findById(id: string): Promise<CliLoginRecord | null>;
+  /** The login with this code hash, whatever its state. */
+  findByCode(codeHash: string): Promise<CliLoginRecord | null>;
+  /** How many logins from `ipAddress` are pending at `at`. */
+  countPendingFrom(ipAddress: string, at: Date): Promise<number>;
   /**
-   * Approves the pending, unexpired login with this code hash for `userId`. Returns the approved
-   * record to exactly one caller even when many race; null for unknown, expired or decided codes.
+   * Approves the pending, unexpired login `id` for `userId`. Returns the approved record to
+   * exactly one caller even when many race (with each other or with a refusal); null otherwise.
    */
-  approve(codeHash: string, userId: string, at: Date): Promise<CliLoginRecord | null>;
+  approve(id: string, userId: string, at: Date): Promise<CliLoginRecord | null>;
+  /** Refuses the pending login `id`; the record, or null when it was already decided. */
+  deny(id: string, at: Date): Promise<CliLoginRecord | null>;
+  /** Counts one wrong user code against the login and returns the new count. */
+  recordCodeFailure(id: string): Promise<number>;
   delete(id: string): Promise<void>;
   deleteExpired(before: Date): Promise<void>;
 }

@@ -142,6 +142,8 @@ export interface SessionRelayState {
 export interface DaemonSessionRepository {
   insert(session: DaemonSessionRecord): Promise<void>;
   findById(workspaceId: string, id: string): Promise<DaemonSessionRecord | null>;
+  /** The workspace's sessions in these states, oldest first. */
+  listInWorkspace(workspaceId: string, states: readonly DaemonSessionState[]): Promise<DaemonSessionRecord[]>;
   /** The daemon's sessions in these states, oldest first. */
   listByDaemon(
     workspaceId: string,

@@ -50,6 +50,7 @@ export interface UserRepository {
   findById(id: string): Promise<UserRecord | null>;
   /** Looks up by the lower-cased email. */
   findByEmail(email: string): Promise<UserRecord | null>;
+  /** Looks up by username whatever its case: usernames are unique case-insensitively. */
   findByUsername(username: string): Promise<UserRecord | null>;
   update(
     id: string,

@@ -20,6 +20,7 @@ import type { TargetRecord } from "../storage/records.js";
 import { type Repositories, UniqueViolationError } from "../storage/storage.js";
 import { description, endpointLimits, resourceName, tagLimits } from "../validation/bounds.js";
 import { defaultPage, paging, text, uuid } from "../validation/rules.js";
+import { assertWithinQuota } from "../workspaces/quotas.js";
 import { targetNotFound, toTargetMessage } from "./messages.js";
 import { subjectAccess } from "./subject-access.js";
 
@@ -142,6 +143,7 @@ export const createTarget = defineOperation({
           createdAt: now,
           updatedAt: now,
         };
+        await assertWithinQuota(tx, services.config, workspace.workspaceId, "targets");
         await tx.targets.insert(record);
         await audit(tx, { action: "target.create", resource: `target:${record.id}` });
         return record;

@@ -319,6 +319,22 @@ export function runStorageContract(options: StorageContractOptions): void {
         expect(await storage.users.findById(sameUsername.id)).toBeNull();
         expect(await storage.users.findById(user.id)).toEqual(user);
       });
+
+      test("users: usernames are one whatever their case, for lookups and for uniqueness", async () => {
+        const user = aUser({ username: `Ada-${tag()}` });
+        await storage.users.insert(user);
+        expect((await storage.users.findByUsername(user.username.toLowerCase()))?.id).toBe(user.id);
+        expect((await storage.users.findByUsername(user.username.toUpperCase()))?.id).toBe(user.id);
+        const shouted = aUser({ username: user.username.toUpperCase() });
+        await expectUnique(storage.users.insert(shouted), "users.username");
+        const other = aUser();
+        await storage.users.insert(other);
+        await expectUnique(
+          storage.users.update(other.id, { username: user.username.toLowerCase() }, new Date()),
+          "users.username",
+        );
+        expect(await storage.users.findById(shouted.id)).toBeNull();
+      });
     });
 
     describe("auth sessions and refresh tokens", () => {

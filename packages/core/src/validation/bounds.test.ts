@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { DurationSchema } from "@bufbuild/protobuf/wkt";
+import { DurationSchema, TimestampSchema } from "@bufbuild/protobuf/wkt";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type * as z from "zod";
@@ -10,13 +10,26 @@ import {
   newPassword,
   personName,
   plainName,
+  profileUsername,
   resourceName,
+  serviceAccountName,
   serviceAccountRoleName,
   tokenExpiryBounds,
   username,
   workspaceName,
 } from "./bounds.js";
-import { codePointLength, durationSeconds, email, paging, uuid } from "./rules.js";
+import {
+  codePointLength,
+  durationSeconds,
+  durationText,
+  email,
+  isLoopbackUrl,
+  looksLikeUuid,
+  paging,
+  timestamp,
+  uuid,
+  webUrlProblem,
+} from "./rules.js";
 
 /** Strings of exactly `length` code points, including astral characters (2 UTF-16 units each). */
 const stringOfLength = (
@@ -96,11 +109,78 @@ describe("usernames (Register)", () => {
   it("are 3 to 32 characters, starting and ending with a letter or digit", () => {
     expect(accepts(username, "ab")).toBe(false);
     expect(accepts(username, "abc")).toBe(true);
-    expect(accepts(username, "a".repeat(32))).toBe(true);
+    expect(accepts(username, "z".repeat(32))).toBe(true);
     expect(accepts(username, "a".repeat(33))).toBe(false);
     expect(accepts(username, "a-b_c")).toBe(true);
     expect(accepts(username, "-abc")).toBe(false);
     expect(accepts(username, "abc_")).toBe(false);
+  });
+});
+
+describe("names that look like ids", () => {
+  it("no username or service-account name has the form of a UUID, in any spelling", () => {
+    const spellings = fc.tuple(fc.uuid(), fc.boolean(), fc.boolean()).map(([id, upper, bare]) => {
+      const cased = upper ? id.toUpperCase() : id;
+      return bare ? cased.replaceAll("-", "") : cased;
+    });
+    fc.assert(
+      fc.property(spellings, (id) => {
+        expect(accepts(profileUsername, id)).toBe(false);
+        expect(accepts(serviceAccountName, id)).toBe(false);
+        expect(looksLikeUuid(id)).toBe(true);
+      }),
+    );
+  });
+
+  it("names with anything but hex digits and hyphens are not id-shaped", () => {
+    const name = fc.stringMatching(/^[a-z0-9][a-z0-9_-]{1,30}[g-z]$/);
+    fc.assert(
+      fc.property(name, (value) => {
+        expect(looksLikeUuid(value)).toBe(false);
+        expect(accepts(profileUsername, value)).toBe(true);
+      }),
+    );
+  });
+});
+
+describe("picture URLs", () => {
+  const label = fc.string({ unit: fc.constantFrom(..."abcxyz019"), minLength: 1, maxLength: 12 });
+  const host = fc
+    .tuple(label, fc.constantFrom("example.com", "example.org", "cdn.test"))
+    .map(([a, b]) => `${a}.${b}`);
+  const segment = fc.string({ unit: fc.constantFrom(..."abz09-_.~%?=&#"), maxLength: 40 });
+  it("https URLs are accepted; http only when allowed; other schemes never", () => {
+    fc.assert(
+      fc.property(host, segment, fc.boolean(), (domain, path, allowHttp) => {
+        expect(webUrlProblem(`https://${domain}/${path}`, { allowHttp })).toBeNull();
+        expect(webUrlProblem(`http://${domain}/${path}`, { allowHttp }) === null).toBe(allowHttp);
+      }),
+    );
+    const scheme = fc.constantFrom("javascript", "data", "vbscript", "file", "ftp", "blob", "about");
+    fc.assert(
+      fc.property(scheme, fc.string(), fc.boolean(), (name, rest, allowHttp) => {
+        expect(webUrlProblem(`${name}:${rest}`, { allowHttp })).not.toBeNull();
+      }),
+    );
+  });
+
+  it("loopback public URLs are recognised; others are not", () => {
+    for (const url of [
+      "http://localhost:8080",
+      "http://127.0.0.1",
+      "http://[::1]:3000",
+      "http://app.localhost",
+    ]) {
+      expect(isLoopbackUrl(url)).toBe(true);
+    }
+    for (const url of [
+      "https://example.com",
+      "http://10.0.0.1",
+      "http://localhost.example.com",
+      "nonsense",
+    ]) {
+      expect(isLoopbackUrl(url)).toBe(false);
+    }
   });
 });
 
@@ -131,6 +211,52 @@ describe("durations", () => {
       expect(accepts(schema, duration(range.max, 1))).toBe(false);
     });
   }
+  it("are whole seconds: any fraction is refused with the form expected, never rounded", () => {
+    const schema = durationSeconds(certificateTtlBounds);
+    fc.assert(
+      fc.property(
+        fc.integer({ min: certificateTtlBounds.min, max: certificateTtlBounds.max - 1 }),
+        fc.integer({ min: 1, max: 999_999_999 }),
+        (seconds, nanos) => {
+          const result = schema.safeParse(duration(seconds, nanos));
+          expect(result.success).toBe(false);
+          expect(result.error?.issues[0]?.message).toContain(`whole number of seconds such as "3600s"`);
+          expect(result.error?.issues[0]?.message).toContain(
+            `(got ${durationText(duration(seconds, nanos))})`,
+          );
+        },
+      ),
+    );
+  });
+  it("are written as the JSON mapping writes them", () => {
+    expect(durationText(duration(3600, 500_000_000))).toBe("3600.5s");
+    expect(durationText(duration(0, 1))).toBe("0.000000001s");
+    expect(durationText(duration(-1, -500_000_000))).toBe("-1.5s");
+    expect(durationText(duration(60))).toBe("60s");
+  });
+});
+
+describe("timestamps", () => {
+  const at = (seconds: bigint, nanos = 0) => create(TimestampSchema, { seconds, nanos });
+  it("accept the range of the Timestamp type and nothing outside it", () => {
+    fc.assert(
+      fc.property(
+        fc.bigInt({ min: -62_135_596_800n, max: 253_402_300_799n }),
+        fc.integer({ min: 0, max: 999_999_999 }),
+        (seconds, nanos) => {
+          expect(accepts(timestamp, at(seconds, nanos))).toBe(true);
+        },
+      ),
+    );
+    fc.assert(
+      fc.property(fc.bigInt({ min: 1n, max: 10n ** 12n }), (past) => {
+        expect(accepts(timestamp, at(-62_135_596_800n - past))).toBe(false);
+        expect(accepts(timestamp, at(253_402_300_799n + past))).toBe(false);
+      }),
+    );
+    expect(accepts(timestamp, at(0n, -1))).toBe(false);
+    expect(accepts(timestamp, at(0n, 1_000_000_000))).toBe(false);
+  });
 });
 
 describe("uuids, emails and paging", () => {

@@ -3,7 +3,18 @@
  *
  * @module
  */
-import { text } from "./rules.js";
+import type * as z from "zod";
+import { looksLikeUuid, text } from "./rules.js";
+
+/**
+ * Names that could be taken for an id are refused: an id names exactly one subject (in
+ * certificates, audit entries, principals), and no name may be mistaken for another's id.
+ */
+function notIdShaped<S extends z.ZodType<string>>(schema: S) {
+  return schema.refine((value) => !looksLikeUuid(value), {
+    message: "must not have the form of an id (a UUID)",
+  });
+}
 
 /** `^[a-zA-Z0-9][a-zA-Z0-9-_]*$`: service-account and target names. */
 export const resourceNamePattern = /^[a-zA-Z0-9][a-zA-Z0-9_-]*$/;
@@ -18,6 +29,8 @@ export const resourceName = text({
   pattern: resourceNamePattern,
   patternHint: "must start with a letter or digit and contain only letters, digits, '-' and '_'",
 });
+/** Service-account names: resource names that are not id-shaped. */
+export const serviceAccountName = notIdShaped(resourceName);
 export const description = text({ max: 1000 });
 /** Service-account roles: empty (the default, viewer), viewer or editor. */
 export const serviceAccountRoleName = text({
@@ -39,7 +52,7 @@ const usernameRule = {
   pattern: /^[a-zA-Z0-9]([a-zA-Z0-9_-])*[a-zA-Z0-9]$/,
   patternHint: "must start and end with a letter or digit and contain only letters, digits, '-' and '_'",
 };
-export const username = text({ min: 3, max: 32, ...usernameRule });
+export const username = notIdShaped(text({ min: 3, max: 32, ...usernameRule }));
 export const newPassword = text({ min: 8, max: 256 });
 
 /** UpdatePassword and ResetPassword: at least 8, no maximum. */
@@ -47,7 +60,9 @@ export const replacementPassword = text({ min: 8 });
 /** The current password (Login, UpdatePassword, DeletePassword): at least 1, no maximum. */
 export const currentPassword = text({ min: 1 });
 /** UpdateProfile: a username of 3 to 39 characters (GitHub's limit; Register allows 32). */
-export const profileUsername = text({ min: 3, max: 39, ...usernameRule });
+export const profileUsername = notIdShaped(text({ min: 3, max: 39, ...usernameRule }));
+/** UpdateProfile's picture: a web address of at most 2048 characters, or empty (no picture). */
+export const pictureUrlMaxLength = 2048;
 /** Passkey names: 1 to 100 characters. */
 export const passkeyName = text({ min: 1, max: 100 });
 

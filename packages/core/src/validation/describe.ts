@@ -30,7 +30,7 @@ export function describeBound(bound: FoundBound): string {
     case "uuid":
       return `a UUID${further}`;
     case "duration":
-      return `a duration from ${bound.min}s to ${bound.max}s (fractions of a second allowed)${further}`;
+      return `a duration from ${bound.min}s to ${bound.max}s (whole seconds)${further}`;
     case "timestamp":
       return `an RFC 3339 timestamp${further}`;
     case "enum":

@@ -58,6 +58,48 @@ export function text(options: { min?: number; max?: number; pattern?: RegExp; pa
 
 const uuidPattern = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 
+/**
+ * Whether `value` has the form of an id: 32 hex digits, whatever the hyphens, braces, `urn:uuid:`
+ * prefix or case (every spelling a reader might take for a UUID).
+ */
+export function looksLikeUuid(value: string): boolean {
+  const bare = value
+    .toLowerCase()
+    .replace(/^urn:uuid:/, "")
+    .replace(/^\{(.*)\}$/, "$1")
+    .replaceAll("-", "");
+  return /^[0-9a-f]{32}$/.test(bare);
+}
+
+/**
+ * Why `value` is not a web address a page may show (a picture), or null when it is: an absolute
+ * `https:` URL, or `http:` when `allowHttp` (a server reached over loopback), with a host and no
+ * credentials. Everything else (`javascript:`, `data:`, relative paths) is refused.
+ */
+export function webUrlProblem(value: string, options: { readonly allowHttp: boolean }): string | null {
+  const expected = options.allowHttp ? "an http or https URL" : "an https URL";
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return `must be ${expected}`;
+  }
+  const schemeOk = url.protocol === "https:" || (options.allowHttp && url.protocol === "http:");
+  if (!schemeOk || url.hostname === "") return `must be ${expected}`;
+  if (url.username !== "" || url.password !== "") return "must not carry a user name or password";
+  return null;
+}
+
+/** Whether `url` points at this machine (localhost, 127.0.0.0/8, ::1). */
+export function isLoopbackUrl(url: string): boolean {
+  try {
+    const host = new URL(url).hostname.replace(/^\[|\]$/g, "");
+    return host === "localhost" || host.endsWith(".localhost") || /^127\./.test(host) || host === "::1";
+  } catch {
+    return false;
+  }
+}
+
 /** A UUID in the 8-4-4-4-12 hex form, any case; normalised to lower case. */
 export const uuid = z
   .string()
@@ -66,32 +108,64 @@ export const uuid = z
   .register(boundRegistry, { kind: "uuid" });
 
 /**
- * A duration bounded inclusively, read as a number of seconds. The bound check is exact (in
- * nanoseconds): a nanosecond past a bound is out of bounds, which a float sum would round away.
+ * A duration in whole seconds, bounded inclusively, read as a number of seconds. Every duration
+ * of the contract is whole seconds (certificate validity and token expiry are counted in seconds,
+ * and so are they stored): a fraction is refused rather than rounded, so what is stored is exactly
+ * what was sent. The bound check is exact, so a nanosecond past a bound is out of bounds.
  */
 export function durationSeconds(bounds: { min: number; max: number }) {
-  const minNanos = BigInt(bounds.min) * 1_000_000_000n;
-  const maxNanos = BigInt(bounds.max) * 1_000_000_000n;
+  const min = BigInt(bounds.min);
+  const max = BigInt(bounds.max);
   return z
     .custom<Duration>((value) => typeof value === "object" && value !== null)
     .transform((value, ctx) => {
-      const nanos = value.seconds * 1_000_000_000n + BigInt(value.nanos);
-      const seconds = Number(value.seconds) + value.nanos / 1e9;
-      if (nanos < minNanos || nanos > maxNanos) {
+      if (value.nanos !== 0) {
         ctx.addIssue({
           code: "custom",
-          message: `must be between ${bounds.min}s and ${bounds.max}s (got ${seconds}s)`,
+          message: `must be a whole number of seconds such as "3600s" (got ${durationText(value)})`,
         });
         return z.NEVER;
       }
-      return seconds;
+      if (value.seconds < min || value.seconds > max) {
+        ctx.addIssue({
+          code: "custom",
+          message: `must be between ${bounds.min}s and ${bounds.max}s (got ${durationText(value)})`,
+        });
+        return z.NEVER;
+      }
+      return Number(value.seconds);
     })
     .register(boundRegistry, { kind: "duration", min: bounds.min, max: bounds.max });
 }
 
-/** A timestamp, read as a Date. */
+/** A duration as the JSON mapping writes it: `3600s`, `-1.5s`, `0.000000001s`. */
+export function durationText(value: Pick<Duration, "seconds" | "nanos">): string {
+  const negative = value.seconds < 0n || value.nanos < 0;
+  const seconds = value.seconds < 0n ? -value.seconds : value.seconds;
+  const nanos = Math.abs(value.nanos);
+  const fraction = nanos === 0 ? "" : `.${String(nanos).padStart(9, "0").replace(/0+$/, "")}`;
+  return `${negative ? "-" : ""}${seconds}${fraction}s`;
+}
+
+/** The range of google.protobuf.Timestamp: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z. */
+const timestampRange = { min: -62_135_596_800n, max: 253_402_300_799n } as const;
+
+/**
+ * A timestamp, read as a Date. Seconds and nanos must be in the range the Timestamp type defines
+ * (the binary form carries them as they were sent; the JSON form is checked before decoding).
+ */
 export const timestamp = z
   .custom<Timestamp>((value) => typeof value === "object" && value !== null)
+  .superRefine((value, ctx) => {
+    if (value.seconds < timestampRange.min || value.seconds > timestampRange.max) {
+      ctx.addIssue({
+        code: "custom",
+        message: "must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999999999Z",
+      });
+    } else if (!Number.isInteger(value.nanos) || value.nanos < 0 || value.nanos > 999_999_999) {
+      ctx.addIssue({ code: "custom", message: `nanos must be 0 to 999999999 (got ${value.nanos})` });
+    }
+  })
   .transform((value) => new Date(Number(value.seconds) * 1000 + Math.floor(value.nanos / 1e6)))
   .register(boundRegistry, { kind: "timestamp" });
 

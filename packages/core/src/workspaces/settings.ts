@@ -32,8 +32,7 @@ export async function tokenLifetimes(
     : { ...defaultTokenLifetimes };
 }
 
-// Whole seconds: the bounds were checked on the exact value, and rounding cannot cross them.
-const expiry = durationSeconds(tokenExpiryBounds).transform((seconds) => Math.round(seconds));
+const expiry = durationSeconds(tokenExpiryBounds);
 
 export const updateWorkspaceSettings = defineOperation({
   method: WorkspaceService.method.updateWorkspaceSettings,

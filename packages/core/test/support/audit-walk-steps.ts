@@ -3,6 +3,7 @@
  * one call of it succeed in a fresh fixture and the audit entries it must leave, or why it
  * leaves none. audit-walk.test.ts fails for a mutating RPC missing here.
  */
+
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -34,6 +35,8 @@ import {
   WorkspaceDomainService,
   WorkspaceService,
 } from "@wap/api";
+import { expect } from "vitest";
+import { issuanceResource } from "../../src/certificates/issuance/record.js";
 import { type Caller, createCallContext, type UserCaller } from "../../src/context.js";
 import { startCliLogin } from "../../src/devices/cli-login.js";
 import { procedureOf } from "../../src/platform.js";
@@ -292,8 +295,8 @@ async function clientCsr(owner: Owner): Promise<string> {
     const key = join(files.dir, "leaf.key");
     const csr = join(files.dir, "leaf.csr");
     await run("openssl", ["genpkey", "-algorithm", "ED25519", "-out", key]);
-    const cn = owner.email.split("@")[0]!;
-    await run("openssl", ["req", "-new", "-key", key, "-subj", `/CN=${cn}`, "-out", csr]);
+    // A client certificate's CN is its holder's id.
+    await run("openssl", ["req", "-new", "-key", key, "-subj", `/CN=${owner.caller.userId}`, "-out", csr]);
     return await readFile(csr, "utf8");
   } finally {
     await files.remove();
@@ -303,7 +306,12 @@ async function clientCsr(owner: Owner): Promise<string> {
 /** The entry resource of the certificate most recently issued in `owner`'s workspace. */
 async function latestIssuedCertificate(f: WalkFixture, owner: Owner): Promise<string> {
   const ledger = await f.storage.issuedCertificates.list(owner.workspaceId, { limit: 1, offset: 0 });
-  return `issued_certificate:${ledger.items[0]!.id}`;
+  // The resource names the serial, the principals and the target, not only the ledger entry.
+  const entry = ledger.items[0]!;
+  const resource = issuanceResource(entry);
+  expect(resource).toContain(`serial=${entry.serial}`);
+  expect(resource).toContain(`principals=${entry.principals.join(",")}`);
+  return resource;
 }
 
 /** A request that adds or removes `owner` as a subject of `principal`. */
@@ -857,8 +865,24 @@ const steps: ReadonlyArray<Row> = [
       deviceId,
     });
     const loginCode = new URL(pending.verificationUrl).searchParams.get("code")!;
-    return { request: { loginCode }, resource: `device:${deviceId}` };
+    return { request: { loginCode, userCode: pending.userCode }, resource: `device:${deviceId}` };
   }),
+  unauditedStep(
+    Auth.getCLILogin,
+    "reads what a pending CLI login shows its approver; changes nothing",
+    async (f) => {
+      const u = await f.signUp();
+      const pending = await startCliLogin(f.platform.services, createCallContext(anonymous), {
+        authMethod: "soft",
+        authPubkey: aDaemonKey().pem,
+        deviceId: randomUUID(),
+      });
+      return {
+        caller: u.caller,
+        request: { loginCode: new URL(pending.verificationUrl).searchParams.get("code")! },
+      };
+    },
+  ),
   unauditedStep(
     Auth.beginPasskeyLogin,
     "hands out a short-lived challenge; the sign-in it leads to is audited (user.login.passkey)",

@@ -11,6 +11,7 @@ import {
   UpdateWorkspaceMemberRequestSchema,
 } from "@wap/api";
 import { InvalidArgumentError } from "@wap/core";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   buildRequest,
@@ -227,8 +228,27 @@ describe("query binding (no body rule)", () => {
     expect(build("POST", "/v1/refresh-token?refreshToken=a", { bodyText: "  " })).toMatchObject({
       refreshToken: "a",
     });
-    const e = invalid(() => build("POST", "/v1/refresh-token", { body: { refreshToken: "a" } }));
-    expect(e.message).toMatch(/query parameters.*\?refreshToken=/);
+  });
+
+  it("takes the fields of a POST without a body rule from a JSON body too, so secrets stay out of URLs", () => {
+    fc.assert(
+      fc.property(fc.string({ minLength: 1, maxLength: 64 }), (token) => {
+        expect(build("POST", "/v1/refresh-token", { body: { refreshToken: token } })).toMatchObject({
+          refreshToken: token,
+        });
+        expect(build("POST", `/v1/refresh-token?refreshToken=${encodeURIComponent(token)}`)).toMatchObject({
+          refreshToken: token,
+        });
+      }),
+    );
+    const twice = invalid(() =>
+      build("POST", "/v1/refresh-token?refreshToken=a", { body: { refreshToken: "b" } }),
+    );
+    expect(twice.message).toMatch(/refreshToken is also in the request body/);
+    expect(invalid(() => build("POST", "/v1/refresh-token", { body: ["a"] })).message).toMatch(/JSON object/);
+    expect(invalid(() => build("POST", "/v1/refresh-token", { body: { nope: "a" } })).message).toMatch(
+      /"nope" is unknown/,
+    );
   });
 });
 

@@ -9,6 +9,7 @@
  */
 import { type DescField, type DescMessage, fromJson, type JsonValue, type Message } from "@bufbuild/protobuf";
 import { InvalidArgumentError } from "@wap/core";
+import { checkJsonRequest } from "../json-mapping.js";
 import { resolveFieldPath, textFieldKind, textToJson } from "./fields.js";
 import type { RestMatch } from "./routes.js";
 
@@ -47,8 +48,13 @@ export function buildRequest(match: RestMatch, input: RestRequestInput): Message
       if (!isJsonObject(body)) throw invalid(`${rpc}: the request body must be a JSON object`);
       for (const [key, value] of Object.entries(body)) root[key] = value;
     }
+  } else if (rule.body === "" && rule.pattern.case === "post" && body !== undefined && body !== null) {
+    // A POST without a body rule takes its fields from the query string, and from a JSON body as
+    // well: secrets such as refresh tokens then need not travel in URLs (and proxy logs).
+    if (!isJsonObject(body)) throw invalid(`${rpc}: the request body must be a JSON object`);
+    for (const [key, value] of Object.entries(body)) root[key] = value;
   } else if (rule.body === "") {
-    // Clients often send `{}` with a POST; anything more would be silently lost, so refuse it.
+    // Clients often send `{}`; anything more would be silently lost, so refuse it.
     if (body !== undefined && body !== null && !(isJsonObject(body) && Object.keys(body).length === 0)) {
       const example = queryFields(schema, rule.body, pathParams)[0];
       const hint = example ? ` (e.g. ?${example.jsonName}=...)` : "";
@@ -80,6 +86,7 @@ export function buildRequest(match: RestMatch, input: RestRequestInput): Message
     parent[leaf.jsonName] = value;
   }
 
+  checkJsonRequest(schema, root);
   try {
     return fromJson(schema, root as JsonValue);
   } catch (e) {
@@ -140,6 +147,9 @@ function bindQuery(
         `${label} is ${JSON.stringify(other)} but the path says {${fieldPath}} = ${JSON.stringify(bound)}`,
         fieldPath,
       );
+    }
+    if (chain.length === 1 && (leaf.jsonName in root || leaf.name in root)) {
+      throw invalid(`${label}: ${leaf.jsonName} is also in the request body; send it once`, fieldPath);
     }
     const value =
       leaf.fieldKind === "list"

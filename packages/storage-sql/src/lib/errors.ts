@@ -90,6 +90,8 @@ const uniqueRules: readonly UniqueRule[] = [
   // 009_recordings
   rule("recordings_pkey", "recordings", ["id"], "id"),
   rule("recording_chunks_pkey", "recording_chunks", ["recording_id", "seq"], "seq"),
+  // 011_account_security: the same rule as users_username_key, whatever the case.
+  rule("users_username_lower_key", "users", ["lower(username)"], "username"),
 ];
 
 function sameColumns(a: readonly string[], b: readonly string[]): boolean {

@@ -156,6 +156,11 @@ export function cliLoginToRow(l: CliLoginRecord): Insertable<CliLoginsTable> {
     expires_at: fromDate(l.expiresAt),
     approved_by: l.approvedBy,
     approved_at: fromDateOrNull(l.approvedAt),
+    user_code_hash: l.userCodeHash,
+    code_failures: l.codeFailures,
+    denied_at: fromDateOrNull(l.deniedAt),
+    client_os: l.clientOs,
+    client_version: l.clientVersion,
   };
 }
 
@@ -173,6 +178,11 @@ export function rowToCliLogin(r: Selectable<CliLoginsTable>): CliLoginRecord {
     expiresAt: toDate(r.expires_at),
     approvedBy: r.approved_by,
     approvedAt: toDateOrNull(r.approved_at),
+    userCodeHash: r.user_code_hash,
+    codeFailures: Number(r.code_failures),
+    deniedAt: toDateOrNull(r.denied_at),
+    clientOs: r.client_os,
+    clientVersion: r.client_version,
   };
 }
 

@@ -15,6 +15,8 @@ import { instancesMigration } from "./007-instances.js";
 import { sessionRelayMigration } from "./008-session-relay.js";
 import { recordingsMigration } from "./009-recordings.js";
 import { certificateLifecycleMigration } from "./010-certificate-lifecycle.js";
+import { accountSecurityMigration } from "./011-account-security.js";
+import { wholeSecondDurationsMigration } from "./012-whole-second-durations.js";
 
 /** Our own bookkeeping tables, so an application's Kysely migrations in the same schema never collide. */
 export const migrationTableName = "wap_schema_migration";
@@ -33,6 +35,8 @@ export function createMigrations(dialect: SqlDialectName): Record<string, Migrat
     "008_session_relay": sessionRelayMigration(dialect),
     "009_recordings": recordingsMigration(dialect),
     "010_certificate_lifecycle": certificateLifecycleMigration(dialect),
+    "011_account_security": accountSecurityMigration(dialect),
+    "012_whole_second_durations": wholeSecondDurationsMigration(dialect),
   };
 }
 

@@ -17,6 +17,17 @@ const auditAction: Record<IssuedCertificateRecord["kind"], string> = {
 };
 
 /**
+ * The audit resource of a certificate: its ledger entry, and what a reader of the log needs
+ * without looking it up: the serial, the names (principals or X.509 names) and the target.
+ */
+export function issuanceResource(
+  entry: Pick<IssuedCertificateRecord, "id" | "serial" | "principals" | "targetId">,
+): string {
+  const target = entry.targetId === null ? "" : ` target=${entry.targetId}`;
+  return `issued_certificate:${entry.id} serial=${entry.serial} principals=${entry.principals.join(",")}${target}`;
+}
+
+/**
  * Writes the ledger entry and the audit event of one certificate; resolves once committed. The
  * observer hears of it then, with the key type of the CA that signed it.
  */
@@ -27,7 +38,7 @@ export async function recordIssuance(
 ): Promise<void> {
   const audit = call.auditEvent({
     action: auditAction[entry.kind],
-    resource: `issued_certificate:${entry.id}`,
+    resource: issuanceResource(entry),
   });
   await call.services.storage.append({ issuedCertificates: [entry], auditEvents: [audit.record] });
   audit.committed();

@@ -2,9 +2,11 @@
  * Which names an X.509 certificate may carry for whom. The CSR asks; this policy decides.
  *
  * - **Client certificates** (`X509_USAGE_CLIENT_AUTH`, any member or service account): the
- *   certificate names its holder. The CN may be the caller's id, username or verified email (a
- *   service account's id or name) and defaults to the id; the only SAN allowed is the user's
- *   verified email. DNS, IP and URI names are refused.
+ *   certificate names its holder by an identity no other subject can claim. The CN is always
+ *   the caller's id (a user's or service account's; the CSR may leave it empty or ask for the id
+ *   in any case): usernames and service-account names change hands and a name in one workspace
+ *   may be a username elsewhere, ids never. The only SAN allowed is the user's verified email.
+ *   DNS, IP and URI names are refused.
  * - **Server certificates** (`X509_USAGE_SERVER_AUTH`, `X509_USAGE_CLIENT_AND_SERVER`: the
  *   `certificates.sign` permission, editor and up): the certificate names machines of the
  *   workspace. The CN and every DNS SAN must be a target's name or an endpoint host name, every
@@ -40,8 +42,6 @@ export type X509NamePolicy =
   | {
       readonly kind: "client";
       readonly subjectId: string;
-      /** Case-sensitive CN values besides the id. */
-      readonly names: readonly string[];
       /** The verified email, lower-cased, if there is one. */
       readonly email: string | undefined;
     }
@@ -109,14 +109,13 @@ export async function resolveX509NamePolicy(
     return {
       kind: "client",
       subjectId: user.id,
-      names: [user.username],
       email: user.emailVerified ? user.email.toLowerCase() : undefined,
     };
   }
   if (caller.kind === "service_account") {
     const account = await storage.serviceAccounts.findById(workspace.workspaceId, caller.serviceAccountId);
     if (account === null) throw new UnauthenticatedError("this service account no longer exists");
-    return { kind: "client", subjectId: account.id, names: [account.name], email: undefined };
+    return { kind: "client", subjectId: account.id, email: undefined };
   }
   throw new PermissionDeniedError("daemons may not ask for X.509 certificates", {
     reason: "DAEMON_X509_CERTIFICATE",
@@ -125,18 +124,14 @@ export async function resolveX509NamePolicy(
 
 function checkClientNames(policy: Extract<X509NamePolicy, { kind: "client" }>, draft: X509Draft): void {
   const cn = draft.commonName;
-  if (
-    cn !== "" &&
-    cn !== policy.subjectId &&
-    !policy.names.includes(cn) &&
-    cn.toLowerCase() !== policy.email
-  ) {
+  if (cn !== "" && cn.toLowerCase() !== policy.subjectId.toLowerCase()) {
     throw notAllowed(
       `CN=${cn}`,
-      "a client certificate's CN is your id, your username or your verified email",
+      `a client certificate's CN is your id (${policy.subjectId}); leave it empty to get it`,
     );
   }
-  if (cn === "") draft.commonName = policy.subjectId;
+  // Written as the id is stored (lower case), whatever the CSR's spelling.
+  draft.commonName = policy.subjectId;
   for (const email of draft.sans.email) {
     if (email.toLowerCase() !== policy.email) {
       throw notAllowed(`email:${email}`, "the only email a client certificate names is your verified email");

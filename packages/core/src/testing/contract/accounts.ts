@@ -102,6 +102,11 @@ function aCliLogin(overrides: Partial<CliLoginRecord> = {}): CliLoginRecord {
     expiresAt: at(640, 8),
     approvedBy: null,
     approvedAt: null,
+    userCodeHash: `sha256-${uid()}`,
+    codeFailures: 0,
+    deniedAt: null,
+    clientOs: "linux/x64",
+    clientVersion: "1.2.3",
     ...overrides,
   };
 }
@@ -185,7 +190,7 @@ export function runAccountContract(ctx: AccountContractContext): void {
       await storage().linkedAccounts.insert(aLinkedAccount(user.id));
       const login = aCliLogin();
       await storage().cliLogins.insert(login);
-      expect(await storage().cliLogins.approve(login.codeHash, user.id, at(41))).not.toBeNull();
+      expect(await storage().cliLogins.approve(login.id, user.id, at(41))).not.toBeNull();
       const keep = await newSession(other.id);
 
       expect(await storage().users.delete(user.id)).toBe(true);
@@ -424,20 +429,36 @@ export function runAccountContract(ctx: AccountContractContext): void {
       );
     });
 
-    test("cliLogins: approve records the approver once; expired and unknown codes are refused", async () => {
+    test("cliLogins: approve or deny decides once; expired and decided logins are not pending", async () => {
       const user = await newUser();
       const login = aCliLogin();
       await storage().cliLogins.insert(login);
       expect(await storage().cliLogins.findById(login.id)).toEqual(login);
-      expect(await storage().cliLogins.approve(`sha256-${uid()}`, user.id, at(41))).toBeNull();
+      expect(await storage().cliLogins.findByCode(login.codeHash)).toEqual(login);
+      expect(await storage().cliLogins.findByCode(`sha256-${uid()}`)).toBeNull();
+      expect(await storage().cliLogins.approve(uid(), user.id, at(41))).toBeNull();
       const approved = { ...login, approvedBy: user.id, approvedAt: at(41, 1) };
-      expect(await storage().cliLogins.approve(login.codeHash, user.id, at(41, 1))).toEqual(approved);
-      expect(await storage().cliLogins.approve(login.codeHash, user.id, at(42))).toBeNull();
+      expect(await storage().cliLogins.approve(login.id, user.id, at(41, 1))).toEqual(approved);
+      expect(await storage().cliLogins.approve(login.id, user.id, at(42))).toBeNull();
+      expect(await storage().cliLogins.deny(login.id, at(42))).toBeNull();
+      expect(await storage().cliLogins.findByCode(login.codeHash)).toEqual(approved);
       expect(await storage().cliLogins.findById(login.id)).toEqual(approved);
+
+      const refused = aCliLogin();
+      await storage().cliLogins.insert(refused);
+      expect(await storage().cliLogins.recordCodeFailure(refused.id)).toBe(1);
+      expect(await storage().cliLogins.recordCodeFailure(refused.id)).toBe(2);
+      expect(await storage().cliLogins.deny(refused.id, at(43))).toEqual({
+        ...refused,
+        codeFailures: 2,
+        deniedAt: at(43),
+      });
+      expect(await storage().cliLogins.approve(refused.id, user.id, at(44))).toBeNull();
+      expect((await storage().cliLogins.findByCode(refused.codeHash))?.deniedAt).toEqual(at(43));
 
       const late = aCliLogin({ expiresAt: at(100) });
       await storage().cliLogins.insert(late);
-      expect(await storage().cliLogins.approve(late.codeHash, user.id, at(100))).toBeNull();
+      expect(await storage().cliLogins.approve(late.id, user.id, at(100))).toBeNull();
       await storage().cliLogins.deleteExpired(at(101));
       expect(await storage().cliLogins.findById(late.id)).toBeNull();
       expect(await storage().cliLogins.findById(login.id)).toEqual(approved);
@@ -445,13 +466,26 @@ export function runAccountContract(ctx: AccountContractContext): void {
       expect(await storage().cliLogins.findById(login.id)).toBeNull();
     });
 
-    test("cliLogins: exactly one of many concurrent approvals wins", async () => {
+    test("cliLogins: pending logins are counted per client address", async () => {
+      const address = `203.0.113.${Math.floor(Math.random() * 250)}-${uid()}`;
+      const logins = [0, 1, 2].map(() => aCliLogin({ ipAddress: address }));
+      for (const login of logins) await storage().cliLogins.insert(login);
+      await storage().cliLogins.insert(aCliLogin({ ipAddress: address, expiresAt: at(41) }));
+      expect(await storage().cliLogins.countPendingFrom(address, at(50))).toBe(3);
+      await storage().cliLogins.deny(logins[0]!.id, at(50));
+      expect(await storage().cliLogins.countPendingFrom(address, at(51))).toBe(2);
+      expect(await storage().cliLogins.countPendingFrom(`${address}-other`, at(51))).toBe(0);
+    });
+
+    test("cliLogins: exactly one of many concurrent approvals and refusals wins", async () => {
       const users = await Promise.all(Array.from({ length: 5 }, () => newUser()));
       const login = aCliLogin();
       await storage().cliLogins.insert(login);
       const results = await Promise.all(
         Array.from({ length: concurrency }, (_, i) =>
-          storage().cliLogins.approve(login.codeHash, users[i % users.length]!.id, at(50)),
+          i % 3 === 0
+            ? storage().cliLogins.deny(login.id, at(50))
+            : storage().cliLogins.approve(login.id, users[i % users.length]!.id, at(50)),
         ),
       );
       const winners = results.filter((r) => r !== null);

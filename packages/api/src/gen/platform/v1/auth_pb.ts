@@ -13,13 +13,15 @@ import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
 import type { User } from "./user_pb.js";
 import { file_platform_v1_user } from "./user_pb.js";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file platform/v1/auth.proto.
  */
 export const file_platform_v1_auth: GenFile = /*@__PURE__*/
-  fileDesc("ChZwbGF0Zm9ybS92MS9hdXRoLnByb3RvEgtwbGF0Zm9ybS52MSIvCgxMb2dpblJlcXVlc3QSDQoFZW1haWwYASABKAkSEAoIcGFzc3dvcmQYAiABKAkiPAoNTG9naW5SZXNwb25zZRIUCgxhY2Nlc3NfdG9rZW4YASABKAkSFQoNcmVmcmVzaF90b2tlbhgCIAEoCSI5ChpMb2dpbldpdGhCYWNrdXBDb2RlUmVxdWVzdBINCgVlbWFpbBgBIAEoCRIMCgRjb2RlGAIgASgJIkoKG0xvZ2luV2l0aEJhY2t1cENvZGVSZXNwb25zZRIUCgxhY2Nlc3NfdG9rZW4YASABKAkSFQoNcmVmcmVzaF90b2tlbhgCIAEoCSIPCg1Mb2dvdXRSZXF1ZXN0IhAKDkxvZ291dFJlc3BvbnNlIlIKD1JlZ2lzdGVyUmVxdWVzdBIMCgRuYW1lGAEgASgJEg0KBWVtYWlsGAIgASgJEhAKCHVzZXJuYW1lGAMgASgJEhAKCHBhc3N3b3JkGAQgASgJIhIKEFJlZ2lzdGVyUmVzcG9uc2UiLAoTUmVmcmVzaFRva2VuUmVxdWVzdBIVCg1yZWZyZXNoX3Rva2VuGAEgASgJIkMKFFJlZnJlc2hUb2tlblJlc3BvbnNlEhQKDGFjY2Vzc190b2tlbhgBIAEoCRIVCg1yZWZyZXNoX3Rva2VuGAIgASgJIiYKFUZvcmdvdFBhc3N3b3JkUmVxdWVzdBINCgVlbWFpbBgBIAEoCSIYChZGb3Jnb3RQYXNzd29yZFJlc3BvbnNlIjsKFFJlc2V0UGFzc3dvcmRSZXF1ZXN0Eg0KBXRva2VuGAEgASgJEhQKDG5ld19wYXNzd29yZBgCIAEoCSIXChVSZXNldFBhc3N3b3JkUmVzcG9uc2UiKgoZUmVzZW5kVmVyaWZpY2F0aW9uUmVxdWVzdBINCgVlbWFpbBgBIAEoCSIcChpSZXNlbmRWZXJpZmljYXRpb25SZXNwb25zZSIjChJWZXJpZnlFbWFpbFJlcXVlc3QSDQoFdG9rZW4YASABKAkiFQoTVmVyaWZ5RW1haWxSZXNwb25zZSJVChVTdHJlYW1DTElMb2dpblJlcXVlc3QSEgoKbG9naW5fY29kZRgBIAEoCRITCgthdXRoX21ldGhvZBgCIAEoCRITCgthdXRoX3B1YmtleRgDIAEoCSJmChZTdHJlYW1DTElMb2dpblJlc3BvbnNlEh8KBHVzZXIYASABKAsyES5wbGF0Zm9ybS52MS5Vc2VyEhgKEHZlcmlmaWNhdGlvbl91cmwYAiABKAkSEQoJdXNlcl9jb2RlGAMgASgJIkwKFVZlcmlmeUNMSUxvZ2luUmVxdWVzdBISCgpsb2dpbl9jb2RlGAEgASgJEhEKCXVzZXJfY29kZRgCIAEoCRIMCgRkZW55GAMgASgIIhgKFlZlcmlmeUNMSUxvZ2luUmVzcG9uc2UiGgoYQmVnaW5QYXNza2V5TG9naW5SZXF1ZXN0IjEKGUJlZ2luUGFzc2tleUxvZ2luUmVzcG9uc2USFAoMb3B0aW9uc19qc29uGAEgASgJIjQKGUZpbmlzaFBhc3NrZXlMb2dpblJlcXVlc3QSFwoPY3JlZGVudGlhbF9qc29uGAEgASgJIkkKGkZpbmlzaFBhc3NrZXlMb2dpblJlc3BvbnNlEhQKDGFjY2Vzc190b2tlbhgBIAEoCRIVCg1yZWZyZXNoX3Rva2VuGAIgASgJMs4LCgtBdXRoU2VydmljZRJUCgVMb2dpbhIZLnBsYXRmb3JtLnYxLkxvZ2luUmVxdWVzdBoaLnBsYXRmb3JtLnYxLkxvZ2luUmVzcG9uc2UiFILT5JMCDjoBKiIJL3YxL2xvZ2luEooBChNMb2dpbldpdGhCYWNrdXBDb2RlEicucGxhdGZvcm0udjEuTG9naW5XaXRoQmFja3VwQ29kZVJlcXVlc3QaKC5wbGF0Zm9ybS52MS5Mb2dpbldpdGhCYWNrdXBDb2RlUmVzcG9uc2UiIILT5JMCGjoBKiIVL3YxL2xvZ2luL2JhY2t1cC1jb2RlElUKBkxvZ291dBIaLnBsYXRmb3JtLnYxLkxvZ291dFJlcXVlc3QaGy5wbGF0Zm9ybS52MS5Mb2dvdXRSZXNwb25zZSISgtPkkwIMIgovdjEvbG9nb3V0EmAKCFJlZ2lzdGVyEhwucGxhdGZvcm0udjEuUmVnaXN0ZXJSZXF1ZXN0Gh0ucGxhdGZvcm0udjEuUmVnaXN0ZXJSZXNwb25zZSIXgtPkkwIROgEqIgwvdjEvcmVnaXN0ZXISbgoMUmVmcmVzaFRva2VuEiAucGxhdGZvcm0udjEuUmVmcmVzaFRva2VuUmVxdWVzdBohLnBsYXRmb3JtLnYxLlJlZnJlc2hUb2tlblJlc3BvbnNlIhmC0+STAhMiES92MS9yZWZyZXNoLXRva2VuEnkKDkZvcmdvdFBhc3N3b3JkEiIucGxhdGZvcm0udjEuRm9yZ290UGFzc3dvcmRSZXF1ZXN0GiMucGxhdGZvcm0udjEuRm9yZ290UGFzc3dvcmRSZXNwb25zZSIegtPkkwIYOgEqIhMvdjEvZm9yZ290LXBhc3N3b3JkEnUKDVJlc2V0UGFzc3dvcmQSIS5wbGF0Zm9ybS52MS5SZXNldFBhc3N3b3JkUmVxdWVzdBoiLnBsYXRmb3JtLnYxLlJlc2V0UGFzc3dvcmRSZXNwb25zZSIdgtPkkwIXOgEqIhIvdjEvcmVzZXQtcGFzc3dvcmQShgEKElJlc2VuZFZlcmlmaWNhdGlvbhImLnBsYXRmb3JtLnYxLlJlc2VuZFZlcmlmaWNhdGlvblJlcXVlc3QaJy5wbGF0Zm9ybS52MS5SZXNlbmRWZXJpZmljYXRpb25SZXNwb25zZSIfgtPkkwIZIhcvdjEvcmVzZW5kLXZlcmlmaWNhdGlvbhJqCgtWZXJpZnlFbWFpbBIfLnBsYXRmb3JtLnYxLlZlcmlmeUVtYWlsUmVxdWVzdBogLnBsYXRmb3JtLnYxLlZlcmlmeUVtYWlsUmVzcG9uc2UiGILT5JMCEiIQL3YxL3ZlcmlmeS1lbWFpbBJbCg5TdHJlYW1DTElMb2dpbhIiLnBsYXRmb3JtLnYxLlN0cmVhbUNMSUxvZ2luUmVxdWVzdBojLnBsYXRmb3JtLnYxLlN0cmVhbUNMSUxvZ2luUmVzcG9uc2UwARJZCg5WZXJpZnlDTElMb2dpbhIiLnBsYXRmb3JtLnYxLlZlcmlmeUNMSUxvZ2luUmVxdWVzdBojLnBsYXRmb3JtLnYxLlZlcmlmeUNMSUxvZ2luUmVzcG9uc2UShgEKEUJlZ2luUGFzc2tleUxvZ2luEiUucGxhdGZvcm0udjEuQmVnaW5QYXNza2V5TG9naW5SZXF1ZXN0GiYucGxhdGZvcm0udjEuQmVnaW5QYXNza2V5TG9naW5SZXNwb25zZSIigtPkkwIcOgEqIhcvdjEvbG9naW4vcGFzc2tleTpiZWdpbhKKAQoSRmluaXNoUGFzc2tleUxvZ2luEiYucGxhdGZvcm0udjEuRmluaXNoUGFzc2tleUxvZ2luUmVxdWVzdBonLnBsYXRmb3JtLnYxLkZpbmlzaFBhc3NrZXlMb2dpblJlc3BvbnNlIiOC0+STAh06ASoiGC92MS9sb2dpbi9wYXNza2V5OmZpbmlzaGIIZWRpdGlvbnNw6Ac", [file_google_api_annotations, file_platform_v1_user]);
+  fileDesc("ChZwbGF0Zm9ybS92MS9hdXRoLnByb3RvEgtwbGF0Zm9ybS52MSIvCgxMb2dpblJlcXVlc3QSDQoFZW1haWwYASABKAkSEAoIcGFzc3dvcmQYAiABKAkiPAoNTG9naW5SZXNwb25zZRIUCgxhY2Nlc3NfdG9rZW4YASABKAkSFQoNcmVmcmVzaF90b2tlbhgCIAEoCSI5ChpMb2dpbldpdGhCYWNrdXBDb2RlUmVxdWVzdBINCgVlbWFpbBgBIAEoCRIMCgRjb2RlGAIgASgJIkoKG0xvZ2luV2l0aEJhY2t1cENvZGVSZXNwb25zZRIUCgxhY2Nlc3NfdG9rZW4YASABKAkSFQoNcmVmcmVzaF90b2tlbhgCIAEoCSIPCg1Mb2dvdXRSZXF1ZXN0IhAKDkxvZ291dFJlc3BvbnNlIlIKD1JlZ2lzdGVyUmVxdWVzdBIMCgRuYW1lGAEgASgJEg0KBWVtYWlsGAIgASgJEhAKCHVzZXJuYW1lGAMgASgJEhAKCHBhc3N3b3JkGAQgASgJIhIKEFJlZ2lzdGVyUmVzcG9uc2UiLAoTUmVmcmVzaFRva2VuUmVxdWVzdBIVCg1yZWZyZXNoX3Rva2VuGAEgASgJIkMKFFJlZnJlc2hUb2tlblJlc3BvbnNlEhQKDGFjY2Vzc190b2tlbhgBIAEoCRIVCg1yZWZyZXNoX3Rva2VuGAIgASgJIiYKFUZvcmdvdFBhc3N3b3JkUmVxdWVzdBINCgVlbWFpbBgBIAEoCSIYChZGb3Jnb3RQYXNzd29yZFJlc3BvbnNlIjsKFFJlc2V0UGFzc3dvcmRSZXF1ZXN0Eg0KBXRva2VuGAEgASgJEhQKDG5ld19wYXNzd29yZBgCIAEoCSIXChVSZXNldFBhc3N3b3JkUmVzcG9uc2UiKgoZUmVzZW5kVmVyaWZpY2F0aW9uUmVxdWVzdBINCgVlbWFpbBgBIAEoCSIcChpSZXNlbmRWZXJpZmljYXRpb25SZXNwb25zZSIjChJWZXJpZnlFbWFpbFJlcXVlc3QSDQoFdG9rZW4YASABKAkiFQoTVmVyaWZ5RW1haWxSZXNwb25zZSJVChVTdHJlYW1DTElMb2dpblJlcXVlc3QSEgoKbG9naW5fY29kZRgBIAEoCRITCgthdXRoX21ldGhvZBgCIAEoCRITCgthdXRoX3B1YmtleRgDIAEoCSJmChZTdHJlYW1DTElMb2dpblJlc3BvbnNlEh8KBHVzZXIYASABKAsyES5wbGF0Zm9ybS52MS5Vc2VyEhgKEHZlcmlmaWNhdGlvbl91cmwYAiABKAkSEQoJdXNlcl9jb2RlGAMgASgJIkwKFVZlcmlmeUNMSUxvZ2luUmVxdWVzdBISCgpsb2dpbl9jb2RlGAEgASgJEhEKCXVzZXJfY29kZRgCIAEoCRIMCgRkZW55GAMgASgIIhgKFlZlcmlmeUNMSUxvZ2luUmVzcG9uc2UiKAoSR2V0Q0xJTG9naW5SZXF1ZXN0EhIKCmxvZ2luX2NvZGUYASABKAkixgEKE0dldENMSUxvZ2luUmVzcG9uc2USEwoLZGV2aWNlX25hbWUYASABKAkSCgoCb3MYAiABKAkSFgoOY2xpZW50X2FkZHJlc3MYAyABKAkSLgoKY3JlYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoOY2xpZW50X3ZlcnNpb24YBiABKAkiGgoYQmVnaW5QYXNza2V5TG9naW5SZXF1ZXN0IjEKGUJlZ2luUGFzc2tleUxvZ2luUmVzcG9uc2USFAoMb3B0aW9uc19qc29uGAEgASgJIjQKGUZpbmlzaFBhc3NrZXlMb2dpblJlcXVlc3QSFwoPY3JlZGVudGlhbF9qc29uGAEgASgJIkkKGkZpbmlzaFBhc3NrZXlMb2dpblJlc3BvbnNlEhQKDGFjY2Vzc190b2tlbhgBIAEoCRIVCg1yZWZyZXNoX3Rva2VuGAIgASgJMqAMCgtBdXRoU2VydmljZRJUCgVMb2dpbhIZLnBsYXRmb3JtLnYxLkxvZ2luUmVxdWVzdBoaLnBsYXRmb3JtLnYxLkxvZ2luUmVzcG9uc2UiFILT5JMCDjoBKiIJL3YxL2xvZ2luEooBChNMb2dpbldpdGhCYWNrdXBDb2RlEicucGxhdGZvcm0udjEuTG9naW5XaXRoQmFja3VwQ29kZVJlcXVlc3QaKC5wbGF0Zm9ybS52MS5Mb2dpbldpdGhCYWNrdXBDb2RlUmVzcG9uc2UiIILT5JMCGjoBKiIVL3YxL2xvZ2luL2JhY2t1cC1jb2RlElUKBkxvZ291dBIaLnBsYXRmb3JtLnYxLkxvZ291dFJlcXVlc3QaGy5wbGF0Zm9ybS52MS5Mb2dvdXRSZXNwb25zZSISgtPkkwIMIgovdjEvbG9nb3V0EmAKCFJlZ2lzdGVyEhwucGxhdGZvcm0udjEuUmVnaXN0ZXJSZXF1ZXN0Gh0ucGxhdGZvcm0udjEuUmVnaXN0ZXJSZXNwb25zZSIXgtPkkwIROgEqIgwvdjEvcmVnaXN0ZXISbgoMUmVmcmVzaFRva2VuEiAucGxhdGZvcm0udjEuUmVmcmVzaFRva2VuUmVxdWVzdBohLnBsYXRmb3JtLnYxLlJlZnJlc2hUb2tlblJlc3BvbnNlIhmC0+STAhMiES92MS9yZWZyZXNoLXRva2VuEnkKDkZvcmdvdFBhc3N3b3JkEiIucGxhdGZvcm0udjEuRm9yZ290UGFzc3dvcmRSZXF1ZXN0GiMucGxhdGZvcm0udjEuRm9yZ290UGFzc3dvcmRSZXNwb25zZSIegtPkkwIYOgEqIhMvdjEvZm9yZ290LXBhc3N3b3JkEnUKDVJlc2V0UGFzc3dvcmQSIS5wbGF0Zm9ybS52MS5SZXNldFBhc3N3b3JkUmVxdWVzdBoiLnBsYXRmb3JtLnYxLlJlc2V0UGFzc3dvcmRSZXNwb25zZSIdgtPkkwIXOgEqIhIvdjEvcmVzZXQtcGFzc3dvcmQShgEKElJlc2VuZFZlcmlmaWNhdGlvbhImLnBsYXRmb3JtLnYxLlJlc2VuZFZlcmlmaWNhdGlvblJlcXVlc3QaJy5wbGF0Zm9ybS52MS5SZXNlbmRWZXJpZmljYXRpb25SZXNwb25zZSIfgtPkkwIZIhcvdjEvcmVzZW5kLXZlcmlmaWNhdGlvbhJqCgtWZXJpZnlFbWFpbBIfLnBsYXRmb3JtLnYxLlZlcmlmeUVtYWlsUmVxdWVzdBogLnBsYXRmb3JtLnYxLlZlcmlmeUVtYWlsUmVzcG9uc2UiGILT5JMCEiIQL3YxL3ZlcmlmeS1lbWFpbBJbCg5TdHJlYW1DTElMb2dpbhIiLnBsYXRmb3JtLnYxLlN0cmVhbUNMSUxvZ2luUmVxdWVzdBojLnBsYXRmb3JtLnYxLlN0cmVhbUNMSUxvZ2luUmVzcG9uc2UwARJZCg5WZXJpZnlDTElMb2dpbhIiLnBsYXRmb3JtLnYxLlZlcmlmeUNMSUxvZ2luUmVxdWVzdBojLnBsYXRmb3JtLnYxLlZlcmlmeUNMSUxvZ2luUmVzcG9uc2USUAoLR2V0Q0xJTG9naW4SHy5wbGF0Zm9ybS52MS5HZXRDTElMb2dpblJlcXVlc3QaIC5wbGF0Zm9ybS52MS5HZXRDTElMb2dpblJlc3BvbnNlEoYBChFCZWdpblBhc3NrZXlMb2dpbhIlLnBsYXRmb3JtLnYxLkJlZ2luUGFzc2tleUxvZ2luUmVxdWVzdBomLnBsYXRmb3JtLnYxLkJlZ2luUGFzc2tleUxvZ2luUmVzcG9uc2UiIoLT5JMCHDoBKiIXL3YxL2xvZ2luL3Bhc3NrZXk6YmVnaW4SigEKEkZpbmlzaFBhc3NrZXlMb2dpbhImLnBsYXRmb3JtLnYxLkZpbmlzaFBhc3NrZXlMb2dpblJlcXVlc3QaJy5wbGF0Zm9ybS52MS5GaW5pc2hQYXNza2V5TG9naW5SZXNwb25zZSIjgtPkkwIdOgEqIhgvdjEvbG9naW4vcGFzc2tleTpmaW5pc2hiCGVkaXRpb25zcOgH", [file_google_api_annotations, file_platform_v1_user, file_google_protobuf_timestamp]);
 
 /**
  * Request of AuthService.Login.
@@ -526,6 +528,75 @@ export const VerifyCLILoginResponseSchema: GenMessage<VerifyCLILoginResponse> = 
   messageDesc(file_platform_v1_auth, 21);
 
 /**
+ * Request of AuthService.GetCLILogin.
+ *
+ * @generated from message platform.v1.GetCLILoginRequest
+ */
+export type GetCLILoginRequest = Message<"platform.v1.GetCLILoginRequest"> & {
+  /**
+   * @generated from field: string login_code = 1;
+   */
+  loginCode: string;
+};
+
+/**
+ * Describes the message platform.v1.GetCLILoginRequest.
+ * Use `create(GetCLILoginRequestSchema)` to create a new message.
+ */
+export const GetCLILoginRequestSchema: GenMessage<GetCLILoginRequest> = /*@__PURE__*/
+  messageDesc(file_platform_v1_auth, 22);
+
+/**
+ * Response of AuthService.GetCLILogin.
+ *
+ * @generated from message platform.v1.GetCLILoginResponse
+ */
+export type GetCLILoginResponse = Message<"platform.v1.GetCLILoginResponse"> & {
+  /**
+   * the CLI's Platform-Client-Hostname header
+   *
+   * @generated from field: string device_name = 1;
+   */
+  deviceName: string;
+
+  /**
+   * the CLI's Platform-Client-OS header, e.g. "linux/x64"
+   *
+   * @generated from field: string os = 2;
+   */
+  os: string;
+
+  /**
+   * @generated from field: string client_address = 3;
+   */
+  clientAddress: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 4;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp expires_at = 5;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * the CLI's Platform-Client-Version header
+   *
+   * @generated from field: string client_version = 6;
+   */
+  clientVersion: string;
+};
+
+/**
+ * Describes the message platform.v1.GetCLILoginResponse.
+ * Use `create(GetCLILoginResponseSchema)` to create a new message.
+ */
+export const GetCLILoginResponseSchema: GenMessage<GetCLILoginResponse> = /*@__PURE__*/
+  messageDesc(file_platform_v1_auth, 23);
+
+/**
  * Request of AuthService.BeginPasskeyLogin. Discoverable credentials only: no email is asked
  * for, so the answer never depends on which accounts exist.
  *
@@ -539,7 +610,7 @@ export type BeginPasskeyLoginRequest = Message<"platform.v1.BeginPasskeyLoginReq
  * Use `create(BeginPasskeyLoginRequestSchema)` to create a new message.
  */
 export const BeginPasskeyLoginRequestSchema: GenMessage<BeginPasskeyLoginRequest> = /*@__PURE__*/
-  messageDesc(file_platform_v1_auth, 22);
+  messageDesc(file_platform_v1_auth, 24);
 
 /**
  * Response of AuthService.BeginPasskeyLogin.
@@ -561,7 +632,7 @@ export type BeginPasskeyLoginResponse = Message<"platform.v1.BeginPasskeyLoginRe
  * Use `create(BeginPasskeyLoginResponseSchema)` to create a new message.
  */
 export const BeginPasskeyLoginResponseSchema: GenMessage<BeginPasskeyLoginResponse> = /*@__PURE__*/
-  messageDesc(file_platform_v1_auth, 23);
+  messageDesc(file_platform_v1_auth, 25);
 
 /**
  * Request of AuthService.FinishPasskeyLogin.
@@ -583,7 +654,7 @@ export type FinishPasskeyLoginRequest = Message<"platform.v1.FinishPasskeyLoginR
  * Use `create(FinishPasskeyLoginRequestSchema)` to create a new message.
  */
 export const FinishPasskeyLoginRequestSchema: GenMessage<FinishPasskeyLoginRequest> = /*@__PURE__*/
-  messageDesc(file_platform_v1_auth, 24);
+  messageDesc(file_platform_v1_auth, 26);
 
 /**
  * Response of AuthService.FinishPasskeyLogin.
@@ -607,7 +678,7 @@ export type FinishPasskeyLoginResponse = Message<"platform.v1.FinishPasskeyLogin
  * Use `create(FinishPasskeyLoginResponseSchema)` to create a new message.
  */
 export const FinishPasskeyLoginResponseSchema: GenMessage<FinishPasskeyLoginResponse> = /*@__PURE__*/
-  messageDesc(file_platform_v1_auth, 25);
+  messageDesc(file_platform_v1_auth, 27);
 
 /**
  * AuthService: Signs users in and out, registers accounts, refreshes tokens, recovers passwords, verifies email and runs the CLI device login.
@@ -724,6 +795,17 @@ export const AuthService: GenService<{
     methodKind: "unary";
     input: typeof VerifyCLILoginRequestSchema;
     output: typeof VerifyCLILoginResponseSchema;
+  },
+  /**
+   * Added by this server: what the approval page shows of a pending CLI login, read by a
+   * signed-in user who holds the login code.
+   *
+   * @generated from rpc platform.v1.AuthService.GetCLILogin
+   */
+  getCLILogin: {
+    methodKind: "unary";
+    input: typeof GetCLILoginRequestSchema;
+    output: typeof GetCLILoginResponseSchema;
   },
   /**
    * Added by this server (not in the reference schema): starts a passkey sign-in. Returns the

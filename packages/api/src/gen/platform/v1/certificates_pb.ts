@@ -120,35 +120,35 @@ export type CreateCertificateAuthorityRequest = Message<"platform.v1.CreateCerti
   allowedKeyTypes: CertificateKeyType[];
 
   /**
-   * 2628000s (730h) <= d <= 315360000s (87600h = 3650 days)
+   * whole seconds, 2628000s (730h) <= d <= 315360000s (87600h = 3650 days)
    *
    * @generated from field: google.protobuf.Duration lifetime = 8;
    */
   lifetime?: Duration | undefined;
 
   /**
-   * 60s (1m) <= d <= 31536000s (8760h = 365 days)
+   * whole seconds, 60s (1m) <= d <= 31536000s (8760h = 365 days)
    *
    * @generated from field: google.protobuf.Duration user_default_ttl = 9;
    */
   userDefaultTtl?: Duration | undefined;
 
   /**
-   * 60s (1m) <= d <= 31536000s (8760h = 365 days)
+   * whole seconds, 60s (1m) <= d <= 31536000s (8760h = 365 days)
    *
    * @generated from field: google.protobuf.Duration user_max_ttl = 10;
    */
   userMaxTtl?: Duration | undefined;
 
   /**
-   * 60s (1m) <= d <= 31536000s (8760h = 365 days)
+   * whole seconds, 60s (1m) <= d <= 31536000s (8760h = 365 days)
    *
    * @generated from field: google.protobuf.Duration host_default_ttl = 11;
    */
   hostDefaultTtl?: Duration | undefined;
 
   /**
-   * 60s (1m) <= d <= 31536000s (8760h = 365 days)
+   * whole seconds, 60s (1m) <= d <= 31536000s (8760h = 365 days)
    *
    * @generated from field: google.protobuf.Duration host_max_ttl = 12;
    */
@@ -248,35 +248,35 @@ export type UpdateCertificateAuthorityRequest = Message<"platform.v1.UpdateCerti
   allowedKeyTypes: CertificateKeyType[];
 
   /**
-   * 2628000s (730h) <= d <= 315360000s (87600h = 3650 days)
+   * whole seconds, 2628000s (730h) <= d <= 315360000s (87600h = 3650 days)
    *
    * @generated from field: google.protobuf.Duration lifetime = 8;
    */
   lifetime?: Duration | undefined;
 
   /**
-   * 60s (1m) <= d <= 31536000s (8760h = 365 days)
+   * whole seconds, 60s (1m) <= d <= 31536000s (8760h = 365 days)
    *
    * @generated from field: google.protobuf.Duration user_default_ttl = 9;
    */
   userDefaultTtl?: Duration | undefined;
 
   /**
-   * 60s (1m) <= d <= 31536000s (8760h = 365 days)
+   * whole seconds, 60s (1m) <= d <= 31536000s (8760h = 365 days)
    *
    * @generated from field: google.protobuf.Duration user_max_ttl = 10;
    */
   userMaxTtl?: Duration | undefined;
 
   /**
-   * 60s (1m) <= d <= 31536000s (8760h = 365 days)
+   * whole seconds, 60s (1m) <= d <= 31536000s (8760h = 365 days)
    *
    * @generated from field: google.protobuf.Duration host_default_ttl = 11;
    */
   hostDefaultTtl?: Duration | undefined;
 
   /**
-   * 60s (1m) <= d <= 31536000s (8760h = 365 days)
+   * whole seconds, 60s (1m) <= d <= 31536000s (8760h = 365 days)
    *
    * @generated from field: google.protobuf.Duration host_max_ttl = 12;
    */
@@ -499,7 +499,7 @@ export type SignSSHCertificateRequest = Message<"platform.v1.SignSSHCertificateR
   publicKey: string;
 
   /**
-   * 60s (1m) <= d <= 31536000s (8760h = 365 days)
+   * whole seconds, 60s (1m) <= d <= 31536000s (8760h = 365 days)
    *
    * @generated from field: google.protobuf.Duration ttl = 6;
    */
@@ -627,7 +627,7 @@ export type SignX509CertificateRequest = Message<"platform.v1.SignX509Certificat
   usage: SignX509CertificateRequest_X509Usage;
 
   /**
-   * 60s (1m) <= d <= 31536000s (8760h = 365 days)
+   * whole seconds, 60s (1m) <= d <= 31536000s (8760h = 365 days)
    *
    * @generated from field: google.protobuf.Duration ttl = 5;
    */

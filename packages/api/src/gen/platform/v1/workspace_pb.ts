@@ -215,14 +215,14 @@ export type UpdateWorkspaceSettingsRequest = Message<"platform.v1.UpdateWorkspac
   enrollAutoApprove: boolean;
 
   /**
-   * 300s (5m) <= d <= 2592000s (720h = 30 days)
+   * whole seconds, 300s (5m) <= d <= 2592000s (720h = 30 days)
    *
    * @generated from field: google.protobuf.Duration enroll_expiry = 3;
    */
   enrollExpiry?: Duration | undefined;
 
   /**
-   * 300s (5m) <= d <= 2592000s (720h = 30 days)
+   * whole seconds, 300s (5m) <= d <= 2592000s (720h = 30 days)
    *
    * @generated from field: google.protobuf.Duration invite_expiry = 4;
    */

@@ -1,0 +1,63 @@
+/**
+ * A call to a procedure this server does not have (`/pkg.Service/Method`), answered in the
+ * protocol the client speaks: `unimplemented` as a gRPC or gRPC-Web status (HTTP 200, trailers
+ * only, the client's content type), or as a Connect error (HTTP 404 with the Connect error body).
+ * Requests that are none of these, and every path that is not a procedure's (REST), go on to the
+ * REST app.
+ *
+ * @module
+ */
+import type http from "node:http";
+import type http2 from "node:http2";
+import { Code } from "@connectrpc/connect";
+import type { EdgeRequest } from "./edge.js";
+
+type Request = http.IncomingMessage | http2.Http2ServerRequest;
+type Response = http.ServerResponse | http2.Http2ServerResponse;
+
+/** `/<package>.<Service>/<Method>`: a dotted service name, as REST paths never have. */
+const procedurePath = /^\/[A-Za-z_][\w]*(\.[A-Za-z_]\w*)+\/[A-Za-z_]\w*$/;
+
+/** Answers the request when it is an RPC to an unknown procedure (and returns true). */
+export function answerUnknownProcedure(
+  req: Request,
+  res: Response,
+  path: string,
+  edge: EdgeRequest | undefined,
+): boolean {
+  // REST paths never have a dotted first segment: whatever their content type, the REST app answers.
+  if (!procedurePath.test(path)) return false;
+  const type = String(req.headers["content-type"] ?? "").toLowerCase();
+  const message = `${path.slice(1)} is not a procedure of this server`;
+  if (type.startsWith("application/grpc")) {
+    // gRPC and gRPC-Web (any subtype): trailers-only, the status in the headers.
+    if (edge) edge.code = "unimplemented";
+    const head = {
+      "content-type": type.split(";")[0] ?? type,
+      "grpc-status": String(Code.Unimplemented),
+      "grpc-message": encodeURIComponent(message),
+    };
+    if ("stream" in res && !res.stream.destroyed) {
+      // One HEADERS frame that ends the stream, as gRPC clients expect a trailers-only answer.
+      res.stream.respond({ ":status": 200, ...head }, { endStream: true });
+    } else {
+      (res as http.ServerResponse).writeHead(200, head);
+      res.end();
+    }
+    return true;
+  }
+  const connect =
+    type.startsWith("application/connect+") ||
+    req.headers["connect-protocol-version"] !== undefined ||
+    /^application\/(json|proto)(;|$)/.test(type) ||
+    (req.method === "GET" && /[?&]connect=v1(&|$)/.test(req.url ?? ""));
+  if (!connect) return false;
+  if (edge) edge.code = "unimplemented";
+  const body = JSON.stringify({ code: "unimplemented", message });
+  (res as http.ServerResponse).writeHead(404, {
+    "content-type": "application/json",
+    "content-length": String(Buffer.byteLength(body)),
+  });
+  res.end(body);
+  return true;
+}

@@ -1,0 +1,51 @@
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { migrationTableName, UsernameCaseClashError } from "@wap/storage-sql";
+import { createSqliteStorage } from "@wap/storage-sqlite";
+import Database from "better-sqlite3";
+import { afterAll, describe, expect, it } from "vitest";
+
+const dir = mkdtempSync(join(tmpdir(), "wap-sqlite-usernames-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe("011_account_security on SQLite", () => {
+  it("names the accounts whose usernames differ only in case instead of failing obscurely", async () => {
+    const filename = join(dir, `${randomUUID()}.db`);
+    await (await createSqliteStorage({ filename })).close();
+    // A database from before the rule: the index and the migration's record are not there yet.
+    const raw = new Database(filename);
+    raw.exec("drop index users_username_lower_key; drop index cli_logins_address_idx");
+    for (const column of ["user_code_hash", "code_failures", "denied_at", "client_os", "client_version"]) {
+      raw.exec(`alter table cli_logins drop column ${column}`);
+    }
+    raw.prepare(`delete from ${migrationTableName} where name = '011_account_security'`).run();
+    const insert = raw.prepare(
+      "insert into users (id, name, username, email, email_verified, picture, password_hash, enable_email_recovery, created_at, updated_at) values (?, 'n', ?, ?, 0, '', null, 0, 0, 0)",
+    );
+    const [a, b] = [randomUUID(), randomUUID()];
+    insert.run(a, "Ada", "ada1@example.com");
+    insert.run(b, "ada", "ada2@example.com");
+    insert.run(randomUUID(), "grace", "grace@example.com");
+    raw.close();
+
+    const error = await createSqliteStorage({ filename }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UsernameCaseClashError);
+    expect((error as UsernameCaseClashError).clashes.map((c) => c.id).sort()).toEqual([a, b].sort());
+    expect((error as Error).message).toMatch(
+      /unique whatever their case.*(Ada|ada) \(user .*(Ada|ada) \(user .*UPDATE users/,
+    );
+
+    // Renamed, the migration goes through and the rule holds from then on.
+    const fix = new Database(filename);
+    fix.prepare("update users set username = 'ada-two' where id = ?").run(b);
+    fix.close();
+    const storage = await createSqliteStorage({ filename });
+    try {
+      expect((await storage.users.findByUsername("ADA"))?.id).toBe(a);
+    } finally {
+      await storage.close();
+    }
+  });
+});
