@@ -7,6 +7,8 @@
  *   time a control stream is accepted (whatever changed while the agent was away), on
  *   notifications, and at least every 12 hours or when the host certificate reaches two thirds
  *   of its life. Requests coalesce: one sync at a time, and at most one more queued.
+ * - **Revocations**: each sync of an accepted daemon fetches its authority's KRL
+ *   (GetRevocationList) into `revoked_keys`; a REVOCATIONS notification asks for a sync.
  * - **Offline**, the files stay as they were: logins keep working with what was last granted.
  * - **Ends**: `STATUS REJECTED` for this daemon (principals removed, enrolment forgotten, exit
  *   4); the server refusing the agent's key, because its daemon was deleted or the key is not
@@ -190,6 +192,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       } else {
         renewIn = renewalDelay(current);
       }
+      if (await updateRevocationList()) changed.push("revoked_keys");
     }
     // sshd reads the trusted keys and the principals at every login; only the host certificate
     // needs a reload. A reload is not free: sshd re-executes itself, refusing connections for a
@@ -272,6 +275,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       // host certificate of that key before sshd trusts it.
       if (await files.writeTrustedUserCaKeys(res.caPublicKey)) changed.push("trusted_user_ca_keys");
       if (await files.writeHostCertificate(res.signedCertificate)) changed.push("host_certificate");
+      authorityId = res.caId;
       log({
         level: "info",
         msg: "host certificate signed",
@@ -291,6 +295,56 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       }
       log({ level: "warn", msg: "host certificate not signed: retrying in 30 s", error: explain(error) });
       return undefined;
+    }
+  }
+
+  // ---- the revocation list ------------------------------------------------------------------
+
+  /** The authority that certifies this machine, from its last signing or its host certificate. */
+  let authorityId: string | undefined;
+
+  async function signingAuthority(): Promise<string | undefined> {
+    if (authorityId !== undefined) return authorityId;
+    const current = await currentCertificate();
+    if (!current) return undefined;
+    const { certificateAuthorities } = await client.certificates.listCertificateAuthorities(
+      { workspaceId: enrolment!.workspaceId },
+      { timeoutMs: syncTimeoutMs, signal: stopping.signal },
+    );
+    authorityId = certificateAuthorities.find((ca) => {
+      try {
+        return current.signatureKey.equals(keyBlobOf(ca.publicKey));
+      } catch {
+        return false;
+      }
+    })?.id;
+    return authorityId;
+  }
+
+  /**
+   * Replaces `revoked_keys` with the authority's KRL; true when it changed. When the server
+   * cannot be asked, the file stays as it is: logins go on with the last list fetched.
+   */
+  async function updateRevocationList(): Promise<boolean> {
+    try {
+      const caId = await signingAuthority();
+      if (caId === undefined) return false;
+      const res = await client.certificates.getRevocationList(
+        { workspaceId: enrolment!.workspaceId, caId },
+        { timeoutMs: syncTimeoutMs, signal: stopping.signal },
+      );
+      if (res.format !== "openssh-krl")
+        throw new Error(`the server sent a ${res.format || "list"}, not a KRL`);
+      const changed = await files.writeRevokedKeys(res.revocationList);
+      if (changed) log({ level: "info", msg: "revocation list written", entries: res.entries });
+      return changed;
+    } catch (error) {
+      if (isUnauthenticated(error)) {
+        await refused(error);
+        return false;
+      }
+      log({ level: "warn", msg: "revocation list not fetched: keeping the last one", error: explain(error) });
+      return false;
     }
   }
 
@@ -363,6 +417,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
   function onNotification(notification: Notification): void {
     switch (notification.eventType) {
       case Notification_EventType.PRINCIPALS:
+      case Notification_EventType.REVOCATIONS:
         void requestSync(false);
         return;
       case Notification_EventType.CERTIFICATES:

@@ -110,10 +110,15 @@ export function program(): Command {
 
   cli
     .command("sshd-config")
-    .description("print the sshd_config lines that make sshd use the agent's files")
+    .description(
+      "print the sshd_config lines that make sshd use the agent's files (creating the folder and an empty revocation list)",
+    )
     .option("--sshd-dir <dir>", "the folder given to `run`", defaultSshdDir)
-    .action((opts: { sshdDir: string }) => {
-      process.stdout.write(`${new SshdFiles(opts.sshdDir).configLines().join("\n")}\n`);
+    .action(async (opts: { sshdDir: string }) => {
+      const files = new SshdFiles(opts.sshdDir);
+      // sshd refuses every login while RevokedKeys names a missing file.
+      await files.prepare();
+      process.stdout.write(`${files.configLines().join("\n")}\n`);
     });
 
   cli

@@ -1,9 +1,13 @@
+import { execFile } from "node:child_process";
 import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SshdFiles, usernamePattern } from "./sshd-files.js";
+import { emptyKrl, SshdFiles, usernamePattern } from "./sshd-files.js";
+
+const run = promisify(execFile);
 
 let dir: string;
 beforeAll(async () => {
@@ -69,6 +73,7 @@ describe("the sshd files", () => {
       "TrustedUserCAKeys /etc/ssh/wap/trusted_user_ca_keys",
       "AuthorizedPrincipalsFile /etc/ssh/wap/principals/%u",
       "HostCertificate /etc/ssh/wap/host_certificate.pub",
+      "RevokedKeys /etc/ssh/wap/revoked_keys",
     ]);
     // Something in the folder that is not a principals file is left alone.
     const other = new SshdFiles(join(dir, "other"));
@@ -76,5 +81,20 @@ describe("the sshd files", () => {
     await writeFile(join(other.principalsDir, ".keep"), "");
     await other.writePrincipals(new Map());
     expect(await readdir(other.principalsDir)).toEqual([".keep"]);
+  });
+
+  it("prepares an empty revocation list that ssh-keygen reads, and keeps one already there", async () => {
+    const files = new SshdFiles(join(dir, "krl"));
+    await files.prepare();
+    const keyFile = join(dir, "krl-key");
+    await run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", keyFile]);
+    const { stdout } = await run("ssh-keygen", ["-Q", "-f", files.revokedKeys, `${keyFile}.pub`]);
+    expect(stdout).toMatch(/: ok$/m);
+    expect(Buffer.from(await readFile(files.revokedKeys)).equals(Buffer.from(emptyKrl()))).toBe(true);
+    const fetched = Buffer.concat([Buffer.from(emptyKrl()), Buffer.from([9])]);
+    expect(await files.writeRevokedKeys(fetched)).toBe(true);
+    expect(await files.writeRevokedKeys(fetched)).toBe(false);
+    await files.prepare();
+    expect((await readFile(files.revokedKeys)).equals(fetched)).toBe(true);
   });
 });

@@ -7,11 +7,12 @@
  * | `trusted_user_ca_keys`  | `TrustedUserCAKeys`                | every key of the CA that must verify user certs |
  * | `principals/<username>` | `AuthorizedPrincipalsFile .../%u`  | the subject ids allowed to log in as that user  |
  * | `host_certificate.pub`  | `HostCertificate`                  | the machine's host key, certified by the CA     |
+ * | `revoked_keys`          | `RevokedKeys`                      | the CA's key revocation list (OpenSSH KRL)      |
  *
- * sshd reads the first two at every login, so a change applies to the next login at once; the
- * host certificate is read when sshd starts or reloads. Adding a file is one `#replace` call and
- * one line in `configLines` (a key revocation list would be `revoked_keys` and `RevokedKeys`,
- * listed only once the file exists, since sshd refuses every key when it names a missing file).
+ * sshd reads the trusted keys, the principals and the revocation list at every login, so a
+ * change applies to the next login at once; the host certificate is read when sshd starts or
+ * reloads. sshd refuses every key when `RevokedKeys` names a missing file, so `prepare` writes
+ * an empty list before anything tells sshd about it.
  *
  * Modes: the folders 0755 and the files 0644, owned by the agent (root). sshd opens a
  * principals file as the user logging in, so it must be readable by everyone; nothing in these
@@ -32,24 +33,38 @@ export const defaultSshdDir = "/etc/ssh/wap";
 const fileMode = 0o644;
 const dirMode = 0o755;
 
+/**
+ * An OpenSSH KRL that revokes nothing: the magic "SSHKRL\n\0", format version 1, then a zero
+ * KRL version, generation date and flags, and empty reserved and comment strings.
+ */
+export function emptyKrl(): Uint8Array {
+  const krl = new Uint8Array(44);
+  krl.set(Buffer.from("SSHKRL\n\0", "latin1"), 0);
+  new DataView(krl.buffer).setUint32(8, 1);
+  return krl;
+}
+
 export type PrincipalsMap = ReadonlyMap<string, readonly string[]>;
 
 export class SshdFiles {
   readonly trustedUserCaKeys: string;
   readonly principalsDir: string;
   readonly hostCertificate: string;
+  readonly revokedKeys: string;
 
   constructor(readonly dir: string) {
     this.trustedUserCaKeys = join(dir, "trusted_user_ca_keys");
     this.principalsDir = join(dir, "principals");
     this.hostCertificate = join(dir, "host_certificate.pub");
+    this.revokedKeys = join(dir, "revoked_keys");
   }
 
-  /** Creates the folders (0755). */
+  /** Creates the folders (0755) and, when there is none yet, an empty revocation list. */
   async prepare(): Promise<void> {
     await mkdir(this.principalsDir, { recursive: true, mode: dirMode });
     await chmod(this.dir, dirMode);
     await chmod(this.principalsDir, dirMode);
+    if (!existsSync(this.revokedKeys)) await this.#replace(this.revokedKeys, emptyKrl());
   }
 
   /** The sshd_config lines that make sshd use these files. */
@@ -58,7 +73,13 @@ export class SshdFiles {
       `TrustedUserCAKeys ${this.trustedUserCaKeys}`,
       `AuthorizedPrincipalsFile ${this.principalsDir}/%u`,
       `HostCertificate ${this.hostCertificate}`,
+      `RevokedKeys ${this.revokedKeys}`,
     ];
+  }
+
+  /** The authority's KRL, as GetRevocationList returns it. */
+  writeRevokedKeys(krl: Uint8Array): Promise<boolean> {
+    return this.#replace(this.revokedKeys, krl);
   }
 
   /** One authorized_keys line per CA key, as the server lists them (the signing key first). */

@@ -81,7 +81,12 @@ beforeAll(async () => {
     `TrustedUserCAKeys ${sshdDir}/trusted_user_ca_keys`,
     `AuthorizedPrincipalsFile ${sshdDir}/principals/%u`,
     `HostCertificate ${sshdDir}/host_certificate.pub`,
+    `RevokedKeys ${sshdDir}/revoked_keys`,
   ]);
+  // sshd is told about the revocation list only once it exists (an empty KRL).
+  expect((await readFile(join(sshdDir, "revoked_keys"))).subarray(0, 8).toString("latin1")).toBe(
+    "SSHKRL\n\0",
+  );
   sshd = await startSshd({ authConfig });
   await writeFile(join(dir, "host_key.pub"), `${sshd.hostKeyLine}\n`);
 
@@ -318,8 +323,38 @@ describe("wap-agent with a real sshd", () => {
     }
   });
 
+  it("refuses a revoked certificate at the next login while a fresh one of the same user logs in", {
+    timeout: 90_000,
+  }, async () => {
+    const knownHostsLine = `@cert-authority * ${await caKeyLine()}`;
+    const revoked = await userCertificate("ada-3");
+    expect((await login(revoked, knownHostsLine)).stdout.trim()).toBe(sshd.user);
+    const before = await readFile(join(sshdDir, "revoked_keys"));
+    const from = agent.lines.length;
+    const fingerprint = (
+      await run("ssh-keygen", ["-l", "-E", "sha256", "-f", `${revoked.identityFile}.pub`])
+    ).stdout.split(" ")[1]!;
+    const { revoked: done } = await ada.certificates.revokeCertificate({
+      workspaceId,
+      caId,
+      keyFingerprint: fingerprint,
+    });
+    expect(done).toHaveLength(1);
+    await agent.waitFor((l) => l.msg === "revocation list written" && l.entries === 1, from);
+    const after = await readFile(join(sshdDir, "revoked_keys"));
+    expect(after.equals(before)).toBe(false);
+
+    const refused = await sshd.ssh({ ...revoked, knownHostsLine, command: "id -un" });
+    expect(refused.code).toBe(255);
+    expect(refused.stderr).toMatch(/Permission denied/);
+    const fresh = await login(await userCertificate("ada-4"), knownHostsLine);
+    expect(fresh.stderr).toBe("");
+    expect(fresh.stdout.trim()).toBe(sshd.user);
+  });
+
   it("keeps the files while the server is away, and reconnects when it is back", async () => {
     const before = await principalsOnDisk();
+    const revokedKeys = await readFile(join(sshdDir, "revoked_keys"));
     const { port } = server;
     const from = agent.lines.length;
     await server.close();
@@ -332,6 +367,7 @@ describe("wap-agent with a real sshd", () => {
     });
     expect(offline.code).toBe(0);
     expect(await principalsOnDisk()).toEqual(before);
+    expect((await readFile(join(sshdDir, "revoked_keys"))).equals(revokedKeys)).toBe(true);
     server = await createServer(serverOptions(port));
     await agent.waitFor((l) => l.msg === "control stream open", from);
     await agent.waitFor((l) => l.msg === "synced", from);
