@@ -81,10 +81,6 @@ async function heading(text: string | RegExp, target: Page = page) {
 }
 
 /** Polls until `check` holds (the test's timeout bounds the wait). */
-async function until(check: () => boolean) {
-  while (!check()) await new Promise((resolve) => setTimeout(resolve, 50));
-}
-
 async function untilAsync(check: () => Promise<boolean>) {
   while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 50));
 }

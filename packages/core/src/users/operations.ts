@@ -21,7 +21,7 @@ import { usernameTaken } from "../auth/operations.js";
 import { revocationAuditEntries } from "../certificates/revocation.js";
 import { signInMethods } from "../credentials/sign-in-methods.js";
 import { notifyDaemonsOfChanges } from "../daemons/change-notifications.js";
-import { AlreadyExistsError, FailedPreconditionError, NotFoundError } from "../errors.js";
+import { FailedPreconditionError, NotFoundError } from "../errors.js";
 import { sendInBackground } from "../mail/deliver.js";
 import { changeEmailMail } from "../mail/templates.js";
 import { defineOperation } from "../operations/operation.js";
