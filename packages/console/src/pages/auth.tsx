@@ -133,20 +133,21 @@ export function SignInPage() {
 export function SignUpPage() {
   const next = safeNext(useSearchParam("next"));
   const register = useAction(async (form: FormData) => {
-    await api.auth.register({
-      name: text(form, "name"),
-      email: text(form, "email"),
-      username: text(form, "username"),
-      password: String(form.get("password") ?? ""),
-    });
-    return text(form, "email");
+    const email = text(form, "email");
+    const password = String(form.get("password") ?? "");
+    await api.auth.register({ name: text(form, "name"), email, username: text(form, "username"), password });
+    // Signed in at once, so that the verification link opened in this browser proves the mailbox
+    // for this very session: a verification from anywhere else also removes the password (an
+    // address registered by someone else must not keep their password).
+    await api.auth.login({ email, password }).catch(() => undefined);
+    return email;
   });
   const resend = useAction((email: string) => api.auth.resendVerification({ email }));
   if (register.result) {
     return (
       <AuthCard title="Check your mail">
         <Notice>
-          We sent a verification link to {register.result}. Open it to verify your address, then sign in.
+          We sent a verification link to {register.result}. Open it in this browser to verify your address.
         </Notice>
         <button type="button" className="secondary" onClick={() => void resend.act(register.result!)}>
           Send the link again
