@@ -276,6 +276,42 @@ const addedRoutes = [
     "/v1/workspaces/{workspace_id}/recordings/{recording_id}",
     "",
   ],
+  // docs/certificates.md: the issuance ledger, revocation and staged rotation
+  [
+    "CertificateService",
+    "ListIssuedCertificates",
+    "GET",
+    "/v1/workspaces/{workspace_id}/issued_certificates",
+    "",
+  ],
+  [
+    "CertificateService",
+    "GetIssuedCertificate",
+    "GET",
+    "/v1/workspaces/{workspace_id}/issued_certificates/{id}",
+    "",
+  ],
+  [
+    "CertificateService",
+    "RevokeCertificate",
+    "POST",
+    "/v1/workspaces/{workspace_id}/issued_certificates:revoke",
+    "*",
+  ],
+  [
+    "CertificateService",
+    "GetRevocationList",
+    "GET",
+    "/v1/workspaces/{workspace_id}/certificate_authorities/{ca_id}/revocation_list",
+    "",
+  ],
+  [
+    "CertificateService",
+    "RotateCertificateAuthority",
+    "POST",
+    "/v1/workspaces/{workspace_id}/certificate_authorities/{id}:rotate",
+    "*",
+  ],
 ] as const;
 
 const uuid = "3f1c2a9e-8b7d-4c6e-9a5f-0d1e2f3a4b5c";
