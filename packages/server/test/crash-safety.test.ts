@@ -427,11 +427,11 @@ async function checkNothingHalfWritten(backend: InspectedBackend) {
   const ids = async (text: string) => (await backend.query(text)).map((r) => String(Object.values(r)[0]));
   for (const { table, action, resource } of auditedRows) {
     const withoutAudit = await ids(
-      `select t.id from ${table} t where not exists (select 1 from audit_events a where a.action = '${action}' and a.resource = '${resource}' || t.id)`,
+      `select t.id from ${table} t where not exists (select 1 from audit_events a where a.action = '${action}' and (a.resource = '${resource}' || t.id or a.resource like '${resource}' || t.id || ' %'))`,
     );
     expect(withoutAudit, `${table} rows without their ${action} event`).toEqual([]);
     const auditWithoutRow = await ids(
-      `select a.resource from audit_events a where a.action = '${action}' and not exists (select 1 from ${table} t where '${resource}' || t.id = a.resource)`,
+      `select a.resource from audit_events a where a.action = '${action}' and not exists (select 1 from ${table} t where '${resource}' || t.id = a.resource or a.resource like '${resource}' || t.id || ' %')`,
     );
     expect(auditWithoutRow, `${action} events for rows that are absent`).toEqual([]);
   }
