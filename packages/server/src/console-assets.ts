@@ -65,13 +65,17 @@ export interface ConsoleAssets {
   serve(req: Parameters<NodeHandler>[0], res: Parameters<NodeHandler>[1], path: string): void;
 }
 
-/** API paths: REST (`/v1/...`), Connect/gRPC procedures (`/pkg.Service/Method`), health probes. */
+/**
+ * API paths: REST (`/v1/...`), Connect/gRPC procedures (`/pkg.Service/Method`), health probes,
+ * the OpenAPI document.
+ */
 export function isApiPath(path: string): boolean {
   return (
     path === "/v1" ||
     path.startsWith("/v1/") ||
     path === "/healthz" ||
     path === "/readyz" ||
+    path === "/openapi.json" ||
     /^\/[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\//.test(path)
   );
 }

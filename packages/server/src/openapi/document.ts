@@ -147,6 +147,20 @@ export const plainRoutes: readonly PlainRoute[] = [
       "400": errorResponse("Bad signature or payload"),
     },
   },
+  {
+    method: "get",
+    path: "/v1/crl/{file}",
+    tag: "CertificateService",
+    summary:
+      "An X.509 authority's certificate revocation list (DER), named `<authority id>.crl`; no credentials",
+    responses: {
+      "200": {
+        description: "The CRL, signed by the authority",
+        content: { "application/pkix-crl": { schema: { type: "string", format: "binary" } } },
+      },
+      "404": errorResponse("No X.509 authority with that id"),
+    },
+  },
 ];
 
 /** `{workspace_id}` for a template variable, `{name}` for a Hono `:name`; the verb stays. */
