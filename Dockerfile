@@ -15,7 +15,9 @@ RUN npm install -g pnpm@12.21.0
 WORKDIR /src
 COPY package.json pnpm-lock.yaml pnpm-workspace.yaml tsconfig.base.json tsconfig.json ./
 COPY packages/api/package.json packages/api/
+COPY packages/agent/package.json packages/agent/
 COPY packages/cli/package.json packages/cli/
+COPY packages/console/package.json packages/console/
 COPY packages/core/package.json packages/core/
 COPY packages/storage-sql/package.json packages/storage-sql/
 COPY packages/storage-sqlite/package.json packages/storage-sqlite/

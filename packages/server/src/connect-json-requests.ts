@@ -19,9 +19,9 @@ import {
   createContextValues,
   type Interceptor,
 } from "@connectrpc/connect";
-import type { UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { PlatformError } from "@wap/core";
 import { edgeFromValues } from "./connect-context.js";
+import type { UniversalServerRequest } from "./connect-protocol.js";
 import { toConnectError } from "./errors.js";
 import { checkJsonRequest } from "./json-mapping.js";
 

@@ -15,6 +15,7 @@ export type {
   Compression,
   MethodSerializationLookup,
   UniversalHandler,
+  UniversalServerRequest,
   UniversalServerResponse,
 } from "@connectrpc/connect/protocol";
 export {
