@@ -510,9 +510,13 @@ export function rowToIssuedCertificate(r: Selectable<IssuedCertificatesTable>): 
     targetId: r.target_id,
     keyId: r.key_id,
     createdAt: toDate(r.created_at),
-    revokedAt: toDateOrNull(r.revoked_at),
-    revocationReason: r.revocation_reason as IssuedCertificateRecord["revocationReason"],
-    revokedBy: r.revoked_by,
+    // Revocation fields only on revoked entries, as every adapter's read path returns them.
+    ...(r.revoked_at !== null &&
+      r.revoked_at !== undefined && {
+        revokedAt: toDateOrNull(r.revoked_at),
+        revocationReason: r.revocation_reason as IssuedCertificateRecord["revocationReason"],
+        revokedBy: r.revoked_by,
+      }),
   };
 }
 
