@@ -149,7 +149,7 @@ export const plainRoutes: readonly PlainRoute[] = [
   },
   {
     method: "get",
-    path: "/v1/crl/{file}",
+    path: "/v1/crl/:file",
     tag: "CertificateService",
     summary:
       "An X.509 authority's certificate revocation list (DER), named `<authority id>.crl`; no credentials",
