@@ -3,28 +3,28 @@
  * server: sign-up and the mailed link, a workspace with an SSH authority, an invitation accepted
  * by a second person, a service account, the host agent enrolled with the copied token and
  * accepted, a login granted, a terminal with a real shell, its recording played and downloaded, a
- * passkey on the DevTools virtual authenticator, a CLI login approved, the audit log exported.
+ * passkey on the DevTools virtual authenticator, a CLI login started by `wap login --no-browser`
+ * approved, the audit log exported.
  *
  * With WAP_CONSOLE_SCREENSHOTS=1 it also writes docs/console/*.png.
  */
-import { execFileSync, spawnSync } from "node:child_process";
-import { generateKeyPairSync, randomBytes, randomUUID, sign } from "node:crypto";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { createServer as createNetServer } from "node:net";
-import { tmpdir, userInfo } from "node:os";
+import { hostname, tmpdir, userInfo } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
-import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { type Agent, enroll, startAgent } from "@wap/agent";
-import { AuthService } from "@wap/api";
 import { createArgon2PasswordHasher } from "@wap/core";
 import { createServer, type RunningServer, silentLogger } from "@wap/server";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const consoleRoot = dirname(dirname(fileURLToPath(import.meta.url)));
+const repositoryRoot = join(consoleRoot, "..", "..");
+/** The `wap` command line's entry, run from source for the CLI-login approval. */
+const cliBin = join(repositoryRoot, "packages", "cli", "src", "bin.ts");
 const screenshots = process.env.WAP_CONSOLE_SCREENSHOTS
   ? join(consoleRoot, "..", "..", "docs", "console")
   : undefined;
@@ -359,38 +359,51 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await heading("Workspaces");
   });
 
-  it("approves a CLI login: the waiting stream gets the user", async () => {
-    const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
-    const deviceId = randomUUID();
-    const signed = `${deviceId}:${Math.floor(Date.now() / 1000)}:${randomBytes(12).toString("hex")}:/platform.v1.AuthService/StreamCLILogin`;
-    const signature = sign("sha256", Buffer.from(signed), { key: privateKey, dsaEncoding: "der" });
-    const auth = createClient(AuthService, createConnectTransport({ baseUrl: server.url, httpVersion: "2" }));
-    const stream = auth
-      .streamCLILogin(
-        { authMethod: "soft", authPubkey: publicKey.export({ type: "spki", format: "pem" }).toString() },
+  it("approves a CLI login started by `wap login --no-browser`", async () => {
+    const configDir = await mkdtemp(join(tmpdir(), "wap-console-cli-"));
+    try {
+      // The CLI from its sources, as a person would run it, with a config directory of its own.
+      const cli = spawn(
+        process.execPath,
+        ["--conditions=dev-source", "--import", "tsx", cliBin, "login", "--server", base, "--no-browser"],
         {
-          headers: {
-            "platform-client-device-id": deviceId,
-            "platform-client-hostname": "ada-laptop",
-            "platform-client-os": "linux/x64",
-            authorization: `Platform ${signed}:${signature.toString("base64url")}`,
-          },
+          cwd: repositoryRoot,
+          env: { PATH: process.env.PATH, HOME: configDir, WAP_CONFIG_DIR: configDir, LANG: "C.UTF-8" },
+          stdio: ["ignore", "pipe", "pipe"],
         },
-      )
-      [Symbol.asyncIterator]();
-    const first = (await stream.next()).value!;
-    expect(first.verificationUrl).toMatch(new RegExp(`^${base}/cli-login\\?code=`));
+      );
+      let stdout = "";
+      let stderr = "";
+      cli.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+        stdout += chunk;
+      });
+      const exited = new Promise<number | null>((resolve) => cli.once("close", resolve));
+      await new Promise<void>((resolve, reject) => {
+        cli.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+          stderr += chunk;
+          if (stderr.includes("Waiting for the sign-in")) resolve();
+        });
+        void exited.then(() => reject(new Error(`wap login ended early: ${stderr}`)));
+      });
+      const url = /(https?:\/\/\S+\/cli-login\?\S+)/.exec(stderr)?.[1];
+      expect(url, stderr).toMatch(new RegExp(`^${base}/cli-login\\?code=`));
+      const userCode = /shows this code: (\S+)/.exec(stderr)?.[1];
+      expect(userCode, stderr).toBeDefined();
 
-    await page.goto(first.verificationUrl);
-    await heading("Approve a CLI sign-in");
-    await page.getByLabel("Code shown by the CLI", { exact: true }).fill(first.userCode || "BCDF-GHJK");
-    await shot("cli-login");
-    await page.getByRole("button", { name: "Approve" }).click();
-    await page.getByText("Approved: the command line is signed in as you.").waitFor();
-    let user: { email: string } | undefined;
-    for (let next = await stream.next(); !next.done && !user; next = await stream.next())
-      user = next.value.user;
-    expect(user?.email).toBe(ada.email);
+      await page.goto(url!);
+      await heading("Approve a CLI sign-in");
+      await page.getByText(hostname()).first().waitFor();
+      await page.getByLabel("Code shown by the CLI", { exact: true }).fill(userCode!);
+      await shot("cli-login");
+      await page.getByRole("button", { name: "Approve" }).click();
+      await page.getByText("Approved: the command line is signed in as you.").waitFor();
+
+      expect(await exited, stderr).toBe(0);
+      expect(stdout).toContain(`Signed in to ${base} as`);
+      expect(stdout).toContain(ada.email);
+    } finally {
+      await rm(configDir, { recursive: true, force: true });
+    }
   });
 
   it("shows the audit log and exports it as CSV and JSON", async () => {
