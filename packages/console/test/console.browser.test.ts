@@ -442,6 +442,55 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await shot("phone", phone);
     await phone.close();
   });
+
+  it("administers teams, domains, single sign-on and billing, and rolls an authority over", async () => {
+    await go(`${workspaceUrl}/teams`);
+    await heading("Teams");
+    await page.getByLabel("Name", { exact: true }).fill("Engines");
+    await page.getByRole("button", { name: "Create team" }).click();
+    await page.getByLabel("Add a member to Engines", { exact: true }).selectOption({ label: ada.name });
+    await page.getByRole("button", { name: `Remove ${ada.name} from Engines` }).waitFor();
+
+    await go(`${workspaceUrl}/domains`);
+    await heading("Domains");
+    await page.getByLabel("Domain", { exact: true }).fill("Analytical.Example");
+    await page.getByRole("button", { name: "Add domain" }).click();
+    const record = page.getByRole("textbox", { name: "TXT record for analytical.example", exact: true });
+    await record.waitFor();
+    expect(await record.inputValue()).toMatch(/^analytical\.example\. IN TXT "[^"]+"$/);
+    await shot("domains");
+
+    await go(`${workspaceUrl}/sso`);
+    await heading("Single sign-on");
+    const oidc = page.getByRole("region", { name: "OpenID Connect" });
+    await oidc.getByLabel("Name", { exact: true }).fill("Corporate IdP");
+    await oidc.getByLabel("Issuer URL", { exact: true }).fill("https://idp.analytical.example");
+    await oidc.getByLabel("Client ID", { exact: true }).fill("wap-console");
+    await oidc.getByLabel("Client secret", { exact: true }).fill("a client secret");
+    await oidc.getByRole("button", { name: "Save OIDC provider" }).click();
+    await oidc.getByText("Saved.").waitFor();
+    await page.reload();
+    await heading("Single sign-on");
+    expect(await oidc.getByLabel("Issuer URL", { exact: true }).inputValue()).toBe(
+      "https://idp.analytical.example",
+    );
+    // The secret is write-only: never sent back to the page.
+    expect(await oidc.getByLabel("Client secret", { exact: true }).inputValue()).toBe("");
+
+    await go(`${workspaceUrl}/billing`);
+    await heading("Billing and licence");
+    await page.getByText("Billing is not set up on this server.").waitFor();
+    await shot("billing");
+
+    await go(`${workspaceUrl}/authorities`);
+    await page.getByRole("button", { name: "Details of ssh-users" }).click();
+    const publicKey = page.getByRole("textbox", { name: "Public key", exact: true });
+    const before = await publicKey.inputValue();
+    await page.getByRole("button", { name: "Roll over" }).click();
+    await page.getByText("Rolled over: the new public key is shown above.").waitFor();
+    await untilAsync(async () => (await publicKey.inputValue()) !== before);
+    expect(await publicKey.inputValue()).toMatch(/^ssh-ed25519 AAAA/);
+  });
 });
 
 describe("the console's build", () => {
