@@ -4,7 +4,8 @@
  * by a second person, a service account, the host agent enrolled with the copied token and
  * accepted, a login granted, a terminal with a real shell, its recording played and downloaded, a
  * passkey on the DevTools virtual authenticator, a CLI login started by `wap login --no-browser`
- * approved, the audit log exported.
+ * approved, the audit log exported; teams, domains verified by their TXT record, an OIDC provider
+ * through which a new person signs in (enforced SSO hiding the password), billing, a rollover.
  *
  * With WAP_CONSOLE_SCREENSHOTS=1 it also writes docs/console/*.png.
  */
@@ -20,6 +21,8 @@ import { createArgon2PasswordHasher } from "@wap/core";
 import { createServer, type RunningServer, silentLogger } from "@wap/server";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startOidcIdp, type TestIdp } from "../../core/test/support/oidc-idp.js";
+import { startTxtDnsServer, type TxtDnsServer } from "../../core/test/support/txt-dns.js";
 
 const consoleRoot = dirname(dirname(fileURLToPath(import.meta.url)));
 const repositoryRoot = join(consoleRoot, "..", "..");
@@ -39,6 +42,10 @@ let browser: Browser;
 let context: BrowserContext;
 let page: Page;
 let daemon: Agent | undefined;
+/** The DNS server domain verification asks, and the TXT records it serves. */
+let dns: TxtDnsServer;
+const txtRecords = new Map<string, string[][]>();
+let idp: TestIdp | undefined;
 /** The local account the agent starts terminals as: the one running the tests. */
 const login = userInfo().username;
 
@@ -104,6 +111,7 @@ beforeAll(async () => {
   if (screenshots) await mkdir(screenshots, { recursive: true });
 
   dataDir = await mkdtemp(join(tmpdir(), "wap-console-test-"));
+  dns = await startTxtDnsServer((name) => txtRecords.get(name));
   stateDir = await mkdtemp(join(tmpdir(), "wap-console-daemon-"));
   // Passkeys are bound to a host name, so the browser uses localhost (a secure context over http).
   const port = await freePort();
@@ -116,7 +124,12 @@ beforeAll(async () => {
     logger: silentLogger,
     rateLimit: { authenticatedPoints: 0, anonymousPoints: 0 },
     shutdownGraceSeconds: 1,
-    platformOptions: { passwords: createArgon2PasswordHasher({ memoryCost: 1024, timeCost: 1 }) },
+    platformOptions: {
+      passwords: createArgon2PasswordHasher({ memoryCost: 1024, timeCost: 1 }),
+      dns: dns.resolver,
+    },
+    // The identity provider of the SSO test listens on loopback over plain HTTP.
+    integrations: { sso: { allowInsecureHttp: true, allowNetworks: ["127.0.0.0/8"] } },
   });
   browser = await chromium.launch({
     executablePath: process.env.WAP_CHROMIUM ?? "/usr/bin/chromium",
@@ -135,6 +148,8 @@ afterAll(async () => {
   await daemon?.stop();
   await browser?.close();
   await server?.close();
+  await idp?.close();
+  await dns?.close();
   await rm(dataDir, { recursive: true, force: true });
   await rm(stateDir, { recursive: true, force: true });
 });
@@ -490,6 +505,59 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await page.getByText("Rolled over: the new public key is shown above.").waitFor();
     await untilAsync(async () => (await publicKey.inputValue()) !== before);
     expect(await publicKey.inputValue()).toMatch(/^ssh-ed25519 AAAA/);
+  });
+
+  it("verifies the domain by its TXT record and signs a new person in through the identity provider", async () => {
+    await go(`${workspaceUrl}/domains`);
+    const record = await page
+      .getByRole("textbox", { name: "TXT record for analytical.example", exact: true })
+      .inputValue();
+    const token = /"([^"]+)"$/.exec(record)![1]!;
+    txtRecords.set("analytical.example", [[token]]);
+    await page.getByRole("button", { name: "Verify analytical.example" }).click();
+    await page.getByText("analytical.example is verified.").waitFor();
+
+    idp = await startOidcIdp(`${base}/v1/sso/oidc/callback`);
+    idp.users.set("grace", {
+      sub: "grace",
+      email: "grace@analytical.example",
+      email_verified: true,
+      name: "Grace Hopper",
+      preferred_username: "grace",
+    });
+    await go(`${workspaceUrl}/sso`);
+    const oidc = page.getByRole("region", { name: "OpenID Connect" });
+    await oidc.getByLabel("Issuer URL", { exact: true }).fill(idp.issuer);
+    await oidc.getByLabel("Client ID", { exact: true }).fill("wap-confidential");
+    await oidc.getByLabel("Client secret", { exact: true }).fill("wap-confidential-secret");
+    await oidc.getByLabel("Create accounts on first sign-in", { exact: true }).check();
+    await oidc.getByLabel("Enforce SSO for the workspace's domains", { exact: true }).check();
+    await oidc.getByRole("button", { name: "Save OIDC provider" }).click();
+    await oidc.getByText("Saved.").waitFor();
+
+    // Someone new, in a browser of their own: the domain's enforced SSO hides the password.
+    const graceContext = await browser.newContext();
+    try {
+      const grace = await graceContext.newPage();
+      await grace.goto(`${base}/sign-in`);
+      await heading("Sign in", grace);
+      await grace.getByLabel("Email", { exact: true }).fill("grace@analytical.example");
+      await grace.getByText("Your organisation signs you in through its identity provider.").waitFor();
+      expect(await grace.getByLabel("Password", { exact: true }).count()).toBe(0);
+      await grace.getByRole("link", { name: "Continue with Corporate IdP" }).click();
+      // The server's own page names the provider's host before the browser leaves for it.
+      await grace.locator("a#continue").click();
+      // The provider's development sign-in and consent forms.
+      await grace.locator('input[name="login"]').fill("grace");
+      await grace.locator('input[name="password"]').fill("any");
+      await grace.locator('button[type="submit"]').click();
+      await grace.locator('button[type="submit"]').click();
+      await heading("Workspaces", grace);
+      // Created on first sign-in and a member of the workspace that owns the domain.
+      await grace.getByRole("option", { name: "Analytical Engines" }).waitFor({ state: "attached" });
+    } finally {
+      await graceContext.close();
+    }
   });
 });
 
