@@ -559,6 +559,37 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
       await graceContext.close();
     }
   });
+
+  it("shows single sign-on's errors, and resets a forgotten password through the mailed link", async () => {
+    await go("/sso?error=The%20identity%20provider%20refused%20the%20sign-in");
+    await heading("Single sign-on");
+    expect(await page.getByRole("alert").textContent()).toBe("The identity provider refused the sign-in");
+
+    const fresh = await browser.newContext();
+    try {
+      const visitor = await fresh.newPage();
+      await visitor.goto(`${base}/forgot-password`);
+      await heading("Reset your password", visitor);
+      await visitor.getByLabel("Email", { exact: true }).fill(ada.email);
+      await visitor.getByRole("button", { name: "Send reset link" }).click();
+      await visitor.getByText("If an account uses that address, a reset link is on its way.").waitFor();
+      await visitor.goto(await mailedLink(ada.email, "/reset-password"));
+      await heading("Choose a new password", visitor);
+      const newPassword = "a new and longer passphrase";
+      await visitor.getByLabel("New password", { exact: true }).fill(newPassword);
+      await visitor.getByLabel("Repeat it", { exact: true }).fill(newPassword);
+      await visitor.getByRole("button", { name: "Set password" }).click();
+      await visitor.getByText("Your password is changed. Every other session was signed out.").waitFor();
+      await visitor.getByRole("link", { name: "Sign in" }).click();
+      await heading("Sign in", visitor);
+      await visitor.getByLabel("Email", { exact: true }).fill(ada.email);
+      await visitor.getByLabel("Password", { exact: true }).fill(newPassword);
+      await visitor.getByRole("button", { name: "Sign in", exact: true }).click();
+      await heading("Workspaces", visitor);
+    } finally {
+      await fresh.close();
+    }
+  });
 });
 
 describe("the console's build", () => {
