@@ -1,6 +1,6 @@
 /**
  * The import rules of the monorepo, checked by `pnpm lint` (dependency-cruiser). Packages meet
- * only at their public entries; the core never imports an adapter; the client and the contract
+ * only at their public entries (tests also through the private @wap/test-kit); the core never imports an adapter; the client and the contract
  * stay loadable in browsers.
  */
 const entries = [
@@ -14,6 +14,10 @@ const entries = [
   "packages/storage-sqlite/src/index\\.ts",
   "packages/storage-postgres/src/(testing/)?index\\.ts",
   "packages/server/src/index\\.ts",
+  "packages/agent/src/index\\.ts",
+  "packages/cli/src/program\\.ts",
+  // The private kit the packages' tests share.
+  "packages/test-kit/src/[^/]+\\.ts",
 ];
 
 /** @type {import('dependency-cruiser').IConfiguration} */
@@ -34,6 +38,13 @@ module.exports = {
         "Another package is reached through its public entry (its package name), never a path into its src/ or test/.",
       from: { path: "^(packages/[^/]+)/" },
       to: { path: "^packages/[^/]+/", pathNot: ["^$1/", `^(${entries.join("|")})$`] },
+    },
+    {
+      name: "test-kit-only-in-tests",
+      severity: "error",
+      comment: "@wap/test-kit is never published: only tests, benchmarks and the kit itself use it.",
+      from: { path: "^packages/[^/]+/src/", pathNot: ["^packages/test-kit/", "\\.test\\.ts$"] },
+      to: { path: "^packages/test-kit/" },
     },
     {
       name: "core-imports-no-adapter",

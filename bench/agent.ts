@@ -21,13 +21,13 @@ import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { runAgent, wapAgent } from "@wap/agent/test-support/process";
 import { CertificateKeyType, DaemonStatus, PrincipalType } from "@wap/api";
 import { createPlatformClient } from "@wap/client";
 import { formatMasterKey, generateMasterKey } from "@wap/core";
 import { createServer, silentLogger } from "@wap/server";
-import { openTerminal, type TerminalSocket, terminalUrl } from "@wap/server/test-support/terminal";
 import { startTestPostgres } from "@wap/storage-postgres/testing";
+import { runAgent, wapAgent } from "@wap/test-kit/agent-process";
+import { openTerminal, type TerminalSocket, terminalUrl } from "@wap/test-kit/terminal";
 import type { BenchFigure, BenchSection, BenchTarget } from "./results.js";
 import { signUpWorkspaceOwner } from "./workspace-owner.js";
 

@@ -10,7 +10,6 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { type AgentProcess, runAgent, wapAgent } from "@wap/agent/test-support/process";
 import {
   CertificateKeyType,
   DaemonStatus,
@@ -19,9 +18,10 @@ import {
 } from "@wap/api";
 import { createPlatformClient, type PlatformClient } from "@wap/client";
 import { createArgon2PasswordHasher } from "@wap/core";
-import { type RunningSshd, startSshd } from "@wap/core/test-support/sshd";
 import { createServer, type RunningServer, type ServerOptions, silentLogger } from "@wap/server";
-import { openTerminal, terminalUrl } from "@wap/server/test-support/terminal";
+import { type AgentProcess, runAgent, wapAgent } from "@wap/test-kit/agent-process";
+import { type RunningSshd, startSshd } from "@wap/test-kit/sshd";
+import { openTerminal, terminalUrl } from "@wap/test-kit/terminal";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const run = promisify(execFile);

@@ -26,17 +26,13 @@ import {
   UserService,
 } from "@wap/api";
 import { sshPublicKeyLine } from "@wap/core/ssh-keys";
+import { bearer, clientFor, transportFor } from "@wap/test-kit/clients";
+import { signUpWithWorkspace } from "@wap/test-kit/http";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
+import { type ControlStream, openControlStream, SignedDaemon } from "@wap/test-kit/signed-daemon";
+import { type RunningSshd, startSshd } from "@wap/test-kit/sshd";
 import { build } from "esbuild";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RunningSshd, startSshd } from "../../core/test/support/sshd.js";
-import { bearer, clientFor, transportFor } from "../../server/test/support/clients.js";
-import { signUpWithWorkspace } from "../../server/test/support/http.js";
-import { startTestServer, type TestServer } from "../../server/test/support/server.js";
-import {
-  type ControlStream,
-  openControlStream,
-  SignedDaemon,
-} from "../../server/test/support/signed-daemon.js";
 
 const run = promisify(execFile);
 /**

@@ -19,10 +19,10 @@ import { gzipSync } from "node:zlib";
 import { type Agent, enroll, startAgent } from "@wap/agent";
 import { createArgon2PasswordHasher } from "@wap/core";
 import { createServer, type RunningServer, silentLogger } from "@wap/server";
+import { startOidcIdp, type TestIdp } from "@wap/test-kit/oidc-idp";
+import { startTxtDnsServer, type TxtDnsServer } from "@wap/test-kit/txt-dns";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startOidcIdp, type TestIdp } from "../../core/test/support/oidc-idp.js";
-import { startTxtDnsServer, type TxtDnsServer } from "../../core/test/support/txt-dns.js";
 
 const consoleRoot = dirname(dirname(fileURLToPath(import.meta.url)));
 const repositoryRoot = join(consoleRoot, "..", "..");

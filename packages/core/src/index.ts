@@ -154,3 +154,4 @@ export { validationBounds } from "./validation/table.js";
 export { apiVersion, platformVersion } from "./version.js";
 export type { WorkspaceQuotaConfig } from "./workspaces/quotas.js";
 export { defaultWorkspaceQuotaConfig } from "./workspaces/quotas.js";
+export { defaultTokenLifetimes } from "./workspaces/settings.js";

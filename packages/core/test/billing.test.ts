@@ -13,13 +13,13 @@ import {
   ServiceAccountService,
   UtilService,
 } from "@wap/api";
+import { type FakeStripe, startFakeStripe } from "@wap/test-kit/fake-stripe";
 import Stripe from "stripe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BillingWebhookError } from "../src/billing/provider.js";
 import { createStripeBillingProvider } from "../src/billing/stripe.js";
 import { handleBillingWebhook } from "../src/billing/webhook.js";
 import { addMember, useIntegrations } from "./support/enterprise.js";
-import { type FakeStripe, startFakeStripe } from "./support/fake-stripe.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 
 const webhookSecret = "whsec_test_secret";

@@ -4,9 +4,9 @@
  */
 
 import { WorkspaceDomainService } from "@wap/api";
+import { startTxtDnsServer, type TxtDnsServer } from "@wap/test-kit/txt-dns";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { memberWithRole, type Owner, useDnsResolver } from "./support/access.js";
-import { startTxtDnsServer, type TxtDnsServer } from "./support/txt-dns.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 
 /** The zone the test server answers from: TXT records by name, or a failure for the name. */

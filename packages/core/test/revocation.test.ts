@@ -18,6 +18,7 @@ import {
   RevocationReason,
   WorkspaceService,
 } from "@wap/api";
+import { type RunningSshd, startSshd } from "@wap/test-kit/sshd";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Caller } from "../src/context.js";
 import { daemonTopic } from "../src/daemons/events.js";
@@ -34,7 +35,6 @@ import {
   sshKeygenList,
   subjectKey,
 } from "./support/certificates.js";
-import { type RunningSshd, startSshd } from "./support/sshd.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 
 let t: TestPlatform;

@@ -10,6 +10,7 @@ import {
   SignSSHCertificateRequest_CertificateType as CertType,
   RotationPhase,
 } from "@wap/api";
+import { type RunningSshd, startSshd } from "@wap/test-kit/sshd";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateKeyPair } from "../src/crypto/generate-key.js";
 import { sshPublicKeyLine } from "../src/crypto/ssh/public-key.js";
@@ -23,7 +24,6 @@ import {
   sshKeygenList,
   subjectKey,
 } from "./support/certificates.js";
-import { type RunningSshd, startSshd } from "./support/sshd.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 
 let t: TestPlatform;

@@ -7,6 +7,7 @@
  */
 import { userInfo } from "node:os";
 import { CertificateService, SignSSHCertificateRequest_CertificateType as CertType } from "@wap/api";
+import { type RunningSshd, startSshd } from "@wap/test-kit/sshd";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Caller } from "../src/context.js";
 import { generateKeyPair } from "../src/crypto/generate-key.js";
@@ -21,7 +22,6 @@ import {
   scratch,
   subjectKey,
 } from "./support/certificates.js";
-import { type RunningSshd, startSshd } from "./support/sshd.js";
 import { createTestPlatform, type TestPlatform } from "./support.js";
 
 let t: TestPlatform;

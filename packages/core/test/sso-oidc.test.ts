@@ -6,11 +6,11 @@
  */
 
 import { SSOService, UserService, UtilService } from "@wap/api";
+import { browseSignIn, startOidcIdp, type TestIdp } from "@wap/test-kit/oidc-idp";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { sha256Hex } from "../src/sso/login-state.js";
 import { beginOidcSignIn, finishOidcSignIn } from "../src/sso/oidc.js";
 import { useIntegrations, verifyDomain } from "./support/enterprise.js";
-import { browseSignIn, startOidcIdp, type TestIdp } from "./support/oidc-idp.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 
 const baseUrl = "https://wap.example";

@@ -6,10 +6,6 @@
  */
 
 import { SSOService, UserService, UtilService } from "@wap/api";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ssoUrls } from "../src/sso/options.js";
-import { beginSamlSignIn, finishSamlSignIn, samlServiceProviderMetadata } from "../src/sso/saml.js";
-import { useIntegrations, verifyDomain } from "./support/enterprise.js";
 import {
   type AssertionOptions,
   buildResponse,
@@ -23,7 +19,11 @@ import {
   signAssertion,
   signResponse,
   toPostedResponse,
-} from "./support/saml-idp.js";
+} from "@wap/test-kit/saml-idp";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ssoUrls } from "../src/sso/options.js";
+import { beginSamlSignIn, finishSamlSignIn, samlServiceProviderMetadata } from "../src/sso/saml.js";
+import { useIntegrations, verifyDomain } from "./support/enterprise.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 
 const baseUrl = "https://wap.example";

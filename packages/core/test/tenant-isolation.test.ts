@@ -43,6 +43,7 @@ import {
   WorkspaceService,
 } from "@wap/api";
 import { createSqliteStorage } from "@wap/storage-sqlite";
+import { tenantRows } from "@wap/test-kit/tenant-rows";
 import Database from "better-sqlite3";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
@@ -52,7 +53,6 @@ import { createMasterKeyStore, generateMasterKey } from "../src/crypto/key-store
 import { PlatformError } from "../src/errors.js";
 import { createPlatform, type Platform } from "../src/platform.js";
 import { createManualClock } from "../src/runtime.js";
-import { tenantRows } from "./support/tenant-rows.js";
 
 // --- the seeded world ------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 import http from "node:http";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestServer, type TestServer } from "../test/support/server.js";
 
 describe("HTTP/1.1 connections after a request refused before its body was read", () => {
   let server: TestServer;

@@ -3,10 +3,10 @@
  * gets the right code, HTTP status and a message naming the field, and changes nothing.
  */
 import { randomUUID } from "node:crypto";
+import { connectCall, type JsonResponse, restCall, signUpWithWorkspace } from "@wap/test-kit/http";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectCall, type JsonResponse, restCall, signUpWithWorkspace } from "./support/http.js";
-import { startTestServer, type TestServer } from "./support/server.js";
 
 interface Ids {
   readonly ws: string;

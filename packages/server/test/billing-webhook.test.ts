@@ -6,10 +6,10 @@
  */
 import { createHmac } from "node:crypto";
 import { createStripeBillingProvider } from "@wap/core";
+import { type FakeStripe, startFakeStripe } from "@wap/test-kit/fake-stripe";
+import { restCall, signUpWithWorkspace } from "@wap/test-kit/http";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeStripe, startFakeStripe } from "../../core/test/support/fake-stripe.js";
-import { restCall, signUpWithWorkspace } from "./support/http.js";
-import { startTestServer, type TestServer } from "./support/server.js";
 
 const webhookSecret = "whsec_server_test_secret";
 const secretKey = "sk_test_server_123";

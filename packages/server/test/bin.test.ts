@@ -7,8 +7,8 @@ import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { restCall } from "@wap/test-kit/http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { restCall } from "./support/http.js";
 
 const repoRoot = join(import.meta.dirname, "../../..");
 const bin = "packages/server/src/bin.ts";

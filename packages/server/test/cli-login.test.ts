@@ -6,10 +6,10 @@
 import { generateKeyPairSync, type KeyObject, randomBytes, randomUUID, sign } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { AuthService, UserService } from "@wap/api";
+import { bearer, clientFor, transportFor } from "@wap/test-kit/clients";
+import { connectCall, restCall, signUp } from "@wap/test-kit/http";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bearer, clientFor, transportFor } from "./support/clients.js";
-import { connectCall, restCall, signUp } from "./support/http.js";
-import { startTestServer, type TestServer } from "./support/server.js";
 
 let server: TestServer;
 beforeAll(async () => {

@@ -7,11 +7,11 @@
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { connectCall, signUp } from "@wap/test-kit/http";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../src/config.js";
 import { isApiPath } from "../src/console-assets.js";
-import { connectCall, signUp } from "./support/http.js";
-import { startTestServer, type TestServer } from "./support/server.js";
 
 let consoleDir: string;
 let server: TestServer;

@@ -28,9 +28,9 @@ import {
 import { formatMasterKey, generateMasterKey } from "@wap/core";
 import { startTestPostgres, type TestPostgres } from "@wap/storage-postgres/testing";
 import { createSqliteStorage, type SqliteDatabaseLike } from "@wap/storage-sqlite";
+import { bearer, clientsFor, transportFor } from "@wap/test-kit/clients";
+import { restCall, signUpWithWorkspace } from "@wap/test-kit/http";
 import { afterAll, describe, expect, it } from "vitest";
-import { bearer, clientsFor, transportFor } from "./support/clients.js";
-import { restCall, signUpWithWorkspace } from "./support/http.js";
 import { schemaOf } from "./support/postgres-admin.js";
 import { type ServerProcess, startServerProcess } from "./support/server-process.js";
 

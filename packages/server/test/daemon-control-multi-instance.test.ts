@@ -16,12 +16,12 @@ import {
 } from "@wap/api";
 import { formatMasterKey, generateMasterKey } from "@wap/core";
 import { freePort, startTestPostgres, type TestPostgres } from "@wap/storage-postgres/testing";
+import { bearer, clientFor, transportFor } from "@wap/test-kit/clients";
+import { signUpWithWorkspace } from "@wap/test-kit/http";
+import { type ControlStream, openControlStream, SignedDaemon } from "@wap/test-kit/signed-daemon";
+import { until } from "@wap/test-kit/until";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bearer, clientFor, transportFor } from "./support/clients.js";
-import { signUpWithWorkspace } from "./support/http.js";
 import { type ServerProcess, sharedInstanceEnv, startServerProcess } from "./support/server-process.js";
-import { type ControlStream, openControlStream, SignedDaemon } from "./support/signed-daemon.js";
-import { until } from "./support/until.js";
 
 const leaseSeconds = 3;
 

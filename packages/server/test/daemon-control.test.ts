@@ -18,18 +18,18 @@ import {
   TargetService,
   UserService,
 } from "@wap/api";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bearer, clientFor, transportFor } from "./support/clients.js";
-import { signUpWithWorkspace } from "./support/http.js";
-import { startTestServer, type TestServer } from "./support/server.js";
+import { bearer, clientFor, transportFor } from "@wap/test-kit/clients";
+import { signUpWithWorkspace } from "@wap/test-kit/http";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import {
   aDaemonKey,
   type ControlStream,
   openControlStream,
   SignedDaemon,
   signChallenge,
-} from "./support/signed-daemon.js";
-import { until } from "./support/until.js";
+} from "@wap/test-kit/signed-daemon";
+import { until } from "@wap/test-kit/until";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 let server: TestServer;
 beforeAll(async () => {

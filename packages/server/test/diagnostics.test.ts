@@ -4,12 +4,12 @@
  * and the request log's fields. One server for the file.
  */
 import { AuthService, CertificateKeyType, CertificateService, WorkspaceService } from "@wap/api";
+import { bearer, clientsFor, transportFor } from "@wap/test-kit/clients";
+import { connectCall, restCall } from "@wap/test-kit/http";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
+import { until } from "@wap/test-kit/until";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bearer, clientsFor, transportFor } from "./support/clients.js";
-import { connectCall, restCall } from "./support/http.js";
-import { startTestServer, type TestServer } from "./support/server.js";
 import { sshEd25519PublicKey } from "./support/ssh-keys.js";
-import { until } from "./support/until.js";
 
 /** One sample line of the exposition: name, labels, value. */
 interface Sample {

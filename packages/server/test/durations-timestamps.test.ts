@@ -13,11 +13,11 @@ import { join } from "node:path";
 import { createArgon2PasswordHasher } from "@wap/core";
 import { createPostgresStorage } from "@wap/storage-postgres";
 import { startTestPostgres, type TestPostgres } from "@wap/storage-postgres/testing";
+import { connectCall, type JsonResponse, restCall, signUpWithWorkspace } from "@wap/test-kit/http";
+import { noRateLimit, startTestServer, type TestServer } from "@wap/test-kit/server";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createJsonLogger, createServer } from "../src/index.js";
-import { connectCall, type JsonResponse, restCall, signUpWithWorkspace } from "./support/http.js";
-import { noRateLimit, startTestServer, type TestServer } from "./support/server.js";
 
 const runs = Number(process.env.WAP_DURATION_RUNS ?? 6);
 

@@ -4,9 +4,9 @@
  * and path, and the `Secure` flag of the session cookie behind a TLS proxy.
  */
 import http from "node:http";
+import { connectCall, restCall, signUp } from "@wap/test-kit/http";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectCall, restCall, signUp } from "./support/http.js";
-import { startTestServer, type TestServer } from "./support/server.js";
 
 let server: TestServer;
 let user: Awaited<ReturnType<typeof signUp>>;

@@ -16,10 +16,10 @@ import {
   procedureOf,
 } from "@wap/core";
 import { createSqliteStorage } from "@wap/storage-sqlite";
+import { bearer, clientFor, transportFor } from "@wap/test-kit/clients";
+import { connectCall, restCall, signUp, signUpWithWorkspace } from "@wap/test-kit/http";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bearer, clientFor, transportFor } from "./support/clients.js";
-import { connectCall, restCall, signUp, signUpWithWorkspace } from "./support/http.js";
-import { startTestServer, type TestServer } from "./support/server.js";
 
 const rateHeaders = ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"];
 

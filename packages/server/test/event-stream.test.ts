@@ -4,11 +4,11 @@
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import { WorkspaceService } from "@wap/api";
+import { bearer, clientFor, type Protocol, transportFor } from "@wap/test-kit/clients";
+import { restCall, signUpWithWorkspace } from "@wap/test-kit/http";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bearer, clientFor, type Protocol, transportFor } from "./support/clients.js";
-import { restCall, signUpWithWorkspace } from "./support/http.js";
 import { openNdjson } from "./support/ndjson.js";
-import { startTestServer, type TestServer } from "./support/server.js";
 
 let server: TestServer;
 beforeAll(async () => {

@@ -11,9 +11,9 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { Health, HealthCheckResponse_ServingStatus as Status } from "@wap/api";
 import type { Storage } from "@wap/core/storage";
 import { createSqliteStorage } from "@wap/storage-sqlite";
+import { clientFor, type Protocol, transportFor } from "@wap/test-kit/clients";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { clientFor, type Protocol, transportFor } from "./support/clients.js";
-import { startTestServer, type TestServer } from "./support/server.js";
 
 let server: TestServer;
 let dir: string;

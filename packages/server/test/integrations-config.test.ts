@@ -7,6 +7,8 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { signLicense } from "@wap/core";
+import { restCall, signUpWithWorkspace } from "@wap/test-kit/http";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   ConfigError,
@@ -16,8 +18,6 @@ import {
   StartupError,
   silentLogger,
 } from "../src/index.js";
-import { restCall, signUpWithWorkspace } from "./support/http.js";
-import { startTestServer, type TestServer } from "./support/server.js";
 
 const stripeEnv = {
   WAP_STRIPE_SECRET_KEY: "sk_test_config_secret",

@@ -12,9 +12,9 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { LoginRequestSchema, LoginResponseSchema } from "@wap/api";
+import { signUpWithWorkspace } from "@wap/test-kit/http";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { signUpWithWorkspace } from "./support/http.js";
-import { startTestServer, type TestServer } from "./support/server.js";
 
 const run = promisify(execFile);
 const repo = join(import.meta.dirname, "../../..");

@@ -5,10 +5,10 @@
 import { readdir, readFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
+import { restCall } from "@wap/test-kit/http";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { SMTPServer } from "smtp-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { restCall } from "./support/http.js";
-import { startTestServer, type TestServer } from "./support/server.js";
 
 /** Quoted-printable soft breaks and escapes undone (nodemailer uses QP for long lines). */
 const decoded = (raw: string) =>

@@ -12,9 +12,9 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { WorkspaceService } from "@wap/api";
 import { formatMasterKey, generateMasterKey } from "@wap/core";
 import { freePort, startTestPostgres, type TestPostgres } from "@wap/storage-postgres/testing";
+import { bearer, clientFor, transportFor } from "@wap/test-kit/clients";
+import { restCall, signUp, signUpWithWorkspace } from "@wap/test-kit/http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bearer, clientFor, transportFor } from "./support/clients.js";
-import { restCall, signUp, signUpWithWorkspace } from "./support/http.js";
 import { openNdjson } from "./support/ndjson.js";
 import { type ServerProcess, sharedInstanceEnv, startServerProcess } from "./support/server-process.js";
 

@@ -6,11 +6,11 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { platformServices } from "@wap/api";
 import { publicProcedures } from "@wap/core";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AppSettings, createApp } from "../src/app.js";
 import { buildOpenApiDocument, openApiPath, openApiPathOfHono } from "../src/openapi/document.js";
 import { createRestRoutes } from "../src/rest/index.js";
-import { startTestServer, type TestServer } from "./support/server.js";
 
 const committedFile = join(import.meta.dirname, "..", "openapi.json");
 const committed = JSON.parse(readFileSync(committedFile, "utf8")) as {

@@ -10,12 +10,12 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { formatMasterKey, generateMasterKey } from "@wap/core";
 import { startTestPostgres, type TestPostgres } from "@wap/storage-postgres/testing";
+import { restCall, signUpWithWorkspace } from "@wap/test-kit/http";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
+import { until } from "@wap/test-kit/until";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ServerOptions, silentLogger } from "../src/index.js";
-import { restCall, signUpWithWorkspace } from "./support/http.js";
-import { startTestServer, type TestServer } from "./support/server.js";
 import { sshEd25519PublicKey } from "./support/ssh-keys.js";
-import { until } from "./support/until.js";
 
 const repoRoot = join(import.meta.dirname, "../../..");
 const bin = "packages/server/src/bin.ts";

@@ -8,11 +8,11 @@
  */
 import { formatMasterKey, generateMasterKey } from "@wap/core";
 import { startTestPostgres, type TestPostgres } from "@wap/storage-postgres/testing";
+import { restCall, signUpWithWorkspace } from "@wap/test-kit/http";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { restCall, signUpWithWorkspace } from "./support/http.js";
 import { openNdjson } from "./support/ndjson.js";
 import { holdTable, killConnections, schemaOf, waitForLockWait } from "./support/postgres-admin.js";
-import { startTestServer, type TestServer } from "./support/server.js";
 
 let pgServer: TestPostgres;
 let server: TestServer;

@@ -6,11 +6,11 @@
  */
 import { formatMasterKey, generateMasterKey } from "@wap/core";
 import { startTestPostgres, type TestPostgres } from "@wap/storage-postgres/testing";
+import { restCall, signUp } from "@wap/test-kit/http";
+import { startTestServer } from "@wap/test-kit/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StartupError } from "../src/index.js";
-import { restCall, signUp } from "./support/http.js";
 import { connectionsOf, holdTable, schemaOf, waitForLockWait } from "./support/postgres-admin.js";
-import { startTestServer } from "./support/server.js";
 
 let pg: TestPostgres;
 beforeAll(async () => {

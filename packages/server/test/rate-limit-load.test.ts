@@ -11,9 +11,9 @@
 import { connect } from "node:http2";
 import { formatMasterKey, generateMasterKey } from "@wap/core";
 import { freePort, startTestPostgres, type TestPostgres } from "@wap/storage-postgres/testing";
+import { signUp } from "@wap/test-kit/http";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { signUp } from "./support/http.js";
-import { startTestServer, type TestServer } from "./support/server.js";
 import { type ServerProcess, startServerProcess } from "./support/server-process.js";
 
 const userBudget = 50;

@@ -5,10 +5,10 @@
  */
 import { createPostgresPool, type PostgresConnectionPool } from "@wap/storage-postgres";
 import { startTestPostgres, type TestPostgres } from "@wap/storage-postgres/testing";
+import { restCall, signUp } from "@wap/test-kit/http";
+import { startTestServer } from "@wap/test-kit/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPostgresRateLimiters, type RateLimiter, rateLimitTable } from "../src/index.js";
-import { restCall, signUp } from "./support/http.js";
-import { startTestServer } from "./support/server.js";
 
 describe("a rate-limit store that cannot count", () => {
   it("refuses the request as unavailable, never lets it through, never answers internal", async () => {

@@ -16,10 +16,9 @@ import {
 } from "@wap/api";
 import { formatMasterKey, generateMasterKey } from "@wap/core";
 import { freePort, startTestPostgres, type TestPostgres } from "@wap/storage-postgres/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bearer, clientFor, transportFor } from "./support/clients.js";
-import { restCall } from "./support/http.js";
-import { startTestServer, type TestServer } from "./support/server.js";
+import { bearer, clientFor, transportFor } from "@wap/test-kit/clients";
+import { restCall } from "@wap/test-kit/http";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import {
   openSessionStream,
   openTerminal,
@@ -27,7 +26,8 @@ import {
   type TerminalWorld,
   terminalUrl,
   terminalWorld,
-} from "./support/terminal.js";
+} from "@wap/test-kit/terminal";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 let pg: TestPostgres;
 let a: TestServer;

@@ -18,6 +18,8 @@
 import { join } from "node:path";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { platformServices } from "@wap/api";
+import { restCall } from "@wap/test-kit/http";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it, type MockInstance, vi } from "vitest";
 import { createRestRoutes, type RestRoute } from "../src/rest/index.js";
@@ -33,8 +35,6 @@ import {
 } from "./support/fuzz-send.js";
 import { openReadOnly, snapshotOf, type Tenant } from "./support/fuzz-snapshot.js";
 import { createFuzzWorld, type FuzzWorld, garbageAuthorizations } from "./support/fuzz-world.js";
-import { restCall } from "./support/http.js";
-import { startTestServer, type TestServer } from "./support/server.js";
 
 const runs = Number(process.env.WAP_FUZZ_RUNS ?? 8);
 const seed = process.env.WAP_FUZZ_SEED === undefined ? undefined : Number(process.env.WAP_FUZZ_SEED);

@@ -18,9 +18,9 @@ import {
   WorkspaceService,
 } from "@wap/api";
 import { createManualClock } from "@wap/core";
+import { bearer, clientFor, clientsFor, transportFor } from "@wap/test-kit/clients";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bearer, clientFor, clientsFor, transportFor } from "./support/clients.js";
-import { startTestServer, type TestServer } from "./support/server.js";
 
 async function codeOf(call: Promise<unknown>): Promise<Code> {
   try {

@@ -11,10 +11,7 @@ import { createHash } from "node:crypto";
 import { formatMasterKey, generateMasterKey } from "@wap/core";
 import { eventChannelOf } from "@wap/storage-postgres";
 import { freePort, startTestPostgres, type TestPostgres } from "@wap/storage-postgres/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import WebSocket from "ws";
-import { schemaOf } from "./support/postgres-admin.js";
-import { startTestServer, type TestServer } from "./support/server.js";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import {
   openSessionStream,
   openTerminal,
@@ -24,8 +21,11 @@ import {
   type TerminalWorld,
   terminalUrl,
   terminalWorld,
-} from "./support/terminal.js";
-import { until } from "./support/until.js";
+} from "@wap/test-kit/terminal";
+import { until } from "@wap/test-kit/until";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
+import { schemaOf } from "./support/postgres-admin.js";
 
 let pg: TestPostgres;
 let a: TestServer;
@@ -170,7 +170,7 @@ describe("a terminal whose daemon stream is on A and whose browser is on B", () 
     stream.stdout("$ ");
     expect((await browser.readBytes(2)).toString()).toBe("$ ");
     const { DaemonService } = await import("@wap/api");
-    const { clientFor, transportFor } = await import("./support/clients.js");
+    const { clientFor, transportFor } = await import("@wap/test-kit/clients");
     await clientFor(DaemonService, transportFor("connect-binary-h2", b.url)).closeSession(
       { workspaceId: world.workspaceId, daemonId: daemon.id, sessionId: session.sessionId },
       world.auth,

@@ -12,9 +12,8 @@ import { promisify } from "node:util";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { DaemonSessionService, PrincipalType, ServiceAccountService } from "@wap/api";
 import { claimSession, createManualClock } from "@wap/core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bearer, clientFor, transportFor } from "./support/clients.js";
-import { startTestServer, type TestServer } from "./support/server.js";
+import { bearer, clientFor, transportFor } from "@wap/test-kit/clients";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import {
   daemonTransport,
   openSessionStream,
@@ -27,9 +26,10 @@ import {
   type TerminalWorld,
   terminalUrl,
   terminalWorld,
-} from "./support/terminal.js";
+} from "@wap/test-kit/terminal";
+import { until } from "@wap/test-kit/until";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { selfSignedLocalhostCertificate } from "./support/tls-certificate.js";
-import { until } from "./support/until.js";
 
 let server: TestServer;
 let world: TerminalWorld;

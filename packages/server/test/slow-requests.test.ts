@@ -6,8 +6,8 @@
  */
 import http2 from "node:http2";
 import net from "node:net";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestServer, type TestServer } from "./support/server.js";
 
 const perClient = 40;
 let server: TestServer;

@@ -6,9 +6,9 @@ import { spawn } from "node:child_process";
 import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { restCall, signUp } from "@wap/test-kit/http";
+import { startTestServer } from "@wap/test-kit/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { restCall, signUp } from "./support/http.js";
-import { startTestServer } from "./support/server.js";
 
 let dataDir: string;
 beforeAll(async () => {

@@ -4,9 +4,10 @@
  * and a SAML sign-in with assertions signed by an openssl key, each ending with a `session`
  * cookie that Whoami accepts; replayed, tampered and foreign-browser callbacks are refused.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { useIntegrations, verifyDomain } from "../../core/test/support/enterprise.js";
-import { browseSignIn, startOidcIdp, type TestIdp } from "../../core/test/support/oidc-idp.js";
+import { freePort } from "@wap/storage-postgres/testing";
+import { verifyDomain } from "@wap/test-kit/domains";
+import { restCall, signUpWithWorkspace } from "@wap/test-kit/http";
+import { browseSignIn, startOidcIdp, type TestIdp } from "@wap/test-kit/oidc-idp";
 import {
   buildResponse,
   generateIdpKey,
@@ -17,20 +18,29 @@ import {
   serveMetadata,
   signAssertion,
   toPostedResponse,
-} from "../../core/test/support/saml-idp.js";
-import { restCall, signUpWithWorkspace } from "./support/http.js";
-import { startTestServer, type TestServer } from "./support/server.js";
+} from "@wap/test-kit/saml-idp";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const webApp = "https://app.wap.test";
 
 let server: TestServer;
 
-beforeAll(async () => {
-  server = await startTestServer({ publicUrl: webApp });
-  // The IdPs talk plain HTTP on loopback; the server's own address is where they send browsers.
-  useIntegrations(server.platform, {
-    sso: { baseUrl: server.url, allowInsecureHttp: true, allowNetworks: ["127.0.0.0/8"] },
+/**
+ * A server whose IdPs talk plain HTTP on loopback, and whose own address is where they send
+ * browsers; `allowNetworks` is the operator's allowance of non-public identity providers.
+ */
+async function ssoServer(allowNetworks: readonly string[]): Promise<TestServer> {
+  const port = await freePort();
+  return startTestServer({
+    port,
+    publicUrl: webApp,
+    integrations: { sso: { baseUrl: `http://127.0.0.1:${port}`, allowInsecureHttp: true, allowNetworks } },
   });
+}
+
+beforeAll(async () => {
+  server = await ssoServer(["127.0.0.0/8"]);
 });
 afterAll(async () => {
   await server?.close();
@@ -78,10 +88,10 @@ async function whoami(session: string) {
 }
 
 /** A workspace owner with a verified domain. */
-async function ownerWithDomain(name: string) {
-  const owner = await signUpWithWorkspace(server.url, name);
+async function ownerWithDomain(name: string, on: TestServer = server) {
+  const owner = await signUpWithWorkspace(on.url, name);
   const domain = `${name}-${crypto.randomUUID().slice(0, 8)}.example`;
-  await verifyDomain(server.platform.services.storage, owner.workspaceId, domain);
+  await verifyDomain(on.platform.services.storage, owner.workspaceId, domain);
   return { ...owner, domain };
 }
 
@@ -428,17 +438,24 @@ describe("fetches from identity providers", () => {
   });
 
   it("refuses loopback identity providers unless the operator allows the network", async () => {
-    const providerId = await samlProviderAt(`${idpUrl}/private/metadata`);
-    useIntegrations(server.platform, { sso: { baseUrl: server.url, allowInsecureHttp: true } });
+    const strict = await ssoServer([]);
     try {
-      const refused = await get(`${server.url}/v1/sso/saml/${providerId}/start`);
+      const other = await ownerWithDomain("strict", strict);
+      const updated = await restCall(
+        strict.url,
+        "PATCH",
+        `/v1/workspaces/${other.workspaceId}/saml`,
+        { name: "Fetched IdP", metadataUrl: `${idpUrl}/private/metadata`, allowJitProvisioning: false },
+        { token: other.accessToken },
+      );
+      expect(updated.status).toBe(200);
+      const checked = await restCall(strict.url, "GET", `/v1/sso/${encodeURIComponent(`a@${other.domain}`)}`);
+      const refused = await get(`${strict.url}/v1/sso/saml/${checked.body.providers[0].id}/start`);
       expect(refused.status).toBe(503);
       expect(hits.get("/private/metadata")).toBeUndefined();
-      expect(server.logs.some((line) => line.includes("not a public address"))).toBe(true);
+      expect(strict.logs.some((line) => line.includes("not a public address"))).toBe(true);
     } finally {
-      useIntegrations(server.platform, {
-        sso: { baseUrl: server.url, allowInsecureHttp: true, allowNetworks: ["127.0.0.0/8"] },
-      });
+      await strict.close();
     }
   });
 

@@ -6,9 +6,9 @@
 import http2 from "node:http2";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { SubscribeWorkspaceEventsRequestSchema } from "@wap/api";
+import { signUpWithWorkspace } from "@wap/test-kit/http";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { signUpWithWorkspace } from "./support/http.js";
-import { startTestServer, type TestServer } from "./support/server.js";
 
 let server: TestServer;
 let session: http2.ClientHttp2Session;

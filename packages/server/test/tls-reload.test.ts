@@ -6,10 +6,10 @@ import { X509Certificate } from "node:crypto";
 import { copyFile, rm } from "node:fs/promises";
 import http2 from "node:http2";
 import tls from "node:tls";
+import { until } from "@wap/test-kit/until";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ServerProcess, startServerProcess } from "./support/server-process.js";
 import { selfSignedLocalhostCertificate, type TlsCertificate } from "./support/tls-certificate.js";
-import { until } from "./support/until.js";
 
 /** The fingerprint of the certificate a new TLS connection is served. */
 function servedFingerprint(port: number): Promise<string> {

@@ -20,24 +20,32 @@
  * - licence files (any change, unknown key, expired, issued in the future):
  *   packages/core/test/license.test.ts.
  */
-import { createHash, generateKeyPairSync, type KeyObject, randomBytes, randomUUID, sign } from "node:crypto";
+import {
+  createHash,
+  generateKeyPairSync,
+  type KeyObject,
+  randomBytes,
+  randomUUID,
+  sign,
+  webcrypto,
+} from "node:crypto";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { AuthorityType, AuthService, CertificateKeyType, CertificateService } from "@wap/api";
-import { createManualClock } from "@wap/core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAccessTokenSigner } from "../../core/src/tokens/paseto.js";
-import { defaultTokenLifetimes } from "../../core/src/workspaces/settings.js";
-import { createMemoryMailer } from "../../core/test/support/accounts.js";
-import { bearer, clientFor, transportFor } from "./support/clients.js";
+import { createManualClock, defaultTokenLifetimes } from "@wap/core";
+import { bearer, clientFor, transportFor } from "@wap/test-kit/clients";
 import {
   type CallOptions,
   connectCall,
   type JsonResponse,
   signUp,
   signUpWithWorkspace,
-} from "./support/http.js";
-import { startTestServer, type TestServer } from "./support/server.js";
+} from "@wap/test-kit/http";
+import { createMemoryMailer } from "@wap/test-kit/mail";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
+import { PublicProtocol } from "paseto";
+import { SecretKeyFromCryptoKey, SignFactory, VerifyFactory } from "paseto/v4/public";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const clock = createManualClock(new Date());
 const mail = createMemoryMailer();
@@ -102,22 +110,36 @@ function pasetoParts(token: string) {
   return {
     payload,
     footer,
-    claims: JSON.parse(bytes.subarray(0, bytes.length - 64).toString()) as { sub: string; sid: string },
+    claims: JSON.parse(bytes.subarray(0, bytes.length - 64).toString()) as {
+      sub: string;
+      sid: string;
+      typ: string;
+      iss: string;
+      aud: string;
+    },
     keyId: (JSON.parse(Buffer.from(footer, "base64url").toString()) as { kid: string }).kid,
   };
 }
 
-/** An access token with the claims of `genuine`, signed by another Ed25519 key. */
+/** An access token with the claims of `genuine`, signed by another Ed25519 key (PASETO v4.public). */
 async function signedElsewhere(genuine: string, keyId?: string): Promise<string> {
   const { claims, keyId: ours } = pasetoParts(genuine);
   const { privateKey } = generateKeyPairSync("ed25519");
-  const signer = createAccessTokenSigner({
-    privateKeyPkcs8Der: new Uint8Array(privateKey.export({ type: "pkcs8", format: "der" })),
-    keyId: keyId ?? ours,
-  });
-  return signer.sign(
-    { sub: claims.sub, sid: claims.sid, typ: "access" },
-    { now: clock.now(), ttlSeconds: 900 },
+  const key = await webcrypto.subtle.importKey(
+    "pkcs8",
+    privateKey.export({ type: "pkcs8", format: "der" }),
+    { name: "Ed25519" },
+    true,
+    ["sign"],
+  );
+  return new PublicProtocol(SignFactory, VerifyFactory).Sign(
+    await SecretKeyFromCryptoKey(key as Parameters<typeof SecretKeyFromCryptoKey>[0]),
+    { sub: claims.sub, sid: claims.sid, typ: claims.typ, iss: claims.iss, aud: claims.aud },
+    {
+      now: clock.now(),
+      expiresIn: 900,
+      footer: new TextEncoder().encode(JSON.stringify({ kid: keyId ?? ours })),
+    },
   );
 }
 

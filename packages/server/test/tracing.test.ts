@@ -4,10 +4,10 @@
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { restCall, signUpWithWorkspace } from "@wap/test-kit/http";
+import { startTestServer } from "@wap/test-kit/server";
+import { until } from "@wap/test-kit/until";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { restCall, signUpWithWorkspace } from "./support/http.js";
-import { startTestServer } from "./support/server.js";
-import { until } from "./support/until.js";
 
 interface ReceivedSpan {
   readonly name: string;

@@ -10,11 +10,11 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { AuthService, UserService, WorkspaceService } from "@wap/api";
+import { bearer, clientFor, protocols, transportFor } from "@wap/test-kit/clients";
+import { restCall, signUp } from "@wap/test-kit/http";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema, ErrorInfoSchema } from "../src/index.js";
-import { bearer, clientFor, protocols, transportFor } from "./support/clients.js";
-import { restCall, signUp } from "./support/http.js";
-import { startTestServer, type TestServer } from "./support/server.js";
 import { selfSignedLocalhostCertificate } from "./support/tls-certificate.js";
 
 const run = promisify(execFile);

@@ -9,11 +9,11 @@ import { gunzipSync } from "node:zlib";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { GetWorkspaceRequestSchema } from "@wap/api";
 import { createArgon2PasswordHasher } from "@wap/core";
+import { signUp, signUpWithWorkspace } from "@wap/test-kit/http";
+import { startTestServer, type TestServer } from "@wap/test-kit/server";
+import { until } from "@wap/test-kit/until";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { leanUnaryFormat } from "../src/unary-connect.js";
-import { signUp, signUpWithWorkspace } from "./support/http.js";
-import { startTestServer, type TestServer } from "./support/server.js";
-import { until } from "./support/until.js";
 
 interface Answer {
   readonly status: number;

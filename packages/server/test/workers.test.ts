@@ -15,11 +15,11 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { formatMasterKey, generateMasterKey } from "@wap/core";
 import { startTestPostgres, type TestPostgres } from "@wap/storage-postgres/testing";
+import { signUpWithWorkspace } from "@wap/test-kit/http";
+import { until } from "@wap/test-kit/until";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { signUpWithWorkspace } from "./support/http.js";
 import { openNdjson } from "./support/ndjson.js";
 import { type ServerProcess, sharedInstanceEnv, startServerProcess } from "./support/server-process.js";
-import { until } from "./support/until.js";
 
 const repoRoot = join(import.meta.dirname, "../../..");
 const bin = "packages/server/src/bin.ts";

@@ -13,14 +13,14 @@ import {
   type MessageShape,
 } from "@bufbuild/protobuf";
 import { createSqliteStorage } from "@wap/storage-sqlite";
+import { type FakeStripe, startFakeStripe } from "@wap/test-kit/fake-stripe";
+import { startTxtDnsServer } from "@wap/test-kit/txt-dns";
 import BetterSqlite3 from "better-sqlite3";
 import { createStripeBillingProvider } from "../../src/billing/stripe.js";
 import { type Caller, createCallContext } from "../../src/context.js";
 import type { AppendUnit, Repositories, Storage } from "../../src/storage/storage.js";
 import { createTestPlatform, type TestPlatform } from "../support.js";
 import { createMemoryMailer, publicBaseUrl } from "./accounts.js";
-import { type FakeStripe, startFakeStripe } from "./fake-stripe.js";
-import { startTxtDnsServer } from "./txt-dns.js";
 
 // --- what the walk's table says ------------------------------------------------------------------
 

@@ -2,7 +2,7 @@
  * A simulated agent daemon for the core tests: a P-256 key signing real `Platform` challenges,
  * enrolment with the hostname header, and calls authenticated as the daemon.
  */
-import { generateKeyPairSync, type KeyObject, randomBytes, randomUUID, sign } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import {
   create,
   type DescMessage,
@@ -11,36 +11,14 @@ import {
   type MessageShape,
 } from "@bufbuild/protobuf";
 import { DaemonService, PrincipalService, type PrincipalType } from "@wap/api";
+import { aDaemonKey, type DaemonKey, signChallenge } from "@wap/test-kit/daemon-key";
 import { type Caller, createCallContext, type DaemonCaller } from "../../src/context.js";
 import { authenticateDaemon } from "../../src/daemons/authenticate.js";
 import { procedureOf } from "../../src/platform.js";
 import type { TestPlatform } from "../support.js";
 import { type Owner, sshAuthority } from "./access.js";
 
-export interface DaemonKey {
-  readonly privateKey: KeyObject;
-  readonly pem: string;
-}
-
-/** A P-256 key pair, the public half as PEM SPKI (what the daemon sends as `authPubkey`). */
-export function aDaemonKey(): DaemonKey {
-  const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
-  return { privateKey, pem: publicKey.export({ type: "spki", format: "pem" }).toString() };
-}
-
-/** `<id>:<ts>:<nonce>:<procedure>:<sig>` exactly as the daemon builds it. */
-export function signChallenge(
-  key: DaemonKey,
-  id: string,
-  procedure: string,
-  options: { at: Date; nonce?: string },
-): string {
-  const seconds = Math.floor(options.at.getTime() / 1000);
-  const nonce = options.nonce ?? randomBytes(12).toString("hex");
-  const signed = `${id}:${seconds}:${nonce}:${procedure}`;
-  const signature = sign("sha256", Buffer.from(signed), { key: key.privateKey, dsaEncoding: "der" });
-  return `${signed}:${signature.toString("base64url")}`;
-}
+export { aDaemonKey, type DaemonKey, signChallenge };
 
 /** An enrolled daemon as the tests drive it. */
 export interface TestDaemon {

@@ -7,6 +7,8 @@ import type { IntegrationServices } from "../../src/operations/integrations.js";
 import type { Platform } from "../../src/platform.js";
 import type { Storage } from "../../src/storage/storage.js";
 
+export { verifyDomain } from "@wap/test-kit/domains";
+
 /**
  * Sets integration services on a running platform. `createPlatform` does not take them yet
  * (PlatformOptions gains `extends IntegrationServices`); operations read them from
@@ -14,18 +16,6 @@ import type { Storage } from "../../src/storage/storage.js";
  */
 export function useIntegrations(platform: Platform, integrations: IntegrationServices): void {
   Object.assign(platform.services, integrations);
-}
-
-/** Marks `domain` verified for the workspace, as a finished VerifyWorkspaceDomain would. */
-export async function verifyDomain(storage: Storage, workspaceId: string, domain: string, at = new Date()) {
-  await storage.workspaceDomains.insert({
-    workspaceId,
-    domain,
-    verificationToken: `token-${domain}`,
-    verifiedAt: at,
-    createdAt: at,
-    updatedAt: at,
-  });
 }
 
 /** Adds an existing user to a workspace with `role`. */

@@ -4,7 +4,7 @@
  */
 import { createRequire } from "node:module";
 import { join } from "node:path";
-import { type Tenant, tenantRows } from "../../../core/test/support/tenant-rows.js";
+import { type Tenant, tenantRows } from "@wap/test-kit/tenant-rows";
 
 export type { Tenant };
 

@@ -13,8 +13,8 @@ import { generateKeyPairSync, type KeyObject, randomBytes, randomUUID, sign } fr
 import { create } from "@bufbuild/protobuf";
 import { AuthService } from "@wap/api";
 import { anonymous, createCallContext, type Platform } from "@wap/core";
+import { connectCall, type JsonResponse, restCall } from "@wap/test-kit/http";
 import type { IdKind, ValuePools } from "./fuzz-values.js";
-import { connectCall, type JsonResponse, restCall } from "./http.js";
 import { sshEd25519PublicKey } from "./ssh-keys.js";
 
 /** Who a fuzzed request is sent as. None of them may act in workspace B. */

@@ -8,24 +8,10 @@ import { type Client, createClient, type Interceptor, type Transport } from "@co
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { type ConnectResponse, DaemonControlService, DaemonService } from "@wap/api";
 import { expect } from "vitest";
-import {
-  aDaemonKey,
-  type DaemonKey,
-  signChallenge as signedChallenge,
-} from "../../../core/test/support/daemons.js";
+import { aDaemonKey, type DaemonKey, signChallenge } from "./daemon-key.js";
 import { responseReader } from "./response-reader.js";
 
-export { aDaemonKey, type DaemonKey };
-
-/** `<id>:<ts>:<nonce>:<procedure>:<sig>`, signed now unless `at` says otherwise. */
-export function signChallenge(
-  key: DaemonKey,
-  id: string,
-  procedure: string,
-  options: { at?: Date; nonce?: string } = {},
-): string {
-  return signedChallenge(key, id, procedure, { ...options, at: options.at ?? new Date() });
-}
+export { aDaemonKey, type DaemonKey, signChallenge };
 
 /** Signs every call once the daemon has an id; sends the hostname and build headers always. */
 function daemonHeaders(daemon: SignedDaemon): Interceptor {

@@ -8,7 +8,7 @@
  * fail rather than skip.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { createPrivateKey } from "node:crypto";
+import { createPrivateKey, generateKeyPairSync } from "node:crypto";
 import {
   access,
   constants,
@@ -24,8 +24,7 @@ import {
 import { createServer } from "node:net";
 import { tmpdir, userInfo } from "node:os";
 import { delimiter, join } from "node:path";
-import { generateKeyPair } from "../../src/crypto/generate-key.js";
-import { opensshPrivateKey, sshPublicKeyLine } from "../../src/crypto/ssh/public-key.js";
+import { opensshPrivateKey, sshPublicKeyLine } from "@wap/core/ssh-keys";
 
 /** Where the unpacked openssh-server package is kept between runs. */
 export const OPENSSH_CACHE_DIR = join(tmpdir(), "wap-openssh");
@@ -393,7 +392,8 @@ export async function startSshd(options: StartSshdOptions): Promise<RunningSshd>
   const dir = await mkdtemp(join(tmpdir(), "wap-sshd-"));
   const user = userInfo().username;
   const hostKeyPkcs8 =
-    options.hostKeyPkcs8 ?? (await generateKeyPair({ type: "ed25519" })).privateKeyPkcs8Der;
+    options.hostKeyPkcs8 ??
+    new Uint8Array(generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "der" }));
   const hostKeyFile = join(dir, "host_key");
   await writeFile(hostKeyFile, opensshPrivateKey(hostKeyPkcs8), { mode: 0o600 });
   const hostKeyLine = sshPublicKeyLine(

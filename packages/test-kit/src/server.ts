@@ -6,7 +6,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createArgon2PasswordHasher } from "@wap/core";
-import { createJsonLogger, createServer, type RunningServer, type ServerOptions } from "../../src/index.js";
+import { createJsonLogger, createServer, type RunningServer, type ServerOptions } from "@wap/server";
 
 export interface TestServer extends RunningServer {
   readonly dataDir: string;
