@@ -26,6 +26,7 @@ import {
   type TokenProfile,
   tokenKeyId,
 } from "../tokens/paseto.js";
+import { cacheVerified } from "../tokens/verified-cache.js";
 import { loadSigningKey, type SigningKeyDeps } from "./signing-keys.js";
 
 /** The claims a service-account token asserts. */
@@ -77,7 +78,8 @@ export async function loadServiceAccountTokens(deps: SigningKeyDeps): Promise<Se
       return { token, tokenHash: hashSecret(token) };
     },
     recognizes: (token) => tokenKeyId(token) === keyId,
-    async verify(token, now) {
+    // The account row is still read and the hash compared on every call (authenticate.ts).
+    verify: cacheVerified(async (token, now) => {
       const { claims, exp } = await verifier.verify(token, now);
       if (claims.typ !== "service_account")
         throw new InvalidAccessTokenError("claims", "token is not a service-account token");
@@ -87,7 +89,7 @@ export async function loadServiceAccountTokens(deps: SigningKeyDeps): Promise<Se
         workspaceId: claims.wid as string,
         expiresAt: exp,
       };
-    },
+    }),
   };
 }
 
