@@ -12,7 +12,8 @@
  * Issued before: `wapsa_<account id>_<64 hex digits>`, stored as SHA-256 of the hex part; still
  * accepted until the account expires or is deleted.
  *
- * The secret parts have 256 bits of entropy (the PASETO's signature), so a slow hash adds nothing.
+ * Both kinds are unguessable (a signature only this deployment's key can make; 256 random bits),
+ * so a slow hash adds nothing.
  *
  * @module
  */
