@@ -39,6 +39,7 @@ import {
   signUp,
   signUpWithWorkspace,
 } from "./support/http.js";
+import { pasetoClaims, rewrittenClaims } from "./support/paseto.js";
 import { startTestServer, type TestServer } from "./support/server.js";
 
 const clock = createManualClock(new Date());
@@ -275,26 +276,10 @@ async function legacyServiceAccount(workspaceId: string): Promise<string> {
 
 const legacyIdOf = (token: string) => token.split("_")[1]!;
 
-/** `token` with some claims replaced and its signature kept: what an attacker can do without the key. */
-function withClaims(token: string, replace: Record<string, string>): string {
-  const { payload, footer } = pasetoParts(token);
-  const bytes = Buffer.from(payload, "base64url");
-  const message = JSON.parse(bytes.subarray(0, bytes.length - 64).toString()) as Record<string, string>;
-  const rewritten = Buffer.concat([
-    Buffer.from(JSON.stringify({ ...message, ...replace })),
-    bytes.subarray(bytes.length - 64),
-  ]);
-  return `v4.public.${rewritten.toString("base64url")}.${footer}`;
-}
-
 /** A service-account token with the claims of `genuine`, signed by another Ed25519 key. */
 async function serviceAccountSignedElsewhere(genuine: string, keyId?: string): Promise<string> {
-  const { payload, keyId: ours } = pasetoParts(genuine);
-  const bytes = Buffer.from(payload, "base64url");
-  const { jti, sub, wid, typ } = JSON.parse(bytes.subarray(0, bytes.length - 64).toString()) as Record<
-    string,
-    string
-  >;
+  const { keyId: ours } = pasetoParts(genuine);
+  const { jti, sub, wid, typ } = pasetoClaims(genuine);
   const { privateKey } = generateKeyPairSync("ed25519");
   const signer = createSignedTokenSigner(
     {
@@ -679,7 +664,7 @@ const kinds: CredentialKind[] = [
         async prepare() {
           const owner = await signUpWithWorkspace(server.url, "swap");
           const [mine, other] = [await serviceAccount(owner), await serviceAccount(owner)];
-          const forged = withClaims(mine.token, { sub: other.id });
+          const forged = rewrittenClaims(mine.token, { sub: other.id });
           return { send: () => createTeam(owner.workspaceId, { token: forged }) };
         },
       },
@@ -690,7 +675,7 @@ const kinds: CredentialKind[] = [
           const owner = await signUpWithWorkspace(server.url, "rewid");
           const stranger = await signUpWithWorkspace(server.url, "rewid-b");
           const { token } = await serviceAccount(owner);
-          const forged = withClaims(token, { wid: stranger.workspaceId });
+          const forged = rewrittenClaims(token, { wid: stranger.workspaceId });
           return { send: () => createTeam(stranger.workspaceId, { token: forged }) };
         },
       },
