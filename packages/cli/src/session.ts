@@ -83,8 +83,27 @@ export function serverOf(ctx: CommandContext, config: CliConfig): string | undef
   return named === undefined ? config.server : normalizeServer(named);
 }
 
-/** The service-account id inside a `wapsa_<id>_<secret>` token. */
-const serviceAccountId = (token: string) => /^wapsa_([0-9a-f-]{36})_[0-9a-f]+$/.exec(token)?.[1] ?? "";
+/**
+ * The service-account id a token names, for display: the `sub` claim of a PASETO v4.public token
+ * (its claims are signed, not encrypted), or the id inside a legacy `wapsa_<id>_<secret>` one. Read
+ * without checking the signature: the server checks the token on every call.
+ */
+function serviceAccountId(token: string): string {
+  const legacy = /^wapsa_([0-9a-f-]{36})_[0-9a-f]+$/.exec(token);
+  if (legacy) return legacy[1]!;
+  const payload = /^v4\.public\.([A-Za-z0-9_-]+)\.[A-Za-z0-9_-]+$/.exec(token)?.[1];
+  if (payload === undefined) return "";
+  try {
+    // The payload is the claims (JSON) followed by the 64-byte Ed25519 signature.
+    const claims = JSON.parse(Buffer.from(payload, "base64url").subarray(0, -64).toString()) as {
+      sub?: unknown;
+      typ?: unknown;
+    };
+    return claims.typ === "service_account" && typeof claims.sub === "string" ? claims.sub : "";
+  } catch {
+    return "";
+  }
+}
 
 export async function openSession(ctx: CommandContext): Promise<Session> {
   const config = await ctx.store.read();

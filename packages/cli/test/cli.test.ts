@@ -66,6 +66,7 @@ let control: ControlStream;
 let scratch: string;
 let owner: Awaited<ReturnType<typeof signUpWithWorkspace>>;
 let serviceAccountToken: string;
+let serviceAccountId: string;
 let targetId: string;
 
 interface Result {
@@ -168,6 +169,7 @@ beforeAll(async () => {
     auth,
   );
   serviceAccountToken = created.token;
+  serviceAccountId = created.serviceAccount!.id;
   await principals.addSubjectsToPrincipal(
     {
       workspaceId,
@@ -233,7 +235,7 @@ describe("wap as a signed-in user", { timeout: 180_000 }, () => {
     expect(await mode(join(configDir, "device-key.pem"))).toBe(0o600);
     // No token is kept: the device key signs every request.
     expect(await readFile(join(configDir, "config.json"), "utf8")).not.toMatch(
-      /accessToken|refreshToken|wapsa_/,
+      /accessToken|refreshToken|wapsa_|v4\.public\./,
     );
 
     // The server lists the device under this machine's name, as a CLI device.
@@ -435,6 +437,9 @@ describe("wap for scripts and mistakes", { timeout: 180_000 }, () => {
       WAP_TOKEN: serviceAccountToken,
       WAP_SERVER: server.url,
     };
+    const status = await wap(["status", "--json"], env);
+    expect(status.code, status.stderr).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({ signedInWith: "token", serviceAccountId });
     const targets = await wap(["targets", "--json"], env);
     expect(targets.code, targets.stderr).toBe(0);
     expect(JSON.parse(targets.stdout)).toEqual([

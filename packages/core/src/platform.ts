@@ -18,6 +18,7 @@ import { recordSecurityEvent } from "./audit/security-events.js";
 import { type AccessTokens, loadAccessTokens } from "./auth/access-tokens.js";
 import { authenticate, type CredentialSource, type Credentials } from "./auth/authenticate.js";
 import { createArgon2PasswordHasher, type PasswordHasher } from "./auth/passwords.js";
+import { loadServiceAccountTokens } from "./auth/service-account-tokens.js";
 import { actorOf, type CallContext, type Caller, type CallerKind, throwIfCancelled } from "./context.js";
 import type { KeyStore } from "./crypto/key-store.js";
 import type { DnsTxtResolver } from "./domains/dns.js";
@@ -137,12 +138,18 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
     clock,
     ttlSeconds: config.accessTokenTtlSeconds,
   });
+  const serviceAccountTokens = await loadServiceAccountTokens({
+    storage: options.storage,
+    keyStore: options.keyStore,
+    clock,
+  });
   const services: Services = {
     storage: options.storage,
     clock,
     random: options.random ?? systemRandom,
     keyStore: options.keyStore,
     accessTokens,
+    serviceAccountTokens,
     passwords: options.passwords ?? createArgon2PasswordHasher(),
     config,
     events: options.events ?? createInProcessEventBus(),

@@ -64,8 +64,10 @@ beforeAll(async () => {
   for (const ca of await storage.certificateAuthorities.list(workspaceId)) {
     plaintextKeys.push(await keyStore.open(ca.sealedPrivateKey, caKeyContext(ca.id, ca.keyVersion)));
   }
-  const signing = await storage.secrets.find("access-token-signing-key");
-  plaintextKeys.push(await keyStore.open(signing!.sealed, "secret:access-token-signing-key"));
+  for (const name of ["access-token-signing-key", "service-account-token-signing-key"]) {
+    const signing = await storage.secrets.find(name);
+    plaintextKeys.push(await keyStore.open(signing!.sealed, `secret:${name}`));
+  }
 }, 60_000);
 
 afterAll(async () => {
@@ -127,7 +129,8 @@ function leaks(bytes: Buffer): string[] {
 
 describe("secrets at rest", () => {
   it("the test itself can see a key where there is one", () => {
-    expect(plaintextKeys.length).toBe(specs.length * 2 + 1);
+    // A CA key per spec and authority type, and the two token signing keys.
+    expect(plaintextKeys.length).toBe(specs.length * 2 + 2);
     const planted = Buffer.concat([Buffer.from("xx"), Buffer.from(plaintextKeys[0]!), Buffer.from("yy")]);
     expect(leaks(planted).length).toBeGreaterThan(0);
     for (const key of plaintextKeys) {

@@ -1,11 +1,19 @@
+import { createHash, randomBytes } from "node:crypto";
 import { CertificateKeyType, CertificateService, ServiceAccountService, WorkspaceService } from "@wap/api";
+import * as fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { serviceAccountTokenProfile } from "../src/auth/service-account-tokens.js";
+import { loadSigningKey } from "../src/auth/signing-keys.js";
+import { createMasterKeyStore, generateMasterKey, type KeyStore } from "../src/index.js";
+import { createSignedTokenSigner } from "../src/tokens/paseto.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 
 let t: TestPlatform;
+let keyStore: KeyStore;
 let ada: Awaited<ReturnType<TestPlatform["owner"]>>;
 beforeEach(async () => {
-  t = await createTestPlatform();
+  keyStore = createMasterKeyStore({ masterKey: generateMasterKey() });
+  t = await createTestPlatform({ keyStore });
   ada = await t.owner();
 });
 afterEach(() => t.platform.close());
@@ -20,9 +28,20 @@ const createAccount = (request: Record<string, unknown>) =>
 describe("service accounts", () => {
   it("returns the token once and keeps only its hash", async () => {
     const res = await createAccount({ name: "deploy-bot", roleName: "editor", tags: ["ci"] });
-    expect(res.token).toMatch(/^wapsa_[0-9a-f-]{36}_[0-9a-f]{64}$/);
+    expect(res.token).toMatch(/^v4\.public\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
+    const claims = claimsOf(res.token);
+    expect(claims).toMatchObject({
+      sub: res.serviceAccount!.id,
+      wid: ada.workspaceId,
+      typ: "service_account",
+      jti: expect.stringMatching(/^[0-9a-f-]{36}$/),
+    });
+    expect(claims.exp).toBeUndefined();
     const stored = await t.storage.serviceAccounts.findById(ada.workspaceId, res.serviceAccount!.id);
-    expect(stored?.tokenHash).not.toContain(res.token.slice(-64));
+    expect(stored?.tokenHash).toBe(createHash("sha256").update(res.token).digest("hex"));
+    const signature = Buffer.from(res.token.split(".")[2]!, "base64url").subarray(-64).toString("hex");
+    expect(JSON.stringify(stored)).not.toContain(signature);
+    expect(JSON.stringify(stored)).not.toContain(res.token.split(".")[2]!);
     const { serviceAccount } = await t.call(ada.caller, ServiceAccountService.method.getServiceAccount, {
       workspaceId: ada.workspaceId,
       id: res.serviceAccount!.id,
@@ -89,6 +108,79 @@ describe("service accounts", () => {
     );
   });
 
+  it("carries the account's expiry in the token", async () => {
+    const seconds = Math.floor(t.clock.now().getTime() / 1000) + 3600;
+    const res = await createAccount({ name: "dated", expiresAt: { seconds: BigInt(seconds), nanos: 0 } });
+    expect(new Date(claimsOf(res.token).exp!).getTime()).toBe(seconds * 1000);
+  });
+
+  it("still accepts a legacy wapsa_ token stored as before, until its account is deleted", async () => {
+    const { id, token } = await insertLegacyAccount();
+    expect((await t.platform.authenticate({ bearer: token })).caller).toMatchObject({
+      kind: "service_account",
+      serviceAccountId: id,
+      workspaceId: ada.workspaceId,
+    });
+    await t.call(ada.caller, ServiceAccountService.method.deleteServiceAccount, {
+      workspaceId: ada.workspaceId,
+      id,
+    });
+    await expectCode(t.platform.authenticate({ bearer: token }), "unauthenticated");
+  });
+
+  it("lets in only the token it issued: a token signed by its own key but never issued is refused", async () => {
+    const live = await createAccount({ name: "live" });
+    const key = await loadSigningKey(
+      { storage: t.storage, keyStore, clock: t.clock },
+      "service-account-token-signing-key",
+    );
+    const { jti: _, ...claims } = claimsOf(live.token);
+    const sign = (profile: typeof serviceAccountTokenProfile, jti: string) =>
+      createSignedTokenSigner(key, profile).sign({ ...claims, jti }, { now: t.clock.now(), expiresAt: null });
+    // Same claims, a new token id: authentic, but its hash is not the stored one.
+    await expectCode(
+      t.platform.authenticate({ bearer: await sign(serviceAccountTokenProfile, crypto.randomUUID()) }),
+      "unauthenticated",
+    );
+    // The issued token's very claims, without the implicit assertion: not a service-account token.
+    const { implicitAssertion: __, ...unbound } = serviceAccountTokenProfile;
+    await expectCode(
+      t.platform.authenticate({ bearer: await sign(unbound, claimsOf(live.token).jti!) }),
+      "unauthenticated",
+    );
+    await t.platform.authenticate({ bearer: live.token });
+  });
+
+  it("refuses any change to a token's characters or to its decoded bytes", async () => {
+    const { token } = await createAccount({ name: "mutated" });
+    const [, , payload, footer] = token.split(".") as [string, string, string, string];
+    const bytes = Buffer.from(payload, "base64url");
+    const printable = fc.integer({ min: 0x20, max: 0x7e }).map((code) => String.fromCharCode(code));
+    const mutations = fc.oneof(
+      // One character replaced by another, or removed.
+      fc
+        .tuple(fc.nat({ max: token.length - 1 }), printable)
+        .map(([at, c]) => token.slice(0, at) + c + token.slice(at + 1)),
+      fc.nat({ max: token.length - 1 }).map((at) => token.slice(0, at) + token.slice(at + 1)),
+      // One byte of the claims or signature changed, the framing kept valid.
+      fc.tuple(fc.nat({ max: bytes.length - 1 }), fc.integer({ min: 1, max: 255 })).map(([at, xor]) => {
+        const changed = Buffer.from(bytes);
+        changed[at]! ^= xor;
+        return `v4.public.${changed.toString("base64url")}.${footer}`;
+      }),
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        mutations.filter((candidate) => candidate.trim() !== token),
+        async (candidate) => {
+          await expectCode(t.platform.authenticate({ bearer: candidate }), "unauthenticated");
+        },
+      ),
+      { numRuns: 300 },
+    );
+    await t.platform.authenticate({ bearer: token });
+  });
+
   it("validates names, roles, expiry, and keeps names unique", async () => {
     await expectCode(createAccount({ name: "-bad" }), "invalid_argument");
     await expectCode(createAccount({ roleName: "admin" }), "invalid_argument");
@@ -122,4 +214,31 @@ function createAccountAs(caller: Parameters<TestPlatform["call"]>[0]) {
     workspaceId: ada.workspaceId,
     name: "sneaky",
   });
+}
+
+/** The claims of a PASETO v4.public token (read, not verified). */
+function claimsOf(token: string): Record<string, string | undefined> {
+  const bytes = Buffer.from(token.split(".")[2]!, "base64url");
+  return JSON.parse(bytes.subarray(0, -64).toString()) as Record<string, string | undefined>;
+}
+
+/** An account with a `wapsa_<id>_<secret>` token, stored as such tokens were: SHA-256 of the secret. */
+async function insertLegacyAccount(): Promise<{ id: string; token: string }> {
+  const id = crypto.randomUUID();
+  const secret = randomBytes(32).toString("hex");
+  const now = t.clock.now();
+  await t.storage.serviceAccounts.insert({
+    id,
+    workspaceId: ada.workspaceId,
+    name: "legacy",
+    description: "",
+    role: "viewer",
+    tags: [],
+    tokenHash: createHash("sha256").update(secret).digest("hex"),
+    expiresAt: null,
+    lastUsedAt: null,
+    createdAt: now,
+    updatedAt: now,
+  });
+  return { id, token: `wapsa_${id}_${secret}` };
 }

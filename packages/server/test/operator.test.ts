@@ -71,6 +71,20 @@ async function createSshAuthority(url: string, token: string, workspaceId: strin
   return made.body.certificateAuthority.id as string;
 }
 
+/** A PASETO token of a new editor service account of the workspace. */
+async function serviceAccountToken(url: string, owner: { accessToken: string; workspaceId: string }) {
+  const made = await restCall(
+    url,
+    "POST",
+    `/v1/workspaces/${owner.workspaceId}/service_accounts`,
+    { name: "robot", roleName: "editor" },
+    { token: owner.accessToken },
+  );
+  expect(made.status).toBe(200);
+  expect(made.body.token).toMatch(/^v4\.public\./);
+  return made.body.token as string;
+}
+
 /** Signs a user certificate with the authority: proof its sealed private key opens. */
 async function signsWith(url: string, token: string, workspaceId: string, caId: string): Promise<boolean> {
   const signed = await restCall(
@@ -193,6 +207,7 @@ describe("rotate-master-key on SQLite (key file, server stopped)", () => {
       let server = await serve({ dataDir });
       const owner = await signUpWithWorkspace(server.url);
       const caId = await createSshAuthority(server.url, owner.accessToken, owner.workspaceId);
+      const robot = await serviceAccountToken(server.url, owner);
       const oldKey = (await readFile(join(dataDir, "master.key"), "utf8")).trim();
 
       const refused = await wapServer(["rotate-master-key"], env);
@@ -202,7 +217,7 @@ describe("rotate-master-key on SQLite (key file, server stopped)", () => {
 
       const rotated = await wapServer(["rotate-master-key"], env);
       expect(rotated.code, rotated.stderr).toBe(0);
-      expect(rotated.stdout).toContain("re-sealed 1 CA keys, 1 server secrets and 0 OIDC client secrets");
+      expect(rotated.stdout).toContain("re-sealed 1 CA keys, 2 server secrets and 0 OIDC client secrets");
       const newKey = (await readFile(join(dataDir, "master.key"), "utf8")).trim();
       expect(newKey).not.toBe(oldKey);
       expect((await stat(join(dataDir, "master.key"))).mode & 0o777).toBe(0o600);
@@ -211,6 +226,8 @@ describe("rotate-master-key on SQLite (key file, server stopped)", () => {
       try {
         // The same access token (its signing key re-sealed, not replaced) and the same CA key.
         expect(await signsWith(server.url, owner.accessToken, owner.workspaceId, caId)).toBe(true);
+        // The same service-account token: its dedicated signing key is re-sealed, not replaced.
+        expect(await signsWith(server.url, robot, owner.workspaceId, caId)).toBe(true);
       } finally {
         await server.close();
       }
@@ -242,6 +259,7 @@ describe("rotate-master-key on PostgreSQL (several instances)", () => {
       let instance = await serve({ ...on, masterKey: oldKey });
       const owner = await signUpWithWorkspace(instance.url);
       const caId = await createSshAuthority(instance.url, owner.accessToken, owner.workspaceId);
+      const robot = await serviceAccountToken(instance.url, owner);
       await instance.close();
 
       // Step 1: the instances restart on the new key, still opening what the old one sealed.
@@ -251,15 +269,17 @@ describe("rotate-master-key on PostgreSQL (several instances)", () => {
       // Step 2: one run re-seals everything under the new key, while the instance serves.
       const rotated = await wapServer(["rotate-master-key"], during);
       expect(rotated.code, rotated.stderr).toBe(0);
-      expect(rotated.stdout).toContain("re-sealed 1 CA keys, 1 server secrets");
+      expect(rotated.stdout).toContain("re-sealed 1 CA keys, 2 server secrets");
       expect(rotated.stdout).toContain("remove WAP_PREVIOUS_MASTER_KEY from every instance");
       expect(await signsWith(instance.url, owner.accessToken, owner.workspaceId, caId)).toBe(true);
+      expect(await signsWith(instance.url, robot, owner.workspaceId, caId)).toBe(true);
       await instance.close();
 
       // Step 3: the new key alone opens everything; the old one alone opens nothing.
       instance = await serve({ ...on, masterKey: newKey });
       try {
         expect(await signsWith(instance.url, owner.accessToken, owner.workspaceId, caId)).toBe(true);
+        expect(await signsWith(instance.url, robot, owner.workspaceId, caId)).toBe(true);
       } finally {
         await instance.close();
       }

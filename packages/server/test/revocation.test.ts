@@ -184,13 +184,19 @@ describe("a service account's browser terminal", () => {
 });
 
 describe("SubscribeWorkspaceEvents", () => {
-  it("ends with ACCESS_REVOKED on B when its service account is deleted on A", async () => {
+  it("ends with ACCESS_REVOKED on B when its service account is deleted on A; its token is refused on B at once", async () => {
     const accounts = clientFor(ServiceAccountService, transportFor("connect-binary-h2", a.url));
     const created = await accounts.createServiceAccount(
       { workspaceId: world.workspaceId, name: "watcher", roleName: "viewer" },
       world.auth,
     );
     const events = clientFor(WorkspaceService, transportFor("grpc-h2", b.url));
+    // B has verified the token (and remembers its signature) before the deletion.
+    const onB = () => events.getWorkspace({ workspaceId: world.workspaceId }, bearer(created.token));
+    const restOnB = () =>
+      restCall(b.url, "GET", `/v1/workspaces/${world.workspaceId}`, undefined, { token: created.token });
+    await onB();
+    expect((await restOnB()).status).toBe(200);
     const ended = await liveStream(
       events.subscribeWorkspaceEvents({ workspaceId: world.workspaceId }, bearer(created.token)),
     );
@@ -201,6 +207,9 @@ describe("SubscribeWorkspaceEvents", () => {
     const error = await ended();
     expect(error?.code).toBe(Code.Unauthenticated);
     expect(error?.rawMessage).toMatch(/access this stream was opened with has ended/);
+    expect(ConnectError.from(await onB().catch((e: unknown) => e)).code).toBe(Code.Unauthenticated);
+    // REST answers with the google.rpc.Status code: 16 is UNAUTHENTICATED.
+    expect(await restOnB()).toMatchObject({ status: 401, body: { code: 16 } });
   });
 
   it("ends with ACCESS_REVOKED on B when its session signs out on A", async () => {

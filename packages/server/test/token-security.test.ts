@@ -38,14 +38,14 @@ import {
   type CallOptions,
   connectCall,
   type JsonResponse,
+  restCall,
   signUp,
   signUpWithWorkspace,
 } from "@wap/test-kit/http";
 import { createMemoryMailer } from "@wap/test-kit/mail";
 import { startTestServer, type TestServer } from "@wap/test-kit/server";
-import { PublicProtocol } from "paseto";
-import { SecretKeyFromCryptoKey, SignFactory, VerifyFactory } from "paseto/v4/public";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { pasetoClaims, rewrittenClaims, signedByAnotherKey } from "./support/paseto.js";
 
 const clock = createManualClock(new Date());
 const mail = createMemoryMailer();
@@ -121,25 +121,12 @@ function pasetoParts(token: string) {
   };
 }
 
-/** An access token with the claims of `genuine`, signed by another Ed25519 key (PASETO v4.public). */
+/** An access token with the claims of `genuine`, signed by another Ed25519 key. */
 async function signedElsewhere(genuine: string, keyId?: string): Promise<string> {
   const { claims, keyId: ours } = pasetoParts(genuine);
-  const { privateKey } = generateKeyPairSync("ed25519");
-  const key = await webcrypto.subtle.importKey(
-    "pkcs8",
-    privateKey.export({ type: "pkcs8", format: "der" }),
-    { name: "Ed25519" },
-    true,
-    ["sign"],
-  );
-  return new PublicProtocol(SignFactory, VerifyFactory).Sign(
-    await SecretKeyFromCryptoKey(key as Parameters<typeof SecretKeyFromCryptoKey>[0]),
+  return signedByAnotherKey(
     { sub: claims.sub, sid: claims.sid, typ: claims.typ, iss: claims.iss, aud: claims.aud },
-    {
-      now: clock.now(),
-      expiresIn: 900,
-      footer: new TextEncoder().encode(JSON.stringify({ kid: keyId ?? ours })),
-    },
+    { keyId: keyId ?? ours, now: clock.now(), expiresIn: 900 },
   );
 }
 
@@ -270,6 +257,42 @@ async function serviceAccount(owner: { workspaceId: string; accessToken: string 
     { token: owner.accessToken },
   );
   return { id: created.body.serviceAccount.id as string, token: created.body.token as string };
+}
+
+/** A `wapsa_<id>_<secret>` editor account inserted as such tokens were stored: SHA-256 of the secret. */
+async function legacyServiceAccount(workspaceId: string): Promise<string> {
+  const id = randomUUID();
+  const secret = randomBytes(32).toString("hex");
+  const now = clock.now();
+  await server.platform.services.storage.serviceAccounts.insert({
+    id,
+    workspaceId,
+    name: `legacy-${randomBytes(4).toString("hex")}`,
+    description: "",
+    role: "editor",
+    tags: [],
+    tokenHash: createHash("sha256").update(secret).digest("hex"),
+    expiresAt: null,
+    lastUsedAt: null,
+    createdAt: now,
+    updatedAt: now,
+  });
+  return `wapsa_${id}_${secret}`;
+}
+
+const legacyIdOf = (token: string) => token.split("_")[1]!;
+
+/**
+ * A service-account token with the claims of `genuine`, signed by another Ed25519 key, bound to
+ * the deployment's service-account assertion like a genuine one (docs/security.md).
+ */
+async function serviceAccountSignedElsewhere(genuine: string, keyId?: string): Promise<string> {
+  const { keyId: ours } = pasetoParts(genuine);
+  const { jti, sub, wid, typ, iss, aud } = pasetoClaims(genuine);
+  return signedByAnotherKey(
+    { jti: jti!, sub: sub!, wid: wid!, typ: typ!, iss: iss!, aud: aud! },
+    { keyId: keyId ?? ours, now: clock.now(), implicitAssertion: "wap service-account token" },
+  );
 }
 
 async function backupCodes(user: { accessToken: string; email: string }): Promise<string[]> {
@@ -614,31 +637,88 @@ const kinds: CredentialKind[] = [
     async genuine() {
       const owner = await signUpWithWorkspace(server.url, "genuine");
       const { token } = await serviceAccount(owner);
+      expect(token).toMatch(/^v4\.public\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
       expect((await createTeam(owner.workspaceId, { token })).status).toBe(200);
+      const rest = await restCall(
+        server.url,
+        "POST",
+        `/v1/workspaces/${owner.workspaceId}/teams`,
+        { name: `team-${randomBytes(4).toString("hex")}` },
+        { token },
+      );
+      expect(rest.status).toBe(200);
+      // A token from before service-account tokens were PASETOs, stored as it was then.
+      const legacy = await legacyServiceAccount(owner.workspaceId);
+      expect((await createTeam(owner.workspaceId, { token: legacy })).status).toBe(200);
     },
     attacks: [
       {
-        attack: "tampered secret",
+        attack: "a claim changed",
         code: "unauthenticated",
         async prepare() {
           const owner = await signUpWithWorkspace(server.url, "tamper");
           const { token } = await serviceAccount(owner);
-          return { send: () => createTeam(owner.workspaceId, { token: flip(token, -1, hex) }) };
+          const inClaims = "v4.public.".length + 20;
+          return { send: () => createTeam(owner.workspaceId, { token: flip(token, inClaims, base64url) }) };
         },
       },
       {
-        attack: "its secret under another account's id",
+        attack: "its payload rewritten to name another account of the workspace",
         code: "unauthenticated",
         async prepare() {
           const owner = await signUpWithWorkspace(server.url, "swap");
           const [mine, other] = [await serviceAccount(owner), await serviceAccount(owner)];
+          const forged = rewrittenClaims(mine.token, { sub: other.id });
+          return { send: () => createTeam(owner.workspaceId, { token: forged }) };
+        },
+      },
+      {
+        attack: "its payload rewritten to name another workspace",
+        code: "unauthenticated",
+        async prepare() {
+          const owner = await signUpWithWorkspace(server.url, "rewid");
+          const stranger = await signUpWithWorkspace(server.url, "rewid-b");
+          const { token } = await serviceAccount(owner);
+          const forged = rewrittenClaims(token, { wid: stranger.workspaceId });
+          return { send: () => createTeam(stranger.workspaceId, { token: forged }) };
+        },
+      },
+      {
+        attack: "used on another workspace",
+        code: "not_found",
+        async prepare() {
+          const owner = await signUpWithWorkspace(server.url, "tenant-a");
+          const stranger = await signUpWithWorkspace(server.url, "tenant-b");
+          const { token } = await serviceAccount(owner);
           return {
-            send: () => createTeam(owner.workspaceId, { token: mine.token.replace(mine.id, other.id) }),
+            send: () => createTeam(stranger.workspaceId, { token }),
+            // The token itself is genuine: authentication records its use before access is refused.
+            changes: { tables: ["service_accounts"], why: "the account's lastUsedAt" },
           };
         },
       },
       {
-        attack: "made up (well-formed, never issued)",
+        attack: "signed by another key under the service-account key's id",
+        code: "unauthenticated",
+        async prepare() {
+          const owner = await signUpWithWorkspace(server.url, "elsewhere");
+          const { token } = await serviceAccount(owner);
+          const forged = await serviceAccountSignedElsewhere(token);
+          return { send: () => createTeam(owner.workspaceId, { token: forged }) };
+        },
+      },
+      {
+        attack: "signed by the access-token key",
+        code: "unauthenticated",
+        async prepare() {
+          const owner = await signUpWithWorkspace(server.url, "accesskey");
+          const { token } = await serviceAccount(owner);
+          const forged = await serviceAccountSignedElsewhere(token, pasetoParts(owner.accessToken).keyId);
+          return { send: () => createTeam(owner.workspaceId, { token: forged }) };
+        },
+      },
+      {
+        attack: "made up legacy token (well-formed, never issued)",
         code: "unauthenticated",
         async prepare() {
           const owner = await signUpWithWorkspace(server.url, "madeup");
@@ -660,12 +740,14 @@ const kinds: CredentialKind[] = [
           return { send: () => createTeam(owner.workspaceId, { token }) };
         },
       },
-      {
-        attack: "revoked by deleting the account",
-        code: "unauthenticated",
+      ...(["PASETO", "legacy"] as const).map((format) => ({
+        attack: `revoked by deleting the account (${format} token)`,
+        code: "unauthenticated" as const,
         async prepare() {
           const owner = await signUpWithWorkspace(server.url, "deleted");
-          const { id, token } = await serviceAccount(owner);
+          const issued = await serviceAccount(owner);
+          const token = format === "PASETO" ? issued.token : await legacyServiceAccount(owner.workspaceId);
+          const id = format === "PASETO" ? issued.id : legacyIdOf(token);
           await callOk(
             "ServiceAccountService/DeleteServiceAccount",
             { workspaceId: owner.workspaceId, id },
@@ -673,7 +755,7 @@ const kinds: CredentialKind[] = [
           );
           return { send: () => createTeam(owner.workspaceId, { token }) };
         },
-      },
+      })),
     ],
   },
   {

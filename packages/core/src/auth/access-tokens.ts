@@ -1,22 +1,12 @@
-import {
-  createHash,
-  createPrivateKey,
-  createPublicKey,
-  generateKeyPair as generateKeyPairCallback,
-} from "node:crypto";
-import { promisify } from "node:util";
 import type { KeyStore } from "../crypto/key-store.js";
 import type { Clock } from "../runtime.js";
 import type { Storage } from "../storage/storage.js";
 import { createAccessTokenSigner, createAccessTokenVerifier } from "../tokens/paseto.js";
-
-const generateKeyPair = promisify(generateKeyPairCallback);
+import { cacheVerified } from "../tokens/verified-cache.js";
+import { loadSigningKey } from "./signing-keys.js";
 
 /** The name under which the PASETO signing key is kept (sealed) in storage. */
 const signingKeySecret = "access-token-signing-key";
-
-/** The key store context of a server secret: bound to its name. */
-export const secretContext = (name: string): string => `secret:${name}`;
 
 /** Issues and checks the short-lived PASETO v4.public access tokens of signed-in users. */
 export interface AccessTokens {
@@ -35,34 +25,14 @@ export async function loadAccessTokens(deps: {
   clock: Clock;
   ttlSeconds: number;
 }): Promise<AccessTokens> {
-  const context = secretContext(signingKeySecret);
-  let stored = await deps.storage.secrets.find(signingKeySecret);
-  if (!stored) {
-    const { privateKey } = await generateKeyPair("ed25519");
-    const pkcs8 = new Uint8Array(privateKey.export({ type: "pkcs8", format: "der" }));
-    stored = await deps.storage.secrets.insertIfAbsent({
-      name: signingKeySecret,
-      sealed: await deps.keyStore.seal(pkcs8, context),
-      createdAt: deps.clock.now(),
-    });
-  }
-  const privateKeyPkcs8Der = await deps.keyStore.open(stored.sealed, context);
-  const publicKeySpkiDer = new Uint8Array(
-    createPublicKey(
-      createPrivateKey({ key: Buffer.from(privateKeyPkcs8Der), format: "der", type: "pkcs8" }),
-    ).export({
-      type: "spki",
-      format: "der",
-    }),
-  );
-  const keyId = createHash("sha256").update(publicKeySpkiDer).digest("hex").slice(0, 16);
+  const { privateKeyPkcs8Der, publicKeySpkiDer, keyId } = await loadSigningKey(deps, signingKeySecret);
   const signer = createAccessTokenSigner({ privateKeyPkcs8Der, keyId });
   const verifier = createAccessTokenVerifier({ keys: [{ keyId, publicKeySpkiDer }] });
-  // A token never changes, so a signature checked once stays checked until the token expires.
-  // The cache spares the ~0.2 ms signature check on every request of a busy client; expiry and
-  // session revocation are still checked on every use.
-  const verified = new Map<string, { userId: string; sessionId: string; expiresAt: Date }>();
-  const maxCached = 10_000;
+  // Expiry and session revocation are still checked on every use (authenticate.ts).
+  const verify = cacheVerified(async (token, now) => {
+    const claims = await verifier.verify(token, now);
+    return { userId: claims.sub, sessionId: claims.sid, expiresAt: claims.exp };
+  });
   return {
     async issue(userId, sessionId, now) {
       const token = await signer.sign(
@@ -71,14 +41,6 @@ export async function loadAccessTokens(deps: {
       );
       return { token, expiresAt: new Date(now.getTime() + deps.ttlSeconds * 1000) };
     },
-    async verify(token, now) {
-      const hit = verified.get(token);
-      if (hit && hit.expiresAt > now) return hit;
-      const claims = await verifier.verify(token, now);
-      const result = { userId: claims.sub, sessionId: claims.sid, expiresAt: claims.exp };
-      if (verified.size >= maxCached) verified.delete(verified.keys().next().value as string);
-      verified.set(token, result);
-      return result;
-    },
+    verify,
   };
 }

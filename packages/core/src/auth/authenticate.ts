@@ -3,9 +3,9 @@ import { authenticateSignedRequest } from "../daemons/authenticate.js";
 import { UnauthenticatedError } from "../errors.js";
 import type { Services } from "../operations/services.js";
 import {
-  parseServiceAccountToken,
+  legacyServiceAccountTokenPrefix,
+  parseLegacyServiceAccountToken,
   secretMatches,
-  serviceAccountTokenPrefix,
 } from "./service-account-tokens.js";
 
 /** The credentials a request carried, as the transport found them. */
@@ -43,7 +43,10 @@ export async function authenticate(
   const now = services.clock.now();
   if (credentials.bearer !== undefined) {
     const bearer = credentials.bearer.trim();
-    if (bearer.startsWith(serviceAccountTokenPrefix)) {
+    if (
+      bearer.startsWith(legacyServiceAccountTokenPrefix) ||
+      services.serviceAccountTokens.recognizes(bearer)
+    ) {
       return { caller: await authenticateServiceAccount(services, bearer, now), source: "bearer" };
     }
     return { caller: await authenticateUser(services, bearer, now), source: "bearer" };
@@ -83,15 +86,32 @@ async function authenticateUser(services: Services, token: string, now: Date): P
   return { kind: "user", userId: claims.userId, sessionId: claims.sessionId };
 }
 
+/** Who a presented service-account token says it is, and what to compare with the stored hash. */
+async function readServiceAccountToken(
+  services: Services,
+  token: string,
+  now: Date,
+): Promise<{ accountId: string; workspaceId?: string; secret: string } | null> {
+  if (token.startsWith(legacyServiceAccountTokenPrefix)) return parseLegacyServiceAccountToken(token);
+  try {
+    const claims = await services.serviceAccountTokens.verify(token, now);
+    return { accountId: claims.accountId, workspaceId: claims.workspaceId, secret: token };
+  } catch {
+    return null;
+  }
+}
+
 async function authenticateServiceAccount(services: Services, token: string, now: Date): Promise<Caller> {
   const invalid = () =>
     new UnauthenticatedError("the service account token is invalid, expired or revoked", {
       reason: "INVALID_SERVICE_ACCOUNT_TOKEN",
     });
-  const parsed = parseServiceAccountToken(token);
-  if (!parsed) throw invalid();
-  const account = await services.storage.serviceAccounts.findByIdForAuthentication(parsed.accountId);
-  if (!account || !secretMatches(parsed.secret, account.tokenHash)) throw invalid();
+  const presented = await readServiceAccountToken(services, token, now);
+  if (!presented) throw invalid();
+  // Checked against storage on every call: a deleted account's token stops at once, everywhere.
+  const account = await services.storage.serviceAccounts.findByIdForAuthentication(presented.accountId);
+  if (!account || !secretMatches(presented.secret, account.tokenHash)) throw invalid();
+  if (presented.workspaceId !== undefined && presented.workspaceId !== account.workspaceId) throw invalid();
   if (account.expiresAt !== null && account.expiresAt <= now) throw invalid();
   // Written at most once per resolution period: a busy automation would otherwise turn every
   // read into a write.

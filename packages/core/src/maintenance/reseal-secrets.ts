@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { secretContext } from "../auth/access-tokens.js";
+import { secretContext } from "../auth/signing-keys.js";
 import { caKeyContext } from "../certificates/authority-keys.js";
 import type { KeyStore } from "../crypto/key-store.js";
 import { clientSecretContext } from "../sso/operations.js";

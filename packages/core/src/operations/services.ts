@@ -1,6 +1,7 @@
 import type { AccessTokens } from "../auth/access-tokens.js";
 import { type AccountConfig, defaultAccountConfig } from "../auth/account-config.js";
 import type { PasswordHasher } from "../auth/passwords.js";
+import type { ServiceAccountTokens } from "../auth/service-account-tokens.js";
 import type { KeyStore } from "../crypto/key-store.js";
 import type { DnsTxtResolver } from "../domains/dns.js";
 import type { EventBus } from "../events/event-bus.js";
@@ -47,6 +48,7 @@ export interface Services extends IntegrationServices {
   readonly random: Random;
   readonly keyStore: KeyStore;
   readonly accessTokens: AccessTokens;
+  readonly serviceAccountTokens: ServiceAccountTokens;
   readonly passwords: PasswordHasher;
   readonly config: PlatformConfig;
   /**

@@ -1,6 +1,6 @@
 /**
- * ServiceAccountService: non-human API clients of one workspace. The bearer token is shown once,
- * at creation, and kept only as a hash.
+ * ServiceAccountService: non-human API clients of one workspace. The bearer token (a PASETO, see
+ * `auth/service-account-tokens.ts`) is shown once, at creation, and kept only as a hash.
  *
  * @module
  */
@@ -8,7 +8,6 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type ServiceAccountSchema, ServiceAccountService } from "@wap/api";
 import * as z from "zod";
-import { mintServiceAccountToken } from "../auth/service-account-tokens.js";
 import { revokeSubjectCertificates } from "../certificates/revocation.js";
 import { AlreadyExistsError, InvalidArgumentError, NotFoundError } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
@@ -64,7 +63,11 @@ export const createServiceAccount = defineOperation({
       });
     }
     const id = services.random.uuid();
-    const { token, tokenHash } = mintServiceAccountToken(id, services.random);
+    const { token, tokenHash } = await services.serviceAccountTokens.issue(
+      { accountId: id, workspaceId: workspace.workspaceId, expiresAt: input.expiresAt ?? null },
+      now,
+      services.random,
+    );
     const account: ServiceAccountRecord = {
       id,
       workspaceId: workspace.workspaceId,

@@ -230,7 +230,7 @@ export interface ServiceAccountRecord {
   readonly description: string;
   readonly role: ServiceAccountRole;
   readonly tags: readonly string[];
-  /** SHA-256 of the token's secret part, hex. */
+  /** SHA-256, hex, of the whole PASETO token (of the hex secret part for a legacy `wapsa_` token). */
   readonly tokenHash: string;
   readonly expiresAt: Date | null;
   readonly lastUsedAt: Date | null;

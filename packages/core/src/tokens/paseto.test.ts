@@ -8,6 +8,8 @@ import {
   type AccessTokenVerifier,
   createAccessTokenSigner,
   createAccessTokenVerifier,
+  createSignedTokenSigner,
+  createSignedTokenVerifier,
   InvalidAccessTokenError,
 } from "./paseto.js";
 
@@ -234,5 +236,43 @@ describe("access tokens", () => {
       }),
       { numRuns: 1000 },
     );
+  });
+});
+
+describe("token profiles", () => {
+  const bound = {
+    requiredClaims: ["sub"],
+    implicitAssertion: new TextEncoder().encode("kind one"),
+    allowNonExpiring: true,
+  } as const;
+
+  it("binds a token to its profile's implicit assertion and lets only such a profile omit exp", async () => {
+    const signerOptions = { privateKeyPkcs8Der: keyA.privateKeyPkcs8Der, keyId: "a" };
+    const verifierOptions = { keys: [{ keyId: "a", publicKeySpkiDer: keyA.publicKeySpkiDer }] };
+    const lasting = await createSignedTokenSigner(signerOptions, bound).sign(
+      { sub: "x" },
+      { now, expiresAt: null },
+    );
+    const verified = await createSignedTokenVerifier(verifierOptions, bound).verify(lasting, at(1e12));
+    expect(verified).toMatchObject({ claims: { sub: "x" }, exp: null });
+
+    // The same key, another kind: the assertion differs, so the signature does not verify.
+    const other = { ...bound, implicitAssertion: new TextEncoder().encode("kind two") };
+    expect(await reasonOf(createSignedTokenVerifier(verifierOptions, other).verify(lasting, now))).toBe(
+      "signature",
+    );
+    const { implicitAssertion: _, ...unbound } = bound;
+    expect(await reasonOf(createSignedTokenVerifier(verifierOptions, unbound).verify(lasting, now))).toBe(
+      "signature",
+    );
+    // A profile that does not allow it refuses a token without exp, and will not sign one.
+    const expiring = { ...bound, allowNonExpiring: false };
+    // (The library reports the missing exp as the exp claim failing: "expired".)
+    expect(await reasonOf(createSignedTokenVerifier(verifierOptions, expiring).verify(lasting, now))).toBe(
+      "expired",
+    );
+    await expect(
+      createSignedTokenSigner(signerOptions, expiring).sign({ sub: "x" }, { now, expiresAt: null }),
+    ).rejects.toThrow(TypeError);
   });
 });

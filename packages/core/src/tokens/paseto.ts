@@ -1,13 +1,18 @@
 /**
- * PASETO v4.public access tokens (Ed25519), issued and checked with the `paseto` package.
+ * PASETO v4.public tokens (Ed25519), issued and checked with the `paseto` package.
  *
- * A token carries `sub` (user id), `sid` (login session id), `typ: "access"`, `iss`/`aud` `wap`,
- * and RFC 3339 `iat`/`exp`; its footer is `{"kid":"<signing key id>"}` so verifiers can pick the
- * key during rotation. Time always comes from the caller.
+ * Every token carries `iss`/`aud` `wap` and an RFC 3339 `iat`; its footer is
+ * `{"kid":"<signing key id>"}` so verifiers can pick the key during rotation. A kind of token (a
+ * {@link TokenProfile}) names the claims it requires and may add an implicit assertion, so a
+ * token of one kind never passes as another even under a shared key. Time always comes from the
+ * caller.
+ *
+ * Access tokens carry `sub` (user id), `sid` (login session id), `typ: "access"` and `exp`.
  *
  * @module
  */
 import { createPrivateKey, createPublicKey, webcrypto } from "node:crypto";
+import type { JsonValue } from "paseto";
 import {
   ClaimValidationError,
   InvalidTokenError,
@@ -119,14 +124,42 @@ function footerFor(keyId: string): Uint8Array {
   return utf8(JSON.stringify({ kid: keyId }));
 }
 
-/**
- * Creates an access token signer for one Ed25519 key.
- *
- * @example
- * const signer = createAccessTokenSigner({ privateKeyPkcs8Der, keyId: "2025-01" });
- * const token = await signer.sign({ sub: userId, sid: sessionId, typ: "access" }, { now: clock.now(), ttlSeconds: 900 });
- */
-export function createAccessTokenSigner(options: AccessTokenSignerOptions): AccessTokenSigner {
+/** What sets one kind of token apart: its required claims and what it is bound to. */
+export interface TokenProfile {
+  /** Claims a token must carry besides `iss`, `aud` and `iat`. */
+  readonly requiredClaims: readonly string[];
+  /** Authenticated with the token but never written in it. */
+  readonly implicitAssertion?: Uint8Array;
+  /** Tokens of this kind may lack `exp` (they then live until revoked). */
+  readonly allowNonExpiring?: boolean;
+}
+
+/** Signs claims as tokens of one profile. */
+export interface SignedTokenSigner {
+  readonly keyId: string;
+  /** `expiresAt: null` (allowed by the profile only) issues a token without `exp`. */
+  sign(
+    claims: Readonly<Record<string, string>>,
+    options: { readonly now: Date; readonly expiresAt: Date | null },
+  ): Promise<string>;
+}
+
+/** A verified token's claims (strings as signed), with its validity. */
+export interface VerifiedToken {
+  readonly claims: Readonly<Record<string, unknown>>;
+  readonly iat: Date;
+  readonly exp: Date | null;
+}
+
+export interface SignedTokenVerifier {
+  verify(token: string, now: Date): Promise<VerifiedToken>;
+}
+
+/** Creates a signer of `profile` tokens for one Ed25519 key. */
+export function createSignedTokenSigner(
+  options: AccessTokenSignerOptions,
+  profile: TokenProfile,
+): SignedTokenSigner {
   const { keyId } = options;
   assertKeyId(keyId);
   assertEd25519(options.privateKeyPkcs8Der, "pkcs8");
@@ -143,19 +176,49 @@ export function createAccessTokenSigner(options: AccessTokenSignerOptions): Acce
 
   return {
     keyId,
+    async sign(claims, { now, expiresAt }) {
+      if (expiresAt === null && !profile.allowNonExpiring) throw new TypeError("these tokens must expire");
+      if (expiresAt !== null && !(expiresAt.getTime() > now.getTime()))
+        throw new RangeError("expiresAt must be after now");
+      for (const name of profile.requiredClaims) {
+        if (name !== "exp" && !claims[name]) throw new TypeError(`${name} must not be empty`);
+      }
+      const payload: Record<string, JsonValue> = { ...claims, iss: ISSUER, aud: AUDIENCE };
+      if (expiresAt !== null) payload.exp = rfc3339(expiresAt);
+      return v4.Sign(await loadKey(), payload, {
+        now,
+        footer,
+        ...(expiresAt === null && { nonExpiring: true }),
+        ...(profile.implicitAssertion && { implicitAssertion: profile.implicitAssertion }),
+      });
+    },
+  };
+}
+
+/**
+ * Creates an access token signer for one Ed25519 key.
+ *
+ * @example
+ * const signer = createAccessTokenSigner({ privateKeyPkcs8Der, keyId: "2025-01" });
+ * const token = await signer.sign({ sub: userId, sid: sessionId, typ: "access" }, { now: clock.now(), ttlSeconds: 900 });
+ */
+export function createAccessTokenSigner(options: AccessTokenSignerOptions): AccessTokenSigner {
+  const signer = createSignedTokenSigner(options, accessTokenProfile);
+  return {
+    keyId: signer.keyId,
     async sign(claims, { now, ttlSeconds }) {
       if (!Number.isInteger(ttlSeconds) || ttlSeconds <= 0)
         throw new RangeError("ttlSeconds must be a positive integer");
       if (claims.typ !== "access") throw new TypeError('typ must be "access"');
-      if (claims.sub === "" || claims.sid === "") throw new TypeError("sub and sid must not be empty");
-      return v4.Sign(
-        await loadKey(),
-        { sub: claims.sub, sid: claims.sid, typ: claims.typ, iss: ISSUER, aud: AUDIENCE },
-        { now, expiresIn: ttlSeconds, footer },
+      return signer.sign(
+        { sub: claims.sub, sid: claims.sid, typ: claims.typ },
+        { now, expiresAt: new Date(now.getTime() + ttlSeconds * 1000) },
       );
     },
   };
 }
+
+const accessTokenProfile: TokenProfile = { requiredClaims: ["sub", "sid", "typ", "exp"] };
 
 /**
  * Checks the framing and reads the key id. The library reports a malformed token with the same
@@ -186,9 +249,21 @@ function readKeyId(token: string): string {
   return kid;
 }
 
+/** The key id a v4.public token of ours names in its footer, or undefined when it is not one. */
+export function tokenKeyId(token: string): string | undefined {
+  try {
+    return readKeyId(token);
+  } catch {
+    return undefined;
+  }
+}
+
 function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && a.every((byte, i) => byte === b[i]);
 }
+
+/** RFC 3339, as the library writes `iat`: fractions of a second only when there are some. */
+const rfc3339 = (date: Date): string => date.toISOString().replace(/\.000Z$/, "Z");
 
 function claimDate(value: unknown): Date | undefined {
   if (typeof value !== "string") return undefined;
@@ -196,14 +271,11 @@ function claimDate(value: unknown): Date | undefined {
   return Number.isNaN(date.getTime()) ? undefined : date;
 }
 
-/**
- * Creates a verifier that accepts tokens signed by any of `keys`, chosen by the footer's `kid`.
- *
- * @example
- * const verifier = createAccessTokenVerifier({ keys: [{ keyId: "2025-01", publicKeySpkiDer }] });
- * const { sub, sid } = await verifier.verify(bearer, clock.now());
- */
-export function createAccessTokenVerifier(options: AccessTokenVerifierOptions): AccessTokenVerifier {
+/** Creates a verifier of `profile` tokens signed by any of `keys`, chosen by the footer's `kid`. */
+export function createSignedTokenVerifier(
+  options: AccessTokenVerifierOptions,
+  profile: TokenProfile,
+): SignedTokenVerifier {
   const clockSkewSeconds = options.clockSkewSeconds ?? 5;
   if (!(clockSkewSeconds >= 0)) throw new RangeError("clockSkewSeconds must not be negative");
   const keys = new Map<string, { readonly spki: Uint8Array; key?: Promise<PublicKey> }>();
@@ -221,7 +293,7 @@ export function createAccessTokenVerifier(options: AccessTokenVerifierOptions): 
     return entry.key;
   };
 
-  async function verify(token: string, now: Date): Promise<VerifiedAccessToken> {
+  async function verify(token: string, now: Date): Promise<VerifiedToken> {
     const kid = readKeyId(token);
     const entry = keys.get(kid);
     if (entry === undefined)
@@ -236,7 +308,9 @@ export function createAccessTokenVerifier(options: AccessTokenVerifierOptions): 
         issuer: ISSUER,
         audience: AUDIENCE,
         footer: footerFor(kid),
-        requiredClaims: ["sub", "sid", "typ", "iat", "exp"],
+        requiredClaims: ["iat", ...profile.requiredClaims],
+        ...(profile.allowNonExpiring && { allowNonExpiring: true }),
+        ...(profile.implicitAssertion && { implicitAssertion: profile.implicitAssertion }),
       });
       claims = result.claims;
     } catch (cause) {
@@ -252,18 +326,19 @@ export function createAccessTokenVerifier(options: AccessTokenVerifierOptions): 
       throw new InvalidAccessTokenError("malformed", "token could not be verified", { cause });
     }
 
-    const exp = claimDate(claims.exp);
+    const exp = claims.exp === undefined && profile.allowNonExpiring ? null : claimDate(claims.exp);
     const iat = claimDate(claims.iat);
-    const { sub, sid, typ } = claims;
     if (exp === undefined || iat === undefined)
       throw new InvalidAccessTokenError("claims", "token has no valid iat/exp");
     // The library still accepts a token at exactly exp, and stretches exp by the clock tolerance.
-    if (now.getTime() >= exp.getTime()) throw new InvalidAccessTokenError("expired", "token has expired");
-    if (typ !== "access") throw new InvalidAccessTokenError("claims", "token is not an access token");
-    if (typeof sub !== "string" || sub === "" || typeof sid !== "string" || sid === "") {
-      throw new InvalidAccessTokenError("claims", "token has no subject or session");
+    if (exp !== null && now.getTime() >= exp.getTime())
+      throw new InvalidAccessTokenError("expired", "token has expired");
+    for (const name of profile.requiredClaims) {
+      const value = claims[name];
+      if (typeof value !== "string" || value === "")
+        throw new InvalidAccessTokenError("claims", `token claim ${name} is not valid`);
     }
-    return { sub, sid, typ, iat, exp };
+    return { claims, iat, exp };
   }
 
   return {
@@ -274,6 +349,25 @@ export function createAccessTokenVerifier(options: AccessTokenVerifierOptions): 
         if (error instanceof InvalidAccessTokenError) throw error;
         throw new InvalidAccessTokenError("malformed", "token could not be verified", { cause: error });
       }
+    },
+  };
+}
+
+/**
+ * Creates a verifier that accepts access tokens signed by any of `keys`, chosen by the footer's `kid`.
+ *
+ * @example
+ * const verifier = createAccessTokenVerifier({ keys: [{ keyId: "2025-01", publicKeySpkiDer }] });
+ * const { sub, sid } = await verifier.verify(bearer, clock.now());
+ */
+export function createAccessTokenVerifier(options: AccessTokenVerifierOptions): AccessTokenVerifier {
+  const verifier = createSignedTokenVerifier(options, accessTokenProfile);
+  return {
+    async verify(token, now) {
+      const { claims, iat, exp } = await verifier.verify(token, now);
+      if (claims.typ !== "access")
+        throw new InvalidAccessTokenError("claims", "token is not an access token");
+      return { sub: claims.sub as string, sid: claims.sid as string, typ: "access", iat, exp: exp! };
     },
   };
 }

@@ -3,7 +3,8 @@
  * `grpc_health_probe` call it, over gRPC, gRPC-Web and Connect alike. Every service this server
  * serves, and the server as a whole (`""`), is SERVING while the database answers a ping and the
  * server is not draining, NOT_SERVING otherwise. Check of an unknown service is `not_found`;
- * Watch of one reports SERVICE_UNKNOWN and stays open, as the health-checking protocol says.
+ * Watch of one reports SERVICE_UNKNOWN and stays open, as the health-checking protocol says. A
+ * Watch open when the drain starts reports NOT_SERVING and then ends, so it does not hold the drain.
  *
  * @module
  */
@@ -40,10 +41,11 @@ export function registerHealth(router: ConnectRouter, settings: HealthSettings):
     if (settings.closing?.aborted) return ServingStatus.NOT_SERVING;
     try {
       await settings.ping();
-      return ServingStatus.SERVING;
     } catch {
       return ServingStatus.NOT_SERVING;
     }
+    // A drain that began while the ping was out wins: the answer leaves during the drain.
+    return settings.closing?.aborted ? ServingStatus.NOT_SERVING : ServingStatus.SERVING;
   }
 
   router.service(Health, {
@@ -65,6 +67,8 @@ export function registerHealth(router: ConnectRouter, settings: HealthSettings):
           last = status;
           yield { status } satisfies Partial<HealthCheckResponse>;
         }
+        // Once the drain is reported there is nothing more to say; ending here lets it finish.
+        if (settings.closing?.aborted) return;
         await nextLook(context.signal, settings.closing, interval);
       }
     },

@@ -15,6 +15,7 @@ import { AuthService } from "@wap/api";
 import { anonymous, createCallContext, type Platform } from "@wap/core";
 import { connectCall, type JsonResponse, restCall } from "@wap/test-kit/http";
 import type { IdKind, ValuePools } from "./fuzz-values.js";
+import { rewrittenClaims } from "./paseto.js";
 import { sshEd25519PublicKey } from "./ssh-keys.js";
 
 /** Who a fuzzed request is sent as. None of them may act in workspace B. */
@@ -371,6 +372,11 @@ export function garbageAuthorizations(world: FuzzWorld): readonly string[] {
     `Bearer wapsa_${b.serviceAccounts.editor.id}_${hex}`,
     `Bearer wapsa_${a.serviceAccounts.editor.id}_${hex}`,
     `Bearer wapsa_${randomUUID()}_${hex}`,
+    // A's PASETO service-account token with its claims rewritten to name B's workspace and account.
+    `Bearer ${rewrittenClaims(a.serviceAccounts.editor.token, {
+      sub: b.serviceAccounts.editor.id,
+      wid: b.workspaceId,
+    })}`,
     "Basic dXNlcjpwYXNzd29yZA==",
     "Platform",
     "Platform garbage",
