@@ -1,11 +1,16 @@
 /**
- * Traces: with OTEL_EXPORTER_OTLP_ENDPOINT set, the server sends a span per RPC, with its storage
- * calls as child spans, to an OTLP/HTTP receiver (here a small HTTP server on 127.0.0.1).
+ * Traces: with OTEL_EXPORTER_OTLP_ENDPOINT set, the server sends a span per RPC and per stream,
+ * with their storage calls as child spans, to an OTLP/HTTP receiver (here a small HTTP server on
+ * 127.0.0.1).
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { WorkspaceService } from "@wap/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bearer, clientFor, transportFor } from "./support/clients.js";
 import { restCall, signUpWithWorkspace } from "./support/http.js";
+import { openNdjson } from "./support/ndjson.js";
 import { startTestServer } from "./support/server.js";
 import { until } from "./support/until.js";
 
@@ -14,7 +19,24 @@ interface ReceivedSpan {
   readonly traceId: string;
   readonly spanId: string;
   readonly parentSpanId?: string;
-  readonly attributes: { key: string; value: { stringValue?: string } }[];
+  readonly startTimeUnixNano: string;
+  readonly endTimeUnixNano: string;
+  readonly attributes: Attribute[];
+  readonly status?: { code?: number; message?: string };
+  readonly events?: { name: string }[];
+}
+
+interface Attribute {
+  readonly key: string;
+  readonly value: { stringValue?: string; intValue?: string | number };
+}
+
+const subscribe = "platform.v1.WorkspaceService/SubscribeWorkspaceEvents";
+/** OTLP's status code for an error (0: unset, 1: ok). */
+const statusError = 2;
+
+function attribute(span: ReceivedSpan, key: string): string | undefined {
+  return span.attributes.find((a) => a.key === key)?.value.stringValue;
 }
 
 describe("OTLP traces", () => {
@@ -95,5 +117,79 @@ describe("OTLP traces", () => {
     ]) {
       expect(spans.map((s) => s.name)).toContain(name);
     }
+  });
+
+  it("exports a span per stream, from its opening to its end, with the code it ended with", async () => {
+    const server = await startTestServer();
+    const streamSpans = () => spans.filter((s) => s.name === subscribe);
+    try {
+      const owner = await signUpWithWorkspace(server.url, "streamer");
+      const outsider = await signUpWithWorkspace(server.url, "outsider");
+
+      // Over REST (NDJSON): subscribed, then the client goes away.
+      const lines = await openNdjson(server.url, `/v1/workspaces/${owner.workspaceId}/events:subscribe`, {
+        token: owner.accessToken,
+      });
+      expect(lines.status).toBe(200);
+      lines.close();
+
+      // Over gRPC: subscribed (the headers go out once it is), then cancelled by the client.
+      const client = clientFor(WorkspaceService, transportFor("grpc-h2", server.url));
+      const controller = new AbortController();
+      let onHeader = () => {};
+      const accepted = new Promise<void>((resolve) => {
+        onHeader = resolve;
+      });
+      const reading = (async () => {
+        for await (const _ of client.subscribeWorkspaceEvents(
+          { workspaceId: owner.workspaceId },
+          bearer(owner.accessToken, { signal: controller.signal, onHeader }),
+        )) {
+          // no events are made
+        }
+      })().catch(() => undefined);
+      await accepted;
+      controller.abort();
+      await reading;
+
+      // Refused before it starts: a workspace the caller is not in.
+      const refused = await (async () => {
+        for await (const _ of client.subscribeWorkspaceEvents(
+          { workspaceId: owner.workspaceId },
+          bearer(outsider.accessToken),
+        )) {
+          // nothing
+        }
+      })().then(
+        () => undefined,
+        (error: unknown) => ConnectError.from(error),
+      );
+      expect(refused?.code).toBe(Code.NotFound);
+
+      // Each span is sent when its stream ends.
+      await until(() => streamSpans().length >= 3);
+    } finally {
+      await server.close();
+    }
+
+    const [ended, endedSpans] = [streamSpans(), spans];
+    const left = ended.filter((s) => attribute(s, "wap.stream.code") === "canceled");
+    expect(left).toHaveLength(2);
+    for (const span of left) {
+      expect(span.status?.code ?? 0).not.toBe(statusError);
+      expect(span.events?.map((e) => e.name)).toContain("accepted");
+      expect(attribute(span, "wap.subject")).toBe("user");
+      expect(attribute(span, "rpc.method")).toBe("SubscribeWorkspaceEvents");
+      expect(BigInt(span.endTimeUnixNano)).toBeGreaterThan(BigInt(span.startTimeUnixNano));
+      // The access check and the subscription's reads are its children.
+      const children = endedSpans.filter((s) => s.parentSpanId === span.spanId);
+      expect(children.length).toBeGreaterThan(0);
+      for (const child of children) expect(child.name).toMatch(/^storage /);
+    }
+    const notFound = ended.find((s) => attribute(s, "wap.stream.code") === "not_found");
+    expect(notFound?.status).toMatchObject({ code: statusError, message: "not_found" });
+    expect(attribute(notFound!, "rpc.connect_rpc.error_code")).toBe("not_found");
+    expect(attribute(notFound!, "wap.workspace_id")).toBeDefined();
+    expect(notFound?.events?.map((e) => e.name) ?? []).not.toContain("accepted");
   });
 });

@@ -40,6 +40,8 @@ import { type WebSocket, WebSocketServer } from "ws";
 import { admitRequest, type EdgeSettings, ownOrigin } from "../edge.js";
 import { restDetailsOf, toPublicError } from "../errors.js";
 import { httpStatusOf, restErrorBody } from "../rest/index.js";
+import { attachStreamSpan } from "../stream-spans.js";
+import type { StreamSpan } from "../tracing.js";
 import { forwardTerminal } from "./relay-forward.js";
 import type { SessionRelayHub } from "./relay-hub.js";
 import { relayTokenHeader } from "./relay-token.js";
@@ -56,6 +58,7 @@ import { carryInput, closeSocket, keepAlive } from "./terminal-socket.js";
 export type WebSocketUpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
 
 const terminalPath = /^\/v1\/workspaces\/([^/]+)\/sessions\/([^/]+)\/terminal$/;
+const terminalRoute = "/v1/workspaces/{workspace_id}/sessions/{session_id}/terminal";
 const relayPath = /^\/internal\/session-relay\/([^/]+)$/;
 const uuid = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 /** How often a waiting browser looks at the session in storage (a claim elsewhere). */
@@ -87,15 +90,17 @@ export function createTerminalEndpoint(
   sockets.on("headers", (headers, req) => headers.push(...(extraHeaders.get(req) ?? [])));
   const { logger } = settings;
 
-  /** Answers `refusal` on the raw socket and logs the request. */
+  /** Answers `refusal` on the raw socket, logs the request and ends its span. */
   function refuse(
     req: IncomingMessage,
     socket: Duplex,
     requestId: string,
     refusal: Refusal,
     started: number,
+    span?: StreamSpan,
   ) {
     const publicError = toPublicError(refusal.error, requestId, logger);
+    span?.end(publicError.code);
     const status = httpStatusOf(publicError.code);
     const body = JSON.stringify(
       restErrorBody(publicError.code, publicError.message, restDetailsOf(publicError)),
@@ -147,7 +152,13 @@ export function createTerminalEndpoint(
     });
   }
 
-  async function browser(req: IncomingMessage, socket: Duplex, head: Buffer, match: RegExpExecArray) {
+  async function browser(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    match: RegExpExecArray,
+    span: StreamSpan | undefined,
+  ) {
     const started = performance.now();
     const collected: Record<string, string | readonly string[]> = {};
     const offered = subprotocolsOf(req);
@@ -166,6 +177,7 @@ export function createTerminalEndpoint(
       },
       settings,
     );
+    if (span) attachStreamSpan(edge, span);
     let ws: WebSocket | undefined;
     try {
       if (edge.refusal) throw edge.refusal;
@@ -183,6 +195,7 @@ export function createTerminalEndpoint(
       }
       if (edge.source === "cookie") checkOrigin(req, settings);
       const [workspaceId, sessionId] = [decode(match[1]), decode(match[2])];
+      span?.annotate({ "wap.workspace_id": workspaceId, "wap.session_id": sessionId });
       if (!uuid.test(workspaceId) || !uuid.test(sessionId)) {
         throw new InvalidArgumentError("workspace_id and session_id must be UUIDs", {
           reason: "INVALID_PATH",
@@ -195,9 +208,11 @@ export function createTerminalEndpoint(
       const session = await attachSession(hub.services, edge.caller, workspaceId.toLowerCase(), sessionId);
       ws = await upgrade(req, socket, head, headerLines({ ...collected, "X-Request-Id": edge.requestId }));
       if (ws === undefined) {
+        span?.end("invalid_argument");
         logRequest(req, 400, "invalid_argument", edge.requestId, started);
         return;
       }
+      if (span) endWithSocket(span, ws);
       edge.code = "ok";
       logRequest(req, 101, "ok", edge.requestId, started);
       keepAlive(ws);
@@ -205,7 +220,7 @@ export function createTerminalEndpoint(
       await connectBrowser(ws, session);
     } catch (error) {
       if (ws === undefined) {
-        refuse(req, socket, edge.requestId, { error, headers: collected }, started);
+        refuse(req, socket, edge.requestId, { error, headers: collected }, started, span);
         return;
       }
       // After the upgrade the socket is told in a frame; the cause stays in the log.
@@ -354,7 +369,9 @@ export function createTerminalEndpoint(
     const path = (req.url ?? "/").split("?", 1)[0] ?? "/";
     const terminal = req.method === "GET" ? terminalPath.exec(path) : null;
     if (terminal) {
-      void browser(req, socket, head, terminal);
+      const span = settings.tracing?.stream("terminal", { "http.route": terminalRoute });
+      if (span) span.within(() => void browser(req, socket, head, terminal, span));
+      else void browser(req, socket, head, terminal, undefined);
       return;
     }
     const peer = req.method === "GET" ? relayPath.exec(path) : null;
@@ -373,6 +390,20 @@ export function createTerminalEndpoint(
       performance.now(),
     );
   };
+}
+
+/**
+ * The span of an upgraded socket ends when the socket closes: `ok` unless the server closed it
+ * for a failure of its own (`internal`) or could not reach the session's relay (`unavailable`).
+ */
+function endWithSocket(span: StreamSpan, ws: WebSocket): void {
+  span.event("upgraded");
+  ws.once("close", (code: number) => {
+    span.annotate({ "websocket.close_code": code });
+    span.end(
+      code === closeCodes.internal ? "internal" : code === closeCodes.unreachable ? "unavailable" : "ok",
+    );
+  });
 }
 
 /** The subprotocols a handshake offers, in order. */
