@@ -118,7 +118,7 @@ describe("the packed @wap/server", () => {
           body: JSON.stringify({ email: account.email, password: account.password }),
         });
         expect(login.status).toBe(200);
-        expect((await login.json()).accessToken).toEqual(expect.any(String));
+        expect(((await login.json()) as { accessToken?: unknown }).accessToken).toEqual(expect.any(String));
         // The generated OpenAPI document ships in the package.
         expect((await fetch(`${url}/openapi.json`)).status).toBe(200);
 

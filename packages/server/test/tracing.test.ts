@@ -12,6 +12,7 @@ import { bearer, clientFor, transportFor } from "./support/clients.js";
 import { restCall, signUpWithWorkspace } from "./support/http.js";
 import { openNdjson } from "./support/ndjson.js";
 import { startTestServer } from "./support/server.js";
+import { openSessionStream, openTerminal, terminalUrl, terminalWorld } from "./support/terminal.js";
 import { until } from "./support/until.js";
 
 interface ReceivedSpan {
@@ -191,5 +192,66 @@ describe("OTLP traces", () => {
     expect(attribute(notFound!, "rpc.connect_rpc.error_code")).toBe("not_found");
     expect(attribute(notFound!, "wap.workspace_id")).toBeDefined();
     expect(notFound?.events?.map((e) => e.name) ?? []).not.toContain("accepted");
+  });
+
+  it("exports the spans of a terminal: the daemon's control and session streams and the browser's socket", async () => {
+    const server = await startTestServer({ daemonKeepaliveSeconds: 3600 });
+    const named = (name: string) => spans.filter((s) => s.name === name);
+    let world: Awaited<ReturnType<typeof terminalWorld>>;
+    try {
+      world = await terminalWorld(server.url, "traced");
+      const daemon = await world.daemonOnline("traced-1");
+      const session = await world.createSession(daemon);
+      const stream = openSessionStream(daemon.daemon);
+      stream.ready(session);
+      expect((await stream.next()).msg.case).toBe("resize");
+      const browser = await openTerminal(terminalUrl(server.url, world.workspaceId, session.sessionId), {
+        token: world.accessToken,
+      });
+      // The browser leaving ends the session: the daemon's stream is told, then ends.
+      browser.close();
+      expect((await stream.next()).msg.case).toBe("close");
+      expect(await stream.ended()).toBeUndefined();
+      // Each HTTP/2 stream is over once the daemon ends its side too.
+      stream.halfClose();
+      daemon.control.cancel();
+      await until(
+        () =>
+          named("terminal").length > 0 &&
+          named("platform.v1.DaemonSessionService/Session").length > 0 &&
+          named("platform.v1.DaemonControlService/Connect").length > 0,
+      );
+    } finally {
+      await server.close();
+    }
+
+    const [socket] = named("terminal");
+    expect(attribute(socket!, "wap.stream.code")).toBe("ok");
+    expect(socket!.events?.map((e) => e.name)).toContain("upgraded");
+    expect(attribute(socket!, "wap.subject_id")).toBe(world.userId);
+    expect(socket!.attributes).toContainEqual({ key: "websocket.close_code", value: { intValue: 1000 } });
+
+    const [session] = named("platform.v1.DaemonSessionService/Session");
+    expect(attribute(session!, "wap.stream.code")).toBe("ok");
+    expect(session!.events?.map((e) => e.name)).toContain("session.claimed");
+    expect(attribute(session!, "wap.subject")).toBe("daemon");
+
+    const [control] = named("platform.v1.DaemonControlService/Connect");
+    expect(attribute(control!, "wap.stream.code")).toBe("canceled");
+    expect(control!.events?.map((e) => e.name)).toContain("daemon.online");
+    expect(spans.some((s) => s.parentSpanId === control!.spanId && s.name.startsWith("storage "))).toBe(true);
+
+    // The socket's request line is written when it closes, with who it was and how it ended.
+    const line = server.logs
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l.msg === "request" && l.rpc === "terminal");
+    expect(line).toMatchObject({
+      status: 101,
+      code: "ok",
+      closeCode: 1000,
+      subject: "user",
+      subjectId: world.userId,
+      workspaceId: world.workspaceId,
+    });
   });
 });

@@ -37,7 +37,7 @@ import {
 } from "@wap/core";
 import type { DaemonSessionRecord } from "@wap/core/storage";
 import { type WebSocket, WebSocketServer } from "ws";
-import { admitRequest, type EdgeSettings, ownOrigin } from "../edge.js";
+import { admitRequest, type EdgeRequest, type EdgeSettings, ownOrigin, subjectIdOf } from "../edge.js";
 import { restDetailsOf, toPublicError } from "../errors.js";
 import { httpStatusOf, restErrorBody } from "../rest/index.js";
 import { attachStreamSpan } from "../stream-spans.js";
@@ -117,13 +117,19 @@ export function createTerminalEndpoint(
     logRequest(req, status, publicError.code, requestId, started);
   }
 
+  /**
+   * The request line of a handshake: when it is refused, or, once upgraded, when the socket
+   * closes (its `ms` is then the socket's whole life, and `closeCode` the WebSocket close code).
+   */
   function logRequest(
     req: IncomingMessage,
     status: number,
     code: string,
     requestId: string,
     started: number,
+    more: { edge?: EdgeRequest; workspaceId?: string; closeCode?: number } = {},
   ) {
+    const caller = more.edge?.caller;
     logger.info("request", {
       method: req.method,
       path: (req.url ?? "/").split("?", 1)[0],
@@ -133,6 +139,30 @@ export function createTerminalEndpoint(
       ms: Math.round((performance.now() - started) * 10) / 10,
       requestId,
       protocol: `HTTP/${req.httpVersion}`,
+      client: more.edge?.ipAddress,
+      userAgent: more.edge?.userAgent,
+      subject: caller?.kind,
+      subjectId: caller === undefined ? undefined : subjectIdOf(caller),
+      workspaceId: more.workspaceId,
+      closeCode: more.closeCode,
+    });
+  }
+
+  /** Logs the request and ends its span when the upgraded socket closes. */
+  function whenClosed(
+    ws: WebSocket,
+    req: IncomingMessage,
+    requestId: string,
+    started: number,
+    span: StreamSpan | undefined,
+    more: { edge?: EdgeRequest; workspaceId?: string } = {},
+  ) {
+    span?.event("upgraded");
+    ws.once("close", (closeCode: number) => {
+      const code = socketEndCode(closeCode);
+      span?.annotate({ "websocket.close_code": closeCode });
+      span?.end(code);
+      logRequest(req, 101, code, requestId, started, { ...more, closeCode });
     });
   }
 
@@ -212,9 +242,8 @@ export function createTerminalEndpoint(
         logRequest(req, 400, "invalid_argument", edge.requestId, started);
         return;
       }
-      if (span) endWithSocket(span, ws);
       edge.code = "ok";
-      logRequest(req, 101, "ok", edge.requestId, started);
+      whenClosed(ws, req, edge.requestId, started, span, { edge, workspaceId: session.workspaceId });
       keepAlive(ws);
       await endWhenAccessEnds(ws, edge.caller, session);
       await connectBrowser(ws, session);
@@ -356,7 +385,7 @@ export function createTerminalEndpoint(
       const ws = await upgrade(req, socket, head, [`X-Request-Id: ${requestId}`]);
       upgraded = true;
       if (ws === undefined) return;
-      logRequest(req, 101, "ok", requestId, started);
+      whenClosed(ws, req, requestId, started, undefined);
       keepAlive(ws);
       relay.attach(ws, { size: undefined, input: [] });
     } catch (error) {
@@ -393,17 +422,13 @@ export function createTerminalEndpoint(
 }
 
 /**
- * The span of an upgraded socket ends when the socket closes: `ok` unless the server closed it
- * for a failure of its own (`internal`) or could not reach the session's relay (`unavailable`).
+ * The code an upgraded socket ended with: `ok` unless the server closed it for a failure of its
+ * own (`internal`) or could not reach the session's relay (`unavailable`).
  */
-function endWithSocket(span: StreamSpan, ws: WebSocket): void {
-  span.event("upgraded");
-  ws.once("close", (code: number) => {
-    span.annotate({ "websocket.close_code": code });
-    span.end(
-      code === closeCodes.internal ? "internal" : code === closeCodes.unreachable ? "unavailable" : "ok",
-    );
-  });
+function socketEndCode(closeCode: number): string {
+  if (closeCode === closeCodes.internal) return "internal";
+  if (closeCode === closeCodes.unreachable) return "unavailable";
+  return "ok";
 }
 
 /** The subprotocols a handshake offers, in order. */
