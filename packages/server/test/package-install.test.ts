@@ -23,6 +23,7 @@ const repoRoot = join(import.meta.dirname, "../../..");
 /** @wap/server and the workspace packages it depends on. */
 const packages = ["api", "core", "storage-sql", "storage-sqlite", "storage-postgres", "server"];
 const run = promisify(execFile);
+const sqliteDriver = "better-sqlite3";
 const minutes = 60_000;
 
 describe("the packed @wap/server", () => {
@@ -176,8 +177,9 @@ function walk(path: string, pick: (a: number, b: number) => number): number | un
  * binary prebuild-install looks for (`<name>-v<version>-node-v<abi>-<platform>-<arch>.tar.gz`).
  */
 async function localPrebuild(dir: string): Promise<{ name: string }> {
+  // @wap/storage-sqlite's driver, resolved from there (this package does not depend on it).
   const require = createRequire(join(repoRoot, "packages", "storage-sqlite", "package.json"));
-  const manifestPath = require.resolve("better-sqlite3/package.json");
+  const manifestPath = require.resolve(`${sqliteDriver}/package.json`);
   const manifest = JSON.parse(readFileSync(manifestPath, "utf8")) as { name: string; version: string };
   const addon = join("build", "Release", "better_sqlite3.node");
   expect(existsSync(join(dirname(manifestPath), addon))).toBe(true);

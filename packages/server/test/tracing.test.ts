@@ -5,14 +5,14 @@
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import { WorkspaceService } from "@wap/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bearer, clientFor, transportFor } from "./support/clients.js";
+import { bearer, clientFor, streamError, transportFor } from "./support/clients.js";
 import { restCall, signUpWithWorkspace } from "./support/http.js";
 import { openNdjson } from "./support/ndjson.js";
 import { startTestServer } from "./support/server.js";
-import { openSessionStream, openTerminal, terminalUrl, terminalWorld } from "./support/terminal.js";
+import { terminalWorld } from "./support/terminal.js";
 import { until } from "./support/until.js";
 
 interface ReceivedSpan {
@@ -154,16 +154,8 @@ describe("OTLP traces", () => {
       await reading;
 
       // Refused before it starts: a workspace the caller is not in.
-      const refused = await (async () => {
-        for await (const _ of client.subscribeWorkspaceEvents(
-          { workspaceId: owner.workspaceId },
-          bearer(outsider.accessToken),
-        )) {
-          // nothing
-        }
-      })().then(
-        () => undefined,
-        (error: unknown) => ConnectError.from(error),
+      const refused = await streamError(
+        client.subscribeWorkspaceEvents({ workspaceId: owner.workspaceId }, bearer(outsider.accessToken)),
       );
       expect(refused?.code).toBe(Code.NotFound);
 
@@ -200,14 +192,7 @@ describe("OTLP traces", () => {
     let world: Awaited<ReturnType<typeof terminalWorld>>;
     try {
       world = await terminalWorld(server.url, "traced");
-      const daemon = await world.daemonOnline("traced-1");
-      const session = await world.createSession(daemon);
-      const stream = openSessionStream(daemon.daemon);
-      stream.ready(session);
-      expect((await stream.next()).msg.case).toBe("resize");
-      const browser = await openTerminal(terminalUrl(server.url, world.workspaceId, session.sessionId), {
-        token: world.accessToken,
-      });
+      const { daemon, stream, browser } = await world.openedSession("traced-1");
       // The browser leaving ends the session: the daemon's stream is told, then ends.
       browser.close();
       expect((await stream.next()).msg.case).toBe("close");
