@@ -32,7 +32,7 @@ import { cliLoginStream, createCallContext, procedureOf, UnimplementedError } fr
 import { answer, requireEdge, shuttingDown } from "./connect-context.js";
 import { controlStreamHandler } from "./daemons/control-stream.js";
 import { sessionStreamHandler } from "./daemons/session-stream.js";
-import { callerFor, callPlatform, type EdgeSettings } from "./edge.js";
+import { callerFor, callPlatform, type EdgeSettings, noteWorkspace } from "./edge.js";
 import { streamAccepted } from "./stream-headers.js";
 
 /** Registers every method of the contract on `router`. */
@@ -89,8 +89,13 @@ function serverStreamingHandler<I extends DescMessage, O extends DescMessage>(
   ): AsyncGenerator<MessageShape<O>> {
     const edge = requireEdge(context);
     edge.rpc = procedureOf(method);
+    noteWorkspace(edge, request);
     // The client leaving, its deadline, or this server starting to shut down.
     const signal = settings.closing ? AbortSignal.any([context.signal, settings.closing]) : context.signal;
+    const onReady = () => {
+      edge.streamSpan?.event("accepted");
+      streamAccepted(context);
+    };
     try {
       const ctx = createCallContext(callerFor(edge, settings, method), {
         requestId: edge.requestId,
@@ -98,7 +103,7 @@ function serverStreamingHandler<I extends DescMessage, O extends DescMessage>(
         ipAddress: edge.ipAddress,
         userAgent: edge.userAgent,
       });
-      yield* settings.platform.stream(method, ctx, request, { onReady: () => streamAccepted(context) });
+      yield* settings.platform.stream(method, ctx, request, { onReady });
       if (settings.closing?.aborted && !context.signal.aborted) throw shuttingDown();
       throwIfDeadlineExceeded(context);
       edge.code = context.signal.aborted ? "canceled" : "ok";

@@ -15,8 +15,15 @@ import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import type { NodeHandler } from "./listener.js";
 
-/** Where the console's build lands, from this file in `src/` or `dist/` alike. */
-export const defaultConsoleDir = fileURLToPath(new URL("../../console/dist", import.meta.url));
+/**
+ * Where the console's files are looked for, from this file in `src/` or `dist/` alike: its own
+ * build in the repository (packages/console/dist), else the copy the published package carries
+ * (`console/`, put there when the package is packed: scripts/pack-console.mjs).
+ */
+const defaultConsoleDirs = [
+  fileURLToPath(new URL("../../console/dist", import.meta.url)),
+  fileURLToPath(new URL("../console", import.meta.url)),
+];
 
 /**
  * No inline script, nothing from elsewhere, never framed. Inline styles are allowed: the terminal
@@ -81,11 +88,19 @@ export function isApiPath(path: string): boolean {
 }
 
 /**
- * Reads the built console from `dir`; undefined when there is no build there (no index.html).
+ * Reads the built console from `dir` (by default the first of {@link defaultConsoleDirs} that
+ * holds one); undefined when there is no build there (no index.html).
  */
-export async function loadConsoleAssets(dir: string = defaultConsoleDir): Promise<ConsoleAssets | undefined> {
-  const index = join(dir, "index.html");
-  if (!(await stat(index).catch(() => undefined))?.isFile()) return undefined;
+export async function loadConsoleAssets(dir?: string): Promise<ConsoleAssets | undefined> {
+  for (const candidate of dir === undefined ? defaultConsoleDirs : [dir]) {
+    if ((await stat(join(candidate, "index.html")).catch(() => undefined))?.isFile()) {
+      return readConsoleAssets(candidate);
+    }
+  }
+  return undefined;
+}
+
+async function readConsoleAssets(dir: string): Promise<ConsoleAssets> {
   const assets = new Map<string, Asset>();
   for (const file of await listFiles(dir)) {
     const urlPath = `/${relative(dir, file).split(sep).join("/")}`;

@@ -49,7 +49,7 @@ import {
   sessionCookieAfter,
   touchesSessionCookie,
 } from "./session-cookie.js";
-import type { Tracing } from "./tracing.js";
+import type { StreamSpan, Tracing } from "./tracing.js";
 
 export interface EdgeSettings {
   readonly platform: Platform;
@@ -105,6 +105,8 @@ export interface EdgeRequest {
   /** For the request log: the error's stable reason, and the workspace the request names. */
   reason?: string;
   workspaceId?: string;
+  /** The span of a stream, when traces are exported: its handler records what happens on it. */
+  streamSpan?: StreamSpan;
 }
 
 /** Minimal view of a Node request (HTTP/1.1 or HTTP/2 compatibility API). */
@@ -344,8 +346,7 @@ export async function callPlatform<I extends DescMessage, O extends DescMessage>
   signal: AbortSignal,
 ): Promise<EdgeCallResult<O>> {
   edge.rpc = procedureOf(method);
-  const named = (request as { workspaceId?: unknown }).workspaceId;
-  if (typeof named === "string" && named !== "") edge.workspaceId = named.slice(0, 128);
+  noteWorkspace(edge, request);
   const caller = callerFor(edge, settings, method);
   const ctx = createCallContext(caller, {
     requestId: edge.requestId,
@@ -370,6 +371,28 @@ export async function callPlatform<I extends DescMessage, O extends DescMessage>
       ? sessionCookieAfter(method, response, cookieSettings(settings, edge))
       : undefined,
   };
+}
+
+/** The id of whoever calls: the user, service account or daemon (none when anonymous). */
+export function subjectIdOf(caller: Caller): string | undefined {
+  switch (caller.kind) {
+    case "user":
+      return caller.userId;
+    case "service_account":
+      return caller.serviceAccountId;
+    case "daemon":
+      return caller.daemonId;
+    default:
+      return undefined;
+  }
+}
+
+/** The workspace a request message names, for the request log and the stream's span. */
+export function noteWorkspace(edge: EdgeRequest, request: object): void {
+  const named = (request as { workspaceId?: unknown }).workspaceId;
+  if (typeof named !== "string" || named === "") return;
+  edge.workspaceId = named.slice(0, 128);
+  edge.streamSpan?.annotate({ "wap.workspace_id": edge.workspaceId });
 }
 
 /** Cookie attributes for an answer to `edge`: `Secure` whenever the browser came by https. */

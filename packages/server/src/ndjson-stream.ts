@@ -15,7 +15,7 @@
  */
 import type { DescMessage, DescMethodServerStreaming, MessageShape } from "@bufbuild/protobuf";
 import { createCallContext, PlatformError } from "@wap/core";
-import { callerFor, type EdgeRequest, type EdgeSettings } from "./edge.js";
+import { callerFor, type EdgeRequest, type EdgeSettings, noteWorkspace } from "./edge.js";
 import { restDetailsOf, toPublicError } from "./errors.js";
 import { restErrorBody, writeResponse } from "./rest/index.js";
 
@@ -49,6 +49,7 @@ export async function ndjsonStream<I extends DescMessage, O extends DescMessage>
   let iterator: AsyncIterator<MessageShape<O>>;
   let pending: Promise<IteratorResult<MessageShape<O>>> | undefined;
   try {
+    noteWorkspace(edge, options.request);
     const ctx = createCallContext(callerFor(edge, settings, method), {
       requestId: edge.requestId,
       signal,
@@ -57,7 +58,10 @@ export async function ndjsonStream<I extends DescMessage, O extends DescMessage>
     });
     let onReady = () => {};
     const ready = new Promise<void>((resolve) => {
-      onReady = resolve;
+      onReady = () => {
+        edge.streamSpan?.event("accepted");
+        resolve();
+      };
     });
     iterator = settings.platform.stream(method, ctx, options.request, { onReady })[Symbol.asyncIterator]();
     pending = iterator.next();

@@ -21,7 +21,7 @@ import { registerConnectRoutes } from "./connect-routes.js";
 import { isApiPath } from "./console-assets.js";
 import { applyCors } from "./cors.js";
 import { controlStreamPath, serveControlStream } from "./daemons/control-connect.js";
-import { admitRequest, edgeOf, type ProcedureResolver } from "./edge.js";
+import { admitRequest, type EdgeRequest, edgeOf, type ProcedureResolver, subjectIdOf } from "./edge.js";
 import { registerHealth } from "./grpc-services/health.js";
 import { registerReflection, serverReflectionV1alpha } from "./grpc-services/reflection.js";
 import type { NodeHandler } from "./listener.js";
@@ -29,6 +29,8 @@ import type { Logger } from "./logger.js";
 import type { RequestProtocol, ServerMetrics } from "./metrics.js";
 import { createRestRoutes, type RestRoutes } from "./rest/index.js";
 import { sendStreamHeadersEarly } from "./stream-headers.js";
+import { attachStreamSpan, streamSpanOpener } from "./stream-spans.js";
+import type { StreamSpan } from "./tracing.js";
 import { createUnaryConnectPath } from "./unary-connect.js";
 import { answerUndecodableAsInvalidArgument, undecodableRequests } from "./undecodable-requests.js";
 import { answerUnknownProcedure } from "./unknown-procedure.js";
@@ -95,16 +97,20 @@ export function createRequestHandler(settings: AppSettings): NodeHandler {
   const observe = observerOf(logRequests ? logger : undefined, metrics);
   const observeProbe = logProbes ? observerOf(logger, undefined) : undefined;
 
+  const openStreamSpan = settings.edge.tracing && streamSpanOpener(settings.edge.tracing, resolveProcedure);
+
   /** Runs the edge, then hands the request to connect-node (which falls back to Hono). */
   async function admitThenRoute(
     req: Parameters<NodeHandler>[0],
     res: Parameters<NodeHandler>[1],
     path: string,
+    streamSpan: StreamSpan | undefined,
   ) {
     try {
       const edge = await admitRequest(req, res, settings.edge, resolveProcedure);
       // Named here too, for requests that connect-node refuses before any handler runs.
       if (procedurePath.test(path)) edge.rpc = path;
+      if (streamSpan) attachStreamSpan(edge, streamSpan);
       // Daemon control streams as the agent opens them take a leaner path (control-connect.ts).
       if (path === controlStreamPath && serveControlStream(req, res, edge, settings.edge)) return;
       // Unary calls as Connect clients usually send them, too (unary-connect.ts).
@@ -143,7 +149,13 @@ export function createRequestHandler(settings: AppSettings): NodeHandler {
       settings.console.serve(req, res, path);
       return;
     }
-    void admitThenRoute(req, res, path);
+    const streamSpan = openStreamSpan?.(req.method ?? "GET", path);
+    if (streamSpan === undefined) {
+      void admitThenRoute(req, res, path, undefined);
+      return;
+    }
+    res.once("close", () => streamSpan.end(answeredCode(edgeOf(req), res)));
+    streamSpan.within(() => void admitThenRoute(req, res, path, streamSpan));
   };
 }
 
@@ -250,8 +262,7 @@ function observerOf(logger: Logger | undefined, metrics: ServerMetrics | undefin
     const started = performance.now();
     res.once("close", () => {
       const edge = edgeOf(req);
-      // A response closed before it ended: the client left (a reset stream, a dropped socket).
-      const code = edge?.code ?? (res.writableEnded ? codeFromStatus(res.statusCode) : "canceled");
+      const code = answeredCode(edge, res);
       const ms = performance.now() - started;
       metrics?.requestFinished(edge?.rpc, protocolOf(req, path), code, ms / 1000);
       if (logger === undefined) return;
@@ -278,17 +289,10 @@ function observerOf(logger: Logger | undefined, metrics: ServerMetrics | undefin
   };
 }
 
-function subjectIdOf(caller: Caller): string | undefined {
-  switch (caller.kind) {
-    case "user":
-      return caller.userId;
-    case "service_account":
-      return caller.serviceAccountId;
-    case "daemon":
-      return caller.daemonId;
-    default:
-      return undefined;
-  }
+/** The code a request ended with: its handler's, else what its response says. */
+function answeredCode(edge: EdgeRequest | undefined, res: Parameters<NodeHandler>[1]): ErrorCode | "ok" {
+  // A response closed before it ended: the client left (a reset stream, a dropped socket).
+  return edge?.code ?? (res.writableEnded ? codeFromStatus(res.statusCode) : "canceled");
 }
 
 function workspaceOf(caller: Caller | undefined): string | undefined {

@@ -1,6 +1,6 @@
 /**
- * OpenTelemetry traces: a span per RPC and, under it, a span per storage call, exported over
- * OTLP/HTTP. On only when the standard `OTEL_EXPORTER_OTLP_ENDPOINT` (or
+ * OpenTelemetry traces: a span per RPC and per stream (from its opening to its end, with the code
+ * it ended with) and, under them, a span per storage call, exported over OTLP/HTTP. On only when the standard `OTEL_EXPORTER_OTLP_ENDPOINT` (or
  * `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set; otherwise the SDK is never loaded and the request
  * path checks one `undefined`. The exporter reads the other standard variables itself
  * (`OTEL_EXPORTER_OTLP_HEADERS`, timeouts); `OTEL_SERVICE_NAME` names the service.
@@ -17,10 +17,30 @@ type Tracer = import("@opentelemetry/api").Tracer;
 export interface Tracing {
   /** Runs `work` inside a span named after the RPC; the span ends with its outcome. */
   rpc<T>(procedure: string, attributes: Readonly<Record<string, string>>, work: () => Promise<T>): Promise<T>;
+  /**
+   * Opens the span of a stream (a streaming RPC, the terminal WebSocket); the caller ends it.
+   * `name` is a procedure path (`/pkg.Service/Method`) or a bounded name such as `terminal`.
+   */
+  stream(name: string, attributes: Readonly<Record<string, string>>): StreamSpan;
   /** The storage, with a span for each call made under an RPC's span. */
   instrumentStorage(storage: Storage, system: "sqlite" | "postgresql"): Storage;
   /** Sends what is buffered and stops. */
   shutdown(): Promise<void>;
+}
+
+/** The span of one open stream. */
+export interface StreamSpan {
+  /** A significant moment of the stream: a name from a fixed set; attributes may carry ids. */
+  event(name: string, attributes?: Readonly<Record<string, string | number>>): void;
+  /** Attributes learnt while the stream runs (the daemon, the session). */
+  annotate(attributes: Readonly<Record<string, string | number>>): void;
+  /** Runs `work` with this span active: storage calls made from it are its children. */
+  within<T>(work: () => T): T;
+  /**
+   * Ends the span with the code the stream ended with (`ok`, `canceled` when the client left,
+   * or the error's code); later calls do nothing.
+   */
+  end(code: string): void;
 }
 
 /** Whether the environment asks for traces. */
@@ -50,20 +70,35 @@ export async function startTracing(env: NodeJS.ProcessEnv, logger: Logger): Prom
   });
   return {
     rpc(procedure, attributes, work) {
-      const [service = "", method = ""] = procedure.slice(1).split("/");
       return tracer.startActiveSpan(
         procedure.slice(1),
-        {
-          kind: api.SpanKind.SERVER,
-          attributes: {
-            "rpc.system": "connect_rpc",
-            "rpc.service": service,
-            "rpc.method": method,
-            ...attributes,
-          },
-        },
+        { kind: api.SpanKind.SERVER, attributes: { ...procedureAttributes(procedure), ...attributes } },
         (span) => settle(api, span, work),
       );
+    },
+    stream(name, attributes) {
+      const span = tracer.startSpan(name.replace(/^\//, ""), {
+        kind: api.SpanKind.SERVER,
+        attributes: { ...procedureAttributes(name), ...attributes },
+      });
+      const active = api.trace.setSpan(api.context.active(), span);
+      let ended = false;
+      return {
+        event: (eventName, eventAttributes) => span.addEvent(eventName, eventAttributes),
+        annotate: (more) => span.setAttributes(more),
+        within: (work) => api.context.with(active, work),
+        end(code) {
+          if (ended) return;
+          ended = true;
+          span.setAttribute("wap.stream.code", code);
+          // The client leaving is how most streams end: not an error of the server's.
+          if (code !== "ok" && code !== "canceled") {
+            span.setAttribute("rpc.connect_rpc.error_code", code);
+            span.setStatus({ code: api.SpanStatusCode.ERROR, message: code });
+          }
+          span.end();
+        },
+      };
     },
     instrumentStorage: (storage, system) => instrumentStorage(api, tracer, storage, system),
     async shutdown() {
@@ -74,6 +109,13 @@ export async function startTracing(env: NodeJS.ProcessEnv, logger: Logger): Prom
         );
     },
   };
+}
+
+/** The semantic-convention attributes of a procedure path; none for other stream names. */
+function procedureAttributes(name: string): Record<string, string> {
+  const [service, method] = name.slice(1).split("/");
+  if (!name.startsWith("/") || service === undefined || method === undefined) return {};
+  return { "rpc.system": "connect_rpc", "rpc.service": service, "rpc.method": method };
 }
 
 async function settle<T>(api: Api, span: Span, work: () => Promise<T>): Promise<T> {

@@ -4,7 +4,7 @@
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import { WorkspaceService } from "@wap/api";
-import { bearer, clientFor, type Protocol, transportFor } from "@wap/test-kit/clients";
+import { bearer, clientFor, type Protocol, streamError, transportFor } from "@wap/test-kit/clients";
 import { restCall, signUpWithWorkspace } from "@wap/test-kit/http";
 import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -49,16 +49,8 @@ describe("SubscribeWorkspaceEvents over Connect and gRPC", () => {
     const user = await signUpWithWorkspace(server.url, "outsider");
     const other = await signUpWithWorkspace(server.url, "insider");
     const client = clientFor(WorkspaceService, transportFor("connect-json-h2", server.url));
-    const error = await (async () => {
-      for await (const _ of client.subscribeWorkspaceEvents(
-        { workspaceId: other.workspaceId },
-        bearer(user.accessToken),
-      )) {
-        // nothing
-      }
-    })().then(
-      () => undefined,
-      (e: unknown) => ConnectError.from(e),
+    const error = await streamError(
+      client.subscribeWorkspaceEvents({ workspaceId: other.workspaceId }, bearer(user.accessToken)),
     );
     expect(error?.code).toBe(Code.NotFound);
   });

@@ -82,23 +82,9 @@ describe("a session from CreateSession to the end", () => {
   });
 });
 
-/** A daemon online, a session pushed, its stream claimed, and a browser attached by token. */
-async function openedSession(hostname: string) {
-  const daemon = await world.daemonOnline(hostname);
-  const session = await world.createSession(daemon);
-  const stream = openSessionStream(daemon.daemon);
-  stream.ready(session);
-  // The first resize (80×24, or the browser's size) sends the stream's headers.
-  expect((await stream.next()).msg.case).toBe("resize");
-  const browser = await openTerminal(terminalUrl(server.url, world.workspaceId, session.sessionId), {
-    token: world.accessToken,
-  });
-  return { daemon, session, stream, browser };
-}
-
 describe("how a session ends", () => {
   it("a reset daemon stream is the normal end: the browser hears closed, storage says closed", async () => {
-    const { session, stream, browser } = await openedSession("reset-1");
+    const { session, stream, browser } = await world.openedSession("reset-1");
     stream.stdout("$ ");
     expect((await browser.readBytes(2)).toString()).toBe("$ ");
     stream.cancel();
@@ -108,7 +94,7 @@ describe("how a session ends", () => {
   });
 
   it("`exited` ends it too, with what the daemon said", async () => {
-    const { session, stream, browser } = await openedSession("exited-1");
+    const { session, stream, browser } = await world.openedSession("exited-1");
     stream.exited("shell exited");
     expect((await browser.closed()).closedFrame).toBe("the session ended on the daemon: shell exited");
     expect(await stream.ended()).toBeUndefined();
@@ -118,7 +104,7 @@ describe("how a session ends", () => {
   });
 
   it("CloseSession ends both sides: close{reason} to the daemon, closed to the browser", async () => {
-    const { daemon, session, stream, browser } = await openedSession("closed-1");
+    const { daemon, session, stream, browser } = await world.openedSession("closed-1");
     await world.admin.closeSession(
       { workspaceId: world.workspaceId, daemonId: daemon.id, sessionId: session.sessionId },
       world.auth,
@@ -299,7 +285,7 @@ describe("the browser's WebSocket", () => {
   });
 
   it("answers a bad control message with an error frame and goes on", async () => {
-    const { stream, browser } = await openedSession("control-1");
+    const { stream, browser } = await world.openedSession("control-1");
     browser.ws.send("not json");
     expect(await browser.nextControl()).toMatchObject({ type: "error" });
     browser.ws.send(JSON.stringify({ type: "resize", cols: 0, rows: 24 }));
@@ -353,7 +339,7 @@ describe("recording", () => {
 
 describe("volume", () => {
   it("relays 32 KiB chunks at volume, in order", async () => {
-    const { stream, browser } = await openedSession("volume-1");
+    const { stream, browser } = await world.openedSession("volume-1");
     const chunks = 256; // 8 MiB
     const { received, chunkBytes, sentSha256, mib, ms } = await relayNumberedChunks(stream, browser, chunks);
     const mibPerSecond = Math.round((mib / (ms / 1000)) * 10) / 10;

@@ -2,7 +2,13 @@
  * connect-node transports for every protocol the server speaks, and typed clients over them.
  */
 import type { DescService } from "@bufbuild/protobuf";
-import { type CallOptions, type Client, createClient, type Transport } from "@connectrpc/connect";
+import {
+  type CallOptions,
+  type Client,
+  ConnectError,
+  createClient,
+  type Transport,
+} from "@connectrpc/connect";
 import {
   createConnectTransport,
   createGrpcTransport,
@@ -65,4 +71,16 @@ export function bearer(token: string, extra: CallOptions = {}): CallOptions {
     ...extra,
     headers: { ...(extra.headers as Record<string, string>), authorization: `Bearer ${token}` },
   };
+}
+
+/** Reads a stream to its end: undefined when it ends cleanly, else the error it ends with. */
+export async function streamError(stream: AsyncIterable<unknown>): Promise<ConnectError | undefined> {
+  try {
+    for await (const _ of stream) {
+      // Only how it ends counts.
+    }
+    return undefined;
+  } catch (error) {
+    return ConnectError.from(error);
+  }
 }

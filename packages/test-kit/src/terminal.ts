@@ -332,6 +332,31 @@ export async function terminalWorld(baseUrl: string, name = "term") {
     await target.daemon.sync(["ubuntu"]);
   }
 
+  /** CreateSession as the owner; resolves once the daemon's control stream got the push. */
+  async function createSession(target: { id: string; control: ControlStream }) {
+    const { session } = await admin.createSession(
+      { workspaceId, daemonId: target.id, username: "ubuntu" },
+      auth,
+    );
+    await sessionPushed(target.control, session!.sessionId);
+    return { sessionId: session!.sessionId, username: "ubuntu", userId };
+  }
+
+  /** A daemon online, a session pushed, its stream claimed, and a browser attached by token. */
+  async function openedSession(hostname: string) {
+    const daemon = await daemonOnline(hostname);
+    const session = await createSession(daemon);
+    const stream = openSessionStream(daemon.daemon);
+    stream.ready(session);
+    // The first resize (80×24, or the browser's size) sends the stream's headers.
+    const first = await stream.next();
+    if (first.msg.case !== "resize") throw new Error(`the session stream began with ${first.msg.case}`);
+    const browser = await openTerminal(terminalUrl(baseUrl, workspaceId, session.sessionId), {
+      token: owner.accessToken,
+    });
+    return { daemon, session, stream, browser };
+  }
+
   return {
     ...owner,
     workspaceId,
@@ -340,15 +365,8 @@ export async function terminalWorld(baseUrl: string, name = "term") {
     admin,
     daemonOnline,
     grantLogin,
-    /** CreateSession as the owner; resolves once the daemon's control stream got the push. */
-    async createSession(target: { id: string; control: ControlStream }) {
-      const { session } = await admin.createSession(
-        { workspaceId, daemonId: target.id, username: "ubuntu" },
-        auth,
-      );
-      await sessionPushed(target.control, session!.sessionId);
-      return { sessionId: session!.sessionId, username: "ubuntu", userId };
-    },
+    createSession,
+    openedSession,
   };
 }
 export type TerminalWorld = Awaited<ReturnType<typeof terminalWorld>>;

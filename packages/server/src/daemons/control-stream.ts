@@ -111,6 +111,7 @@ export async function* runControlStream(
       const event = parseDaemonEvent(payload);
       if (event === null) return;
       if (event.kind === "deleted") {
+        edge.streamSpan?.event("daemon.deleted");
         box.finish(
           new UnauthenticatedError("this daemon was deleted; enrol the machine again", {
             reason: "DAEMON_DELETED",
@@ -126,6 +127,7 @@ export async function* runControlStream(
       opened.opened = true;
       return result;
     });
+    edge.streamSpan?.event("daemon.online");
     for (const message of greeting) box.push(message);
     keepalive = setInterval(() => {
       if (box.idle) box.push(heartbeatAck);

@@ -73,6 +73,8 @@ export function sessionStreamHandler(settings: EdgeSettings) {
       const session = await claimSession(services, caller, ready, hub.relayRecord());
       const opened = hub.open(session);
       relay = opened;
+      edge.streamSpan?.annotate({ "wap.session_id": session.id, "wap.workspace_id": session.workspaceId });
+      edge.streamSpan?.event("session.claimed");
       if (closedEarly !== undefined) void opened.closedElsewhere(closedEarly);
       const onAbort = () => void opened.daemonEnded(streamEndReason(context));
       context.signal.addEventListener("abort", onAbort, { once: true });

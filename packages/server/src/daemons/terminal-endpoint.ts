@@ -37,9 +37,11 @@ import {
 } from "@wap/core";
 import type { DaemonSessionRecord } from "@wap/core/storage";
 import { type WebSocket, WebSocketServer } from "ws";
-import { admitRequest, type EdgeSettings, ownOrigin } from "../edge.js";
+import { admitRequest, type EdgeRequest, type EdgeSettings, ownOrigin, subjectIdOf } from "../edge.js";
 import { restDetailsOf, toPublicError } from "../errors.js";
 import { httpStatusOf, restErrorBody } from "../rest/index.js";
+import { attachStreamSpan } from "../stream-spans.js";
+import type { StreamSpan } from "../tracing.js";
 import { forwardTerminal } from "./relay-forward.js";
 import type { SessionRelayHub } from "./relay-hub.js";
 import { relayTokenHeader } from "./relay-token.js";
@@ -56,6 +58,7 @@ import { carryInput, closeSocket, keepAlive } from "./terminal-socket.js";
 export type WebSocketUpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
 
 const terminalPath = /^\/v1\/workspaces\/([^/]+)\/sessions\/([^/]+)\/terminal$/;
+const terminalRoute = "/v1/workspaces/{workspace_id}/sessions/{session_id}/terminal";
 const relayPath = /^\/internal\/session-relay\/([^/]+)$/;
 const uuid = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 /** How often a waiting browser looks at the session in storage (a claim elsewhere). */
@@ -87,15 +90,17 @@ export function createTerminalEndpoint(
   sockets.on("headers", (headers, req) => headers.push(...(extraHeaders.get(req) ?? [])));
   const { logger } = settings;
 
-  /** Answers `refusal` on the raw socket and logs the request. */
+  /** Answers `refusal` on the raw socket, logs the request and ends its span. */
   function refuse(
     req: IncomingMessage,
     socket: Duplex,
     requestId: string,
     refusal: Refusal,
     started: number,
+    span?: StreamSpan,
   ) {
     const publicError = toPublicError(refusal.error, requestId, logger);
+    span?.end(publicError.code);
     const status = httpStatusOf(publicError.code);
     const body = JSON.stringify(
       restErrorBody(publicError.code, publicError.message, restDetailsOf(publicError)),
@@ -112,13 +117,19 @@ export function createTerminalEndpoint(
     logRequest(req, status, publicError.code, requestId, started);
   }
 
+  /**
+   * The request line of a handshake: when it is refused, or, once upgraded, when the socket
+   * closes (its `ms` is then the socket's whole life, and `closeCode` the WebSocket close code).
+   */
   function logRequest(
     req: IncomingMessage,
     status: number,
     code: string,
     requestId: string,
     started: number,
+    more: { edge?: EdgeRequest; workspaceId?: string; closeCode?: number } = {},
   ) {
+    const caller = more.edge?.caller;
     logger.info("request", {
       method: req.method,
       path: (req.url ?? "/").split("?", 1)[0],
@@ -128,6 +139,30 @@ export function createTerminalEndpoint(
       ms: Math.round((performance.now() - started) * 10) / 10,
       requestId,
       protocol: `HTTP/${req.httpVersion}`,
+      client: more.edge?.ipAddress,
+      userAgent: more.edge?.userAgent,
+      subject: caller?.kind,
+      subjectId: caller === undefined ? undefined : subjectIdOf(caller),
+      workspaceId: more.workspaceId,
+      closeCode: more.closeCode,
+    });
+  }
+
+  /** Logs the request and ends its span when the upgraded socket closes. */
+  function whenClosed(
+    ws: WebSocket,
+    req: IncomingMessage,
+    requestId: string,
+    started: number,
+    span: StreamSpan | undefined,
+    more: { edge?: EdgeRequest; workspaceId?: string } = {},
+  ) {
+    span?.event("upgraded");
+    ws.once("close", (closeCode: number) => {
+      const code = socketEndCode(closeCode);
+      span?.annotate({ "websocket.close_code": closeCode });
+      span?.end(code);
+      logRequest(req, 101, code, requestId, started, { ...more, closeCode });
     });
   }
 
@@ -147,7 +182,13 @@ export function createTerminalEndpoint(
     });
   }
 
-  async function browser(req: IncomingMessage, socket: Duplex, head: Buffer, match: RegExpExecArray) {
+  async function browser(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    match: RegExpExecArray,
+    span: StreamSpan | undefined,
+  ) {
     const started = performance.now();
     const collected: Record<string, string | readonly string[]> = {};
     const offered = subprotocolsOf(req);
@@ -166,6 +207,7 @@ export function createTerminalEndpoint(
       },
       settings,
     );
+    if (span) attachStreamSpan(edge, span);
     let ws: WebSocket | undefined;
     try {
       if (edge.refusal) throw edge.refusal;
@@ -183,6 +225,7 @@ export function createTerminalEndpoint(
       }
       if (edge.source === "cookie") checkOrigin(req, settings);
       const [workspaceId, sessionId] = [decode(match[1]), decode(match[2])];
+      span?.annotate({ "wap.workspace_id": workspaceId, "wap.session_id": sessionId });
       if (!uuid.test(workspaceId) || !uuid.test(sessionId)) {
         throw new InvalidArgumentError("workspace_id and session_id must be UUIDs", {
           reason: "INVALID_PATH",
@@ -195,17 +238,18 @@ export function createTerminalEndpoint(
       const session = await attachSession(hub.services, edge.caller, workspaceId.toLowerCase(), sessionId);
       ws = await upgrade(req, socket, head, headerLines({ ...collected, "X-Request-Id": edge.requestId }));
       if (ws === undefined) {
+        span?.end("invalid_argument");
         logRequest(req, 400, "invalid_argument", edge.requestId, started);
         return;
       }
       edge.code = "ok";
-      logRequest(req, 101, "ok", edge.requestId, started);
+      whenClosed(ws, req, edge.requestId, started, span, { edge, workspaceId: session.workspaceId });
       keepAlive(ws);
       await endWhenAccessEnds(ws, edge.caller, session);
       await connectBrowser(ws, session);
     } catch (error) {
       if (ws === undefined) {
-        refuse(req, socket, edge.requestId, { error, headers: collected }, started);
+        refuse(req, socket, edge.requestId, { error, headers: collected }, started, span);
         return;
       }
       // After the upgrade the socket is told in a frame; the cause stays in the log.
@@ -341,7 +385,7 @@ export function createTerminalEndpoint(
       const ws = await upgrade(req, socket, head, [`X-Request-Id: ${requestId}`]);
       upgraded = true;
       if (ws === undefined) return;
-      logRequest(req, 101, "ok", requestId, started);
+      whenClosed(ws, req, requestId, started, undefined);
       keepAlive(ws);
       relay.attach(ws, { size: undefined, input: [] });
     } catch (error) {
@@ -354,7 +398,9 @@ export function createTerminalEndpoint(
     const path = (req.url ?? "/").split("?", 1)[0] ?? "/";
     const terminal = req.method === "GET" ? terminalPath.exec(path) : null;
     if (terminal) {
-      void browser(req, socket, head, terminal);
+      const span = settings.tracing?.stream("terminal", { "http.route": terminalRoute });
+      if (span) span.within(() => void browser(req, socket, head, terminal, span));
+      else void browser(req, socket, head, terminal, undefined);
       return;
     }
     const peer = req.method === "GET" ? relayPath.exec(path) : null;
@@ -373,6 +419,16 @@ export function createTerminalEndpoint(
       performance.now(),
     );
   };
+}
+
+/**
+ * The code an upgraded socket ended with: `ok` unless the server closed it for a failure of its
+ * own (`internal`) or could not reach the session's relay (`unavailable`).
+ */
+function socketEndCode(closeCode: number): string {
+  if (closeCode === closeCodes.internal) return "internal";
+  if (closeCode === closeCodes.unreachable) return "unavailable";
+  return "ok";
 }
 
 /** The subprotocols a handshake offers, in order. */
