@@ -37,13 +37,16 @@ export function answerUnknownProcedure(
       "grpc-status": String(Code.Unimplemented),
       "grpc-message": encodeURIComponent(message),
     };
-    if ("stream" in res && !res.stream.destroyed) {
-      // One HEADERS frame that ends the stream, as gRPC clients expect a trailers-only answer.
-      res.stream.respond({ ":status": 200, ...head }, { endStream: true });
-    } else {
-      (res as http.ServerResponse).writeHead(200, head);
-      res.end();
-    }
+    afterRequestBody(req, () => {
+      if ("stream" in res) {
+        // One HEADERS frame that ends the stream, as gRPC clients expect a trailers-only answer.
+        if (!res.stream.destroyed && !res.stream.headersSent)
+          res.stream.respond({ ":status": 200, ...head }, { endStream: true });
+      } else if (!res.headersSent) {
+        (res as http.ServerResponse).writeHead(200, head);
+        res.end();
+      }
+    });
     return true;
   }
   const connect =
@@ -60,4 +63,32 @@ export function answerUnknownProcedure(
   });
   res.end(body);
   return true;
+}
+
+/** How much of an unknown procedure's request is read before it is answered anyway. */
+const drainLimit = { bytes: 64 * 1024, ms: 1000 };
+
+/**
+ * Runs `answer` once the client has finished sending (or after a bounded wait). An HTTP/2 answer
+ * that ends the stream while the client is still uploading makes the server reset the stream,
+ * which some clients (curl) report as a framing error instead of the status; what arrives later
+ * is read and dropped.
+ */
+function afterRequestBody(req: Request, answer: () => void): void {
+  let received = 0;
+  let answered = false;
+  const finish = () => {
+    if (answered) return;
+    answered = true;
+    clearTimeout(timer);
+    answer();
+  };
+  const timer = setTimeout(finish, drainLimit.ms);
+  req.on("data", (chunk: Buffer) => {
+    received += chunk.length;
+    if (received > drainLimit.bytes) finish();
+  });
+  req.once("end", finish);
+  req.once("error", finish);
+  req.once("close", finish);
 }
