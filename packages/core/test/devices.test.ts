@@ -190,6 +190,33 @@ describe("CLI login", () => {
     expect(await t.storage.userDevices.listByUser(ada.caller.userId)).toEqual([]);
   });
 
+  it("an approval that lands while the waiting stream reads the login still wakes it", async () => {
+    const ada = await t.signUp("ada");
+    const pending = await startLogin();
+    const repository = t.platform.services.storage.cliLogins;
+    const original = repository.findById;
+    let approved = false;
+    Object.assign(repository, {
+      // The first read sees the login still pending; the approval and its event land before the
+      // stream goes back to waiting.
+      findById: async (id: string) => {
+        const record = await original.call(repository, id);
+        if (!approved) {
+          approved = true;
+          await verify(ada, pending);
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        return record;
+      },
+    });
+    try {
+      const user = await pending.waitForApproval();
+      expect(user.email).toBe(ada.email);
+    } finally {
+      Object.assign(repository, { findById: original });
+    }
+  });
+
   it("deny refuses the login: the CLI's stream ends with permission_denied and nothing is bound", async () => {
     const ada = await t.signUp("ada");
     const device = aDevice();

@@ -143,20 +143,38 @@ function refusal(login: CliLoginRecord): PermissionDeniedError {
     : new PermissionDeniedError("the CLI login was denied in the browser", { reason: "CLI_LOGIN_DENIED" });
 }
 
-/** Waits until `wake` fires, `signal` aborts, or `until` passes. */
-function waitForWake(until: Date, now: Date, signal: AbortSignal, wake: EventTarget): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      wake.removeEventListener("wake", done);
-      resolve();
-    };
-    const timer = setTimeout(done, Math.max(0, until.getTime() - now.getTime()));
-    signal.addEventListener("abort", done, { once: true });
-    wake.addEventListener("wake", done, { once: true });
-  });
+/**
+ * Wake-ups for one waiting login. One that arrives while nobody waits (the decision landing
+ * between a read and the next wait) is kept, so the next wait returns at once instead of sleeping
+ * until the login expires.
+ */
+class Wakeups {
+  private pending = false;
+  private waiter: (() => void) | undefined;
+
+  wake(): void {
+    if (this.waiter) this.waiter();
+    else this.pending = true;
+  }
+
+  /** Until a wake-up (possibly one already kept), `until`, or the signal's abort. */
+  wait(until: Date, now: Date, signal: AbortSignal): Promise<void> {
+    if (this.pending || signal.aborted) {
+      this.pending = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", done);
+        this.waiter = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, Math.max(0, until.getTime() - now.getTime()));
+      signal.addEventListener("abort", done, { once: true });
+      this.waiter = done;
+    });
+  }
 }
 
 /**
@@ -224,9 +242,9 @@ export async function startCliLogin(
     expiresAt,
     async waitForApproval() {
       // Subscribed before the first read, so a decision after that read always wakes us.
-      const wake = new EventTarget();
+      const wakeups = new Wakeups();
       const unsubscribe = await services.events
-        .subscribe(loginTopic(id), () => wake.dispatchEvent(new Event("wake")))
+        .subscribe(loginTopic(id), () => wakeups.wake())
         .catch(() => undefined);
       try {
         for (;;) {
@@ -243,7 +261,7 @@ export async function startCliLogin(
           }
           throwIfCancelled(ctx);
           // No polling: the decision's event wakes us; the expiry makes the last read.
-          await waitForWake(expiresAt, services.clock.now(), ctx.signal, wake);
+          await wakeups.wait(expiresAt, services.clock.now(), ctx.signal);
         }
       } finally {
         unsubscribe?.();
