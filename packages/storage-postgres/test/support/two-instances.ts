@@ -14,7 +14,7 @@ import {
   type Platform,
   type PlatformConfig,
 } from "@wap/core";
-import { createPostgresStorage } from "@wap/storage-postgres";
+import { createPostgresEventBus, createPostgresStorage } from "@wap/storage-postgres";
 import { startTestPostgres } from "@wap/storage-postgres/testing";
 import { afterAll, beforeAll } from "vitest";
 
@@ -24,7 +24,8 @@ export interface TwoInstances {
 }
 
 /**
- * Starts two platforms sharing a fresh schema (and one master key) before the file's tests, and
+ * Starts two platforms sharing a fresh schema, one master key and the database's notifications
+ * before the file's tests, and
  * closes them after; read `a` and `b` inside tests, once beforeAll has run.
  */
 export function twoInstancesOverOnePostgres(config?: Partial<PlatformConfig>): TwoInstances {
@@ -35,9 +36,12 @@ export function twoInstancesOverOnePostgres(config?: Partial<PlatformConfig>): T
     stop = () => pgServer.stop();
     const url = await pgServer.freshSchema();
     const keyStore = createMasterKeyStore({ masterKey: generateMasterKey() });
+    // Each with its own LISTEN/NOTIFY bus, as each server instance has: what one decides wakes
+    // what waits on the other.
     const instance = async () =>
       createPlatform({
         storage: await createPostgresStorage({ connectionString: url }),
+        events: await createPostgresEventBus({ connectionString: url }),
         keyStore,
         passwords: createArgon2PasswordHasher({ memoryCost: 1024, timeCost: 1 }),
         ...(config && { config }),
