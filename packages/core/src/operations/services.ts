@@ -2,6 +2,7 @@ import type { AccessTokens } from "../auth/access-tokens.js";
 import { type AccountConfig, defaultAccountConfig } from "../auth/account-config.js";
 import type { PasswordHasher } from "../auth/passwords.js";
 import type { KeyStore } from "../crypto/key-store.js";
+import type { Pkcs11Token } from "../crypto/pkcs11/token.js";
 import type { DnsTxtResolver } from "../domains/dns.js";
 import type { EventBus } from "../events/event-bus.js";
 import type { Mailer } from "../mail/mailer.js";
@@ -46,6 +47,8 @@ export interface Services extends IntegrationServices {
   readonly clock: Clock;
   readonly random: Random;
   readonly keyStore: KeyStore;
+  /** The PKCS#11 token authorities with `keyStorage` pkcs11 keep their keys in; none when not configured. */
+  readonly pkcs11Token?: Pkcs11Token;
   readonly accessTokens: AccessTokens;
   readonly passwords: PasswordHasher;
   readonly config: PlatformConfig;
