@@ -7,6 +7,7 @@
  */
 import { createHash } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
+import { userInfo } from "node:os";
 import { join } from "node:path";
 import {
   AuthorityType,
@@ -21,6 +22,7 @@ import { type CaKeySpec, describeKeySpec } from "../src/crypto/key-types.js";
 import { openPkcs11Token, type Pkcs11Token } from "../src/crypto/pkcs11/token.js";
 import {
   createAuthority,
+  identityFileText,
   type Owner,
   run,
   scratch,
@@ -28,6 +30,7 @@ import {
   subjectKey,
 } from "./support/certificates.js";
 import { createSoftHsmToken, type SoftHsmToken } from "./support/softhsm.js";
+import { startSshd } from "./support/sshd.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 
 const specs: CaKeySpec[] = [
@@ -184,6 +187,35 @@ describe("SSH authorities with their key in the token", () => {
     await rotate(RotationPhase.UNSPECIFIED);
     expect(() => token.keyAttributes(next.sealedPrivateKey)).toThrow(/has no private key/);
   });
+});
+
+describe("logging in to a real sshd", () => {
+  it("a certificate from an authority whose key is in the token logs in to sshd trusting its public key", async () => {
+    // sshd checks validity against the real clock.
+    t.clock.set(new Date());
+    const ca = await createAuthority(
+      t,
+      ada,
+      { type: "ecdsa", curve: "P-256" },
+      { keyStorage: KeyStorage.PKCS11 },
+    );
+    const key = await subjectKey({ type: "ed25519" });
+    const res = await signUserCertificate(ca.id);
+    const sshd = await startSshd({
+      trustedUserCaKeys: [ca.publicKey],
+      principalsForUser: { [userInfo().username]: [ada.caller.userId] },
+    });
+    try {
+      const result = await sshd.ssh({
+        identityFile: await files.file("id_ed25519", identityFileText(key), 0o600),
+        certificateFile: await files.file("id_ed25519-cert.pub", `${res.signedCertificate}\n`),
+        command: "echo ok",
+      });
+      expect(result, sshd.logs()).toMatchObject({ code: 0, stdout: "ok\n" });
+    } finally {
+      await sshd.stop();
+    }
+  }, 60_000);
 });
 
 describe("X.509 authorities with their key in the token", () => {

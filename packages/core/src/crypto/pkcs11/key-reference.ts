@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { fromUtf8, utf8 } from "../../lib/bytes.js";
+import { utf8 } from "../../lib/bytes.js";
 
 /** A private key object in the token. */
 export interface Pkcs11KeyReference {
@@ -34,7 +34,7 @@ export function formatKeyReference(ref: Pkcs11KeyReference): Uint8Array {
 
 /** Reads a stored reference back. */
 export function parseKeyReference(stored: Uint8Array): Pkcs11KeyReference {
-  const text = fromUtf8(stored);
+  const text = new TextDecoder().decode(stored);
   if (!text.startsWith("pkcs11:")) {
     throw new InvalidKeyReferenceError("stored key reference is not a pkcs11: URI");
   }
@@ -48,8 +48,14 @@ export function parseKeyReference(stored: Uint8Array): Pkcs11KeyReference {
   if (label === undefined || id === undefined || !/^(%[0-9a-fA-F]{2})+$/.test(id)) {
     throw new InvalidKeyReferenceError(`stored key reference ${text} lacks an object label or id`);
   }
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(label);
+  } catch {
+    throw new InvalidKeyReferenceError(`stored key reference ${text} has a malformed object label`);
+  }
   return {
-    label: decodeURIComponent(label),
+    label: decoded,
     id: Uint8Array.from(id.slice(1).split("%"), (hex) => Number.parseInt(hex, 16)),
   };
 }
