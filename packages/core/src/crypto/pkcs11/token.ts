@@ -1,6 +1,6 @@
 /**
  * CA keys inside a PKCS#11 token (an HSM, SoftHSM, or a cloud KMS's PKCS#11 library), through
- * pkcs11js. Keys are generated in the token as private, sensitive, non-extractable token objects;
+ * binding(). Keys are generated in the token as private, sensitive, non-extractable token objects;
  * only their public half and a reference (a PKCS#11 URI naming the object's label and id) leave
  * it. Signing is one `C_Sign` call on a session that stays logged in.
  *
@@ -18,8 +18,16 @@ import { ecdsaHashOf } from "../ca-signing-key.js";
 import type { CaKeySpec } from "../key-types.js";
 import { formatKeyReference, type Pkcs11KeyReference, parseKeyReference } from "./key-reference.js";
 
-// pkcs11js is a CommonJS native addon.
-const pkcs11js = createRequire(import.meta.url)("pkcs11js") as typeof Pkcs11Js;
+let addon: typeof Pkcs11Js | undefined;
+
+/**
+ * pkcs11js, a CommonJS native addon, loaded when a token is first opened: a server without a
+ * token never needs it to load.
+ */
+function binding(): typeof Pkcs11Js {
+  addon ??= createRequire(import.meta.url)("pkcs11js") as typeof Pkcs11Js;
+  return addon;
+}
 
 // PKCS#11 3.0 values pkcs11js 2.1 does not name.
 const CKK_EC_EDWARDS = 0x40;
@@ -113,11 +121,11 @@ export function openPkcs11Token(options: Pkcs11TokenOptions): Pkcs11Token {
         `no PKCS#11 token labelled "${options.tokenLabel}" in ${options.module} (the labels are listed by \`pkcs11-tool --module ${options.module} -L\`)`,
       );
     }
-    session = p11.C_OpenSession(slot, pkcs11js.CKF_SERIAL_SESSION | pkcs11js.CKF_RW_SESSION);
+    session = p11.C_OpenSession(slot, binding().CKF_SERIAL_SESSION | binding().CKF_RW_SESSION);
     try {
-      p11.C_Login(session, pkcs11js.CKU_USER, options.pin);
+      p11.C_Login(session, binding().CKU_USER, options.pin);
     } catch (cause) {
-      if (!(cause instanceof pkcs11js.Pkcs11Error && cause.code === pkcs11js.CKR_USER_ALREADY_LOGGED_IN)) {
+      if (!(cause instanceof binding().Pkcs11Error && cause.code === binding().CKR_USER_ALREADY_LOGGED_IN)) {
         throw new Pkcs11TokenError(
           `cannot log in to the PKCS#11 token "${options.tokenLabel}": ${describe(cause)}`,
           { cause },
@@ -135,9 +143,9 @@ export function openPkcs11Token(options: Pkcs11TokenOptions): Pkcs11Token {
 
   function findPrivateKey(ref: Pkcs11KeyReference): Buffer | undefined {
     p11.C_FindObjectsInit(s, [
-      { type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_PRIVATE_KEY },
-      { type: pkcs11js.CKA_LABEL, value: ref.label },
-      { type: pkcs11js.CKA_ID, value: Buffer.from(ref.id) },
+      { type: binding().CKA_CLASS, value: binding().CKO_PRIVATE_KEY },
+      { type: binding().CKA_LABEL, value: ref.label },
+      { type: binding().CKA_ID, value: Buffer.from(ref.id) },
     ]);
     try {
       return p11.C_FindObjects(s, 1)[0];
@@ -161,11 +169,11 @@ export function openPkcs11Token(options: Pkcs11TokenOptions): Pkcs11Token {
           case "ecdsa": {
             // CKM_ECDSA signs a digest and answers r || s, the IEEE P1363 form.
             const digest = createHash(ecdsaHashOf[spec.curve]).update(data).digest();
-            return signWith(pkcs11js.CKM_ECDSA, digest, 132);
+            return signWith(binding().CKM_ECDSA, digest, 132);
           }
           case "rsa":
             return signWith(
-              rsaHash === "sha256" ? pkcs11js.CKM_SHA256_RSA_PKCS : pkcs11js.CKM_SHA512_RSA_PKCS,
+              rsaHash === "sha256" ? binding().CKM_SHA256_RSA_PKCS : binding().CKM_SHA512_RSA_PKCS,
               data,
               spec.bits / 8,
             );
@@ -180,41 +188,41 @@ export function openPkcs11Token(options: Pkcs11TokenOptions): Pkcs11Token {
     generateKey(spec, label) {
       const ref: Pkcs11KeyReference = { label, id: new Uint8Array(randomBytes(16)) };
       const common = [
-        { type: pkcs11js.CKA_LABEL, value: label },
-        { type: pkcs11js.CKA_ID, value: Buffer.from(ref.id) },
+        { type: binding().CKA_LABEL, value: label },
+        { type: binding().CKA_ID, value: Buffer.from(ref.id) },
       ];
       // The public half is a session object: the authority's row keeps it.
       const publicTemplate: Pkcs11Js.Template = [
         ...common,
-        { type: pkcs11js.CKA_TOKEN, value: false },
-        { type: pkcs11js.CKA_VERIFY, value: true },
+        { type: binding().CKA_TOKEN, value: false },
+        { type: binding().CKA_VERIFY, value: true },
       ];
       const privateTemplate: Pkcs11Js.Template = [
         ...common,
-        { type: pkcs11js.CKA_TOKEN, value: true },
-        { type: pkcs11js.CKA_PRIVATE, value: true },
-        { type: pkcs11js.CKA_SENSITIVE, value: true },
-        { type: pkcs11js.CKA_EXTRACTABLE, value: false },
-        { type: pkcs11js.CKA_SIGN, value: true },
+        { type: binding().CKA_TOKEN, value: true },
+        { type: binding().CKA_PRIVATE, value: true },
+        { type: binding().CKA_SENSITIVE, value: true },
+        { type: binding().CKA_EXTRACTABLE, value: false },
+        { type: binding().CKA_SIGN, value: true },
       ];
       let mechanism: number;
       if (spec.type === "rsa") {
-        mechanism = pkcs11js.CKM_RSA_PKCS_KEY_PAIR_GEN;
+        mechanism = binding().CKM_RSA_PKCS_KEY_PAIR_GEN;
         publicTemplate.push(
-          { type: pkcs11js.CKA_MODULUS_BITS, value: spec.bits },
-          { type: pkcs11js.CKA_PUBLIC_EXPONENT, value: Buffer.from([1, 0, 1]) },
+          { type: binding().CKA_MODULUS_BITS, value: spec.bits },
+          { type: binding().CKA_PUBLIC_EXPONENT, value: Buffer.from([1, 0, 1]) },
         );
       } else {
-        mechanism = spec.type === "ed25519" ? CKM_EC_EDWARDS_KEY_PAIR_GEN : pkcs11js.CKM_EC_KEY_PAIR_GEN;
-        const keyType = spec.type === "ed25519" ? CKK_EC_EDWARDS : pkcs11js.CKK_EC;
+        mechanism = spec.type === "ed25519" ? CKM_EC_EDWARDS_KEY_PAIR_GEN : binding().CKM_EC_KEY_PAIR_GEN;
+        const keyType = spec.type === "ed25519" ? CKK_EC_EDWARDS : binding().CKK_EC;
         publicTemplate.push(
-          { type: pkcs11js.CKA_KEY_TYPE, value: keyType },
+          { type: binding().CKA_KEY_TYPE, value: keyType },
           {
-            type: pkcs11js.CKA_EC_PARAMS,
+            type: binding().CKA_EC_PARAMS,
             value: curveParams[spec.type === "ecdsa" ? spec.curve : "ed25519"]!,
           },
         );
-        privateTemplate.push({ type: pkcs11js.CKA_KEY_TYPE, value: keyType });
+        privateTemplate.push({ type: binding().CKA_KEY_TYPE, value: keyType });
       }
       const pair = p11.C_GenerateKeyPair(s, { mechanism }, publicTemplate, privateTemplate);
       try {
@@ -245,9 +253,9 @@ export function openPkcs11Token(options: Pkcs11TokenOptions): Pkcs11Token {
       if (handle === undefined) throw new Pkcs11KeyMissingError(formatKeyReferenceText(reference));
       const [extractable, sensitive, isPrivate] = p11
         .C_GetAttributeValue(s, handle, [
-          { type: pkcs11js.CKA_EXTRACTABLE },
-          { type: pkcs11js.CKA_SENSITIVE },
-          { type: pkcs11js.CKA_PRIVATE },
+          { type: binding().CKA_EXTRACTABLE },
+          { type: binding().CKA_SENSITIVE },
+          { type: binding().CKA_PRIVATE },
         ])
         .map((attribute) => (attribute.value as Buffer)[0] === 1);
       return { extractable: extractable!, sensitive: sensitive!, private: isPrivate! };
@@ -274,8 +282,9 @@ function loadLibrary(module: string): Pkcs11Js.PKCS11 {
     loaded.users++;
     return loaded.p11;
   }
-  const p11 = new pkcs11js.PKCS11();
+  let p11: Pkcs11Js.PKCS11;
   try {
+    p11 = new (binding().PKCS11)();
     p11.load(module);
     p11.C_Initialize();
   } catch (cause) {
@@ -321,8 +330,8 @@ function spkiOf(p11: Pkcs11Js.PKCS11, session: Buffer, handle: Buffer, spec: CaK
   if (spec.type === "rsa") {
     const [n, e] = p11
       .C_GetAttributeValue(session, handle, [
-        { type: pkcs11js.CKA_MODULUS },
-        { type: pkcs11js.CKA_PUBLIC_EXPONENT },
+        { type: binding().CKA_MODULUS },
+        { type: binding().CKA_PUBLIC_EXPONENT },
       ])
       .map((attribute) => attribute.value as Buffer);
     jwk = { kty: "RSA", n: b64url(n!), e: b64url(e!) };
@@ -330,7 +339,7 @@ function spkiOf(p11: Pkcs11Js.PKCS11, session: Buffer, handle: Buffer, spec: CaK
     // Ed25519: 32 bytes; ECDSA: an uncompressed point, 0x04 || x || y.
     const bareLength = spec.type === "ed25519" ? 32 : 1 + 2 * Math.ceil(keyBitsOfCurve[spec.curve] / 8);
     const [point] = p11
-      .C_GetAttributeValue(session, handle, [{ type: pkcs11js.CKA_EC_POINT }])
+      .C_GetAttributeValue(session, handle, [{ type: binding().CKA_EC_POINT }])
       .map((attribute) => unwrapOctetString(attribute.value as Buffer, bareLength));
     if (spec.type === "ed25519") {
       jwk = { kty: "OKP", crv: "Ed25519", x: b64url(point!) };
