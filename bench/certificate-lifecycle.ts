@@ -68,39 +68,40 @@ export async function runCertificateLifecycleBench(): Promise<BenchSection> {
     const revokedCa = cas[0]!;
 
     // The ledger: a year of issuance, the first `krlSerials` of the first authority revoked and
-    // still valid at `now` (long-lived), the rest expired or live.
+    // still valid at `now` (long-lived), the rest expired or live. Written in bulk through the
+    // storage port's append (the issuance path's prepared inserts), one commit per batch.
     const seedStart = performance.now();
     const batch = 10_000;
     for (let start = 0; start < ledgerRows; start += batch) {
-      await storage.transaction(async (tx) => {
-        for (let i = start; i < Math.min(ledgerRows, start + batch); i++) {
-          const revoked = i < krlSerials;
-          const createdAt = new Date(now.getTime() - (ledgerRows - i) * 30_000);
-          const kind = kinds[i % kinds.length]!;
-          const entry: IssuedCertificateRecord = {
-            id: randomUUID(),
-            workspaceId,
-            caId: revoked ? revokedCa : cas[i % cas.length]!,
-            caKeyVersion: 1,
-            kind,
-            serial:
-              revoked || kind !== "x509"
-                ? randomBytes(8).readBigUInt64BE().toString()
-                : randomBytes(16).toString("hex"),
-            keyFingerprint: `SHA256:${randomBytes(32).toString("base64").replace(/=$/, "")}`,
-            principals: [requesters[i % requesters.length]!],
-            validAfter: createdAt,
-            validBefore: new Date(createdAt.getTime() + (revoked ? 400 : 1) * 86_400_000),
-            requesterType: "user",
-            requesterId: requesters[i % requesters.length]!,
-            targetId: kind === "ssh_host" ? targets[i % targets.length]! : null,
-            keyId: `wap:${workspaceId}:user:${i}`,
-            createdAt,
-            ...(revoked && { revokedAt: now, revocationReason: "key_compromise", revokedBy: "bench" }),
-          };
-          await tx.issuedCertificates.insert(entry);
-        }
-      });
+      const entries: IssuedCertificateRecord[] = [];
+      for (let i = start; i < Math.min(ledgerRows, start + batch); i++) {
+        const revoked = i < krlSerials;
+        const createdAt = new Date(now.getTime() - (ledgerRows - i) * 30_000);
+        const kind = kinds[i % kinds.length]!;
+        const entry: IssuedCertificateRecord = {
+          id: randomUUID(),
+          workspaceId,
+          caId: revoked ? revokedCa : cas[i % cas.length]!,
+          caKeyVersion: 1,
+          kind,
+          serial:
+            revoked || kind !== "x509"
+              ? randomBytes(8).readBigUInt64BE().toString()
+              : randomBytes(16).toString("hex"),
+          keyFingerprint: `SHA256:${randomBytes(32).toString("base64").replace(/=$/, "")}`,
+          principals: [requesters[i % requesters.length]!],
+          validAfter: createdAt,
+          validBefore: new Date(createdAt.getTime() + (revoked ? 400 : 1) * 86_400_000),
+          requesterType: "user",
+          requesterId: requesters[i % requesters.length]!,
+          targetId: kind === "ssh_host" ? targets[i % targets.length]! : null,
+          keyId: `wap:${workspaceId}:user:${i}`,
+          createdAt,
+          ...(revoked && { revokedAt: now, revocationReason: "key_compromise", revokedBy: "bench" }),
+        };
+        entries.push(entry);
+      }
+      await storage.append({ issuedCertificates: entries });
     }
     const seedMs = performance.now() - seedStart;
 

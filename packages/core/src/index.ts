@@ -45,6 +45,8 @@ export {
   parseMasterKey,
   SealedDataError,
 } from "./crypto/key-store.js";
+export type { Pkcs11Token, Pkcs11TokenOptions } from "./crypto/pkcs11/token.js";
+export { openPkcs11Token, Pkcs11TokenError } from "./crypto/pkcs11/token.js";
 export type { KrlCertificates, KrlParams } from "./crypto/ssh/krl.js";
 export { encodeKrl } from "./crypto/ssh/krl.js";
 // For transport authors: the daemon protocol's streams (control stream, session relay)

@@ -21,6 +21,7 @@ import { createArgon2PasswordHasher, type PasswordHasher } from "./auth/password
 import { loadServiceAccountTokens } from "./auth/service-account-tokens.js";
 import { actorOf, type CallContext, type Caller, type CallerKind, throwIfCancelled } from "./context.js";
 import type { KeyStore } from "./crypto/key-store.js";
+import type { Pkcs11Token } from "./crypto/pkcs11/token.js";
 import type { DnsTxtResolver } from "./domains/dns.js";
 import {
   AlreadyExistsError,
@@ -65,6 +66,8 @@ export interface PlatformOptions extends IntegrationServices {
   readonly storage: Storage;
   /** Seals CA private keys and server secrets at rest. */
   readonly keyStore: KeyStore;
+  /** The PKCS#11 token for authorities created with `keyStorage` pkcs11. Default: none (they are refused). */
+  readonly pkcs11Token?: Pkcs11Token;
   readonly clock?: Clock;
   readonly random?: Random;
   readonly passwords?: PasswordHasher;
@@ -156,6 +159,7 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
     ...pickIntegrations(options),
     ...(options.dns && { dns: options.dns }),
     ...(options.mailer && { mailer: options.mailer }),
+    ...(options.pkcs11Token && { pkcs11Token: options.pkcs11Token }),
     ...(options.observer && { observer: options.observer }),
   };
   const operations = new Map<string, AnyOperation>();

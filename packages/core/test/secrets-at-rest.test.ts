@@ -14,7 +14,7 @@ import {
 } from "@wap/api";
 import { createSqliteStorage } from "@wap/storage-sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { caKeyContext } from "../src/certificates/authority-keys.js";
+import { caKeyContext } from "../src/certificates/key-storage.js";
 import { createMasterKeyStore, generateMasterKey } from "../src/crypto/key-store.js";
 import type { CaKeySpec } from "../src/crypto/key-types.js";
 import type { Storage } from "../src/storage/storage.js";

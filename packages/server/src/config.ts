@@ -35,6 +35,13 @@ export interface ServerConfig extends IntegrationConfig {
    * are sealed under `masterKey`. Only during a rotation.
    */
   readonly previousMasterKey: string | undefined;
+  /** The PKCS#11 library for CA keys in a hardware token; unset means no token (software keys only). */
+  readonly pkcs11Module: string | undefined;
+  /** The label of the token in that library. */
+  readonly pkcs11TokenLabel: string | undefined;
+  /** The token's user PIN, or the file holding it. */
+  readonly pkcs11Pin: string | undefined;
+  readonly pkcs11PinFile: string | undefined;
   /** `host:port` of the diagnostics listener (/metrics, /healthz, /readyz); unset means off. */
   readonly diagnosticsAddress: string | undefined;
   /** PEM certificate chain and private key files; both or neither. */
@@ -104,6 +111,10 @@ export const defaultConfig: ServerConfig = {
   masterKey: undefined,
   masterKeyFile: undefined,
   previousMasterKey: undefined,
+  pkcs11Module: undefined,
+  pkcs11TokenLabel: undefined,
+  pkcs11Pin: undefined,
+  pkcs11PinFile: undefined,
   diagnosticsAddress: undefined,
   tlsCert: undefined,
   tlsKey: undefined,
@@ -233,6 +244,38 @@ export const settings: readonly Setting[] = [
     defaultText: "none",
     help: "During a master key rotation over several instances: the old key, still accepted for opening secrets while `rotate-master-key` re-seals them under WAP_MASTER_KEY (docs/operations.md).",
     apply: assign("previousMasterKey", verbatim),
+  },
+  {
+    env: "WAP_PKCS11_MODULE",
+    flag: "--pkcs11-module",
+    value: "<file>",
+    defaultText: "none (CA keys are software keys only)",
+    help: "PKCS#11 library of the hardware token (HSM, SoftHSM, cloud KMS) that keeps the keys of authorities created with keyStorage KEY_STORAGE_PKCS11 (docs/certificates.md).",
+    apply: assign("pkcs11Module", verbatim),
+  },
+  {
+    env: "WAP_PKCS11_TOKEN_LABEL",
+    flag: "--pkcs11-token-label",
+    value: "<label>",
+    defaultText: "none",
+    help: "Label of the token in WAP_PKCS11_MODULE's library.",
+    apply: assign("pkcs11TokenLabel", verbatim),
+  },
+  {
+    env: "WAP_PKCS11_PIN",
+    flag: "--pkcs11-pin",
+    value: "<pin>",
+    defaultText: "none",
+    help: "User PIN of the token. Prefer the env var or WAP_PKCS11_PIN_FILE: flags show in `ps`.",
+    apply: assign("pkcs11Pin", verbatim),
+  },
+  {
+    env: "WAP_PKCS11_PIN_FILE",
+    flag: "--pkcs11-pin-file",
+    value: "<file>",
+    defaultText: "none",
+    help: "File holding the token's user PIN (a trailing newline is ignored).",
+    apply: assign("pkcs11PinFile", verbatim),
   },
   {
     env: "WAP_DIAGNOSTICS_ADDRESS",
@@ -568,6 +611,8 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
       "TLS needs both a certificate and a key: set WAP_TLS_CERT and WAP_TLS_KEY (or neither)",
     );
   }
+  const tokenProblem = pkcs11ConfigProblem(config);
+  if (tokenProblem !== undefined) throw new ConfigError(tokenProblem);
   const integrationProblem = integrationConfigProblem(config);
   if (integrationProblem !== undefined) throw new ConfigError(integrationProblem);
   const fileArg = commandFiles[command];
@@ -575,6 +620,20 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     throw new ConfigError(`${command} needs ${fileArg.flag} ${fileArg.value} (see --help)`);
   }
   return { command, config, help, version, ...(file !== undefined && { file }) };
+}
+
+/** A token named in part: the module and label go together, with exactly one PIN source. */
+function pkcs11ConfigProblem(config: ServerConfig): string | undefined {
+  const { pkcs11Module, pkcs11TokenLabel, pkcs11Pin, pkcs11PinFile } = config;
+  const any = [pkcs11Module, pkcs11TokenLabel, pkcs11Pin, pkcs11PinFile].some((v) => v !== undefined);
+  if (!any) return undefined;
+  if (pkcs11Module === undefined || pkcs11TokenLabel === undefined) {
+    return "a PKCS#11 token needs both WAP_PKCS11_MODULE and WAP_PKCS11_TOKEN_LABEL";
+  }
+  if ((pkcs11Pin === undefined) === (pkcs11PinFile === undefined)) {
+    return "a PKCS#11 token needs its PIN: set exactly one of WAP_PKCS11_PIN and WAP_PKCS11_PIN_FILE";
+  }
+  return undefined;
 }
 
 /** The `--help` text. */

@@ -10,6 +10,7 @@ import {
   createPlatform,
   type IntegrationServices,
   type Mailer,
+  type Pkcs11Token,
   type Platform,
   type PlatformOptions,
   SealedDataError,
@@ -31,6 +32,7 @@ import { loadMasterKey, masterKeyFileOf, parseMasterKeySetting } from "./master-
 import { createServerMetrics, type ServerMetrics } from "./metrics.js";
 import { type Backend, databaseTargetOf, openBackend } from "./open-storage.js";
 import { type DataLock, lockDatabase } from "./operator/data-lock.js";
+import { openConfiguredToken } from "./pkcs11-token.js";
 import { createMemoryRateLimiters, type RateLimiters, type RateLimitSettings } from "./rate-limit.js";
 import { createRequestHandler } from "./request-handler.js";
 import { StartupError } from "./startup-error.js";
@@ -190,6 +192,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
     if (ownsPlatform) await platform.close();
     await backend?.release();
     await built?.mailer?.close?.();
+    built?.pkcs11Token?.close();
     await built?.lock?.release();
     await tracing?.shutdown();
     throw error;
@@ -235,6 +238,8 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
         if (ownsPlatform) await platform.close();
         await backend?.release();
         await built?.mailer?.close?.();
+        // After the last request: no signature is under way.
+        built?.pkcs11Token?.close();
         stopLagProbe?.();
         await diagnostics?.close();
         await built?.lock?.release();
@@ -264,7 +269,13 @@ async function buildPlatform(
   secure: boolean,
   metrics: ServerMetrics | undefined,
   tracing: Tracing | undefined,
-): Promise<{ platform: Platform; backend: Backend; mailer: Mailer | undefined; lock: DataLock | undefined }> {
+): Promise<{
+  platform: Platform;
+  backend: Backend;
+  mailer: Mailer | undefined;
+  lock: DataLock | undefined;
+  pkcs11Token: Pkcs11Token | undefined;
+}> {
   // Refuse a bad database URL before anything is written to the data directory.
   const target = options.storage ? undefined : databaseTargetOf(config.databaseUrl, config.dataDir);
   const previousKey =
@@ -301,7 +312,11 @@ async function buildPlatform(
       };
   logger.info("storage opened", { ...backend.description, ms: Math.round(performance.now() - started) });
   let mailer: Mailer | undefined;
+  let pkcs11Token: Pkcs11Token | undefined;
   try {
+    pkcs11Token = await openConfiguredToken(config);
+    if (pkcs11Token)
+      logger.info("PKCS#11 token opened", { module: config.pkcs11Module, token: pkcs11Token.tokenLabel });
     // A mailer given by the embedding application is its own; one built here is closed with the server.
     mailer = options.platformOptions?.mailer
       ? undefined
@@ -334,9 +349,11 @@ async function buildPlatform(
       }),
       ...(backend.events && { events: backend.events }),
       ...(metrics && { observer: metrics }),
+      ...(pkcs11Token && { pkcs11Token }),
     });
-    return { platform, backend, mailer, lock };
+    return { platform, backend, mailer, lock, pkcs11Token };
   } catch (error) {
+    pkcs11Token?.close();
     await mailer?.close?.().catch(() => undefined);
     await backend.events?.close().catch(() => undefined);
     await backend.storage.close().catch(() => undefined);

@@ -1,6 +1,7 @@
 /**
  * The sealed values of every workspace, for re-sealing them under a new master key: CA private
- * keys, server secrets and OIDC client secrets.
+ * keys (software ones; a PKCS#11 authority's key never leaves its token), server secrets and OIDC
+ * client secrets.
  *
  * @module
  */
@@ -16,6 +17,8 @@ export function createSealedValueRepository(run: QueryRunner): SealedValueReposi
           db
             .selectFrom("certificate_authorities")
             .select(["id", "key_version", "sealed_private_key"])
+            // A PKCS#11 authority's column holds the URI of its key in the token: nothing sealed.
+            .where("key_storage", "=", "software")
             .orderBy("id")
             .execute(),
           db.selectFrom("secrets").select(["name", "sealed"]).orderBy("name").execute(),

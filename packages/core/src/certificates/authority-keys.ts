@@ -1,4 +1,3 @@
-import { generateKeyPair } from "../crypto/generate-key.js";
 import { type CaKeyType, KeySpecError, keyBitsOf, resolveKeySpec } from "../crypto/key-types.js";
 import { sshPublicKeyLine } from "../crypto/ssh/public-key.js";
 import { createCaCertificate } from "../crypto/x509/ca-certificate.js";
@@ -6,26 +5,19 @@ import { InvalidArgumentError } from "../errors.js";
 import { toPem } from "../lib/pem.js";
 import type { Random } from "../runtime.js";
 import type { AuthorityKind, KeyAlgorithm } from "../storage/records.js";
+import type { AuthorityKeyStorage } from "./key-storage.js";
 
-/** The public half of a new authority key and its sealed-to-be private half. */
+/** The public half of a new authority key and what the authority row stores of its private half. */
 export interface AuthorityKeyMaterial {
   readonly keyBits: number;
-  readonly privateKeyPkcs8Der: Uint8Array;
+  /** Software keys: the sealed PKCS#8 key. PKCS#11 keys: the URI of the key object in the token. */
+  readonly sealedPrivateKey: Uint8Array;
   readonly certificate: string;
   readonly publicKey: string;
   readonly serialNumber: string;
   readonly subject: string;
   readonly notBefore: Date;
   readonly notAfter: Date;
-}
-
-/**
- * The key store context a private key is sealed under: bound to the authority and its key
- * version, so a sealed key copied into another row, or back over a newer version, does not open.
- * Version 1 keeps the context of the first release.
- */
-export function caKeyContext(caId: string, keyVersion: number): string {
-  return keyVersion === 1 ? `ca:${caId}` : `ca:${caId}:v${keyVersion}`;
 }
 
 const apiKeyType: Record<KeyAlgorithm, CaKeyType> = { rsa: "RSA", ecdsa: "ECDSA", ed25519: "ED25519" };
@@ -45,10 +37,14 @@ export function checkKeySpec(algorithm: KeyAlgorithm, keyBits: number | undefine
 }
 
 /**
- * Generates an authority key (on the thread pool, never the event loop) and, for X.509, the
+ * Generates key version `keyVersion` of authority `caId` where `storage` keeps keys (software keys
+ * on the thread pool, never the event loop; PKCS#11 keys inside the token) and, for X.509, the
  * self-signed CA certificate that carries it.
  */
 export async function createAuthorityKey(params: {
+  storage: AuthorityKeyStorage;
+  caId: string;
+  keyVersion: number;
   kind: AuthorityKind;
   algorithm: KeyAlgorithm;
   keyBits: number | undefined;
@@ -58,12 +54,12 @@ export async function createAuthorityKey(params: {
   random: Random;
 }): Promise<AuthorityKeyMaterial> {
   const spec = checkKeySpec(params.algorithm, params.keyBits);
-  const key = await generateKeyPair(spec);
+  const { stored, key } = await params.storage.generate(params.caId, params.keyVersion, spec);
   const notAfter = new Date(params.notBefore.getTime() + params.lifetimeSeconds * 1000);
   if (params.kind === "ssh") {
     return {
       keyBits: keyBitsOf(spec),
-      privateKeyPkcs8Der: key.privateKeyPkcs8Der,
+      sealedPrivateKey: stored,
       certificate: "",
       publicKey: sshPublicKeyLine(key.publicKeySpkiDer),
       serialNumber: "",
@@ -81,7 +77,7 @@ export async function createAuthorityKey(params: {
   });
   return {
     keyBits: keyBitsOf(spec),
-    privateKeyPkcs8Der: key.privateKeyPkcs8Der,
+    sealedPrivateKey: stored,
     certificate: certificate.pem,
     publicKey: toPem("PUBLIC KEY", key.publicKeySpkiDer),
     serialNumber: certificate.serialHex,

@@ -7,7 +7,14 @@
  * @module
  */
 
-import { AuthorityType, AuthorityTypeSchema, CertificateKeyTypeSchema, CertificateService } from "@wap/api";
+import {
+  AuthorityType,
+  AuthorityTypeSchema,
+  CertificateKeyTypeSchema,
+  CertificateService,
+  KeyStorage,
+  KeyStorageSchema,
+} from "@wap/api";
 import * as z from "zod";
 import { throwIfCancelled } from "../context.js";
 import { AlreadyExistsError, FailedPreconditionError, NotFoundError } from "../errors.js";
@@ -22,7 +29,8 @@ import type {
 import { UniqueViolationError } from "../storage/storage.js";
 import { caLifetimeBounds, certificateTtlBounds, description, plainName } from "../validation/bounds.js";
 import { durationSeconds, enumValue, uuid } from "../validation/rules.js";
-import { caKeyContext, createAuthorityKey } from "./authority-keys.js";
+import { createAuthorityKey } from "./authority-keys.js";
+import { keyStorageOf } from "./key-storage.js";
 import { getIssuedCertificate, listIssuedCertificates } from "./ledger.js";
 import { keyAlgorithmFromWire, toCertificateAuthorityMessage } from "./messages.js";
 import { caDefaults, checkCertificateOptions, checkTtlOrder } from "./policy.js";
@@ -83,6 +91,7 @@ export const createCertificateAuthority = defineOperation({
     keyBits: z.number().int().optional(),
     isDefault: z.boolean().optional(),
     authorityType: enumValue(AuthorityTypeSchema, { definedOnly: true }).optional(),
+    keyStorage: enumValue(KeyStorageSchema, { definedOnly: true }).optional(),
     ...settingsFields,
   }),
   async run({ input, workspace, services, now, audit, ctx }) {
@@ -103,8 +112,13 @@ export const createCertificateAuthority = defineOperation({
       Object.keys(input.userExtensions).length > 0 ? input.userExtensions : caDefaults.userExtensions;
     checkCertificateOptions(userExtensions, input.userCriticalOptions);
 
+    // Refused before any work when the server has no token for it.
+    const keyStorage = keyStorageOf(services, input.keyStorage === KeyStorage.PKCS11 ? "pkcs11" : "software");
     const id = services.random.uuid();
     const key = await createAuthorityKey({
+      storage: keyStorage,
+      caId: id,
+      keyVersion: 1,
       kind,
       algorithm: input.keyType,
       keyBits: input.keyBits,
@@ -113,10 +127,9 @@ export const createCertificateAuthority = defineOperation({
       lifetimeSeconds: settings.lifetimeSeconds,
       random: services.random,
     });
-    const sealedPrivateKey = await services.keyStore.seal(key.privateKeyPkcs8Der, caKeyContext(id, 1));
-    // Key generation can take seconds (RSA 4096): the client may have given up meanwhile.
-    throwIfCancelled(ctx);
     try {
+      // Key generation can take seconds (RSA 4096): the client may have given up meanwhile.
+      throwIfCancelled(ctx);
       const created = await withDefaultRetry(services, async (tx) => {
         const existing = await tx.certificateAuthorities.list(workspace.workspaceId);
         const firstOfKind = !existing.some((ca) => ca.authorityType === kind);
@@ -145,9 +158,9 @@ export const createCertificateAuthority = defineOperation({
           ...settings,
           userExtensions,
           userCriticalOptions: input.userCriticalOptions,
-          sealedPrivateKey,
+          sealedPrivateKey: key.sealedPrivateKey,
           keyVersion: 1,
-          keyStorage: "software",
+          keyStorage: keyStorage.kind,
           rotationPhase: "none",
           nextKey: null,
           createdAt: now,
@@ -159,6 +172,8 @@ export const createCertificateAuthority = defineOperation({
       });
       return { certificateAuthority: toCertificateAuthorityMessage(created, services) };
     } catch (error) {
+      // No row holds the new key: a key in a token would be left behind.
+      await keyStorage.discard(key.sealedPrivateKey);
       if (error instanceof UniqueViolationError && error.constraint.endsWith(".name"))
         throw nameTaken(input.name);
       throw error;

@@ -101,7 +101,7 @@ export async function revocationListOf(
     });
     return { bytes, format: "openssh-krl", entries: revoked.length };
   }
-  const signer = await x509SignerFor(services.keyStore, ca);
+  const signer = await x509SignerFor(services, ca);
   const bytes = await signer.signCrl({
     entries: revoked.map((entry) => ({
       serialHex: entry.serial,

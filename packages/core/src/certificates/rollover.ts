@@ -29,8 +29,9 @@ import { PlatformError } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
 import type { CertificateAuthorityRecord, KeyAlgorithm } from "../storage/records.js";
 import { enumValue, uuid } from "../validation/rules.js";
-import { caKeyContext, checkKeySpec, createAuthorityKey } from "./authority-keys.js";
+import { checkKeySpec, createAuthorityKey } from "./authority-keys.js";
 import { authorityNotFound } from "./issuance/resolve.js";
+import { keyInUse, keyStorageOf } from "./key-storage.js";
 import { keyAlgorithmFromWire, toCertificateAuthorityMessage } from "./messages.js";
 import { assertNoRotation } from "./rotation.js";
 
@@ -68,7 +69,13 @@ export const rolloverCertificateAuthority = defineOperation({
           : undefined;
     checkKeySpec(algorithm, keyBits);
 
+    const version = current.keyVersion + 1;
+    // The next key lives where the authority's keys live: a PKCS#11 authority's in the token.
+    const keyStorage = keyStorageOf(services, current.keyStorage);
     const key = await createAuthorityKey({
+      storage: keyStorage,
+      caId: current.id,
+      keyVersion: version,
       kind: current.authorityType,
       algorithm,
       keyBits,
@@ -77,67 +84,64 @@ export const rolloverCertificateAuthority = defineOperation({
       lifetimeSeconds: current.lifetimeSeconds,
       random: services.random,
     });
-    const version = current.keyVersion + 1;
-    const sealedPrivateKey = await services.keyStore.seal(
-      key.privateKeyPkcs8Der,
-      caKeyContext(current.id, version),
-    );
-    key.privateKeyPkcs8Der.fill(0);
-    // Key generation can take seconds (RSA 4096): the client may have given up meanwhile.
-    throwIfCancelled(ctx);
-
-    const updated = await services.storage.transaction(async (tx) => {
-      const replaced = await tx.certificateAuthorities.replaceKey(
-        workspaceId,
-        current.id,
-        current.keyVersion,
-        {
-          keyType: algorithm,
-          keyBits: key.keyBits,
-          certificate: key.certificate,
-          publicKey: key.publicKey,
-          serialNumber: key.serialNumber,
-          subject: key.subject,
-          notBefore: key.notBefore,
-          notAfter: key.notAfter,
-          sealedPrivateKey,
-        },
-        now,
-      );
-      if (replaced === null) {
-        if ((await tx.certificateAuthorities.findById(workspaceId, current.id)) === null) {
-          throw authorityNotFound(current.id);
-        }
-        throw new PlatformError(
-          "aborted",
-          "another rollover of this certificate authority won the race; retry",
+    const updated = await keyInUse(keyStorage, key.sealedPrivateKey, () => {
+      // Key generation can take seconds (RSA 4096): the client may have given up meanwhile.
+      throwIfCancelled(ctx);
+      return services.storage.transaction(async (tx) => {
+        const replaced = await tx.certificateAuthorities.replaceKey(
+          workspaceId,
+          current.id,
+          current.keyVersion,
           {
-            reason: "CONCURRENT_ROLLOVER",
+            keyType: algorithm,
+            keyBits: key.keyBits,
+            certificate: key.certificate,
+            publicKey: key.publicKey,
+            serialNumber: key.serialNumber,
+            subject: key.subject,
+            notBefore: key.notBefore,
+            notAfter: key.notAfter,
+            sealedPrivateKey: key.sealedPrivateKey,
           },
+          now,
         );
-      }
-      const latest = await tx.issuedCertificates.latestExpiry(workspaceId, current.id, current.keyVersion);
-      await tx.retiredAuthorityKeys.insert({
-        workspaceId,
-        caId: current.id,
-        version: current.keyVersion,
-        keyType: current.keyType,
-        keyBits: current.keyBits,
-        publicKey: current.publicKey,
-        certificate: current.certificate,
-        serialNumber: current.serialNumber,
-        notBefore: current.notBefore,
-        notAfter: current.notAfter,
-        createdAt: current.notBefore,
-        retiredAt: now,
-        trustedUntil: retiredKeyTrustedUntil(current, latest, services.clock.now()),
+        if (replaced === null) {
+          if ((await tx.certificateAuthorities.findById(workspaceId, current.id)) === null) {
+            throw authorityNotFound(current.id);
+          }
+          throw new PlatformError(
+            "aborted",
+            "another rollover of this certificate authority won the race; retry",
+            {
+              reason: "CONCURRENT_ROLLOVER",
+            },
+          );
+        }
+        const latest = await tx.issuedCertificates.latestExpiry(workspaceId, current.id, current.keyVersion);
+        await tx.retiredAuthorityKeys.insert({
+          workspaceId,
+          caId: current.id,
+          version: current.keyVersion,
+          keyType: current.keyType,
+          keyBits: current.keyBits,
+          publicKey: current.publicKey,
+          certificate: current.certificate,
+          serialNumber: current.serialNumber,
+          notBefore: current.notBefore,
+          notAfter: current.notAfter,
+          createdAt: current.notBefore,
+          retiredAt: now,
+          trustedUntil: retiredKeyTrustedUntil(current, latest, services.clock.now()),
+        });
+        await audit(tx, {
+          action: "certificate_authority.rollover",
+          resource: `certificate_authority:${current.id}`,
+        });
+        return replaced;
       });
-      await audit(tx, {
-        action: "certificate_authority.rollover",
-        resource: `certificate_authority:${current.id}`,
-      });
-      return replaced;
     });
+    // The old key never signs again: a key in a token is destroyed (a sealed one was overwritten).
+    await keyStorage.discard(current.sealedPrivateKey).catch(() => undefined);
     return { certificateAuthority: toCertificateAuthorityMessage(updated, services) };
   },
 });

@@ -40,8 +40,9 @@ import type {
   RotationPhase as Phase,
 } from "../storage/records.js";
 import { enumValue, uuid } from "../validation/rules.js";
-import { caKeyContext, checkKeySpec, createAuthorityKey } from "./authority-keys.js";
+import { checkKeySpec, createAuthorityKey } from "./authority-keys.js";
 import { authorityNotFound } from "./issuance/resolve.js";
+import { keyInUse, keyStorageOf } from "./key-storage.js";
 import { keyAlgorithmFromWire, toCertificateAuthorityMessage } from "./messages.js";
 
 const phases: readonly Phase[] = ["none", "published", "user_signing", "host_signing"];
@@ -118,6 +119,9 @@ export const rotateCertificateAuthority = defineOperation({
     }
 
     let nextKey = current.nextKey;
+    // A PKCS#11 authority's next key is generated in the token too.
+    const keyStorage = keyStorageOf(services, current.keyStorage);
+    let generated: Uint8Array | undefined;
     if (target === "published" && current.rotationPhase === "none") {
       const algorithm: KeyAlgorithm =
         input.keyType === undefined || input.keyType === 0
@@ -131,6 +135,9 @@ export const rotateCertificateAuthority = defineOperation({
             : undefined;
       checkKeySpec(algorithm, keyBits);
       const key = await createAuthorityKey({
+        storage: keyStorage,
+        caId: current.id,
+        keyVersion: current.keyVersion + 1,
         kind: current.authorityType,
         algorithm,
         keyBits,
@@ -139,65 +146,72 @@ export const rotateCertificateAuthority = defineOperation({
         lifetimeSeconds: current.lifetimeSeconds,
         random: services.random,
       });
-      const sealedPrivateKey = await services.keyStore.seal(
-        key.privateKeyPkcs8Der,
-        caKeyContext(current.id, current.keyVersion + 1),
-      );
-      key.privateKeyPkcs8Der.fill(0);
-      throwIfCancelled(ctx);
-      nextKey = { ...key, keyType: algorithm, sealedPrivateKey };
+      generated = key.sealedPrivateKey;
+      nextKey = { ...key, keyType: algorithm };
     }
 
-    const updated = await services.storage.transaction(async (tx) => {
-      const expected = { phase: current.rotationPhase, keyVersion: current.keyVersion };
-      let result: CertificateAuthorityRecord | null;
-      if (target === "retired") {
-        result = await tx.certificateAuthorities.replaceKey(
-          workspaceId,
-          current.id,
-          current.keyVersion,
-          nextKey!,
-          now,
-        );
-        if (result !== null) {
-          await tx.retiredAuthorityKeys.insert({
+    const commit = () => {
+      throwIfCancelled(ctx);
+      return services.storage.transaction(async (tx) => {
+        const expected = { phase: current.rotationPhase, keyVersion: current.keyVersion };
+        let result: CertificateAuthorityRecord | null;
+        if (target === "retired") {
+          result = await tx.certificateAuthorities.replaceKey(
             workspaceId,
-            caId: current.id,
-            version: current.keyVersion,
-            keyType: current.keyType,
-            keyBits: current.keyBits,
-            publicKey: current.publicKey,
-            certificate: current.certificate,
-            serialNumber: current.serialNumber,
-            notBefore: current.notBefore,
-            notAfter: current.notAfter,
-            createdAt: current.notBefore,
-            retiredAt: now,
-            // Retired on purpose: no longer trusted from this moment.
-            trustedUntil: now,
-          });
+            current.id,
+            current.keyVersion,
+            nextKey!,
+            now,
+          );
+          if (result !== null) {
+            await tx.retiredAuthorityKeys.insert({
+              workspaceId,
+              caId: current.id,
+              version: current.keyVersion,
+              keyType: current.keyType,
+              keyBits: current.keyBits,
+              publicKey: current.publicKey,
+              certificate: current.certificate,
+              serialNumber: current.serialNumber,
+              notBefore: current.notBefore,
+              notAfter: current.notAfter,
+              createdAt: current.notBefore,
+              retiredAt: now,
+              // Retired on purpose: no longer trusted from this moment.
+              trustedUntil: now,
+            });
+          }
+        } else {
+          result = await tx.certificateAuthorities.setRotation(
+            workspaceId,
+            current.id,
+            expected,
+            { phase: target, nextKey: target === "none" ? null : nextKey },
+            now,
+          );
         }
-      } else {
-        result = await tx.certificateAuthorities.setRotation(
-          workspaceId,
-          current.id,
-          expected,
-          { phase: target, nextKey: target === "none" ? null : nextKey },
-          now,
-        );
-      }
-      if (result === null) {
-        if ((await tx.certificateAuthorities.findById(workspaceId, current.id)) === null) {
-          throw authorityNotFound(current.id);
+        if (result === null) {
+          if ((await tx.certificateAuthorities.findById(workspaceId, current.id)) === null) {
+            throw authorityNotFound(current.id);
+          }
+          throw lostRace();
         }
-        throw lostRace();
-      }
-      await audit(tx, {
-        action: "certificate_authority.rotate",
-        resource: `certificate_authority:${current.id}`,
+        await audit(tx, {
+          action: "certificate_authority.rotate",
+          resource: `certificate_authority:${current.id}`,
+        });
+        return result;
       });
-      return result;
-    });
+    };
+    const updated = generated === undefined ? await commit() : await keyInUse(keyStorage, generated, commit);
+    // A key that will not sign again: the retired one, or the next key of a rotation rolled back.
+    const dropped =
+      target === "retired"
+        ? current.sealedPrivateKey
+        : target === "none"
+          ? current.nextKey?.sealedPrivateKey
+          : undefined;
+    if (dropped !== undefined) await keyStorage.discard(dropped).catch(() => undefined);
     return { certificateAuthority: toCertificateAuthorityMessage(updated, services) };
   },
 });

@@ -107,7 +107,7 @@ export const signSshCertificate = defineOperation({
     });
 
     const [signer, retired] = await Promise.all([
-      sshSignerFor(services.keyStore, ca),
+      sshSignerFor(services, ca),
       retiredKeysOf(services, storage, authority),
     ]);
     const { actorType, actorId } = actorOf(ctx.caller);

@@ -98,7 +98,7 @@ export const signX509Certificate = defineOperation({
       validBefore: now,
     });
 
-    const signer = await x509SignerFor(services.keyStore, ca);
+    const signer = await x509SignerFor(services, ca);
     const { actorType, actorId } = actorOf(ctx.caller);
     for (let attempt = 1; ; attempt++) {
       const id = services.random.uuid();

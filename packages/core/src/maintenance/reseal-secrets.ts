@@ -5,7 +5,7 @@
  * @module
  */
 import { secretContext } from "../auth/signing-keys.js";
-import { caKeyContext } from "../certificates/authority-keys.js";
+import { caKeyContext } from "../certificates/key-storage.js";
 import type { KeyStore } from "../crypto/key-store.js";
 import { clientSecretContext } from "../sso/operations.js";
 import type { SealedValueRef, Storage } from "../storage/storage.js";

@@ -3,6 +3,7 @@ import { type AccountConfig, defaultAccountConfig } from "../auth/account-config
 import type { PasswordHasher } from "../auth/passwords.js";
 import type { ServiceAccountTokens } from "../auth/service-account-tokens.js";
 import type { KeyStore } from "../crypto/key-store.js";
+import type { Pkcs11Token } from "../crypto/pkcs11/token.js";
 import type { DnsTxtResolver } from "../domains/dns.js";
 import type { EventBus } from "../events/event-bus.js";
 import type { Mailer } from "../mail/mailer.js";
@@ -47,6 +48,8 @@ export interface Services extends IntegrationServices {
   readonly clock: Clock;
   readonly random: Random;
   readonly keyStore: KeyStore;
+  /** The PKCS#11 token authorities with `keyStorage` pkcs11 keep their keys in; none when not configured. */
+  readonly pkcs11Token?: Pkcs11Token;
   readonly accessTokens: AccessTokens;
   readonly serviceAccountTokens: ServiceAccountTokens;
   readonly passwords: PasswordHasher;

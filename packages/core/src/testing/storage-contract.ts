@@ -581,14 +581,32 @@ export function runStorageContract(options: StorageContractOptions): void {
           sealedPrivateKey: Uint8Array.from({ length: 4096 }, (_, i) => (i * 31) % 256),
           createdAt: at(33),
         });
-        for (const ca of [ssh, x509, bigKey]) await storage.certificateAuthorities.insert(ca);
-        for (const ca of [ssh, x509, bigKey]) {
+        // A key in a PKCS#11 token: the row holds the key object's URI, for itself and its next key.
+        const inToken = anAuthority(workspace.id, {
+          keyStorage: "pkcs11",
+          sealedPrivateKey: new TextEncoder().encode("pkcs11:object=wap-ca-1-v1;id=%0f%a3;type=private"),
+          rotationPhase: "published",
+          nextKey: {
+            keyType: "ed25519",
+            keyBits: 256,
+            certificate: "",
+            publicKey: "ssh-ed25519 AAAA",
+            serialNumber: "",
+            subject: "next",
+            notBefore: at(34),
+            notAfter: at(35),
+            sealedPrivateKey: new TextEncoder().encode("pkcs11:object=wap-ca-1-v2;id=%10;type=private"),
+          },
+          createdAt: at(34),
+        });
+        for (const ca of [ssh, x509, bigKey, inToken]) await storage.certificateAuthorities.insert(ca);
+        for (const ca of [ssh, x509, bigKey, inToken]) {
           const found = await storage.certificateAuthorities.findById(workspace.id, ca.id);
           expect(found).toEqual(ca);
           expect(found?.sealedPrivateKey).toBeInstanceOf(Uint8Array);
           expect(Array.from(found?.sealedPrivateKey ?? [])).toEqual(Array.from(ca.sealedPrivateKey));
         }
-        expect(await storage.certificateAuthorities.list(workspace.id)).toEqual([ssh, x509, bigKey]);
+        expect(await storage.certificateAuthorities.list(workspace.id)).toEqual([ssh, x509, bigKey, inToken]);
       });
 
       test("certificateAuthorities: not found and another workspace's id find, change and delete nothing", async () => {
@@ -1043,6 +1061,24 @@ export function runStorageContract(options: StorageContractOptions): void {
     });
 
     describe("sealedValues", () => {
+      test("sealedValues: listAll leaves out authorities whose key is in a PKCS#11 token (nothing sealed to re-seal)", async () => {
+        const { workspace } = await seedWorkspace();
+        const software = anAuthority(workspace.id);
+        const inToken = anAuthority(workspace.id, {
+          keyStorage: "pkcs11",
+          sealedPrivateKey: new TextEncoder().encode("pkcs11:object=wap-ca-2-v1;id=%01;type=private"),
+        });
+        for (const ca of [software, inToken]) await storage.certificateAuthorities.insert(ca);
+        const caIds = (await storage.sealedValues.listAll()).flatMap((value) =>
+          value.ref.kind === "ca_key" ? [value.ref.caId] : [],
+        );
+        expect(caIds).toContain(software.id);
+        expect(caIds).not.toContain(inToken.id);
+        expect((await storage.certificateAuthorities.findById(workspace.id, inToken.id))?.keyStorage).toBe(
+          "pkcs11",
+        );
+      });
+
       test("sealedValues: listAll finds every CA key and secret; replace swaps one, matching the key version", async () => {
         const { workspace } = await seedWorkspace();
         const ca = anAuthority(workspace.id, { keyVersion: 3 });

@@ -4,13 +4,14 @@
  *
  * @module
  */
-import { createPrivateKey, type KeyObject, randomFillSync, sign } from "node:crypto";
+import { randomFillSync } from "node:crypto";
 import { encodeBase64 } from "../../lib/base64.js";
 import { fromUtf8 } from "../../lib/bytes.js";
 import { SshReader } from "../../lib/ssh-wire.js";
+import { type CaSigningKey, softwareSigningKey } from "../ca-signing-key.js";
 import type { CaKeySpec } from "../key-types.js";
 import type { ParsedSshPublicKey } from "./parse-public-key.js";
-import { type SshKeyAlgorithm, sshKeyAlgorithmOf, sshPublicKeyBlob } from "./public-key.js";
+import { type SshKeyAlgorithm, sshPublicKeyBlob } from "./public-key.js";
 
 /** `user` certificates authenticate people to sshd; `host` certificates authenticate sshd to clients. */
 export type SshCertificateType = "user" | "host";
@@ -87,22 +88,19 @@ function mpintParts(unsigned: Uint8Array): { magnitude: Uint8Array; length: numb
   return { magnitude, length: magnitude.length + pad };
 }
 
-function signingMethod(key: KeyObject, spec: CaKeySpec): SigningMethod {
+function signingMethod(key: CaSigningKey): SigningMethod {
+  const spec = key.spec;
   switch (spec.type) {
     case "ed25519":
-      return { signatureAlgorithm: "ssh-ed25519", sign: (data) => sign(null, data, key) };
-    case "ecdsa": {
-      const { hash, name } = {
-        "P-256": { hash: "sha256", name: "ecdsa-sha2-nistp256" },
-        "P-384": { hash: "sha384", name: "ecdsa-sha2-nistp384" },
-        "P-521": { hash: "sha512", name: "ecdsa-sha2-nistp521" },
-      }[spec.curve];
-      const options = { key, dsaEncoding: "ieee-p1363" } as const;
-      return { signatureAlgorithm: name, sign: (data) => ecdsaSignatureBlob(sign(hash, data, options)) };
-    }
+      return { signatureAlgorithm: "ssh-ed25519", sign: (data) => key.sign(data, "sha512") };
+    case "ecdsa":
+      return {
+        signatureAlgorithm: specAlgorithm[spec.curve]!,
+        sign: (data) => ecdsaSignatureBlob(key.sign(data, "sha512")),
+      };
     case "rsa":
       // OpenSSH 8.2+ refuses ssh-rsa (SHA-1) signatures on certificates (CASignatureAlgorithms).
-      return { signatureAlgorithm: "rsa-sha2-512", sign: (data) => sign("sha512", data, key) };
+      return { signatureAlgorithm: "rsa-sha2-512", sign: (data) => key.sign(data, "sha512") };
   }
 }
 
@@ -113,18 +111,6 @@ const specAlgorithm: Readonly<Record<string, SshKeyAlgorithm>> = {
   "P-521": "ecdsa-sha2-nistp521",
   rsa: "ssh-rsa",
 };
-
-/** Refuses a key that is not what the spec says, so a mislabelled CA fails at load, not in sshd. */
-function assertKeyMatchesSpec(key: KeyObject, spec: CaKeySpec): void {
-  const expected = specAlgorithm[spec.type === "ecdsa" ? spec.curve : spec.type];
-  const actual = sshKeyAlgorithmOf(key);
-  if (actual !== expected) throw new TypeError(`CA key is ${actual}, but its spec says ${expected}`);
-  if (spec.type === "rsa" && key.asymmetricKeyDetails?.modulusLength !== spec.bits) {
-    throw new TypeError(
-      `CA key has ${key.asymmetricKeyDetails?.modulusLength} bits, but its spec says ${spec.bits}`,
-    );
-  }
-}
 
 function assertText(value: string, what: string): void {
   // NUL would truncate the value in OpenSSH's C strings; a lone surrogate has no UTF-8 encoding.
@@ -312,10 +298,14 @@ export function createSshCertificateSigner(
   caPrivateKeyPkcs8Der: Uint8Array,
   caSpec: CaKeySpec,
 ): SshCertificateSigner {
-  const key = createPrivateKey({ key: Buffer.from(caPrivateKeyPkcs8Der), format: "der", type: "pkcs8" });
-  assertKeyMatchesSpec(key, caSpec);
-  const method = signingMethod(key, caSpec);
-  const publicKeyBlob = sshPublicKeyBlob(key);
+  return sshCertificateSignerOf(softwareSigningKey(caPrivateKeyPkcs8Der, caSpec));
+}
+
+/** A certificate signer over any CA signing key (software or in a PKCS#11 token). */
+export function sshCertificateSignerOf(caKey: CaSigningKey): SshCertificateSigner {
+  const caSpec = caKey.spec;
+  const method = signingMethod(caKey);
+  const publicKeyBlob = sshPublicKeyBlob(caKey.publicKeySpkiDer);
   const publicKeyLine = `${specAlgorithm[caSpec.type === "ecdsa" ? caSpec.curve : caSpec.type]} ${encodeBase64(publicKeyBlob)}`;
   // Reused across calls: sign() is synchronous, so no two certificates share it at once.
   const out = new CertificateEncoder();

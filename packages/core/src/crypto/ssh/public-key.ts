@@ -8,7 +8,7 @@ import { createHash, createPrivateKey, createPublicKey, type JsonWebKey, type Ke
 import { decodeBase64Url, encodeBase64, encodeBase64NoPad } from "../../lib/base64.js";
 import { concatBytes, toUint8Array } from "../../lib/bytes.js";
 import { toPem } from "../../lib/pem.js";
-import { SshWriter } from "../../lib/ssh-wire.js";
+import { SshReader, SshWriter } from "../../lib/ssh-wire.js";
 
 /** The SSH public key algorithms we produce. */
 export type SshKeyAlgorithm =
@@ -194,4 +194,38 @@ export function opensshPrivateKey(pkcs8Der: Uint8Array, comment = ""): string {
     .string(section.bytes())
     .bytes();
   return toPem("OPENSSH PRIVATE KEY", body, 70);
+}
+
+/**
+ * The SubjectPublicKeyInfo of an authorized_keys line's key (ssh-ed25519, ecdsa-sha2-nistp*,
+ * ssh-rsa): the inverse of {@link sshPublicKeyLine}.
+ *
+ * @throws {TypeError} for another key type; RangeError for truncated key data.
+ */
+export function spkiOfSshPublicKeyLine(line: string): Uint8Array {
+  const [, encoded = ""] = line.trim().split(/\s+/);
+  const r = new SshReader(new Uint8Array(Buffer.from(encoded, "base64")));
+  const algorithm = r.text();
+  const b64url = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64url");
+  const unsigned = (mpint: Uint8Array) => (mpint[0] === 0 ? mpint.subarray(1) : mpint);
+  let jwk: JsonWebKey;
+  if (algorithm === "ssh-ed25519") {
+    jwk = { kty: "OKP", crv: "Ed25519", x: b64url(r.string()) };
+  } else if (algorithm === "ssh-rsa") {
+    const e = unsigned(r.string());
+    jwk = { kty: "RSA", e: b64url(e), n: b64url(unsigned(r.string())) };
+  } else {
+    const entry = Object.entries(curves).find(([, curve]) => `ecdsa-sha2-${curve.name}` === algorithm);
+    if (entry === undefined) throw new TypeError(`unsupported SSH key type ${algorithm}`);
+    const [crv, { size }] = entry;
+    r.string();
+    const point = r.string();
+    jwk = {
+      kty: "EC",
+      crv,
+      x: b64url(point.subarray(1, 1 + size)),
+      y: b64url(point.subarray(1 + size)),
+    };
+  }
+  return toUint8Array(createPublicKey({ key: jwk, format: "jwk" }).export({ type: "spki", format: "der" }));
 }

@@ -7,15 +7,11 @@ import "reflect-metadata";
 import { webcrypto } from "node:crypto";
 import * as x509 from "@peculiar/x509";
 import { stripLeadingZeros, toHex } from "../../lib/bytes.js";
+import { type CaSigningKey, softwareSigningKey } from "../ca-signing-key.js";
 import type { GeneratedKey } from "../generate-key.js";
-import type { CaKeySpec } from "../key-types.js";
+import { x509SigningOf } from "./signing-key.js";
 
 type WebCrypto = typeof webcrypto;
-type Algorithm = webcrypto.Algorithm;
-type EcdsaParams = webcrypto.EcdsaParams;
-type EcKeyImportParams = webcrypto.EcKeyImportParams;
-type RsaHashedImportParams = webcrypto.RsaHashedImportParams;
-type CryptoKeyPair = webcrypto.CryptoKeyPair;
 
 // Node's webcrypto types and the DOM types @peculiar/x509 is written against differ only nominally.
 const crypto = webcrypto as WebCrypto & Parameters<typeof x509.cryptoProvider.set>[0];
@@ -24,7 +20,8 @@ x509.cryptoProvider.set(crypto);
 
 /** What a CA certificate names and how long it is valid. */
 export interface CreateCaCertificateParams {
-  readonly key: GeneratedKey;
+  /** A generated software key, or a key that signs elsewhere (a PKCS#11 token). */
+  readonly key: GeneratedKey | CaSigningKey;
   readonly subject: { readonly commonName: string; readonly organization?: string };
   readonly notBefore: Date;
   readonly notAfter: Date;
@@ -42,39 +39,6 @@ export interface CaCertificate {
   /** Validity as encoded in the certificate (whole seconds). */
   readonly notBefore: Date;
   readonly notAfter: Date;
-}
-
-/** WebCrypto import and signature parameters for a key spec. */
-export function webCryptoAlgorithms(spec: CaKeySpec): {
-  readonly importAlgorithm: RsaHashedImportParams | EcKeyImportParams | Algorithm;
-  readonly signingAlgorithm: Algorithm | EcdsaParams;
-} {
-  switch (spec.type) {
-    case "ed25519":
-      return { importAlgorithm: { name: "Ed25519" }, signingAlgorithm: { name: "Ed25519" } };
-    case "ecdsa": {
-      const hash = { "P-256": "SHA-256", "P-384": "SHA-384", "P-521": "SHA-512" }[spec.curve];
-      return {
-        importAlgorithm: { name: "ECDSA", namedCurve: spec.curve } satisfies EcKeyImportParams,
-        signingAlgorithm: { name: "ECDSA", hash } satisfies EcdsaParams,
-      };
-    }
-    case "rsa":
-      return {
-        importAlgorithm: { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" } satisfies RsaHashedImportParams,
-        signingAlgorithm: { name: "RSASSA-PKCS1-v1_5" },
-      };
-  }
-}
-
-/** Imports a generated key into WebCrypto for signing. The private key is not extractable. */
-export async function importSigningKeyPair(key: GeneratedKey): Promise<CryptoKeyPair> {
-  const { importAlgorithm } = webCryptoAlgorithms(key.spec);
-  const [privateKey, publicKey] = await Promise.all([
-    crypto.subtle.importKey("pkcs8", key.privateKeyPkcs8Der, importAlgorithm, false, ["sign"]),
-    crypto.subtle.importKey("spki", key.publicKeySpkiDer, importAlgorithm, true, ["verify"]),
-  ]);
-  return { privateKey, publicKey };
 }
 
 /** A positive, minimally encoded serial: top bit cleared, leading zero bytes dropped. */
@@ -110,8 +74,8 @@ export async function createCaCertificate(params: CreateCaCertificateParams): Pr
   if (!(notBefore.getTime() < notAfter.getTime())) throw new RangeError("notBefore must be before notAfter");
 
   const serialHex = toHex(positiveSerial(params.serialNumber));
-  const keys = await importSigningKeyPair(key);
-  const { signingAlgorithm } = webCryptoAlgorithms(key.spec);
+  const signingKey = "privateKeyPkcs8Der" in key ? softwareSigningKey(key.privateKeyPkcs8Der, key.spec) : key;
+  const signing = x509SigningOf(signingKey);
 
   // The object form keeps values literal: plain strings are parsed by @peculiar/x509 (a leading
   // "#" is read as hex DER, quotes and backslashes are unescaped), so user-chosen names would change.
@@ -121,22 +85,26 @@ export async function createCaCertificate(params: CreateCaCertificateParams): Pr
   }
   name.push({ CN: [{ utf8String: subject.commonName }] });
 
-  const cert = await x509.X509CertificateGenerator.createSelfSigned(
+  const ski = await x509.SubjectKeyIdentifierExtension.create(signingKey.publicKeySpkiDer, false, crypto);
+  const issuer = new x509.Name(name);
+  const cert = await x509.X509CertificateGenerator.create(
     {
       serialNumber: serialHex,
-      name: new x509.Name(name),
+      subject: issuer,
+      issuer,
       notBefore,
       notAfter,
-      keys,
-      signingAlgorithm,
+      publicKey: signingKey.publicKeySpkiDer,
+      signingKey: signing.signingKey,
+      signingAlgorithm: signing.signingAlgorithm,
       extensions: [
         new x509.BasicConstraintsExtension(true, 0, true),
         new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
-        await x509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, crypto),
-        await x509.AuthorityKeyIdentifierExtension.create(keys.publicKey, false, crypto),
+        ski,
+        new x509.AuthorityKeyIdentifierExtension(ski.keyId, false),
       ],
     },
-    crypto,
+    signing.crypto,
   );
 
   return {

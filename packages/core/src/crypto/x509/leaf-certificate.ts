@@ -5,23 +5,17 @@
  * @module
  */
 import "reflect-metadata";
-import {
-  createHash,
-  createPrivateKey,
-  createPublicKey,
-  type KeyObject,
-  verify,
-  webcrypto,
-} from "node:crypto";
+import { createHash, createPublicKey, type KeyObject, verify, webcrypto } from "node:crypto";
 import { isIP } from "node:net";
 import * as x509 from "@peculiar/x509";
 import { encodeBase64NoPad } from "../../lib/base64.js";
 import { toHex, toUint8Array } from "../../lib/bytes.js";
 import { fromPem } from "../../lib/pem.js";
+import { type CaSigningKey, softwareSigningKey } from "../ca-signing-key.js";
 import type { CaKeySpec } from "../key-types.js";
-import { positiveSerial, webCryptoAlgorithms } from "./ca-certificate.js";
+import { positiveSerial } from "./ca-certificate.js";
+import { x509SigningOf } from "./signing-key.js";
 
-type CryptoKey = webcrypto.CryptoKey;
 // Node's webcrypto types and the DOM types @peculiar/x509 is written against differ only nominally.
 const crypto = webcrypto as typeof webcrypto & Parameters<typeof x509.cryptoProvider.set>[0];
 
@@ -416,28 +410,27 @@ function sanList(sans: SubjectAltNames): x509.JsonGeneralNames {
  * const leaf = await signer.issue({ csr: parseCsr(pem), subject: { commonName: "alice" }, ... });
  */
 export async function createX509LeafSigner(ca: X509LeafCa): Promise<X509LeafSigner> {
-  const caCert = new x509.X509Certificate(ca.certificatePem);
-  const privateKey = createPrivateKey({
-    key: Buffer.from(ca.privateKeyPkcs8Der),
-    format: "der",
-    type: "pkcs8",
-  });
+  return x509LeafSignerOf(ca.certificatePem, softwareSigningKey(ca.privateKeyPkcs8Der, ca.spec));
+}
+
+/**
+ * A leaf signer over any CA signing key (software or in a PKCS#11 token): parses the CA
+ * certificate and checks that the key belongs to it.
+ *
+ * @throws {TypeError} when the certificate cannot be read or the key does not belong to it.
+ */
+export async function x509LeafSignerOf(certificatePem: string, key: CaSigningKey): Promise<X509LeafSigner> {
+  const caCert = new x509.X509Certificate(certificatePem);
   const certKey = createPublicKey({
     key: Buffer.from(caCert.publicKey.rawData),
     format: "der",
     type: "spki",
   });
-  if (!createPublicKey(privateKey).equals(certKey)) {
+  const caKey = createPublicKey({ key: Buffer.from(key.publicKeySpkiDer), format: "der", type: "spki" });
+  if (!caKey.equals(certKey)) {
     throw new TypeError("the CA private key does not belong to the CA certificate");
   }
-  const { importAlgorithm, signingAlgorithm } = webCryptoAlgorithms(ca.spec);
-  const signingKey: CryptoKey = await crypto.subtle.importKey(
-    "pkcs8",
-    ca.privateKeyPkcs8Der,
-    importAlgorithm,
-    false,
-    ["sign"],
-  );
+  const { crypto: signingCrypto, signingKey, signingAlgorithm } = x509SigningOf(key);
   // The AKI must repeat the CA's own SKI byte for byte, or chain building by key id fails.
   const caSki =
     caCert.getExtension(x509.SubjectKeyIdentifierExtension) ??
@@ -446,8 +439,8 @@ export async function createX509LeafSigner(ca: X509LeafCa): Promise<X509LeafSign
   const rsaLeafUsage = x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment;
 
   return {
-    spec: ca.spec,
-    caCertificatePem: ca.certificatePem,
+    spec: key.spec,
+    caCertificatePem: certificatePem,
     async issue(params) {
       const { csr, subject, notBefore, notAfter } = params;
       if (subject.commonName === "") throw new TypeError("subject.commonName must not be empty");
@@ -490,7 +483,7 @@ export async function createX509LeafSigner(ca: X509LeafCa): Promise<X509LeafSign
           signingAlgorithm,
           extensions,
         },
-        crypto,
+        signingCrypto,
       );
       return { pem: cert.toString("pem"), serialHex, notBefore: cert.notBefore, notAfter: cert.notAfter };
     },
@@ -512,7 +505,7 @@ export async function createX509LeafSigner(ca: X509LeafCa): Promise<X509LeafSign
             reason: crlReasons[entry.reason],
           })),
         },
-        crypto,
+        signingCrypto,
       );
       return new Uint8Array(crl.rawData);
     },
