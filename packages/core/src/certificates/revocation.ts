@@ -168,11 +168,11 @@ export const revokeCertificate = defineOperation({
     const reason: RevocationReasonName = reasonFromWire.get(input.reason ?? 0) ?? "unspecified";
     const { actorType, actorId } = actorOf(ctx.caller);
     const revoked = await services.storage.transaction(async (tx) => {
-      if (
-        input.caId !== undefined &&
-        (await tx.certificateAuthorities.findById(workspaceId, input.caId)) === null
-      ) {
-        throw authorityNotFound(input.caId);
+      if (input.caId !== undefined) {
+        const ca = await tx.certificateAuthorities.findById(workspaceId, input.caId);
+        if (ca === null) throw authorityNotFound(input.caId);
+        if (selector.by === "serial")
+          selector = { ...selector, serial: canonicalSerial(ca.authorityType, selector.serial) };
       }
       const done = await tx.issuedCertificates.revoke(workspaceId, selector, {
         revokedAt: now,
@@ -185,6 +185,16 @@ export const revokeCertificate = defineOperation({
     return { revoked: revoked.map(toIssuedCertificateMessage) };
   },
 });
+
+/**
+ * A serial as the ledger keeps it: SSH serials in decimal, X.509 serials as the bytes of the
+ * positive integer in lower-case hex (`0e18…`, as `openssl x509 -serial` prints them). Leading
+ * zeros a person typed or left out do not change which certificate is meant.
+ */
+function canonicalSerial(authorityType: "ssh" | "x509", serial: string): string {
+  const digits = serial.replace(/^0+(?=.)/, "");
+  return authorityType === "x509" && digits.length % 2 === 1 ? `0${digits}` : digits;
+}
 
 export const getRevocationList = defineOperation({
   method: CertificateService.method.getRevocationList,
