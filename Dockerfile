@@ -24,6 +24,7 @@ COPY packages/storage-sqlite/package.json packages/storage-sqlite/
 COPY packages/storage-postgres/package.json packages/storage-postgres/
 COPY packages/server/package.json packages/server/
 COPY packages/client/package.json packages/client/
+COPY packages/test-kit/package.json packages/test-kit/
 COPY examples/package.json examples/
 COPY bench/package.json bench/
 RUN pnpm install --frozen-lockfile

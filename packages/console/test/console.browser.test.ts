@@ -486,9 +486,9 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await oidc.getByText("Saved.").waitFor();
     await page.reload();
     await heading("Single sign-on");
-    expect(await oidc.getByLabel("Issuer URL", { exact: true }).inputValue()).toBe(
-      "https://idp.analytical.example",
-    );
+    // The form shows the saved provider once its query has answered after the reload.
+    const issuer = oidc.getByLabel("Issuer URL", { exact: true });
+    await untilAsync(async () => (await issuer.inputValue()) === "https://idp.analytical.example");
     // The secret is write-only: never sent back to the page.
     expect(await oidc.getByLabel("Client secret", { exact: true }).inputValue()).toBe("");
 

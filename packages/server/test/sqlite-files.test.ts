@@ -64,7 +64,8 @@ describe("the SQLite data directory", () => {
         "--import",
         "tsx",
         "-e",
-        "import('@wap/storage-sqlite').then((m) => { m.lockDatabase(process.argv[1]); console.log('locked'); setInterval(() => {}, 1000); })",
+        // The release function is kept: dropped, the lock's connection could be collected and closed.
+        "import('@wap/storage-sqlite').then((m) => { globalThis.release = m.lockDatabase(process.argv[1]); console.log('locked'); setInterval(() => {}, 1000); })",
         join(dir, "wap.db"),
       ],
       { cwd: import.meta.dirname, stdio: ["ignore", "pipe", "inherit"] },
