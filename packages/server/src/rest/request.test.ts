@@ -96,6 +96,19 @@ describe("path binding", () => {
     expect(e.violations[0]?.field).toBe("id");
   });
 
+  it("names a body copy of a path field that is an object or array by its kind, however deep", () => {
+    const depth = 100_000;
+    const bodyText = `{"id":${'{"a":'.repeat(depth)}1${"}".repeat(depth)}}`;
+    const e = invalid(() =>
+      build("PATCH", `/v1/workspaces/${ws}/certificate_authorities/${user}`, { bodyText }),
+    );
+    expect(e.message).toMatch(/the request body has id = an object; leave it out of the body/);
+    const list = invalid(() =>
+      build("PATCH", `/v1/workspaces/${ws}/certificate_authorities/${user}`, { body: { id: [ws] } }),
+    );
+    expect(list.message).toMatch(/id = an array/);
+  });
+
   it("rejects a query copy of a path field that differs and ignores an equal one", () => {
     expect(build("GET", `/v1/workspaces/${ws}?workspaceId=${ws}`)).toMatchObject({ workspaceId: ws });
     expect(invalid(() => build("GET", `/v1/workspaces/${ws}?workspace_id=${user}`)).message).toMatch(
