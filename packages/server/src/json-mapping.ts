@@ -265,7 +265,16 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-function shown(value: unknown): string {
-  const text = JSON.stringify(value) ?? String(value);
+/**
+ * A JSON value as an error message shows it: at most 60 characters, and by its kind when it is
+ * nested too deep to serialise (a client may send any depth).
+ */
+export function shown(value: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    text = Array.isArray(value) ? "an array" : "an object";
+  }
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }

@@ -9,7 +9,7 @@
  */
 import { type DescField, type DescMessage, fromJson, type JsonValue, type Message } from "@bufbuild/protobuf";
 import { InvalidArgumentError } from "@wap/core";
-import { checkJsonRequest } from "../json-mapping.js";
+import { checkJsonRequest, shown } from "../json-mapping.js";
 import { resolveFieldPath, textFieldKind, textToJson } from "./fields.js";
 import type { RestMatch } from "./routes.js";
 
@@ -79,7 +79,7 @@ export function buildRequest(match: RestMatch, input: RestRequestInput): Message
     if (existing !== undefined && existing !== null && !sameScalar(existing, value, text)) {
       throw invalid(
         `path parameter {${fieldPath}} is ${JSON.stringify(text)} but the request body has ` +
-          `${leaf.jsonName} = ${describeJson(existing)}; leave it out of the body or make them match`,
+          `${leaf.jsonName} = ${shown(existing)}; leave it out of the body or make them match`,
         fieldPath,
       );
     }
@@ -92,17 +92,6 @@ export function buildRequest(match: RestMatch, input: RestRequestInput): Message
   } catch (e) {
     throw new InvalidArgumentError(`invalid ${rpc} request: ${(e as Error).message}`, { cause: e });
   }
-}
-
-/**
- * A body value as an error message names it: scalars as JSON (long strings cut), objects and
- * arrays by kind only, since a client may nest them arbitrarily deep.
- */
-function describeJson(value: unknown): string {
-  if (Array.isArray(value)) return "an array";
-  if (typeof value === "object" && value !== null) return "an object";
-  if (typeof value === "string" && value.length > 100) return `${JSON.stringify(value.slice(0, 100))}…`;
-  return JSON.stringify(value);
 }
 
 function bindQuery(
