@@ -20,15 +20,7 @@
  * - licence files (any change, unknown key, expired, issued in the future):
  *   packages/core/test/license.test.ts.
  */
-import {
-  createHash,
-  generateKeyPairSync,
-  type KeyObject,
-  randomBytes,
-  randomUUID,
-  sign,
-  webcrypto,
-} from "node:crypto";
+import { createHash, generateKeyPairSync, type KeyObject, randomBytes, randomUUID, sign } from "node:crypto";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { AuthorityType, AuthService, CertificateKeyType, CertificateService } from "@wap/api";
