@@ -160,26 +160,29 @@ export function useAction<A extends unknown[], R>(run: (...args: A) => Promise<R
 }
 
 /** A form whose submit runs an action; shows the action's error under it. */
+/**
+ * A form that runs `action` (from {@link useAction}) with its fields and shows it busy and its
+ * error (unless `hideError`).
+ */
 export function ActionForm({
-  onSubmit,
-  busy,
-  error,
+  action,
+  hideError,
   submit,
   children,
   label,
   hideSubmit,
 }: {
-  onSubmit: (form: FormData) => unknown;
+  action: { act: (form: FormData) => unknown; busy: boolean; error: unknown };
+  hideError?: boolean;
   hideSubmit?: boolean;
-  busy: boolean;
-  error: unknown;
   submit: string;
   children: ReactNode;
   label?: string;
 }) {
+  const { busy, error } = action;
   function handle(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
-    void onSubmit(new FormData(event.currentTarget));
+    void action.act(new FormData(event.currentTarget));
   }
   return (
     <form onSubmit={handle} aria-label={label ?? submit} aria-busy={busy}>
@@ -189,7 +192,7 @@ export function ActionForm({
           {busy ? `${submit}…` : submit}
         </button>
       )}
-      <ErrorNote error={error} />
+      {!hideError && <ErrorNote error={error} />}
     </form>
   );
 }

@@ -51,13 +51,7 @@ export function AccountPage() {
   return (
     <Page title="Your account">
       <Section title="Profile">
-        <ActionForm
-          onSubmit={profile.act}
-          busy={profile.busy}
-          error={profile.error}
-          submit="Save profile"
-          key={String(user.updatedAt?.seconds)}
-        >
+        <ActionForm action={profile} submit="Save profile" key={String(user.updatedAt?.seconds)}>
           <Field label="Name" name="name" defaultValue={user.name} required minLength={3} />
           <Field
             label="Email"
@@ -76,12 +70,7 @@ export function AccountPage() {
         )}
       </Section>
       <Section title="Password">
-        <ActionForm
-          onSubmit={password.act}
-          busy={password.busy}
-          error={password.error}
-          submit="Change password"
-        >
+        <ActionForm action={password} submit="Change password">
           <Field
             label="Current password"
             name="current"
@@ -155,7 +144,7 @@ function Passkeys() {
           </Table>
         )}
       </QueryState>
-      <ActionForm onSubmit={add.act} busy={add.busy} error={add.error} submit="Add a passkey">
+      <ActionForm action={add} submit="Add a passkey">
         <Field label="Passkey name" name="name" placeholder="Laptop" maxLength={100} />
       </ActionForm>
     </Section>

@@ -83,7 +83,7 @@ export function DomainsPage() {
         )}
       </QueryState>
       <Section title="Add a domain">
-        <ActionForm onSubmit={create.act} busy={create.busy} error={create.error} submit="Add domain">
+        <ActionForm action={create} submit="Add domain">
           <Field label="Domain" name="domain" placeholder="example.com" required />
         </ActionForm>
       </Section>
@@ -142,13 +142,7 @@ export function SsoSettingsPage() {
         <p>
           Redirect URI to register at the provider: <code>{origin}/v1/sso/oidc/callback</code>
         </p>
-        <ActionForm
-          onSubmit={saveOidc.act}
-          busy={saveOidc.busy}
-          error={saveOidc.error}
-          submit="Save OIDC provider"
-          key={`o${o?.updatedAt?.seconds}`}
-        >
+        <ActionForm action={saveOidc} submit="Save OIDC provider" key={`o${o?.updatedAt?.seconds}`}>
           <Field label="Name" name="name" defaultValue={o?.name} required />
           <Field label="Issuer URL" name="issuer" type="url" defaultValue={o?.issuerUrl} required />
           <Field label="Client ID" name="clientId" defaultValue={o?.clientId} required />
@@ -195,13 +189,7 @@ export function SsoSettingsPage() {
             {origin}/v1/sso/saml/{ws}/acs
           </code>
         </p>
-        <ActionForm
-          onSubmit={saveSaml.act}
-          busy={saveSaml.busy}
-          error={saveSaml.error}
-          submit="Save SAML provider"
-          key={`s${s?.updatedAt?.seconds}`}
-        >
+        <ActionForm action={saveSaml} submit="Save SAML provider" key={`s${s?.updatedAt?.seconds}`}>
           <Field label="Name" name="name" defaultValue={s?.name} required />
           <Field
             label="IdP metadata URL"

@@ -69,9 +69,8 @@ export function SignInPage() {
   return (
     <AuthCard title="Sign in">
       <ActionForm
-        onSubmit={password.act}
-        busy={password.busy}
-        error={enforced ? undefined : password.error}
+        action={password}
+        hideError={enforced}
         submit="Sign in"
         hideSubmit={enforced}
         label="Sign in"
@@ -163,7 +162,7 @@ export function SignUpPage() {
   }
   return (
     <AuthCard title="Create an account">
-      <ActionForm onSubmit={register.act} busy={register.busy} error={register.error} submit="Create account">
+      <ActionForm action={register} submit="Create account">
         <Field label="Name" name="name" autoComplete="name" required minLength={3} />
         <Field label="Email" name="email" type="email" autoComplete="email" required />
         <Field
@@ -201,7 +200,7 @@ export function ForgotPasswordPage() {
       {forgot.result ? (
         <Notice>If an account uses that address, a reset link is on its way.</Notice>
       ) : (
-        <ActionForm onSubmit={forgot.act} busy={forgot.busy} error={forgot.error} submit="Send reset link">
+        <ActionForm action={forgot} submit="Send reset link">
           <Field label="Email" name="email" type="email" autoComplete="email" required />
         </ActionForm>
       )}
@@ -229,7 +228,7 @@ export function ResetPasswordPage() {
           <Link to="/sign-in">Sign in</Link>
         </>
       ) : (
-        <ActionForm onSubmit={reset.act} busy={reset.busy} error={reset.error} submit="Set password">
+        <ActionForm action={reset} submit="Set password">
           <Field
             label="New password"
             name="password"

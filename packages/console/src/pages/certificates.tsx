@@ -90,7 +90,7 @@ export function AuthoritiesPage() {
       </QueryState>
       {selected && <AuthorityDetails id={selected} />}
       <Section title="Create an authority">
-        <ActionForm onSubmit={create.act} busy={create.busy} error={create.error} submit="Create authority">
+        <ActionForm action={create} submit="Create authority">
           <Field label="Name" name="name" required maxLength={256} />
           <Field label="Description" name="description" maxLength={1000} />
           <Select
@@ -201,12 +201,7 @@ function AuthorityDetails({ id }: { id: string }) {
               clients keep working with certificates from either key. Update sshd or known_hosts files you
               manage yourself with the new key before the old one is dropped.
             </p>
-            <ActionForm
-              onSubmit={rollover.act}
-              busy={rollover.busy}
-              error={rollover.error}
-              submit="Roll over"
-            >
+            <ActionForm action={rollover} submit="Roll over">
               <Select
                 label="New key type"
                 name="keyType"

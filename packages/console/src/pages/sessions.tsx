@@ -53,7 +53,7 @@ export function SessionsPage() {
         {ready.length === 0 ? (
           <Empty>No target has an accepted daemon yet.</Empty>
         ) : (
-          <ActionForm onSubmit={open.act} busy={open.busy} error={open.error} submit="Open terminal">
+          <ActionForm action={open} submit="Open terminal">
             <Select
               label="Target"
               name="target"

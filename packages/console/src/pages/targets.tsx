@@ -226,7 +226,7 @@ export function TargetsPage() {
         <TargetAccess target={targets.data.targets.find((t) => t.id === open)!} />
       )}
       <Section title="Add a target">
-        <ActionForm onSubmit={create.act} busy={create.busy} error={create.error} submit="Add target">
+        <ActionForm action={create} submit="Add target">
           <Field label="Name" name="name" required pattern="[a-zA-Z0-9][a-zA-Z0-9\-_]*" />
           <Field label="Description" name="description" />
           <Select
@@ -321,12 +321,7 @@ function TargetAccess({ target }: { target: Target }) {
           </div>
         </div>
       ))}
-      <ActionForm
-        onSubmit={addUsername.act}
-        busy={addUsername.busy}
-        error={addUsername.error}
-        submit="Add username"
-      >
+      <ActionForm action={addUsername} submit="Add username">
         <Field
           label="Unix username"
           name="username"

@@ -59,7 +59,7 @@ export function WorkspacesPage() {
         )}
       </QueryState>
       <Section title="Create a workspace">
-        <ActionForm onSubmit={create.act} busy={create.busy} error={create.error} submit="Create workspace">
+        <ActionForm action={create} submit="Create workspace">
           <Field label="Name" name="name" required minLength={3} maxLength={256} />
           <Field label="Description" name="description" maxLength={1000} />
         </ActionForm>
@@ -98,24 +98,13 @@ export function OverviewPage() {
         <Page title={w!.name}>
           <p className="muted">{w!.description}</p>
           <Section title="Settings">
-            <ActionForm
-              onSubmit={update.act}
-              busy={update.busy}
-              error={update.error}
-              submit="Save"
-              key={`n${w!.updatedAt?.seconds}`}
-            >
+            <ActionForm action={update} submit="Save" key={`n${w!.updatedAt?.seconds}`}>
               <Field label="Name" name="name" defaultValue={w!.name} required minLength={3} />
               <Field label="Description" name="description" defaultValue={w!.description} />
             </ActionForm>
           </Section>
           <Section title="Enrolment and invitations">
-            <ActionForm
-              onSubmit={settings.act}
-              busy={settings.busy}
-              error={settings.error}
-              submit="Save settings"
-            >
+            <ActionForm action={settings} submit="Save settings">
               <Check
                 label="Accept enrolled daemons without review"
                 name="auto"
@@ -325,7 +314,7 @@ export function TeamsPage() {
         )}
       </QueryState>
       <Section title="Create a team">
-        <ActionForm onSubmit={create.act} busy={create.busy} error={create.error} submit="Create team">
+        <ActionForm action={create} submit="Create team">
           <Field label="Name" name="name" required />
           <Field label="Description" name="description" />
         </ActionForm>
@@ -388,12 +377,7 @@ export function ServiceAccountsPage() {
         )}
       </QueryState>
       <Section title="Create a service account">
-        <ActionForm
-          onSubmit={create.act}
-          busy={create.busy}
-          error={create.error}
-          submit="Create service account"
-        >
+        <ActionForm action={create} submit="Create service account">
           <Field
             label="Name"
             name="name"
