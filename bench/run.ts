@@ -30,6 +30,8 @@
  *   and BENCH_HEARTBEAT_RATE as daemon-streams.ts says;
  * - BENCH_LOAD (`h2load` or `node`; default h2load when installed): the load generator of the
  *   request path (request-path.ts);
+ * - BENCH_PROFILE (default `1`): `0` skips the profiled second run of GetCertificateAuthority and
+ *   SignSSHCertificate that splits their event loop time per request by part (call-budget.ts);
  * - BENCH_LOG_LEVEL (default silent; `info` logs every request to stderr as the server does by
  *   default: run with `2>/dev/null` or a file to see its cost);
  * - BENCH_REPORT (default `1`): `0` prints the figures without writing REPORT.md and report.svg.
@@ -91,6 +93,7 @@ if (requestPathMeasures.some((m) => only.has(m))) {
       only,
       ...(process.env.BENCH_LOG_LEVEL ? { logLevel: process.env.BENCH_LOG_LEVEL } : {}),
       ...(process.env.BENCH_LOAD ? { load: process.env.BENCH_LOAD } : {}),
+      profile: process.env.BENCH_PROFILE !== "0",
     })),
   );
 }
