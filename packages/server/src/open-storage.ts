@@ -112,7 +112,7 @@ export async function openStorageOnly(target: DatabaseTarget): Promise<Storage> 
 async function openSqliteStorage(file: string): Promise<{ storage: Storage; unlock: () => void }> {
   const { createSqliteStorage, DatabaseInUseError, lockDatabase } = await import("@wap/storage-sqlite");
   if (file === ":memory:")
-    return { storage: await createSqliteStorage({ filename: file }), unlock: () => {} };
+    return { storage: await createSqliteStorage({ filename: file, exclusive: true }), unlock: () => {} };
   await mkdir(dirname(file), { recursive: true, mode: 0o700 });
   let unlock: () => void;
   try {
@@ -122,7 +122,8 @@ async function openSqliteStorage(file: string): Promise<{ storage: Storage; unlo
     throw error;
   }
   try {
-    return { storage: await createSqliteStorage({ filename: file }), unlock };
+    // The lock keeps every other server and operator command off the file.
+    return { storage: await createSqliteStorage({ filename: file, exclusive: true }), unlock };
   } catch (error) {
     unlock();
     throw error;

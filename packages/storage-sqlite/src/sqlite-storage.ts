@@ -12,6 +12,7 @@ import { Kysely, type SqliteDatabase, SqliteDialect, sql } from "kysely";
 import { type AppendWriter, createAppendWriter } from "./append-writer.js";
 import { preparePrivateFiles } from "./database-files.js";
 import { sqliteTraits } from "./dialect.js";
+import { createReadCache, type ReadCache } from "./read-cache.js";
 
 /** The few better-sqlite3 `Database` methods the adapter calls. */
 export interface SqliteDatabaseLike extends SqliteDatabase {
@@ -22,7 +23,16 @@ export interface SqliteDatabaseLike extends SqliteDatabase {
 
 export type SqliteStorageOptions =
   /** A file to open (created if missing), or ":memory:". The storage owns and closes it. */
-  | { readonly filename: string; readonly busyTimeoutMs?: number }
+  | {
+      readonly filename: string;
+      readonly busyTimeoutMs?: number;
+      /**
+       * The caller makes sure no other connection writes the file while the storage is open (the
+       * server holds a lock file for that). The rows every request reads are then kept in memory
+       * and dropped at the storage's next write (read-cache.ts). Default false.
+       */
+      readonly exclusive?: boolean;
+    }
   /**
    * A database the application opened. Its pragmas are set as the storage needs them; the
    * application keeps ownership: `close()` leaves it open.
@@ -53,7 +63,8 @@ export async function createSqliteStorage(options: SqliteStorageOptions): Promis
     throw error;
   }
 
-  const prepare = cachedStatements(database);
+  const reads = owned && options.exclusive === true ? createReadCache() : undefined;
+  const prepare = cachedStatements(database, reads);
   // Kysely closes the database on destroy(); a lent one must stay open.
   const forKysely: SqliteDatabase = {
     prepare,
@@ -81,7 +92,10 @@ export async function createSqliteStorage(options: SqliteStorageOptions): Promis
       // Inside an open transaction the statement would join it: Kysely's executor waits instead.
       if (database.inTransaction) return undefined;
       const statement = prepare(query.sql);
-      if (statement.reader) return { rows: statement.all(query.parameters) as unknown[] };
+      if (statement.reader) {
+        const read = () => statement.all(query.parameters) as unknown[];
+        return { rows: reads ? reads.rows(query.sql, query.parameters, read) : read() };
+      }
       const { changes, lastInsertRowid } = statement.run(query.parameters);
       return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
     },
@@ -94,7 +108,8 @@ function isReopenable(filename: string): boolean {
 }
 
 /**
- * Kysely prepares every query anew; compiling SQL is a large share of a simple read. The queries
+ * Kysely prepares every query anew (and the direct executor asks here too, so that the read cache
+ * sees every statement); compiling SQL is a large share of a simple read. The queries
  * come from a fixed set of builders, so their texts repeat and their statements can be reused
  * (better-sqlite3 statements are synchronous, so one is never used by two queries at once).
  *
@@ -103,9 +118,15 @@ function isReopenable(filename: string): boolean {
  * write at once (SQLITE_BUSY_SNAPSHOT, which no busy timeout waits out); BEGIN IMMEDIATE takes the
  * write lock first, waiting for it up to busy_timeout.
  */
-function cachedStatements(database: SqliteDatabaseLike, capacity = 512): SqliteDatabase["prepare"] {
+function cachedStatements(
+  database: SqliteDatabaseLike,
+  reads: ReadCache | undefined,
+  capacity = 512,
+): SqliteDatabase["prepare"] {
   const statements = new Map<string, ReturnType<SqliteDatabase["prepare"]>>();
   return (source) => {
+    // Every statement of this connection passes here just before it runs.
+    reads?.observe(source);
     let statement = statements.get(source);
     if (statement === undefined) {
       statement = database.prepare(source === "begin" ? "begin immediate" : source);

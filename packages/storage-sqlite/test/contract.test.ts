@@ -5,7 +5,12 @@ import { runStorageContract } from "@wap/core/testing";
 import { createSqliteStorage } from "@wap/storage-sqlite";
 import { afterAll } from "vitest";
 
-runStorageContract({ name: "sqlite :memory:", create: () => createSqliteStorage({ filename: ":memory:" }) });
+// Exclusive, as the server opens its database: the rows every request reads are kept in memory,
+// and every write must still be seen by the next read.
+runStorageContract({
+  name: "sqlite :memory:, exclusive",
+  create: () => createSqliteStorage({ filename: ":memory:", exclusive: true }),
+});
 
 // A file database shared by every test: also proves the migrations run once and then no-op.
 const dir = mkdtempSync(join(tmpdir(), "wap-sqlite-contract-"));
