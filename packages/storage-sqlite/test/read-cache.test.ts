@@ -19,7 +19,7 @@ const dir = mkdtempSync(join(tmpdir(), "wap-sqlite-read-cache-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const file = () => join(dir, `${randomUUID()}.db`);
 
-const user = (id = randomUUID()): UserRecord => ({
+const user = (id: string = randomUUID()): UserRecord => ({
   id,
   name: "Ada Lovelace",
   username: `ada-${id}`,
@@ -32,7 +32,7 @@ const user = (id = randomUUID()): UserRecord => ({
   updatedAt: new Date(1_700_000_000_000),
 });
 
-const session = (userId: string, id = randomUUID()): AuthSessionRecord => ({
+const session = (userId: string, id: string = randomUUID()): AuthSessionRecord => ({
   id,
   userId,
   createdAt: new Date(1_700_000_000_000),
@@ -119,7 +119,7 @@ describe("an exclusive storage's cached reads", () => {
       });
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 12 }), async (steps) => {
-        const ids = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+        const ids: string[] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
         const owner = user();
         expect(await replay(true, steps, ids, owner)).toEqual(await replay(false, steps, ids, owner));
       }),
