@@ -24,8 +24,8 @@ import {
   createSignedTokenSigner,
   createSignedTokenVerifier,
   InvalidAccessTokenError,
+  namesKey,
   type TokenProfile,
-  tokenKeyId,
 } from "../tokens/paseto.js";
 import { cacheVerified } from "../tokens/verified-cache.js";
 import { loadSigningKey, type SigningKeyDeps } from "./signing-keys.js";
@@ -78,7 +78,7 @@ export async function loadServiceAccountTokens(deps: SigningKeyDeps): Promise<Se
       );
       return { token, tokenHash: hashSecret(token) };
     },
-    recognizes: (token) => tokenKeyId(token) === keyId,
+    recognizes: namesKey(keyId),
     // The account row is still read and the hash compared on every call (authenticate.ts).
     verify: cacheVerified(async (token, now) => {
       const { claims, exp } = await verifier.verify(token, now);

@@ -11,6 +11,7 @@ import {
   createSignedTokenSigner,
   createSignedTokenVerifier,
   InvalidAccessTokenError,
+  namesKey,
 } from "./paseto.js";
 
 const now = new Date("2030-05-06T07:08:09.000Z");
@@ -235,6 +236,44 @@ describe("access tokens", () => {
         expect(outcome).toBeInstanceOf(InvalidAccessTokenError);
       }),
       { numRuns: 1000 },
+    );
+  });
+});
+
+describe("namesKey", () => {
+  it("tells a token signed under a key id from tokens of other keys and from other strings", async () => {
+    const underB = await createAccessTokenSigner({
+      privateKeyPkcs8Der: keyB.privateKeyPkcs8Der,
+      keyId: "b",
+    }).sign(claims, { now, ttlSeconds: 900 });
+    expect(namesKey("a")(token)).toBe(true);
+    expect(namesKey("b")(token)).toBe(false);
+    expect(namesKey("b")(underB)).toBe(true);
+    const [payload, footer] = token.slice("v4.public.".length).split(".") as [string, string];
+    for (const other of [
+      `v4.local.${payload}.${footer}`,
+      `v4.public.${footer}`,
+      `v4.public.${payload}.x.${footer}`,
+      `v4.public.${payload}.${footer}=`,
+      `${token} `,
+    ]) {
+      expect(namesKey("a")(other), other).toBe(false);
+    }
+  });
+
+  it("names a key only where the verifier would read that key id", async () => {
+    const recognises = namesKey("a");
+    await fc.assert(
+      fc.asyncProperty(fc.string({ maxLength: 80 }), fc.nat(token.length), async (noise, at) => {
+        const candidate = token.slice(0, at) + noise + token.slice(at);
+        if (!recognises(candidate)) return;
+        // Recognised: the verifier reads key id "a" (it may still refuse the signature).
+        await verifier.verify(candidate, now).catch((error: InvalidAccessTokenError) => {
+          expect(error.reason).not.toBe("unknown_key");
+          expect(error.reason === "malformed" ? error.message : "").not.toMatch(/footer/);
+        });
+      }),
+      { numRuns: 200 },
     );
   });
 });
