@@ -37,6 +37,7 @@ import {
 import { callerFor, callPlatform, type EdgeRequest, type EdgeSettings } from "./edge.js";
 import { errorCodeOf } from "./errors.js";
 import { checkJsonRequestBytes } from "./json-mapping.js";
+import { createJsonWriters } from "./json-writer.js";
 import { undecodable } from "./undecodable-requests.js";
 
 type Request = http.IncomingMessage | http2.Http2ServerRequest;
@@ -64,6 +65,8 @@ export type UnaryConnectPath = (req: Request, res: Response, edge: EdgeRequest, 
 interface Route {
   readonly method: DescMethodUnary;
   readonly serialization: MethodSerializationLookup<DescMessage, DescMessage>;
+  /** The answer as JSON bytes, written by the compiled writer (json-writer.ts). */
+  readonly answerJson: (response: object) => Uint8Array;
 }
 
 // connect-node's defaults, so that both paths compress the same answers the same way.
@@ -72,14 +75,25 @@ const acceptCompression: Compression[] = [compressionGzip, compressionBrotli];
 export function createUnaryConnectPath(settings: UnaryConnectSettings): UnaryConnectPath {
   const limits = validateReadWriteMaxBytes(settings.readMaxBytes, undefined, undefined);
   const routes = new Map<string, Route>();
+  const writers = createJsonWriters();
+  const encoder = new TextEncoder();
   for (const service of platformServices) {
     for (const method of service.methods) {
       if (method.methodKind !== "unary") continue;
       const unary = method as DescMethodUnary;
-      routes.set(procedureOf(unary), {
-        method: unary,
-        serialization: createMethodSerializationLookup(unary, undefined, settings.jsonOptions, limits),
-      });
+      const serialization = createMethodSerializationLookup(unary, undefined, settings.jsonOptions, limits);
+      const answerJson = (response: object) => {
+        let bytes: Uint8Array | undefined;
+        try {
+          bytes = encoder.encode(JSON.stringify(writers.toJson(unary.output, response)));
+        } catch {
+          // Refused (a value toJson cannot write): connect's serializer refuses it as it would.
+        }
+        return bytes !== undefined && bytes.byteLength <= limits.writeMaxBytes
+          ? bytes
+          : serialization.getO(false).serialize(response as never);
+      };
+      routes.set(procedureOf(unary), { method: unary, serialization, answerJson });
     }
   }
   const calls = new CallsInFlight(settings.shutdown);
@@ -167,7 +181,9 @@ async function serve(
     }
     if (result.setCookies !== undefined) head["set-cookie"] = [...result.setCookies];
     edge.code = "ok";
-    body = route.serialization.getO(binary).serialize(result.response);
+    body = binary
+      ? route.serialization.getO(true).serialize(result.response)
+      : route.answerJson(result.response);
   } catch (error) {
     // The call's answer, or a refusal of the protocol layer (size, framing, decoding).
     const connectError =
