@@ -77,10 +77,10 @@ function cacheKey(sql: string, parameters: readonly unknown[]): string | undefin
 
 /** Callers get rows of their own: a byte column they clear or change does not change the cache. */
 function copyRow(row: Record<string, unknown>): Record<string, unknown> {
-  const copy: Record<string, unknown> = {};
-  for (const column in row) {
-    const value = row[column];
-    copy[column] = value instanceof Uint8Array ? Buffer.from(value) : value;
+  const copy = { ...row };
+  for (const column in copy) {
+    const value = copy[column];
+    if (value instanceof Uint8Array) copy[column] = Buffer.from(value);
   }
   return copy;
 }
