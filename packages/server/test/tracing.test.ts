@@ -10,7 +10,7 @@ import { WorkspaceService } from "@wap/api";
 import { bearer, clientFor, streamError, transportFor } from "@wap/test-kit/clients";
 import { restCall, signUpWithWorkspace } from "@wap/test-kit/http";
 import { startTestServer } from "@wap/test-kit/server";
-import { terminalWorld } from "@wap/test-kit/terminal";
+import { refusedTerminal, terminalUrl, terminalWorld } from "@wap/test-kit/terminal";
 import { until } from "@wap/test-kit/until";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openNdjson } from "./support/ndjson.js";
@@ -192,6 +192,12 @@ describe("OTLP traces", () => {
     let world: Awaited<ReturnType<typeof terminalWorld>>;
     try {
       world = await terminalWorld(server.url, "traced");
+      // A refused handshake (no such session) is logged with who asked, like any request.
+      const missing = "00000000-0000-4000-8000-000000000001";
+      const refusal = await refusedTerminal(terminalUrl(server.url, world.workspaceId, missing), {
+        token: world.accessToken,
+      });
+      expect(refusal.status).toBe(404);
       const { daemon, stream, browser } = await world.openedSession("traced-1");
       // The browser leaving ends the session: the daemon's stream is told, then ends.
       browser.close();
@@ -202,7 +208,7 @@ describe("OTLP traces", () => {
       daemon.control.cancel();
       await until(
         () =>
-          named("terminal").length > 0 &&
+          named("terminal").length > 1 &&
           named("platform.v1.DaemonSessionService/Session").length > 0 &&
           named("platform.v1.DaemonControlService/Connect").length > 0,
       );
@@ -210,8 +216,10 @@ describe("OTLP traces", () => {
       await server.close();
     }
 
-    const [socket] = named("terminal");
+    const socket = named("terminal").find((s) => s.events?.some((e) => e.name === "upgraded"));
     expect(attribute(socket!, "wap.stream.code")).toBe("ok");
+    const refused = named("terminal").find((s) => s !== socket);
+    expect(attribute(refused!, "wap.stream.code")).toBe("not_found");
     expect(socket!.events?.map((e) => e.name)).toContain("upgraded");
     expect(attribute(socket!, "wap.subject_id")).toBe(world.userId);
     expect(socket!.attributes).toContainEqual({ key: "websocket.close_code", value: { intValue: 1000 } });
@@ -226,10 +234,17 @@ describe("OTLP traces", () => {
     expect(control!.events?.map((e) => e.name)).toContain("daemon.online");
     expect(spans.some((s) => s.parentSpanId === control!.spanId && s.name.startsWith("storage "))).toBe(true);
 
-    // The socket's request line is written when it closes, with who it was and how it ended.
-    const line = server.logs
+    const terminalLines = server.logs
       .map((l) => JSON.parse(l) as Record<string, unknown>)
-      .find((l) => l.msg === "request" && l.rpc === "terminal");
+      .filter((l) => l.msg === "request" && l.rpc === "terminal");
+    expect(terminalLines.find((l) => l.status === 404)).toMatchObject({
+      code: "not_found",
+      subject: "user",
+      subjectId: world.userId,
+      workspaceId: world.workspaceId,
+    });
+    // The socket's request line is written when it closes, with who it was and how it ended.
+    const line = terminalLines.find((l) => l.status === 101);
     expect(line).toMatchObject({
       status: 101,
       code: "ok",

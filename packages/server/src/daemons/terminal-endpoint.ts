@@ -98,6 +98,7 @@ export function createTerminalEndpoint(
     refusal: Refusal,
     started: number,
     span?: StreamSpan,
+    who: { edge?: EdgeRequest; workspaceId?: string } = {},
   ) {
     const publicError = toPublicError(refusal.error, requestId, logger);
     span?.end(publicError.code);
@@ -114,7 +115,7 @@ export function createTerminalEndpoint(
     ];
     if (socket.writable) socket.end(`${lines.join("\r\n")}\r\n\r\n${body}`);
     else socket.destroy();
-    logRequest(req, status, publicError.code, requestId, started);
+    logRequest(req, status, publicError.code, requestId, started, who);
   }
 
   /**
@@ -239,7 +240,7 @@ export function createTerminalEndpoint(
       ws = await upgrade(req, socket, head, headerLines({ ...collected, "X-Request-Id": edge.requestId }));
       if (ws === undefined) {
         span?.end("invalid_argument");
-        logRequest(req, 400, "invalid_argument", edge.requestId, started);
+        logRequest(req, 400, "invalid_argument", edge.requestId, started, { edge, workspaceId });
         return;
       }
       edge.code = "ok";
@@ -249,7 +250,12 @@ export function createTerminalEndpoint(
       await connectBrowser(ws, session);
     } catch (error) {
       if (ws === undefined) {
-        refuse(req, socket, edge.requestId, { error, headers: collected }, started, span);
+        // Who asked, and for which workspace, as on every request line (a refusal included).
+        const asked = decode(match[1]);
+        refuse(req, socket, edge.requestId, { error, headers: collected }, started, span, {
+          edge,
+          ...(uuid.test(asked) && { workspaceId: asked.toLowerCase() }),
+        });
         return;
       }
       // After the upgrade the socket is told in a frame; the cause stays in the log.
