@@ -39,6 +39,12 @@ import { answerUnknownProcedure } from "./unknown-procedure.js";
 const discoverable = [...platformServices, Health, ServerReflection, serverReflectionV1alpha];
 
 /** Builds the handler the listener serves. */
+
+/**
+ * connect-node's interceptors. The lean unary path (unary-connect.ts) does the same work its
+ * own way and lists what it covers; a test fails when one is added here and not there.
+ */
+export const connectInterceptors = [jsonRefusals, undecodableRequests] as const;
 export function createRequestHandler(settings: AppSettings): NodeHandler {
   const routes = createRestRoutes(platformServices);
   const app = createApp(settings, routes);
@@ -70,7 +76,7 @@ export function createRequestHandler(settings: AppSettings): NodeHandler {
       checkJsonRequestsFirst(router, settings.bodyLimitBytes);
       sendStreamHeadersEarly(router);
     },
-    interceptors: [jsonRefusals, undecodableRequests],
+    interceptors: [...connectInterceptors],
     fallback: (req, res) => {
       const path = (req.url ?? "/").split("?")[0] ?? "/";
       if (answerUnknownProcedure(req, res as Parameters<typeof fallback>[1], path, edgeOf(req))) return;

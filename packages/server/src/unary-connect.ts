@@ -17,11 +17,12 @@
 import type http from "node:http";
 import type http2 from "node:http2";
 import type { DescMessage, DescMethodUnary } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { platformServices } from "@wap/api";
 import { procedureOf } from "@wap/core";
 import { answer } from "./connect-context.js";
+import { jsonRefusals } from "./connect-json-requests.js";
 import {
   type Compression,
   codeToHttpStatus,
@@ -38,11 +39,16 @@ import { callerFor, callPlatform, type EdgeRequest, type EdgeSettings } from "./
 import { errorCodeOf } from "./errors.js";
 import { checkJsonRequestBytes } from "./json-mapping.js";
 import { createJsonWriters } from "./json-writer.js";
-import { undecodable } from "./undecodable-requests.js";
+import { undecodable, undecodableRequests } from "./undecodable-requests.js";
 
 type Request = http.IncomingMessage | http2.Http2ServerRequest;
 type Response = http.ServerResponse | http2.Http2ServerResponse;
 
+/**
+ * The connect-node interceptors whose work this path does itself: JSON refusals (`checkJson`)
+ * and undecodable requests (`parse`).
+ */
+export const interceptorsCovered: readonly Interceptor[] = [jsonRefusals, undecodableRequests];
 export interface UnaryConnectSettings {
   readonly edge: EdgeSettings;
   /** The largest request message read, as connect-node's `readMaxBytes`. */

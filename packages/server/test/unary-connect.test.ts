@@ -7,13 +7,14 @@
 import http2 from "node:http2";
 import { gunzipSync } from "node:zlib";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { GetWorkspaceRequestSchema } from "@wap/api";
+import { GetWorkspaceRequestSchema, platformServices } from "@wap/api";
 import { createArgon2PasswordHasher } from "@wap/core";
 import { signUp, signUpWithWorkspace } from "@wap/test-kit/http";
 import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { until } from "@wap/test-kit/until";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { leanUnaryFormat } from "../src/unary-connect.js";
+import { connectInterceptors } from "../src/request-handler.js";
+import { interceptorsCovered, leanUnaryFormat } from "../src/unary-connect.js";
 
 interface Answer {
   readonly status: number;
@@ -84,13 +85,20 @@ describe("lean and general unary paths answer alike", () => {
     });
   }
 
-  /** Sends `call` both ways; returns the lean answer once both agree. */
-  async function bothWays(call: Call): Promise<Answer> {
+  /**
+   * Sends `call` both ways; returns the lean answer once both agree. With `fresh`, values made
+   * anew by each call (ids, challenges, codes, times) may differ, nothing else.
+   */
+  async function bothWays(call: Call, fresh = false): Promise<Answer> {
     const lean = await send(call);
     const general = await send(call, generalPath);
-    expect(lean.status).toBe(general.status);
-    expect(comparable(lean.headers)).toEqual(comparable(general.headers));
-    expect(decoded(lean).toString("latin1")).toBe(decoded(general).toString("latin1"));
+    const text = (answer: Answer) => {
+      const body = decoded(answer).toString("latin1");
+      return fresh && answer.status === 200 ? withoutFreshValues(body) : body;
+    };
+    expect(lean.status, call.path).toBe(general.status);
+    expect(comparable(lean.headers), call.path).toEqual(comparable(general.headers));
+    expect(text(lean), call.path).toBe(text(general));
     return lean;
   }
 
@@ -282,6 +290,35 @@ describe("lean and general unary paths answer alike", () => {
     expect(attributes(lean)).toEqual(attributes(general));
     expect(String(lean.headers["set-cookie"])).toMatch(/HttpOnly/i);
   });
+
+  it("answers every unary RPC alike: anonymous, in a workspace the caller is not in, and with an empty request", async () => {
+    const stranger = await signUpWithWorkspace(server.url, "stranger");
+    const unary = platformServices.flatMap((service) =>
+      service.methods.filter((m) => m.methodKind === "unary").map((m) => `/${service.typeName}/${m.name}`),
+    );
+    expect(unary.length).toBeGreaterThan(90);
+    const codes = new Map<string, number>();
+    for (const path of unary) {
+      // No credentials: refused, or (for the RPCs that need none) refused on the empty request.
+      const anonymous = await bothWays(
+        {
+          path,
+          headers: { "content-type": "application/json", "connect-protocol-version": "1" },
+          body: "{}",
+        },
+        true,
+      );
+      // Another workspace's id: refused before anything is read or changed.
+      const elsewhere = await bothWays(
+        { path, headers: json, body: JSON.stringify({ workspaceId: stranger.workspaceId }) },
+        true,
+      );
+      for (const answer of [anonymous, elsewhere])
+        codes.set(String(answer.status), (codes.get(String(answer.status)) ?? 0) + 1);
+    }
+    // The walk met answers and refusals of several kinds, not one refusal everywhere.
+    expect(codes.size).toBeGreaterThanOrEqual(4);
+  });
 });
 
 describe("a call in flight when the server shuts down", () => {
@@ -359,6 +396,10 @@ describe("which calls take the lean path", () => {
     expect(leanUnaryFormat("POST", { ...json, "content-encoding": "identity" })).toEqual({ binary: false });
   });
 
+  it("does itself the work of every interceptor connect-node has", () => {
+    for (const interceptor of connectInterceptors) expect(interceptorsCovered).toContain(interceptor);
+  });
+
   it("leaves everything else to connect-node", () => {
     expect(leanUnaryFormat("GET", json)).toBeUndefined();
     expect(leanUnaryFormat("POST", { "content-type": "application/connect+proto" })).toBeUndefined();
@@ -376,6 +417,14 @@ function comparable(headers: Record<string, string | string[]>) {
       .filter(([name]) => !perCall.has(name))
       .sort(([a], [b]) => a.localeCompare(b)),
   );
+}
+
+/** The text with what each call makes anew (UUIDs, random tokens and codes, times) blanked. */
+function withoutFreshValues(text: string): string {
+  return text
+    .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, "<uuid>")
+    .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/g, "<time>")
+    .replace(/[A-Za-z0-9_-]{16,}/g, "<fresh>");
 }
 
 function decoded(answer: Answer): Buffer {
