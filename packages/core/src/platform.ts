@@ -34,7 +34,7 @@ import {
   UnimplementedError,
 } from "./errors.js";
 import { currentCaller, stageAccountChange, subjectIdOf, watchAccess } from "./events/access-watch.js";
-import { type AfterCommitEvents, createAfterCommitEvents, type StagedEvent } from "./events/after-commit.js";
+import type { AfterCommitEvents, StagedEvent } from "./events/after-commit.js";
 import { createInProcessEventBus, type EventBus } from "./events/event-bus.js";
 import type { AnyStreamingOperation, StreamingCall } from "./events/streaming-operation.js";
 import { streamingOperations } from "./events/subscribe-workspace-events.js";
@@ -43,6 +43,7 @@ import { presentFields } from "./lib/presence.js";
 import type { Mailer } from "./mail/mailer.js";
 import { type IntegrationServices, pickIntegrations } from "./operations/integrations.js";
 import type { AnyOperation, AuditEntry, OperationCall, WorkspaceScope } from "./operations/operation.js";
+import { createPlatformState } from "./operations/platform-state.js";
 import { allOperations } from "./operations/registry.js";
 import {
   defaultPlatformConfig,
@@ -161,6 +162,7 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
     ...(options.mailer && { mailer: options.mailer }),
     ...(options.pkcs11Token && { pkcs11Token: options.pkcs11Token }),
     ...(options.observer && { observer: options.observer }),
+    state: createPlatformState(options.storage),
   };
   const operations = new Map<string, AnyOperation>();
   for (const operation of allOperations) operations.set(procedureOf(operation.method), operation);
@@ -189,7 +191,7 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
           `${method.parent.typeName}/${method.name} is not implemented by this server`,
         );
       }
-      const events = createAfterCommitEvents(services.storage);
+      const events = services.state.afterCommit.forCall();
       let result: unknown;
       try {
         result = await runOperation(services, operation, ctx, request, events);
@@ -316,7 +318,7 @@ async function runOperation(
       const record = auditRecordOf(services, ctx, prepared.now, prepared.workspace, entry);
       return {
         record,
-        committed: () => stageAuditEvent(events, events.storage, record, entry, prepared.workspace),
+        committed: () => stageAuditEvent(services, events, events.storage, record, entry, prepared.workspace),
       };
     },
   };
@@ -418,7 +420,7 @@ async function recordAudit(
 ): Promise<void> {
   const record = auditRecordOf(services, ctx, now, workspace, entry);
   await tx.auditEvents.append(record);
-  stageAuditEvent(events, tx, record, entry, workspace);
+  stageAuditEvent(services, events, tx, record, entry, workspace);
 }
 
 /** The audit row of `entry`: who did it, from where, in which request. */
@@ -448,6 +450,7 @@ function auditRecordOf(
 
 /** The workspace event of an audit row written with `tx`, released when `tx` commits. */
 function stageAuditEvent(
+  services: Services,
   events: AfterCommitEvents,
   tx: Repositories,
   record: AuditEventRecord,
@@ -457,7 +460,7 @@ function stageAuditEvent(
   // A deleted workspace's audit row is kept outside it, but its subscribers still hear of it.
   const topicWorkspace = entry.workspaceId || workspace.workspaceId;
   if (topicWorkspace === "") {
-    stageAccountChange(tx, record.actorId, entry.resource);
+    stageAccountChange(services, tx, record.actorId, entry.resource);
   } else {
     events.stage(tx, {
       topic: workspaceTopic(topicWorkspace),

@@ -6,7 +6,7 @@
 import { WorkspaceDomainService } from "@wap/api";
 import { startTxtDnsServer, type TxtDnsServer } from "@wap/test-kit/txt-dns";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { memberWithRole, type Owner, useDnsResolver } from "./support/access.js";
+import { memberWithRole, type Owner } from "./support/access.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 
 /** The zone the test server answers from: TXT records by name, or a failure for the name. */
@@ -25,8 +25,7 @@ afterAll(() => dns?.close());
 let t: TestPlatform;
 let ada: Owner;
 beforeEach(async () => {
-  t = await createTestPlatform();
-  useDnsResolver(t, dns.resolver);
+  t = await createTestPlatform({ dns: dns.resolver });
   ada = await t.owner();
   zone.clear();
   queries.length = 0;

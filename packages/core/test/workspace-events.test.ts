@@ -15,7 +15,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createArgon2PasswordHasher } from "../src/auth/passwords.js";
 import { type Caller, createCallContext } from "../src/context.js";
 import { createMasterKeyStore, generateMasterKey } from "../src/crypto/key-store.js";
-import { createAfterCommitEvents } from "../src/events/after-commit.js";
+import { createAfterCommitWatch } from "../src/events/after-commit.js";
 import { createInProcessEventBus, type EventBus, type EventPayload } from "../src/events/event-bus.js";
 import { subscribeTopic } from "../src/events/topic-subscription.js";
 import { createPlatform } from "../src/platform.js";
@@ -146,7 +146,7 @@ describe("workspace events on the bus", () => {
 
 describe("events staged until commit", () => {
   it("releases a transaction's events only when it commits, nested ones with their outer one", async () => {
-    const outbox = createAfterCommitEvents(t.storage);
+    const outbox = createAfterCommitWatch(t.storage).forCall();
     const event = (topic: string) => ({ topic, payload: null });
     await outbox.storage.transaction(async (tx) => outbox.stage(tx, event("committed")));
     await outbox.storage

@@ -1,8 +1,9 @@
 /**
  * Fuzzes every RPC of the contract (enumerated from `platformServices`, so RPCs added later are
  * fuzzed too) through the running server, over Connect JSON and over its REST binding, with
- * requests fast-check derives from the protobuf descriptors: valid-shaped and malformed,
- * spoiled on the wire, sent by every role of workspace A, its service accounts and daemon,
+ * requests fast-check derives from the protobuf descriptors (valid-shaped and malformed) and from
+ * the validation bounds (`requestArbitraries` of `@wap/core/testing`: within every bound, and one
+ * field just outside its bound), spoiled on the wire, sent by every role of workspace A, its service accounts and daemon,
  * anonymously, and with dead or garbage credentials. Streams are opened over HTTP/2 and
  * cancelled after a short read.
  *

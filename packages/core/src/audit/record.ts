@@ -45,5 +45,5 @@ export async function appendAudit(
     requestId: request.requestId,
     timestamp: entry.at,
   });
-  if (entry.workspaceId === null) stageAccountChange(tx, entry.actorId, entry.resource);
+  if (entry.workspaceId === null) stageAccountChange(services, tx, entry.actorId, entry.resource);
 }

@@ -28,8 +28,12 @@ export function signInResource(method: string, email: string): string {
   return `sign_in:${method}:${email.toLowerCase()}`;
 }
 
-/** Per platform: keyed by its event bus, one per platform (each call wraps the storage). */
-const windowsOf = new WeakMap<object, Map<string, Window>>();
+/** The open windows of one platform, by kind, subject and address. */
+export type SecurityEventWindows = Map<string, Window>;
+
+export function createSecurityEventWindows(): SecurityEventWindows {
+  return new Map();
+}
 
 /**
  * Records a security event, unless one of the same kind, subject and address was written in the
@@ -50,11 +54,7 @@ export async function recordSecurityEvent(
   const subject = actorId === "" ? event.resource : `${actorType}:${actorId}`;
   const key = `${event.kind}|${subject}|${ctx.ipAddress}`;
   const now = services.clock.now();
-  let windows = windowsOf.get(services.events);
-  if (windows === undefined) {
-    windows = new Map();
-    windowsOf.set(services.events, windows);
-  }
+  const windows = services.state.securityEventWindows;
   const open = windows.get(key);
   if (open !== undefined && now.getTime() - open.startedAt < securityEventWindowMs) {
     open.repeats++;

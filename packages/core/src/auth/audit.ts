@@ -27,5 +27,5 @@ export async function auditAccount(
     timestamp: entry.at,
   });
   // A sign-out, a reset, a deletion: open streams of the account check their access again.
-  stageAccountChange(tx, entry.userId, entry.resource);
+  stageAccountChange(services, tx, entry.userId, entry.resource);
 }

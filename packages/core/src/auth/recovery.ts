@@ -127,11 +127,8 @@ export const verifyEmail = defineOperation({
  * Account work that must not shape an answer's timing, run one after another per platform (so two
  * quick requests still see each other's tokens) after the answer has gone.
  */
-const detachedWork = new WeakMap<object, Promise<void>>();
 function runDetached(services: Services, work: () => Promise<void>): void {
-  // Keyed by the event bus, one per platform: each call has its own services object and storage.
-  const next = (detachedWork.get(services.events) ?? Promise.resolve()).then(work).catch(() => undefined);
-  detachedWork.set(services.events, next);
+  services.state.accountWork.run(work);
 }
 
 export const forgotPassword = defineOperation({

@@ -18,7 +18,6 @@ import type { Caller } from "../context.js";
 import { PlatformError, UnauthenticatedError } from "../errors.js";
 import type { Services } from "../operations/services.js";
 import type { Repositories } from "../storage/storage.js";
-import { stageOnTransaction } from "./after-commit.js";
 import type { EventPayload } from "./event-bus.js";
 import { workspaceTopic } from "./workspace-events.js";
 
@@ -29,8 +28,13 @@ export const accountsTopic = "accounts";
  * Stages the notice of a change to an account (audited outside any workspace) with the call of
  * `tx`: who acted, and on what. Streams of that subject check their access when it commits.
  */
-export function stageAccountChange(tx: Repositories, actorId: string, resource: string): void {
-  stageOnTransaction(tx, { topic: accountsTopic, payload: { actor: actorId, resource } });
+export function stageAccountChange(
+  services: Pick<Services, "state">,
+  tx: Repositories,
+  actorId: string,
+  resource: string,
+): void {
+  services.state.afterCommit.stage(tx, { topic: accountsTopic, payload: { actor: actorId, resource } });
 }
 
 /** Workspace events closer together than this are checked once. */

@@ -10,7 +10,7 @@
  * succeeds and are released only when that one commits.
  *
  * Every call gets one of these, so it is built to cost little: a class (no closures per call)
- * and a view of the storage that inherits its members from a prototype made once per storage.
+ * and a view of the storage that inherits its members from a prototype made once per platform.
  *
  * @module
  */
@@ -39,29 +39,50 @@ export interface AfterCommitEvents {
 
 const noEvents: readonly StagedEvent[] = Object.freeze([]);
 
-// The call a transaction handle belongs to, for code that holds only the handle (account audit
-// rows are written by helpers that get `tx` and nothing else).
-const callOfTransaction = new WeakMap<Repositories, CallEvents>();
-
 /**
- * Stages `event` with the call whose transaction `tx` is, released when it commits. Outside a
- * platform call (no call watches `tx`) the event is dropped: nobody waits for it.
+ * The after-commit bookkeeping of one platform (`services.state.afterCommit`): made once, with
+ * the view of its storage each call inherits from.
  */
-export function stageOnTransaction(tx: Repositories, event: StagedEvent): void {
-  callOfTransaction.get(tx)?.stage(tx, event);
+export interface AfterCommitWatch {
+  /** Watches the transactions of one call. */
+  forCall(): AfterCommitEvents;
+  /**
+   * Stages `event` with the call whose transaction `tx` is, released when it commits. For code
+   * that holds only the handle (account audit rows are written by helpers that get `tx`). Outside
+   * a platform call (no call watches `tx`) the event is dropped: nobody waits for it.
+   */
+  stage(tx: Repositories, event: StagedEvent): void;
+}
+
+/** The after-commit bookkeeping of a platform over `storage`. */
+export function createAfterCommitWatch(storage: Storage): AfterCommitWatch {
+  // The call each open transaction handle belongs to.
+  const calls = new WeakMap<Repositories, CallEvents>();
+  let prototype: object | undefined;
+  return {
+    forCall() {
+      prototype ??= viewPrototype(storage);
+      return new CallEvents(storage, prototype, calls);
+    },
+    stage(tx, event) {
+      calls.get(tx)?.stage(tx, event);
+    },
+  };
 }
 
 class CallEvents implements AfterCommitEvents {
   readonly storage: Storage;
   readonly #base: Storage;
+  readonly #calls: WeakMap<Repositories, CallEvents>;
   // Most calls never write: the bookkeeping is made on the first transaction.
   #released: StagedEvent[] | undefined;
   #frames: Map<Repositories, Frame> | undefined;
   #open: Frame[] | undefined;
 
-  constructor(base: Storage) {
+  constructor(base: Storage, prototype: object, calls: WeakMap<Repositories, CallEvents>) {
     this.#base = base;
-    const view = Object.create(viewPrototype(base)) as { transaction: Storage["transaction"] };
+    this.#calls = calls;
+    const view = Object.create(prototype) as { transaction: Storage["transaction"] };
     // Bound, so that a destructured `transaction` still belongs to this call.
     view.transaction = this.transaction.bind(this) as Storage["transaction"];
     this.storage = view as unknown as Storage;
@@ -81,7 +102,7 @@ class CallEvents implements AfterCommitEvents {
       const result = await this.#base.transaction((tx) => {
         handle = tx;
         frames.set(tx, frame);
-        callOfTransaction.set(tx, this);
+        this.#calls.set(tx, this);
         return fn(tx);
       });
       const target = frame.parent && open.includes(frame.parent) ? frame.parent.events : this.#releasedList();
@@ -91,7 +112,7 @@ class CallEvents implements AfterCommitEvents {
       open.splice(open.indexOf(frame), 1);
       if (handle !== undefined) {
         frames.delete(handle);
-        callOfTransaction.delete(handle);
+        this.#calls.delete(handle);
       }
     }
   }
@@ -113,22 +134,13 @@ class CallEvents implements AfterCommitEvents {
   }
 }
 
-/** Watches the transactions of one call on `storage`. */
-export function createAfterCommitEvents(storage: Storage): AfterCommitEvents {
-  return new CallEvents(storage);
-}
-
-const prototypes = new WeakMap<Storage, object>();
-
 /**
  * An object that reads every member of `storage` through to it (methods bound to it, so that
  * class-based adapters keep their `this`); a call's view inherits from it and adds its own
- * `transaction`. Made once per storage instead of a Proxy per call.
+ * `transaction`. Made once per platform instead of a Proxy per call.
  */
 function viewPrototype(storage: Storage): object {
-  let prototype = prototypes.get(storage);
-  if (prototype !== undefined) return prototype;
-  prototype = {};
+  const prototype = {};
   const bound = new Map<PropertyKey, { readonly of: unknown; readonly fn: unknown }>();
   for (const key of memberKeys(storage)) {
     if (key === "transaction") continue;
@@ -146,7 +158,6 @@ function viewPrototype(storage: Storage): object {
       },
     });
   }
-  prototypes.set(storage, prototype);
   return prototype;
 }
 

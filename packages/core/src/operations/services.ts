@@ -13,6 +13,7 @@ import type { IssuedCertificateKind, KeyAlgorithm } from "../storage/records.js"
 import type { Storage } from "../storage/storage.js";
 import { defaultWorkspaceQuotaConfig, type WorkspaceQuotaConfig } from "../workspaces/quotas.js";
 import type { IntegrationServices } from "./integrations.js";
+import type { PlatformState } from "./platform-state.js";
 
 /** Settings of a platform instance; every field has a documented default. */
 export interface PlatformConfig extends AccountConfig, RecordingConfig, WorkspaceQuotaConfig {
@@ -65,4 +66,6 @@ export interface Services extends IntegrationServices {
   readonly dns?: DnsTxtResolver;
   /** Told of issuances and the like, for metrics. */
   readonly observer?: PlatformObserver;
+  /** What this platform keeps between calls (caches, queues); made once, shared with no other platform. */
+  readonly state: PlatformState;
 }

@@ -70,10 +70,11 @@ export interface ResolvedSsoOptions {
 
 export function ssoOptions(services: Services): ResolvedSsoOptions {
   const options = integrationsOf(services).sso ?? noOptions;
+  const clients = services.state.sso.of(options);
   return {
     baseUrl: (options.baseUrl ?? accountConfig(services).publicBaseUrl).replace(/\/+$/, ""),
-    fetch: options.fetch ?? outboundFetchOf(options),
-    documentFailures: documentFailuresOf(options),
+    fetch: clients.fetch,
+    documentFailures: clients.documentFailures,
     allowInsecureHttp: options.allowInsecureHttp ?? false,
     loginTtlSeconds: options.loginTtlSeconds ?? 600,
     metadataTtlSeconds: options.metadataTtlSeconds ?? 3600,
@@ -84,37 +85,47 @@ export function ssoOptions(services: Services): ResolvedSsoOptions {
 
 const noOptions: SsoOptions = {};
 
-// One per options object: its failure cache must outlive a single call.
-const outboundFetches = new WeakMap<SsoOptions, OutboundFetch>();
-
-function outboundFetchOf(options: SsoOptions): OutboundFetch {
-  let made = outboundFetches.get(options);
-  if (made === undefined) {
-    made = createOutboundFetch({
-      ...(options.allowNetworks && { allowNetworks: options.allowNetworks }),
-      ...(options.maxResponseBytes !== undefined && { maxResponseBytes: options.maxResponseBytes }),
-      ...(options.connectTimeoutSeconds !== undefined && {
-        connectTimeoutMs: options.connectTimeoutSeconds * 1000,
-      }),
-      totalTimeoutMs: (options.requestTimeoutSeconds ?? 10) * 1000,
-      ...(options.failureCacheSeconds !== undefined && {
-        failureCacheMs: options.failureCacheSeconds * 1000,
-      }),
-    });
-    outboundFetches.set(options, made);
-  }
-  return made;
+/** The fetch and failure memory single sign-on uses, made for one options object. */
+interface SsoClients {
+  readonly fetch: OutboundFetch;
+  readonly documentFailures: FailureMemory<Error>;
 }
 
-const documentFailures = new WeakMap<SsoOptions, FailureMemory<Error>>();
+/**
+ * What single sign-on keeps per platform (`services.state.sso`): its outbound fetch and document
+ * failures, whose failure caches must outlive a single call. Made anew if the options change.
+ */
+export interface SsoClientCache {
+  of(options: SsoOptions): SsoClients;
+}
 
-function documentFailuresOf(options: SsoOptions): FailureMemory<Error> {
-  let memory = documentFailures.get(options);
-  if (memory === undefined) {
-    memory = createFailureMemory<Error>((options.failureCacheSeconds ?? 30) * 1000);
-    documentFailures.set(options, memory);
-  }
-  return memory;
+export function createSsoClientCache(): SsoClientCache {
+  let made: { readonly options: SsoOptions; readonly clients: SsoClients } | undefined;
+  return {
+    of(options) {
+      if (made?.options !== options) made = { options, clients: ssoClientsFor(options) };
+      return made.clients;
+    },
+  };
+}
+
+function ssoClientsFor(options: SsoOptions): SsoClients {
+  return {
+    fetch:
+      options.fetch ??
+      createOutboundFetch({
+        ...(options.allowNetworks && { allowNetworks: options.allowNetworks }),
+        ...(options.maxResponseBytes !== undefined && { maxResponseBytes: options.maxResponseBytes }),
+        ...(options.connectTimeoutSeconds !== undefined && {
+          connectTimeoutMs: options.connectTimeoutSeconds * 1000,
+        }),
+        totalTimeoutMs: (options.requestTimeoutSeconds ?? 10) * 1000,
+        ...(options.failureCacheSeconds !== undefined && {
+          failureCacheMs: options.failureCacheSeconds * 1000,
+        }),
+      }),
+    documentFailures: createFailureMemory<Error>((options.failureCacheSeconds ?? 30) * 1000),
+  };
 }
 
 /**

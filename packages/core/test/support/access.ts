@@ -5,7 +5,6 @@
 
 import { CertificateKeyType, CertificateService, ServiceAccountService } from "@wap/api";
 import type { ServiceAccountCaller, UserCaller, WorkspaceRole } from "../../src/context.js";
-import type { DnsTxtResolver } from "../../src/domains/dns.js";
 import type { TestPlatform } from "../support.js";
 
 export type Owner = Awaited<ReturnType<TestPlatform["owner"]>>;
@@ -68,12 +67,4 @@ export async function sshAuthority(t: TestPlatform, owner: Owner, name = `ssh-${
     },
   );
   return certificateAuthority!;
-}
-
-/**
- * Points the platform's domain verification at `resolver`. Until PlatformOptions carries a `dns`
- * option, the services object (read per call) gets the property directly.
- */
-export function useDnsResolver(t: TestPlatform, resolver: DnsTxtResolver): void {
-  Object.assign(t.platform.services, { dns: resolver });
 }

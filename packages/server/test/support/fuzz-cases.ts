@@ -6,6 +6,7 @@
 import type { DescMethod } from "@bufbuild/protobuf";
 import fc from "fast-check";
 import type { RestRoute } from "../../src/rest/index.js";
+import { boundedRequests } from "./fuzz-bounds.js";
 import {
   headerText,
   type Json,
@@ -144,13 +145,26 @@ const protocolHeaders: fc.Arbitrary<Record<string, string>> = fc.record(
 
 /** Which of the valid-shaped, malformed and spoiled variants a case is, by weight. */
 export interface CaseWeights {
+  /** Requests from the descriptor, from the bounds within them, and just outside them (relative). */
+  readonly shaped: number;
+  readonly withinBounds: number;
+  readonly outsideBounds: number;
+  /** Probabilities: a descriptor-shaped request malformed; the body, content type, headers spoiled. */
   readonly malformed: number;
   readonly raw: number;
   readonly contentType: number;
   readonly headers: number;
 }
 
-const defaultWeights: CaseWeights = { malformed: 0.25, raw: 0.12, contentType: 0.08, headers: 0.15 };
+const defaultWeights: CaseWeights = {
+  shaped: 6,
+  withinBounds: 2,
+  outsideBounds: 2,
+  malformed: 0.25,
+  raw: 0.12,
+  contentType: 0.08,
+  headers: 0.15,
+};
 
 function sometimes<T>(arbitrary: fc.Arbitrary<T>, probability: number): fc.Arbitrary<T | undefined> {
   const weight = Math.round(probability * 100);
@@ -172,18 +186,23 @@ export function caseArbitrary(
   const ids = Object.values(pools.ids).flat();
   // Fields a REST path binds are (nearly) always set, so the path can be built from them.
   const bound = routes.flatMap((r) => r.template.variables.map((v) => v.fieldPath.split(".")[0]!));
-  const request = fc
+  // Valid-shaped from the descriptor (then malformed or not), or drawn from the validation
+  // bounds: within every bound, or with one field just outside its bound.
+  const shapedRequest = fc
     .tuple(
       messageArbitrary(method.input, scoped, { required: bound }),
       sometimes(malformation, weights.malformed),
-      fc.boolean(),
-      fc.nat({ max: 9 }),
     )
-    .map(([valid, how, protoNames, dice]): Json => {
-      const shaped: Json = how ? malform(method.input, valid, how) : valid;
+    .map(([valid, how]): Json => (how ? malform(method.input, valid, how) : valid));
+  const bounded = boundedRequests(method, scoped);
+  const drawn: Array<fc.WeightedArbitrary<Json>> = [{ arbitrary: shapedRequest, weight: weights.shaped }];
+  if (bounded) drawn.push({ arbitrary: bounded.valid, weight: weights.withinBounds });
+  if (bounded?.justOutside) drawn.push({ arbitrary: bounded.justOutside, weight: weights.outsideBounds });
+  const request = fc.tuple(fc.oneof(...drawn), fc.boolean(), fc.nat({ max: 9 })).map(
+    ([shaped, protoNames, dice]): Json =>
       // Sometimes with proto names (`workspace_id`), which canonical JSON also accepts.
-      return protoNames && dice < 2 ? withProtoNames(method.input, shaped) : shaped;
-    });
+      protoNames && dice < 2 ? withProtoNames(method.input, shaped) : shaped,
+  );
   const more = fc.array(messageArbitrary(method.input, scoped) as fc.Arbitrary<JsonObject>, { maxLength: 2 });
   return fc.record({
     caller: fc.constantFrom(...callerNames),

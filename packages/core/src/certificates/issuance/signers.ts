@@ -3,7 +3,8 @@
  * object found in the PKCS#11 token) once per authority and key version, not per request. A rollover makes a new version, so a new signer;
  * a staged rotation signs with two versions at once, so both are kept.
  *
- * The cache belongs to the services that opened the keys (one per platform instance).
+ * The cache is made once per platform (`services.state.signers`): two platforms in one process
+ * never serve each other's signers.
  *
  * @module
  */
@@ -15,27 +16,29 @@ import type { CertificateAuthorityRecord } from "../../storage/records.js";
 import { checkKeySpec } from "../authority-keys.js";
 import { keyStorageOf } from "../key-storage.js";
 
-type KeyServices = Pick<Services, "keyStore" | "pkcs11Token">;
+type KeyServices = Pick<Services, "keyStore" | "pkcs11Token" | "state">;
 
 const MAX_AUTHORITIES = 1024;
 
 /** Per authority, its signers by key version: a staged rotation signs with two versions at once. */
 type Cache<T> = Map<string, Map<number, Promise<T>>>;
 
-const sshCaches = new WeakMap<KeyServices, Cache<SshCertificateSigner>>();
-const x509Caches = new WeakMap<KeyServices, Cache<X509LeafSigner>>();
+/** The signers of one platform, by kind of authority. */
+export interface SignerCaches {
+  readonly ssh: Cache<SshCertificateSigner>;
+  readonly x509: Cache<X509LeafSigner>;
+}
+
+export function createSignerCaches(): SignerCaches {
+  return { ssh: new Map(), x509: new Map() };
+}
 
 function cached<T>(
-  caches: WeakMap<KeyServices, Cache<T>>,
+  cache: Cache<T>,
   services: KeyServices,
   ca: CertificateAuthorityRecord,
   make: (key: CaSigningKey) => T | Promise<T>,
 ): Promise<T> {
-  let cache = caches.get(services);
-  if (cache === undefined) {
-    cache = new Map();
-    caches.set(services, cache);
-  }
   let versions = cache.get(ca.id);
   const hit = versions?.get(ca.keyVersion);
   if (hit !== undefined) return hit;
@@ -65,7 +68,7 @@ export function sshSignerFor(
   services: KeyServices,
   ca: CertificateAuthorityRecord,
 ): Promise<SshCertificateSigner> {
-  return cached(sshCaches, services, ca, sshCertificateSignerOf);
+  return cached(services.state.signers.ssh, services, ca, sshCertificateSignerOf);
 }
 
 /** The X.509 leaf signer of the authority's current key and certificate. */
@@ -73,5 +76,5 @@ export function x509SignerFor(
   services: KeyServices,
   ca: CertificateAuthorityRecord,
 ): Promise<X509LeafSigner> {
-  return cached(x509Caches, services, ca, (key) => x509LeafSignerOf(ca.certificate, key));
+  return cached(services.state.signers.x509, services, ca, (key) => x509LeafSignerOf(ca.certificate, key));
 }

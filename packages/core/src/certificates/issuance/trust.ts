@@ -12,26 +12,33 @@ import type { Services } from "../../operations/services.js";
 import type { CertificateAuthorityRecord, RetiredAuthorityKeyRecord } from "../../storage/records.js";
 import type { Repositories } from "../../storage/storage.js";
 import { rotationKeys } from "../rotation.js";
-import { perPlatform } from "./platform-scope.js";
 
 interface Entry {
   readonly version: number;
   readonly retired: Promise<readonly RetiredAuthorityKeyRecord[]>;
 }
 
-// The retired keys of an authority change only with its key version (the rollover that retires
-// a key writes it in the same transaction that moves the version), so they are cached per version.
-const retiredCache = perPlatform(() => new Map<string, Entry>());
+/**
+ * The retired keys of a platform's authorities, by authority id. They change only with an
+ * authority's key version (the rollover that retires a key writes it in the same transaction that
+ * moves the version), so they are cached per version.
+ */
+export type RetiredKeyCache = Map<string, Entry>;
+
+export function createRetiredKeyCache(): RetiredKeyCache {
+  return new Map();
+}
+
 const MAX_AUTHORITIES = 1024;
 
 /** The keys `ca` retired, newest first (none before its first rollover). */
 export function retiredKeysOf(
-  services: Pick<Services, "keyStore">,
+  services: Pick<Services, "state">,
   storage: Repositories,
   ca: CertificateAuthorityRecord,
 ): Promise<readonly RetiredAuthorityKeyRecord[]> {
   if (ca.keyVersion === 1) return Promise.resolve([]);
-  const cache = retiredCache(services);
+  const cache = services.state.retiredKeys;
   const hit = cache.get(ca.id);
   if (hit !== undefined && hit.version === ca.keyVersion) return hit.retired;
   const retired = storage.retiredAuthorityKeys.list(ca.workspaceId, ca.id);
