@@ -10,6 +10,8 @@
 
 export type { Permission, RoleDefinition } from "./access/permissions.js";
 export { permissions, roleAllows, roles } from "./access/permissions.js";
+export type { AuditAction } from "./audit/actions.js";
+export { auditActions } from "./audit/actions.js";
 export type { AuditExport, AuditExportFormat, AuditExportOptions } from "./audit/export.js";
 export { defaultAuditExportOptions, exportAuditLog } from "./audit/export.js";
 export type { RequestFacts } from "./audit/record.js";

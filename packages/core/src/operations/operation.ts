@@ -8,6 +8,7 @@
 import type { DescMessage, DescMethodUnary, MessageInitShape } from "@bufbuild/protobuf";
 import type * as z from "zod";
 import type { Permission } from "../access/permissions.js";
+import type { AuditAction } from "../audit/actions.js";
 import type { CallContext, CallerKind, WorkspaceRole } from "../context.js";
 import type { AuditEventRecord } from "../storage/records.js";
 import type { Repositories } from "../storage/storage.js";
@@ -35,7 +36,7 @@ export interface WorkspaceScope {
 /** What an audit entry says beyond who, when and from where. */
 export interface AuditEntry {
   /** e.g. `certificate_authority.create`. */
-  readonly action: string;
+  readonly action: AuditAction;
   /** e.g. `certificate_authority:<id>`. */
   readonly resource: string;
   /** The workspace, when the operation has none in scope (e.g. CreateWorkspace). */
