@@ -10,6 +10,7 @@ import type * as z from "zod";
 import type { Permission } from "../access/permissions.js";
 import type { AuditAction } from "../audit/actions.js";
 import type { CallContext, CallerKind, WorkspaceRole } from "../context.js";
+import type { DaemonChange } from "../daemons/change-notifications.js";
 import type { AuditEventRecord } from "../storage/records.js";
 import type { Repositories } from "../storage/storage.js";
 import type { Services } from "./services.js";
@@ -77,6 +78,11 @@ export interface Operation<
   readonly method: DescMethodUnary<I, O>;
   readonly access: Access;
   readonly input: z.ZodType<In, unknown>;
+  /**
+   * The kinds of change this operation records (through `call.audit`) that concern daemons:
+   * the daemons concerned are notified once `run` has resolved (./daemons/change-notifications.ts).
+   */
+  readonly notifiesDaemons?: readonly DaemonChange[];
   run(call: OperationCall<In>): Promise<MessageInitShape<O>>;
 }
 
@@ -89,6 +95,7 @@ export function defineOperation<
   readonly method: DescMethodUnary<I, O>;
   readonly access: Access;
   readonly input: S;
+  readonly notifiesDaemons?: readonly DaemonChange[];
   run(call: OperationCall<z.output<S>>): Promise<MessageInitShape<O>>;
 }): Operation<I, O, z.output<S>> {
   return operation as Operation<I, O, z.output<S>>;
