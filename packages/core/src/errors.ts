@@ -3,9 +3,9 @@
  *
  * Every error a caller can see is a {@link PlatformError}: a Connect code, a message that is safe
  * to show to the caller, a stable machine-readable `reason`, and optional details. Reasons are
- * declared by area in ./error-reasons; a constructor takes only a reason declared for its code. Anything else
- * thrown inside an operation is an internal fault: the server logs it and answers `internal`
- * with a generic message.
+ * declared by area in ./error-reasons; a constructor takes only a reason declared for its code.
+ * Anything else thrown inside an operation is an internal fault: the server logs it and answers
+ * `internal` with a generic message.
  *
  * @module
  */
