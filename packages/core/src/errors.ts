@@ -2,12 +2,15 @@
  * Errors raised by core operations.
  *
  * Every error a caller can see is a {@link PlatformError}: a Connect code, a message that is safe
- * to show to the caller, a stable machine-readable `reason`, and optional details. Anything else
- * thrown inside an operation is an internal fault: the server logs it and answers `internal`
- * with a generic message.
+ * to show to the caller, a stable machine-readable `reason`, and optional details. Reasons are
+ * declared by area in ./error-reasons; a constructor takes only a reason declared for its code.
+ * Anything else thrown inside an operation is an internal fault: the server logs it and answers
+ * `internal` with a generic message.
  *
  * @module
  */
+
+import type { ErrorReason, ReasonFor } from "./error-reasons/registry.js";
 
 /** The Connect error codes, as the protocol names them on the wire. */
 export const errorCodes = [
@@ -38,10 +41,13 @@ export interface FieldViolation {
   readonly description: string;
 }
 
-/** Options shared by every platform error. */
-export interface PlatformErrorOptions {
-  /** Stable identifier of the condition, e.g. `CA_NAME_TAKEN`. Clients may switch on it. */
-  readonly reason?: string;
+/** Options shared by every platform error of code `C`. */
+export interface PlatformErrorOptions<C extends ErrorCode = ErrorCode> {
+  /**
+   * Stable identifier of the condition, e.g. `CERTIFICATE_AUTHORITY_NAME_TAKEN`, declared for
+   * code `C` in ./error-reasons. Clients may switch on it. Without it: the code in capitals.
+   */
+  readonly reason?: ReasonFor<C>;
   /** Per-field problems (validation errors only). */
   readonly violations?: readonly FieldViolation[];
   /** Extra headers the transport should send with the error (e.g. `Retry-After`). */
@@ -51,88 +57,93 @@ export interface PlatformErrorOptions {
 }
 
 /** The base class of every error an operation reports to its caller. */
-export class PlatformError extends Error {
+export class PlatformError<C extends ErrorCode = ErrorCode> extends Error {
   readonly code: ErrorCode;
-  readonly reason: string;
+  readonly reason: ErrorReason;
   readonly violations: readonly FieldViolation[];
   readonly headers: Readonly<Record<string, string>>;
 
-  constructor(code: ErrorCode, message: string, options: PlatformErrorOptions = {}) {
+  constructor(code: C, message: string, options: PlatformErrorOptions<C> = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.code = code;
-    this.reason = options.reason ?? code.toUpperCase();
+    this.reason = options.reason ?? genericReason(code);
     this.violations = options.violations ?? [];
     this.headers = options.headers ?? {};
   }
 }
 
+/** The reason of an error of `code` raised without one: the code in capitals. */
+export function genericReason<C extends ErrorCode>(code: C): Uppercase<C> & ReasonFor<C> {
+  return code.toUpperCase() as Uppercase<C> & ReasonFor<C>;
+}
+
 /** The request is malformed: a field is missing, out of bounds or of the wrong shape. */
-export class InvalidArgumentError extends PlatformError {
-  constructor(message: string, options: PlatformErrorOptions = {}) {
+export class InvalidArgumentError extends PlatformError<"invalid_argument"> {
+  constructor(message: string, options: PlatformErrorOptions<"invalid_argument"> = {}) {
     super("invalid_argument", message, { reason: "INVALID_ARGUMENT", ...options });
   }
 }
 
 /** The named resource does not exist, or the caller may not know that it exists. */
-export class NotFoundError extends PlatformError {
-  constructor(message: string, options: PlatformErrorOptions = {}) {
+export class NotFoundError extends PlatformError<"not_found"> {
+  constructor(message: string, options: PlatformErrorOptions<"not_found"> = {}) {
     super("not_found", message, { reason: "NOT_FOUND", ...options });
   }
 }
 
 /** A resource with the same unique key exists already. */
-export class AlreadyExistsError extends PlatformError {
-  constructor(message: string, options: PlatformErrorOptions = {}) {
+export class AlreadyExistsError extends PlatformError<"already_exists"> {
+  constructor(message: string, options: PlatformErrorOptions<"already_exists"> = {}) {
     super("already_exists", message, { reason: "ALREADY_EXISTS", ...options });
   }
 }
 
 /** The caller is known but not allowed to do this. */
-export class PermissionDeniedError extends PlatformError {
-  constructor(message: string, options: PlatformErrorOptions = {}) {
+export class PermissionDeniedError extends PlatformError<"permission_denied"> {
+  constructor(message: string, options: PlatformErrorOptions<"permission_denied"> = {}) {
     super("permission_denied", message, { reason: "PERMISSION_DENIED", ...options });
   }
 }
 
 /** The request carries no valid credential. */
-export class UnauthenticatedError extends PlatformError {
-  constructor(message: string, options: PlatformErrorOptions = {}) {
+export class UnauthenticatedError extends PlatformError<"unauthenticated"> {
+  constructor(message: string, options: PlatformErrorOptions<"unauthenticated"> = {}) {
     super("unauthenticated", message, { reason: "UNAUTHENTICATED", ...options });
   }
 }
 
 /** The request is well-formed but the system is not in a state that allows it. */
-export class FailedPreconditionError extends PlatformError {
-  constructor(message: string, options: PlatformErrorOptions = {}) {
+export class FailedPreconditionError extends PlatformError<"failed_precondition"> {
+  constructor(message: string, options: PlatformErrorOptions<"failed_precondition"> = {}) {
     super("failed_precondition", message, { reason: "FAILED_PRECONDITION", ...options });
   }
 }
 
 /** A quota or rate limit was hit. */
-export class ResourceExhaustedError extends PlatformError {
-  constructor(message: string, options: PlatformErrorOptions = {}) {
+export class ResourceExhaustedError extends PlatformError<"resource_exhausted"> {
+  constructor(message: string, options: PlatformErrorOptions<"resource_exhausted"> = {}) {
     super("resource_exhausted", message, { reason: "RESOURCE_EXHAUSTED", ...options });
   }
 }
 
 /** A dependency (usually the database) cannot be reached; the request may be retried. */
-export class UnavailableError extends PlatformError {
-  constructor(message: string, options: PlatformErrorOptions = {}) {
+export class UnavailableError extends PlatformError<"unavailable"> {
+  constructor(message: string, options: PlatformErrorOptions<"unavailable"> = {}) {
     super("unavailable", message, { reason: "UNAVAILABLE", ...options });
   }
 }
 
 /** The caller's deadline passed or the request was cancelled before the operation finished. */
-export class DeadlineExceededError extends PlatformError {
-  constructor(message: string, options: PlatformErrorOptions = {}) {
+export class DeadlineExceededError extends PlatformError<"deadline_exceeded"> {
+  constructor(message: string, options: PlatformErrorOptions<"deadline_exceeded"> = {}) {
     super("deadline_exceeded", message, { reason: "DEADLINE_EXCEEDED", ...options });
   }
 }
 
 /** The operation exists in the contract but this server does not implement it yet. */
-export class UnimplementedError extends PlatformError {
-  constructor(message: string, options: PlatformErrorOptions = {}) {
+export class UnimplementedError extends PlatformError<"unimplemented"> {
+  constructor(message: string, options: PlatformErrorOptions<"unimplemented"> = {}) {
     super("unimplemented", message, { reason: "UNIMPLEMENTED", ...options });
   }
 }

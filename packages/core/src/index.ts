@@ -10,6 +10,8 @@
 
 export type { Permission, RoleDefinition } from "./access/permissions.js";
 export { permissions, roleAllows, roles } from "./access/permissions.js";
+export type { AuditAction } from "./audit/actions.js";
+export { auditActions } from "./audit/actions.js";
 export type { AuditExport, AuditExportFormat, AuditExportOptions } from "./audit/export.js";
 export { defaultAuditExportOptions, exportAuditLog } from "./audit/export.js";
 export type { RequestFacts } from "./audit/record.js";
@@ -70,12 +72,16 @@ export { authenticateDevice, challengeSignatureValid, parsePlatformChallenge } f
 export type { CliLoginRequest, PendingCliLogin } from "./devices/cli-login.js";
 export { cliLoginStream, startCliLogin } from "./devices/cli-login.js";
 export type { DnsTxtResolver } from "./domains/dns.js";
+export { httpStatusOfCode } from "./error-reasons/http-status.js";
+export type { DeclaredReason, ErrorArea, ErrorReason, ReasonFor } from "./error-reasons/registry.js";
+export { declaredReasons, errorReasons, reasonDeclaration } from "./error-reasons/registry.js";
 export type { ErrorCode, FieldViolation, PlatformErrorOptions } from "./errors.js";
 export {
   AlreadyExistsError,
   DeadlineExceededError,
   errorCodes,
   FailedPreconditionError,
+  genericReason,
   InvalidArgumentError,
   isPlatformError,
   NotFoundError,

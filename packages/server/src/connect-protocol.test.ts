@@ -1,7 +1,9 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { errorCodes, httpStatusOfCode } from "@wap/core";
 import { describe, expect, it } from "vitest";
-import { checkedConnectVersion } from "./connect-protocol.js";
+import { checkedConnectVersion, codeToHttpStatus } from "./connect-protocol.js";
+import { connectCodeOf } from "./errors.js";
 
 const require = createRequire(import.meta.url);
 
@@ -30,5 +32,11 @@ describe("connect-es internals", () => {
       /from "@connectrpc\/connect\/protocol/.test(readFileSync(new URL(file, src), "utf8")),
     );
     expect(offenders).toEqual([]);
+  });
+});
+
+describe("the core's table of HTTP statuses (docs/errors.md)", () => {
+  it.each(errorCodes)("agrees with connect-es for %s", (code) => {
+    expect(httpStatusOfCode[code]).toBe(codeToHttpStatus(connectCodeOf(code)));
   });
 });

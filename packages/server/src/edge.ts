@@ -18,6 +18,7 @@ import {
   createCallContext,
   DeadlineExceededError,
   type ErrorCode,
+  type ErrorReason,
   InvalidArgumentError,
   type Platform,
   PlatformError,
@@ -103,7 +104,7 @@ export interface EdgeRequest {
   rpc?: string;
   code?: ErrorCode | "ok";
   /** For the request log: the error's stable reason, and the workspace the request names. */
-  reason?: string;
+  reason?: ErrorReason;
   workspaceId?: string;
   /** The span of a stream, when traces are exported: its handler records what happens on it. */
   streamSpan?: StreamSpan;

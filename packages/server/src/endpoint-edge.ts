@@ -6,7 +6,7 @@
  * @module
  */
 import type { Http2Bindings, HttpBindings } from "@hono/node-server";
-import type { PlatformError, RequestFacts } from "@wap/core";
+import type { ErrorReason, PlatformError, RequestFacts } from "@wap/core";
 import type { Context } from "hono";
 import { isCsrfExempt } from "./csrf.js";
 import { type EdgeRequest, edgeOf } from "./edge.js";
@@ -56,6 +56,6 @@ export function jsonErrorResponse(
 }
 
 /** A public error made here (not from a PlatformError). */
-export function publicError(code: PublicError["code"], message: string, reason: string): PublicError {
+export function publicError(code: PublicError["code"], message: string, reason: ErrorReason): PublicError {
   return { code, message, reason, violations: [], headers: {} };
 }

@@ -7,7 +7,13 @@
  * @module
  */
 import { Code, ConnectError } from "@connectrpc/connect";
-import { type ErrorCode, type FieldViolation, PlatformError } from "@wap/core";
+import {
+  type ErrorCode,
+  type ErrorReason,
+  type FieldViolation,
+  genericReason,
+  PlatformError,
+} from "@wap/core";
 import { StorageUnavailableError } from "@wap/core/storage";
 import { BadRequestSchema, ErrorInfoSchema, errorDomain } from "./error-details.js";
 import type { Logger } from "./logger.js";
@@ -17,8 +23,8 @@ import type { RestErrorDetail } from "./rest/index.js";
 export interface PublicError {
   readonly code: ErrorCode;
   readonly message: string;
-  /** Stable machine-readable condition (`ErrorInfo.reason`). */
-  readonly reason: string;
+  /** Stable machine-readable condition (`ErrorInfo.reason`), declared in the core's reason tables. */
+  readonly reason: ErrorReason;
   readonly violations: readonly FieldViolation[];
   /** Headers to send with the error (e.g. `Retry-After`). */
   readonly headers: Readonly<Record<string, string>>;
@@ -86,7 +92,7 @@ export function toPublicError(error: unknown, requestId: string, logger: Logger)
   if (error instanceof ConnectError && error.code !== Code.Internal && error.code !== Code.Unknown) {
     // Raised by connect-node itself (bad framing, size limit, deadline): safe by construction.
     const code = errorCodeOf(error.code);
-    return { code, message: error.rawMessage, reason: code.toUpperCase(), violations: [], headers: {} };
+    return { code, message: error.rawMessage, reason: genericReason(code), violations: [], headers: {} };
   }
   logger.error("internal error", { requestId, error: describeFault(error) });
   return {

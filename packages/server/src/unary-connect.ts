@@ -20,7 +20,7 @@ import type { DescMessage, DescMethodUnary } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { platformServices } from "@wap/api";
-import { procedureOf } from "@wap/core";
+import { genericReason, procedureOf } from "@wap/core";
 import { answer } from "./connect-context.js";
 import { jsonRefusals } from "./connect-json-requests.js";
 import {
@@ -197,7 +197,7 @@ async function serve(
         ? error
         : new ConnectError("internal error", Code.Internal, undefined, undefined, error);
     edge.code = errorCodeOf(connectError.code);
-    edge.reason ??= edge.code.toUpperCase();
+    edge.reason ??= genericReason(edge.code);
     status = codeToHttpStatus(connectError.code);
     head["content-type"] = contentTypeUnaryJson;
     connectError.metadata.forEach((value, key) => {

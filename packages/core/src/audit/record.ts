@@ -9,6 +9,7 @@ import type { CallContext } from "../context.js";
 import { stageAccountChange } from "../events/access-watch.js";
 import type { Services } from "../operations/services.js";
 import type { Repositories } from "../storage/storage.js";
+import type { AuditAction } from "./actions.js";
 
 /** Where a flow that is not an RPC came from. */
 export type RequestFacts = Pick<CallContext, "ipAddress" | "userAgent" | "requestId">;
@@ -25,7 +26,7 @@ export async function appendAudit(
     /** `user`, or `billing_provider` for provider webhooks. */
     readonly actorType: string;
     readonly actorId: string;
-    readonly action: string;
+    readonly action: AuditAction;
     readonly resource: string;
     readonly at: Date;
     /** How the request ended; "ok" unless it records a refusal. */

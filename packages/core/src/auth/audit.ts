@@ -1,3 +1,4 @@
+import type { AuditAction } from "../audit/actions.js";
 import type { CallContext } from "../context.js";
 import { stageAccountChange } from "../events/access-watch.js";
 import type { Services } from "../operations/services.js";
@@ -11,7 +12,7 @@ export async function auditAccount(
   tx: Repositories,
   services: Services,
   ctx: Pick<CallContext, "ipAddress" | "userAgent" | "requestId">,
-  entry: { userId: string; action: string; resource: string; at: Date },
+  entry: { userId: string; action: AuditAction; resource: string; at: Date },
 ): Promise<void> {
   await tx.auditEvents.append({
     id: services.random.uuid(),

@@ -212,6 +212,7 @@ export const listCertificateAuthorities = defineOperation({
 
 export const updateCertificateAuthority = defineOperation({
   method: CertificateService.method.updateCertificateAuthority,
+  notifiesDaemons: ["authority_targets"],
   access: { kind: "workspace", permission: "certificate_authorities.manage" },
   input: z.object({
     workspaceId: uuid.optional(),
@@ -268,6 +269,7 @@ export const updateCertificateAuthority = defineOperation({
 
 export const deleteCertificateAuthority = defineOperation({
   method: CertificateService.method.deleteCertificateAuthority,
+  notifiesDaemons: ["authority_targets"],
   access: { kind: "workspace", permission: "certificate_authorities.manage" },
   input: z.object({ workspaceId: uuid.optional(), id: uuid }),
   async run({ input, workspace, services, audit }) {

@@ -134,6 +134,7 @@ const fingerprint = text({
 
 export const revokeCertificate = defineOperation({
   method: CertificateService.method.revokeCertificate,
+  notifiesDaemons: ["revocations"],
   access: { kind: "workspace", permission: "certificates.revoke" },
   input: z.object({
     workspaceId: uuid.optional(),

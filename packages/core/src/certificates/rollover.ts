@@ -44,6 +44,7 @@ export function retiredKeyTrustedUntil(ca: CertificateAuthorityRecord, latest: D
 
 export const rolloverCertificateAuthority = defineOperation({
   method: CertificateService.method.rolloverCertificateAuthority,
+  notifiesDaemons: ["authority_targets"],
   access: { kind: "workspace", permission: "certificate_authorities.manage" },
   input: z.object({
     workspaceId: uuid.optional(),

@@ -94,6 +94,7 @@ const lostRace = () =>
 
 export const rotateCertificateAuthority = defineOperation({
   method: CertificateService.method.rotateCertificateAuthority,
+  notifiesDaemons: ["authority_targets"],
   access: { kind: "workspace", permission: "certificate_authorities.manage" },
   input: z.object({
     workspaceId: uuid.optional(),

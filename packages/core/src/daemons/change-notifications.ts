@@ -4,64 +4,93 @@
  * (SYNC_REQUEST: the only notification that gets a new CA or host certificate into the daemon's
  * sshd).
  *
- * Which daemons a change concerns is read from the audit entry the operation records (action
- * and resource), after the operation has finished, so every transaction it made has committed:
+ * An operation whose changes concern daemons says so in its definition (`notifiesDaemons`, the
+ * kinds of {@link DaemonChange} it makes). Which daemons one change concerns is read from the
+ * audit entry the operation records (action and resource), after the operation has finished,
+ * so every transaction it made has committed:
  *
- * | action | daemons told |
- * |---|---|
- * | `principal.set` (target) | the target's |
- * | `principal.grant`, `principal.revoke` (principal) | the principal's target's |
- * | `team.member.add`, `team.member.remove` (team) | those of targets granting the team |
- * | `team.delete`, `access.revoke_all`, `member.remove`, `service_account.delete` | every accepted daemon of the workspace (the grants are gone by now) |
- * | `certificate_authority.update`, `.rollover`, `.delete` (authority) | those of targets trusting it |
- * | `target.update` (target) | the target's |
- * | `certificate.revoke` (authority) | those of targets trusting it, told REVOCATIONS (fetch GetRevocationList again) |
+ * | change | action | daemons told |
+ * |---|---|---|
+ * | `target` | `principal.set` (target) | the target's |
+ * | `target` | `target.update` (target) | the target's, told SYNC_REQUEST |
+ * | `principal_target` | `principal.grant`, `principal.revoke` (principal) | the principal's target's |
+ * | `team_targets` | `team.member.add`, `team.member.remove` (team) | those of targets granting the team |
+ * | `workspace` | `team.delete`, `access.revoke_all`, `member.remove`, `service_account.delete` | every accepted daemon of the workspace (the grants are gone by now) |
+ * | `authority_targets` | `certificate_authority.update`, `.rollover`, `.rotate`, `.delete` (authority) | those of targets trusting it, told SYNC_REQUEST |
+ * | `revocations` | `certificate.revoke` (authority) | those of targets trusting it, told REVOCATIONS (fetch GetRevocationList again) |
  *
  * Only accepted daemons are told: the others get no principals anyway. Notifications are best
  * effort; a daemon that misses one catches up at its next sync.
  *
  * Operations get no after-commit event API, so {@link withDaemonNotifications} wraps the
- * operations above: it collects their audit entries and notifies once `run` has resolved.
+ * operations that declare `notifiesDaemons`: it collects their audit entries and notifies once
+ * `run` has resolved.
  *
  * @module
  */
+import type { AuditAction } from "../audit/actions.js";
 import type { AnyOperation, AuditEntry } from "../operations/operation.js";
 import type { Services } from "../operations/services.js";
 import type { DaemonRecord } from "../storage/records.js";
 import type { Repositories } from "../storage/storage.js";
 import { type NotificationKind, notify, publishCommitted, type TopicEvent } from "./events.js";
 
-/** The operations whose changes concern daemons (by RPC name). */
-const watchedMethods = new Set([
-  "SetPrincipals",
-  "AddSubjectsToPrincipal",
-  "RemoveSubjectsFromPrincipal",
-  "RevokeAllAccess",
-  "AddTeamMember",
-  "RemoveTeamMember",
-  "DeleteTeam",
-  "RemoveWorkspaceMember",
-  "DeleteServiceAccount",
-  "UpdateCertificateAuthority",
-  "DeleteCertificateAuthority",
-  "RolloverCertificateAuthority",
-  "RotateCertificateAuthority",
-  "RevokeCertificate",
-  "UpdateTarget",
-]);
+/** A kind of change that concerns daemons, named by whose daemons it concerns. */
+export type DaemonChange =
+  /** The daemons of the target named by the entry's resource. */
+  | "target"
+  /** The daemons of the target of the principal named by the entry's resource. */
+  | "principal_target"
+  /** The daemons of the targets that grant the team named by the entry's resource. */
+  | "team_targets"
+  /** Every accepted daemon of the workspace. */
+  | "workspace"
+  /** The daemons of the targets that trust the authority named by the entry's resource. */
+  | "authority_targets"
+  /** As `authority_targets`, told that the authority's revocation list changed. */
+  | "revocations";
 
-const workspaceWide = new Set([
-  "team.delete",
-  "access.revoke_all",
-  "member.remove",
-  "service_account.delete",
-]);
-const authorityChanges = new Set([
-  "certificate_authority.update",
-  "certificate_authority.rollover",
-  "certificate_authority.rotate",
-  "certificate_authority.delete",
-]);
+interface ActionRule {
+  readonly change: DaemonChange;
+  /** The kind of resource the entry must name (`target:<id>`), or none for workspace-wide changes. */
+  readonly resource?: string;
+  readonly tell: NotificationKind;
+}
+
+/** The audit actions that concern daemons: the change each is, and what the daemons are told. */
+export const daemonNotifyingActions: Readonly<Partial<Record<AuditAction, ActionRule>>> = {
+  "principal.set": { change: "target", resource: "target", tell: "PRINCIPALS" },
+  "target.update": { change: "target", resource: "target", tell: "SYNC_REQUEST" },
+  "principal.grant": { change: "principal_target", resource: "principal", tell: "PRINCIPALS" },
+  "principal.revoke": { change: "principal_target", resource: "principal", tell: "PRINCIPALS" },
+  "team.member.add": { change: "team_targets", resource: "team", tell: "PRINCIPALS" },
+  "team.member.remove": { change: "team_targets", resource: "team", tell: "PRINCIPALS" },
+  "team.delete": { change: "workspace", tell: "PRINCIPALS" },
+  "access.revoke_all": { change: "workspace", tell: "PRINCIPALS" },
+  "member.remove": { change: "workspace", tell: "PRINCIPALS" },
+  "service_account.delete": { change: "workspace", tell: "PRINCIPALS" },
+  "certificate_authority.update": {
+    change: "authority_targets",
+    resource: "certificate_authority",
+    tell: "SYNC_REQUEST",
+  },
+  "certificate_authority.rollover": {
+    change: "authority_targets",
+    resource: "certificate_authority",
+    tell: "SYNC_REQUEST",
+  },
+  "certificate_authority.rotate": {
+    change: "authority_targets",
+    resource: "certificate_authority",
+    tell: "SYNC_REQUEST",
+  },
+  "certificate_authority.delete": {
+    change: "authority_targets",
+    resource: "certificate_authority",
+    tell: "SYNC_REQUEST",
+  },
+  "certificate.revoke": { change: "revocations", resource: "certificate_authority", tell: "REVOCATIONS" },
+};
 
 const pageSize = 100;
 
@@ -85,42 +114,49 @@ export async function daemonsConcerned(
   workspaceId: string,
   change: AuditEntry,
 ): Promise<{ readonly daemons: readonly DaemonRecord[]; readonly eventType: NotificationKind } | null> {
+  const rule = daemonNotifyingActions[change.action];
   const [kind, id = ""] = change.resource.split(/:(.*)/s) as [string, string?];
-  const action = change.action;
-  if (action === "principal.set" && kind === "target") {
-    return { daemons: await daemonsOfTargets(repos, workspaceId, [id]), eventType: "PRINCIPALS" };
+  if (rule === undefined || (rule.resource !== undefined && rule.resource !== kind)) return null;
+  return { daemons: await daemonsOf(repos, workspaceId, rule.change, id), eventType: rule.tell };
+}
+
+async function daemonsOf(
+  repos: Repositories,
+  workspaceId: string,
+  change: DaemonChange,
+  id: string,
+): Promise<readonly DaemonRecord[]> {
+  switch (change) {
+    case "target":
+      return daemonsOfTargets(repos, workspaceId, [id]);
+    case "principal_target": {
+      const principal = await repos.principals.findById(workspaceId, id);
+      return daemonsOfTargets(repos, workspaceId, principal ? [principal.targetId] : []);
+    }
+    case "team_targets": {
+      const granted = await repos.principals.grantedTo(workspaceId, [{ kind: "team", id }]);
+      return daemonsOfTargets(
+        repos,
+        workspaceId,
+        granted.map((p) => p.targetId),
+      );
+    }
+    case "workspace":
+      return all((offset) =>
+        repos.daemons.list(workspaceId, { limit: pageSize, offset, status: "accepted" }),
+      );
+    case "authority_targets":
+    case "revocations": {
+      const targets = await all((offset) =>
+        repos.targets.list(workspaceId, { limit: pageSize, offset, caId: id }),
+      );
+      return daemonsOfTargets(
+        repos,
+        workspaceId,
+        targets.map((t) => t.id),
+      );
+    }
   }
-  if ((action === "principal.grant" || action === "principal.revoke") && kind === "principal") {
-    const principal = await repos.principals.findById(workspaceId, id);
-    const targets = principal ? [principal.targetId] : [];
-    return { daemons: await daemonsOfTargets(repos, workspaceId, targets), eventType: "PRINCIPALS" };
-  }
-  if ((action === "team.member.add" || action === "team.member.remove") && kind === "team") {
-    const granted = await repos.principals.grantedTo(workspaceId, [{ kind: "team", id }]);
-    const targets = granted.map((p) => p.targetId);
-    return { daemons: await daemonsOfTargets(repos, workspaceId, targets), eventType: "PRINCIPALS" };
-  }
-  if (workspaceWide.has(action)) {
-    const daemons = await all((offset) =>
-      repos.daemons.list(workspaceId, { limit: pageSize, offset, status: "accepted" }),
-    );
-    return { daemons, eventType: "PRINCIPALS" };
-  }
-  if ((authorityChanges.has(action) || action === "certificate.revoke") && kind === "certificate_authority") {
-    const targets = await all((offset) =>
-      repos.targets.list(workspaceId, { limit: pageSize, offset, caId: id }),
-    );
-    const daemons = await daemonsOfTargets(
-      repos,
-      workspaceId,
-      targets.map((t) => t.id),
-    );
-    return { daemons, eventType: action === "certificate.revoke" ? "REVOCATIONS" : "SYNC_REQUEST" };
-  }
-  if (action === "target.update" && kind === "target") {
-    return { daemons: await daemonsOfTargets(repos, workspaceId, [id]), eventType: "SYNC_REQUEST" };
-  }
-  return null;
 }
 
 /**
@@ -155,8 +191,8 @@ export async function notifyDaemonsOfChanges(
   await publishCommitted(services, events);
 }
 
-/** Wraps `operation` so that the daemons its committed changes concern are notified. */
-function notifying(operation: AnyOperation): AnyOperation {
+/** Wraps `operation` so that the daemons its committed changes of the `declared` kinds concern are notified. */
+function notifying(operation: AnyOperation, declared: readonly DaemonChange[]): AnyOperation {
   return {
     ...operation,
     async run(call) {
@@ -164,7 +200,8 @@ function notifying(operation: AnyOperation): AnyOperation {
       const result = await operation.run({
         ...call,
         audit(tx, entry) {
-          changes.push(entry);
+          const rule = daemonNotifyingActions[entry.action];
+          if (rule !== undefined && declared.includes(rule.change)) changes.push(entry);
           return call.audit(tx, entry);
         },
       });
@@ -176,7 +213,11 @@ function notifying(operation: AnyOperation): AnyOperation {
   };
 }
 
-/** The operations, those whose changes concern daemons wrapped to notify them. */
+/** The operations, those that declare changes concerning daemons wrapped to notify them. */
 export function withDaemonNotifications(operations: readonly AnyOperation[]): AnyOperation[] {
-  return operations.map((op) => (watchedMethods.has(op.method.name) ? notifying(op) : op));
+  return operations.map((op) =>
+    op.notifiesDaemons === undefined || op.notifiesDaemons.length === 0
+      ? op
+      : notifying(op, op.notifiesDaemons),
+  );
 }

@@ -24,6 +24,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { UserSchema } from "@wap/api";
 import { AuthService, type StreamCLILoginResponseSchema } from "@wap/api";
 import * as z from "zod";
+import type { AuditAction } from "../audit/actions.js";
 import { accountConfig, accountLink } from "../auth/account-config.js";
 import { auditAccount } from "../auth/audit.js";
 import { callerUser } from "../auth/caller-user.js";
@@ -341,7 +342,7 @@ export const verifyCliLogin = defineOperation({
       // Its stream may still wait (its timer runs on this machine's clock): let it look again.
       if (!isPending(login, now))
         return { kind: "unknown", ...(login.expiresAt <= now && { expired: login }) };
-      const audit = (action: string) =>
+      const audit = (action: AuditAction) =>
         auditAccount(tx, services, ctx, {
           userId: user.id,
           action,

@@ -89,6 +89,7 @@ async function currentRole(tx: Repositories, workspaceId: string, userId: string
 
 export const removeWorkspaceMember = defineOperation({
   method: WorkspaceService.method.removeWorkspaceMember,
+  notifiesDaemons: ["workspace", "revocations"],
   access: { kind: "workspace", permission: "members.manage" },
   input: z.object({ workspaceId, userId: uuid }),
   async run({ input, workspace, services, audit, now }) {

@@ -8,7 +8,9 @@
 import type { DescMessage, DescMethodUnary, MessageInitShape } from "@bufbuild/protobuf";
 import type * as z from "zod";
 import type { Permission } from "../access/permissions.js";
+import type { AuditAction } from "../audit/actions.js";
 import type { CallContext, CallerKind, WorkspaceRole } from "../context.js";
+import type { DaemonChange } from "../daemons/change-notifications.js";
 import type { AuditEventRecord } from "../storage/records.js";
 import type { Repositories } from "../storage/storage.js";
 import type { Services } from "./services.js";
@@ -35,7 +37,7 @@ export interface WorkspaceScope {
 /** What an audit entry says beyond who, when and from where. */
 export interface AuditEntry {
   /** e.g. `certificate_authority.create`. */
-  readonly action: string;
+  readonly action: AuditAction;
   /** e.g. `certificate_authority:<id>`. */
   readonly resource: string;
   /** The workspace, when the operation has none in scope (e.g. CreateWorkspace). */
@@ -76,6 +78,11 @@ export interface Operation<
   readonly method: DescMethodUnary<I, O>;
   readonly access: Access;
   readonly input: z.ZodType<In, unknown>;
+  /**
+   * The kinds of change this operation records (through `call.audit`) that concern daemons:
+   * the daemons concerned are notified once `run` has resolved (./daemons/change-notifications.ts).
+   */
+  readonly notifiesDaemons?: readonly DaemonChange[];
   run(call: OperationCall<In>): Promise<MessageInitShape<O>>;
 }
 
@@ -88,6 +95,7 @@ export function defineOperation<
   readonly method: DescMethodUnary<I, O>;
   readonly access: Access;
   readonly input: S;
+  readonly notifiesDaemons?: readonly DaemonChange[];
   run(call: OperationCall<z.output<S>>): Promise<MessageInitShape<O>>;
 }): Operation<I, O, z.output<S>> {
   return operation as Operation<I, O, z.output<S>>;

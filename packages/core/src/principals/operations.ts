@@ -32,6 +32,7 @@ const principalNotFound = (id: string) =>
 
 export const setPrincipals = defineOperation({
   method: PrincipalService.method.setPrincipals,
+  notifiesDaemons: ["target"],
   access: { kind: "workspace", permission: "principals.manage" },
   input: z.object({
     workspaceId,
@@ -114,6 +115,7 @@ export const listPrincipals = defineOperation({
 
 export const addSubjectsToPrincipal = defineOperation({
   method: PrincipalService.method.addSubjectsToPrincipal,
+  notifiesDaemons: ["principal_target"],
   access: { kind: "workspace", permission: "principals.manage" },
   input: z.object({ workspaceId, id: uuid, subjectIds, type: subjectType }),
   async run({ input, workspace, services, now, audit }) {
@@ -133,6 +135,7 @@ export const addSubjectsToPrincipal = defineOperation({
 
 export const removeSubjectsFromPrincipal = defineOperation({
   method: PrincipalService.method.removeSubjectsFromPrincipal,
+  notifiesDaemons: ["principal_target"],
   access: { kind: "workspace", permission: "principals.manage" },
   input: z.object({ workspaceId, id: uuid, subjectIds, type: subjectType }),
   async run({ input, workspace, services, audit }) {
@@ -148,6 +151,7 @@ export const removeSubjectsFromPrincipal = defineOperation({
 
 export const revokeAllAccess = defineOperation({
   method: PrincipalService.method.revokeAllAccess,
+  notifiesDaemons: ["workspace"],
   access: { kind: "workspace", permission: "principals.manage" },
   input: z.object({ workspaceId, subjectId: uuid, type: subjectType }),
   async run({ input, workspace, services, audit }) {

@@ -179,6 +179,7 @@ export const updateServiceAccount = defineOperation({
 
 export const deleteServiceAccount = defineOperation({
   method: ServiceAccountService.method.deleteServiceAccount,
+  notifiesDaemons: ["workspace", "revocations"],
   access: { kind: "workspace", permission: "service_accounts.manage" },
   input: z.object({ workspaceId: uuid.optional(), id: uuid }),
   async run({ input, workspace, services, audit, now }) {

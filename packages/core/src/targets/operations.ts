@@ -158,6 +158,7 @@ export const createTarget = defineOperation({
 
 export const updateTarget = defineOperation({
   method: TargetService.method.updateTarget,
+  notifiesDaemons: ["target"],
   access: { kind: "workspace", permission: "targets.manage" },
   input: z.object({
     workspaceId,

@@ -145,6 +145,7 @@ export const updateTeam = defineOperation({
 
 export const deleteTeam = defineOperation({
   method: TeamService.method.deleteTeam,
+  notifiesDaemons: ["workspace"],
   access: { kind: "workspace", permission: "teams.manage" },
   input: z.object({ workspaceId, id: uuid }),
   async run({ input, workspace, services, audit }) {
@@ -158,6 +159,7 @@ export const deleteTeam = defineOperation({
 
 export const addTeamMember = defineOperation({
   method: TeamService.method.addTeamMember,
+  notifiesDaemons: ["team_targets"],
   access: { kind: "workspace", permission: "teams.manage" },
   input: z.object({ workspaceId, teamId: uuid, userId: uuid }),
   async run({ input, workspace, services, now, audit }) {
@@ -175,6 +177,7 @@ export const addTeamMember = defineOperation({
 
 export const removeTeamMember = defineOperation({
   method: TeamService.method.removeTeamMember,
+  notifiesDaemons: ["team_targets"],
   access: { kind: "workspace", permission: "teams.manage" },
   input: z.object({ workspaceId, teamId: uuid, userId: uuid }),
   async run({ input, workspace, services, audit }) {

@@ -1,4 +1,5 @@
 import type * as z from "zod";
+import type { ReasonFor } from "../error-reasons/registry.js";
 import { type FieldViolation, InvalidArgumentError } from "../errors.js";
 
 /**
@@ -33,7 +34,12 @@ type ParserRefusal = abstract new (...args: never[]) => Error & { readonly reaso
  * Runs the parser of one request field; its refusal (an error of class `refusal`) becomes an
  * InvalidArgumentError naming the field, with the parser's reason. Other errors pass through.
  */
-export function parseField<T>(field: string, reason: string, refusal: ParserRefusal, parse: () => T): T {
+export function parseField<T>(
+  field: string,
+  reason: ReasonFor<"invalid_argument">,
+  refusal: ParserRefusal,
+  parse: () => T,
+): T {
   try {
     return parse();
   } catch (error) {

@@ -1,10 +1,11 @@
 /**
  * What every answer to a fuzzed request must be, whatever was sent: no 5xx, never `internal` or
- * `unknown`, an error body of the protocol's shape with the HTTP status of its code, and, on a
- * stream, frames (or NDJSON lines) that parse and an error, if any, of the same kind.
+ * `unknown`, an error body of the protocol's shape with the HTTP status of its code and (REST) a
+ * reason declared for that code in the core's registry, and, on a stream, frames (or NDJSON lines) that parse and an error, if any, of the same kind.
  */
 import http2 from "node:http2";
 import { brotliDecompressSync, gunzipSync } from "node:zlib";
+import { reasonDeclaration } from "@wap/core";
 import type { Exchange } from "./fuzz-send.js";
 import { framesOf } from "./fuzz-send.js";
 
@@ -113,6 +114,15 @@ function restErrorProblems(body: unknown, status: number, expect: Expectations):
     !body.details.every((d) => isObject(d) && typeof d["@type"] === "string")
   )
     problems.push("details is not a list of typed details");
+  else {
+    for (const detail of body.details as JsonAny[]) {
+      if (detail["@type"] !== "type.googleapis.com/google.rpc.ErrorInfo") continue;
+      const declared = reasonDeclaration(String(detail.reason));
+      if (declared === undefined) problems.push(`undeclared reason ${JSON.stringify(detail.reason)}`);
+      else if (name !== undefined && !declared.codes.includes(name))
+        problems.push(`reason ${declared.reason} with code ${name}`);
+    }
+  }
   return problems;
 }
 

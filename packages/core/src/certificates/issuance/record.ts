@@ -5,12 +5,13 @@
  *
  * @module
  */
+import type { AuditAction } from "../../audit/actions.js";
 import type { OperationCall } from "../../operations/operation.js";
 import type { Services } from "../../operations/services.js";
 import type { IssuedCertificateRecord, KeyAlgorithm } from "../../storage/records.js";
 import { UniqueViolationError } from "../../storage/storage.js";
 
-const auditAction: Record<IssuedCertificateRecord["kind"], string> = {
+const auditAction: Record<IssuedCertificateRecord["kind"], AuditAction> = {
   ssh_user: "certificate.sign_ssh_user",
   ssh_host: "certificate.sign_ssh_host",
   x509: "certificate.sign_x509",

@@ -1,0 +1,125 @@
+/**
+ * Reasons of certificate authorities, certificate issuance and revocation.
+ *
+ * @module
+ */
+import type { ReasonTable } from "./reason-table.js";
+
+export const certificateReasons = {
+  CERTIFICATE_AUTHORITY_NOT_FOUND: {
+    code: "not_found",
+    description: "The certificate authority does not exist in this workspace; check its id.",
+  },
+  CA_NOT_FOUND: {
+    code: "not_found",
+    description: "The certificate authority named by `caId` does not exist in this workspace; check the id.",
+  },
+  CA_NOT_SSH: {
+    code: "failed_precondition",
+    description:
+      "The authority named by `caId` is an X.509 authority where an SSH one is needed; name an SSH authority.",
+  },
+  NO_DEFAULT_SSH_CA: {
+    code: "failed_precondition",
+    description:
+      "No `caId` was sent and the workspace has no default SSH authority; create one or send `caId`.",
+  },
+  CERTIFICATE_AUTHORITY_NAME_TAKEN: {
+    code: "already_exists",
+    description: "Another certificate authority of the workspace has this name; pick another.",
+  },
+  CERTIFICATE_AUTHORITY_IN_USE: {
+    code: "failed_precondition",
+    description: "Targets still trust the authority; give them another authority before deleting it.",
+  },
+  CERTIFICATE_AUTHORITY_INACTIVE: {
+    code: "failed_precondition",
+    description: "The authority is not active and signs nothing; use an active authority.",
+  },
+  CERTIFICATE_AUTHORITY_EXPIRED: {
+    code: "failed_precondition",
+    description: "The authority's own certificate has expired; roll it over to a new key, then sign.",
+  },
+  NO_DEFAULT_CERTIFICATE_AUTHORITY: {
+    code: "failed_precondition",
+    description:
+      "No authority was named and the workspace has no default one of the kind needed; create one or name one.",
+  },
+  WRONG_AUTHORITY_TYPE: {
+    code: "failed_precondition",
+    description:
+      "The authority is of the other kind (SSH or X.509) than the call needs; name one of the right kind.",
+  },
+  NOT_THE_TARGET_AUTHORITY: {
+    code: "failed_precondition",
+    description: "The target trusts another authority than the one named; sign with the target's authority.",
+  },
+  KEY_TYPE_NOT_ALLOWED: {
+    code: "invalid_argument",
+    description: "The key type is not allowed by the workspace's issuance policy; use an allowed key type.",
+  },
+  INVALID_PUBLIC_KEY: {
+    code: "invalid_argument",
+    description:
+      "`publicKey` is not a usable SSH public key (see the violation); send one line of an OpenSSH public key.",
+  },
+  INVALID_CSR: {
+    code: "invalid_argument",
+    description:
+      "`csr` is not a usable PKCS#10 request (see the violation); send a PEM CSR with a valid self-signature.",
+  },
+  NAME_NOT_ALLOWED: {
+    code: "permission_denied",
+    description:
+      "The certificate would name a host or identity the caller may not certify; ask for names the policy allows.",
+  },
+  DAEMON_USER_CERTIFICATE: {
+    code: "permission_denied",
+    description: "A daemon asked for a user certificate; daemons may ask only for host certificates.",
+  },
+  DAEMON_X509_CERTIFICATE: {
+    code: "permission_denied",
+    description: "A daemon asked for an X.509 certificate; daemons may not.",
+  },
+  NOT_THE_DAEMON_TARGET: {
+    code: "permission_denied",
+    description:
+      "A daemon asked for a host certificate of another target than its own; ask for its own target only.",
+  },
+  CA_KEY_NOT_IN_TOKEN: {
+    code: "failed_precondition",
+    description:
+      "The authority keeps its key in a PKCS#11 token this server cannot reach; configure the token that holds it.",
+  },
+  PKCS11_TOKEN_NOT_CONFIGURED: {
+    code: "failed_precondition",
+    description:
+      "A PKCS#11 key storage was asked for but the server has no token configured; configure one or use another key storage.",
+  },
+  ISSUED_CERTIFICATE_NOT_FOUND: {
+    code: "not_found",
+    description: "No issued certificate has this serial or id in the workspace; check it.",
+  },
+  CONCURRENT_ROLLOVER: {
+    code: "aborted",
+    description:
+      "Another rollover of the same authority committed first; read the authority again and retry.",
+  },
+  CONCURRENT_ROTATION: {
+    code: "aborted",
+    description:
+      "Another change of the same authority's keys committed first; read the authority again and retry.",
+  },
+  ROTATION_IN_PROGRESS: {
+    code: "failed_precondition",
+    description: "The authority is in a staged rotation; finish or abandon the rotation first.",
+  },
+  ROTATION_PHASE_NOT_ADJACENT: {
+    code: "failed_precondition",
+    description: "A staged rotation moves one phase at a time; ask for the phase next to the current one.",
+  },
+  CRL_NOT_FOUND: {
+    code: "not_found",
+    description: "No certificate revocation list is published at this path; check the authority's CRL URL.",
+  },
+} as const satisfies ReasonTable;

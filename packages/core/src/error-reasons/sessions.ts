@@ -1,0 +1,63 @@
+/**
+ * Reasons of sessions on daemons, their streams, the terminal endpoint and recordings.
+ *
+ * @module
+ */
+import type { ReasonTable } from "./reason-table.js";
+
+export const sessionReasons = {
+  SESSION_NOT_FOUND: {
+    code: "not_found",
+    description: "The session does not exist (or, for a daemon, is not pending for it); check the id.",
+  },
+  SESSION_MISMATCH: {
+    code: "permission_denied",
+    description:
+      "A daemon's ready message does not match the session that was pushed to it; the daemon should drop the session.",
+  },
+  NO_LOGIN_GRANT: {
+    code: "permission_denied",
+    description:
+      "The caller holds no grant to log in as this username on the daemon (or lost it); ask for a grant.",
+  },
+  SESSION_READY_TIMEOUT: {
+    code: "deadline_exceeded",
+    description: "A daemon opened a session stream and sent no ready message in time; send ready first.",
+  },
+  SESSION_READY_MISSING: {
+    code: "invalid_argument",
+    description:
+      "A session stream did not start with a ready message; send ready{sessionId, username, userId} first.",
+  },
+  SESSION_DEADLINE: {
+    code: "deadline_exceeded",
+    description: "The session stream's deadline (Connect-Timeout-Ms) passed; open a new stream.",
+  },
+  TERMINAL_SUBPROTOCOL_REQUIRED: {
+    code: "invalid_argument",
+    description: "The terminal WebSocket handshake did not offer the terminal subprotocol; offer it.",
+  },
+  CREDENTIALS_REQUIRED: {
+    code: "unauthenticated",
+    description:
+      "Attaching to a terminal needs the session cookie or a bearer token in the subprotocol; send one.",
+  },
+  INVALID_PATH: {
+    code: "invalid_argument",
+    description: "The terminal path's workspace and session ids are not UUIDs; fix the path.",
+  },
+  RELAY_TOKEN_INVALID: {
+    code: "unauthenticated",
+    description:
+      "The relay endpoint is for the server's own instances and the relay token did not check out.",
+  },
+  SESSION_NOT_RELAYED_HERE: {
+    code: "not_found",
+    description:
+      "Another server instance asked this one to relay a session it does not hold; the instance should look the session up again.",
+  },
+  RECORDING_NOT_FOUND: {
+    code: "not_found",
+    description: "The recording does not exist in this workspace; check its id.",
+  },
+} as const satisfies ReasonTable;
