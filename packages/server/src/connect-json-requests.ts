@@ -21,7 +21,7 @@ import {
 } from "@connectrpc/connect";
 import { PlatformError } from "@wap/core";
 import { edgeFromValues } from "./connect-context.js";
-import type { UniversalServerRequest } from "./connect-protocol.js";
+import type { UniversalServerRequest } from "./lean/connect-protocol.js";
 import { toConnectError } from "./errors.js";
 import { checkJsonRequest } from "./json-mapping.js";
 

@@ -20,7 +20,7 @@ import { checkJsonRequestsFirst, jsonRefusals } from "./connect-json-requests.js
 import { registerConnectRoutes } from "./connect-routes.js";
 import { isApiPath } from "./console-assets.js";
 import { applyCors } from "./cors.js";
-import { controlStreamPath, serveControlStream } from "./daemons/control-connect.js";
+import { controlStreamPath, serveControlStream } from "./lean/control-connect.js";
 import { admitRequest, type EdgeRequest, edgeOf, type ProcedureResolver, subjectIdOf } from "./edge.js";
 import { registerHealth } from "./grpc-services/health.js";
 import { registerReflection, serverReflectionV1alpha } from "./grpc-services/reflection.js";
@@ -31,7 +31,7 @@ import { createRestRoutes, type RestRoutes } from "./rest/index.js";
 import { sendStreamHeadersEarly } from "./stream-headers.js";
 import { attachStreamSpan, streamSpanOpener } from "./stream-spans.js";
 import type { StreamSpan } from "./tracing.js";
-import { createUnaryConnectPath } from "./unary-connect.js";
+import { createUnaryConnectPath } from "./lean/unary-connect.js";
 import { answerUndecodableAsInvalidArgument, undecodableRequests } from "./undecodable-requests.js";
 import { answerUnknownProcedure } from "./unknown-procedure.js";
 
@@ -41,7 +41,7 @@ const discoverable = [...platformServices, Health, ServerReflection, serverRefle
 /** Builds the handler the listener serves. */
 
 /**
- * connect-node's interceptors. The lean unary path (unary-connect.ts) does the same work its
+ * connect-node's interceptors. The lean unary path (lean/unary-connect.ts) does the same work its
  * own way and lists what it covers; a test fails when one is added here and not there.
  */
 export const connectInterceptors = [jsonRefusals, undecodableRequests] as const;
@@ -117,9 +117,9 @@ export function createRequestHandler(settings: AppSettings): NodeHandler {
       // Named here too, for requests that connect-node refuses before any handler runs.
       if (procedurePath.test(path)) edge.rpc = path;
       if (streamSpan) attachStreamSpan(edge, streamSpan);
-      // Daemon control streams as the agent opens them take a leaner path (control-connect.ts).
+      // Daemon control streams as the agent opens them take a leaner path (lean/control-connect.ts).
       if (path === controlStreamPath && serveControlStream(req, res, edge, settings.edge)) return;
-      // Unary calls as Connect clients usually send them, too (unary-connect.ts).
+      // Unary calls as Connect clients usually send them, too (lean/unary-connect.ts).
       if (serveUnary(req, res, edge, path)) return;
     } catch (error) {
       // admitRequest never throws by contract; answer 500 rather than hang if it ever does.

@@ -18,7 +18,7 @@ import {
   createContextValues,
   type HandlerContext,
 } from "@connectrpc/connect";
-import type { UniversalServerRequest, UniversalServerResponse } from "./connect-protocol.js";
+import type { UniversalServerRequest, UniversalServerResponse } from "./lean/connect-protocol.js";
 
 type Head = Pick<HandlerContext, "responseHeader" | "responseTrailer">;
 

@@ -20,7 +20,7 @@ import {
   createContextValues,
   type Interceptor,
 } from "@connectrpc/connect";
-import type { UniversalHandler, UniversalServerResponse } from "./connect-protocol.js";
+import type { UniversalHandler, UniversalServerResponse } from "./lean/connect-protocol.js";
 
 const decoded = createContextKey(false, { description: "wap request message decoded" });
 

@@ -1,5 +1,5 @@
 /**
- * Unary Connect calls take one of two paths through the server: the lean one (unary-connect.ts)
+ * Unary Connect calls take one of two paths through the server: the lean one (src/lean/unary-connect.ts)
  * for the usual shape, connect-node's pipeline for everything else. A `Connect-Timeout-Ms` header
  * sends a call to connect-node without changing what it means, so each call here is sent both
  * ways and the answers compared: status, headers and body, for answers and refusals alike.
@@ -14,7 +14,7 @@ import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { until } from "@wap/test-kit/until";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectInterceptors } from "../src/request-handler.js";
-import { interceptorsCovered, leanUnaryFormat } from "../src/unary-connect.js";
+import { interceptorsCovered, leanUnaryFormat } from "../src/lean/unary-connect.js";
 
 interface Answer {
   readonly status: number;

@@ -1,6 +1,6 @@
 /**
  * The HTTP status each code is answered with, as the Connect protocol maps them (connect-es's
- * `codeToHttpStatus`; the server's connect-protocol.test.ts checks that the two agree). REST
+ * `codeToHttpStatus`; the server's lean/connect-protocol.test.ts checks that the two agree). REST
  * paths answer a few refusals with a more precise status (405, 413, 415).
  *
  * @module

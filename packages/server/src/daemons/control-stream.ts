@@ -17,7 +17,7 @@
  *   unless a newer stream holds it.
  *
  * {@link runControlStream} is the stream; the agent's requests reach it through the lean path of
- * control-connect.ts, every other one through connect-node ({@link controlStreamHandler}).
+ * lean/control-connect.ts, every other one through connect-node ({@link controlStreamHandler}).
  *
  * @module
  */
@@ -49,7 +49,7 @@ const maxQueued = 256;
 
 /**
  * The connect-node handler of DaemonControlService.Connect: gRPC, gRPC-Web, and the Connect
- * requests that control-connect.ts leaves to connect-node.
+ * requests that lean/control-connect.ts leaves to connect-node.
  */
 export function controlStreamHandler(settings: EdgeSettings) {
   return async function* (

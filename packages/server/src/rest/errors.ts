@@ -4,7 +4,7 @@
  * @module
  */
 import type { ErrorCode } from "@wap/core";
-import { codeToHttpStatus } from "../connect-protocol.js";
+import { codeToHttpStatus } from "../lean/connect-protocol.js";
 import { connectCodeOf } from "../errors.js";
 
 /**

@@ -24,9 +24,9 @@ import {
   endStreamFlag,
   endStreamToJson,
   transformSplitEnvelope,
-} from "../connect-protocol.js";
+} from "./connect-protocol.js";
 import type { EdgeRequest, EdgeSettings } from "../edge.js";
-import { runControlStream } from "./control-stream.js";
+import { runControlStream } from "../daemons/control-stream.js";
 
 /** The path of DaemonControlService.Connect. */
 export const controlStreamPath = "/platform.v1.DaemonControlService/Connect";

@@ -3,7 +3,7 @@ import { createRequire } from "node:module";
 import { errorCodes, httpStatusOfCode } from "@wap/core";
 import { describe, expect, it } from "vitest";
 import { checkedConnectVersion, codeToHttpStatus } from "./connect-protocol.js";
-import { connectCodeOf } from "./errors.js";
+import { connectCodeOf } from "../errors.js";
 
 const require = createRequire(import.meta.url);
 
