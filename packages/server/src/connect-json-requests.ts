@@ -21,9 +21,9 @@ import {
 } from "@connectrpc/connect";
 import { PlatformError } from "@wap/core";
 import { edgeFromValues } from "./connect-context.js";
-import type { UniversalServerRequest } from "./lean/connect-protocol.js";
 import { toConnectError } from "./errors.js";
 import { checkJsonRequest } from "./json-mapping.js";
+import type { UniversalServerRequest } from "./lean/connect-protocol.js";
 
 const refusalKey = createContextKey<PlatformError | undefined>(undefined, {
   description: "wap JSON request refusal",

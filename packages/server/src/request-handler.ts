@@ -20,10 +20,11 @@ import { checkJsonRequestsFirst, jsonRefusals } from "./connect-json-requests.js
 import { registerConnectRoutes } from "./connect-routes.js";
 import { isApiPath } from "./console-assets.js";
 import { applyCors } from "./cors.js";
-import { controlStreamPath, serveControlStream } from "./lean/control-connect.js";
 import { admitRequest, type EdgeRequest, edgeOf, type ProcedureResolver, subjectIdOf } from "./edge.js";
 import { registerHealth } from "./grpc-services/health.js";
 import { registerReflection, serverReflectionV1alpha } from "./grpc-services/reflection.js";
+import { controlStreamPath, serveControlStream } from "./lean/control-connect.js";
+import { createUnaryConnectPath } from "./lean/unary-connect.js";
 import type { NodeHandler } from "./listener.js";
 import type { Logger } from "./logger.js";
 import type { RequestProtocol, ServerMetrics } from "./metrics.js";
@@ -31,7 +32,6 @@ import { createRestRoutes, type RestRoutes } from "./rest/index.js";
 import { sendStreamHeadersEarly } from "./stream-headers.js";
 import { attachStreamSpan, streamSpanOpener } from "./stream-spans.js";
 import type { StreamSpan } from "./tracing.js";
-import { createUnaryConnectPath } from "./lean/unary-connect.js";
 import { answerUndecodableAsInvalidArgument, undecodableRequests } from "./undecodable-requests.js";
 import { answerUnknownProcedure } from "./unknown-procedure.js";
 

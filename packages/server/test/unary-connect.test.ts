@@ -13,8 +13,8 @@ import { signUp, signUpWithWorkspace } from "@wap/test-kit/http";
 import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { until } from "@wap/test-kit/until";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectInterceptors } from "../src/request-handler.js";
 import { interceptorsCovered, leanUnaryFormat } from "../src/lean/unary-connect.js";
+import { connectInterceptors } from "../src/request-handler.js";
 
 interface Answer {
   readonly status: number;

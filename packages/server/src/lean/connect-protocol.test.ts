@@ -2,8 +2,8 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { errorCodes, httpStatusOfCode } from "@wap/core";
 import { describe, expect, it } from "vitest";
-import { checkedConnectVersion, codeToHttpStatus } from "./connect-protocol.js";
 import { connectCodeOf } from "../errors.js";
+import { checkedConnectVersion, codeToHttpStatus } from "./connect-protocol.js";
 
 const require = createRequire(import.meta.url);
 

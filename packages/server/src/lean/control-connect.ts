@@ -18,6 +18,8 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { type ConnectRequest, ConnectRequestSchema, ConnectResponseSchema } from "@wap/api";
 import { type ConnectResponseInit, heartbeatAck } from "@wap/core";
 import { answer } from "../connect-context.js";
+import { runControlStream } from "../daemons/control-stream.js";
+import type { EdgeRequest, EdgeSettings } from "../edge.js";
 import {
   compressedFlag,
   encodeEnvelope,
@@ -25,8 +27,6 @@ import {
   endStreamToJson,
   transformSplitEnvelope,
 } from "./connect-protocol.js";
-import type { EdgeRequest, EdgeSettings } from "../edge.js";
-import { runControlStream } from "../daemons/control-stream.js";
 
 /** The path of DaemonControlService.Connect. */
 export const controlStreamPath = "/platform.v1.DaemonControlService/Connect";

@@ -23,6 +23,10 @@ import { platformServices } from "@wap/api";
 import { genericReason, procedureOf } from "@wap/core";
 import { answer } from "../connect-context.js";
 import { jsonRefusals } from "../connect-json-requests.js";
+import { callerFor, callPlatform, type EdgeRequest, type EdgeSettings } from "../edge.js";
+import { errorCodeOf } from "../errors.js";
+import { checkJsonRequestBytes } from "../json-mapping.js";
+import { undecodable, undecodableRequests } from "../undecodable-requests.js";
 import {
   type Compression,
   codeToHttpStatus,
@@ -35,11 +39,7 @@ import {
   parseContentType,
   validateReadWriteMaxBytes,
 } from "./connect-protocol.js";
-import { callerFor, callPlatform, type EdgeRequest, type EdgeSettings } from "../edge.js";
-import { errorCodeOf } from "../errors.js";
-import { checkJsonRequestBytes } from "../json-mapping.js";
 import { createJsonWriters } from "./json-writer.js";
-import { undecodable, undecodableRequests } from "../undecodable-requests.js";
 
 type Request = http.IncomingMessage | http2.Http2ServerRequest;
 type Response = http.ServerResponse | http2.Http2ServerResponse;

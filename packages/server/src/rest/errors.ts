@@ -4,8 +4,8 @@
  * @module
  */
 import type { ErrorCode } from "@wap/core";
-import { codeToHttpStatus } from "../lean/connect-protocol.js";
 import { connectCodeOf } from "../errors.js";
+import { codeToHttpStatus } from "../lean/connect-protocol.js";
 
 /**
  * The HTTP status for a Connect error code: connect-es's own table, the one the Connect paths
