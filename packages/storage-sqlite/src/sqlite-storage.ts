@@ -20,14 +20,21 @@ export interface SqliteDatabaseLike extends SqliteDatabase {
   readonly inTransaction: boolean;
 }
 
-export type SqliteStorageOptions =
+export type SqliteStorageOptions = (
   /** A file to open (created if missing), or ":memory:". The storage owns and closes it. */
   | { readonly filename: string; readonly busyTimeoutMs?: number }
   /**
    * A database the application opened. Its pragmas are set as the storage needs them; the
    * application keeps ownership: `close()` leaves it open.
    */
-  | { readonly database: SqliteDatabaseLike; readonly busyTimeoutMs?: number };
+  | { readonly database: SqliteDatabaseLike; readonly busyTimeoutMs?: number })
+  & {
+    /**
+     * Whether a call on the storage itself inside one of its transactions fails (the caller
+     * meant `tx`) or joins the transaction. Default: fails when NODE_ENV is `test`.
+     */
+    readonly strictTransactions?: boolean;
+  };
 
 const defaultBusyTimeoutMs = 5000;
 
@@ -77,6 +84,7 @@ export async function createSqliteStorage(options: SqliteStorageOptions): Promis
     db,
     dialect: sqliteTraits,
     capabilities: { multiInstance: false },
+    ...(options.strictTransactions !== undefined && { strictTransactions: options.strictTransactions }),
     directExecutor: (query) => {
       // Inside an open transaction the statement would join it: Kysely's executor waits instead.
       if (database.inTransaction) return undefined;

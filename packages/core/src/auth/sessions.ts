@@ -7,7 +7,7 @@ import type { CallContext } from "../context.js";
 import { toHex } from "../lib/bytes.js";
 import type { Services } from "../operations/services.js";
 import { assertSignInAllowed, type SignInMethod } from "../sso/directory.js";
-import type { UserRecord } from "../storage/records.js";
+import type { UserRecord } from "../storage/users.js";
 import { auditAccount } from "./audit.js";
 import { hashSecret } from "./service-account-tokens.js";
 

@@ -36,7 +36,7 @@ import {
 import { encodeBase64Url } from "../lib/base64.js";
 import { utf8 } from "../lib/bytes.js";
 import { defineOperation } from "../operations/operation.js";
-import type { PasskeyRecord } from "../storage/accounts.js";
+import type { PasskeyRecord } from "../storage/passkeys.js";
 import { UniqueViolationError } from "../storage/storage.js";
 import { passkeyName } from "../validation/bounds.js";
 import { text } from "../validation/rules.js";

@@ -9,7 +9,7 @@ import type { DescMessage, DescMethodUnary, MessageInitShape } from "@bufbuild/p
 import type * as z from "zod";
 import type { Permission } from "../access/permissions.js";
 import type { CallContext, CallerKind, WorkspaceRole } from "../context.js";
-import type { AuditEventRecord } from "../storage/records.js";
+import type { AuditEventRecord } from "../storage/audit.js";
 import type { Repositories } from "../storage/storage.js";
 import type { Services } from "./services.js";
 

@@ -10,7 +10,7 @@
  */
 import { FailedPreconditionError } from "../errors.js";
 import type { Services } from "../operations/services.js";
-import type { OidcProviderRecord, SamlProviderRecord } from "../storage/sso-billing.js";
+import type { OidcProviderRecord, SamlProviderRecord } from "../storage/sso.js";
 import type { Repositories } from "../storage/storage.js";
 
 /** The domain of an email address, lower case, without a trailing dot; "" when there is none. */

@@ -11,19 +11,16 @@
 import { randomUUID } from "node:crypto";
 import * as fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type {
-  AuditEventRecord,
-  AuthSessionRecord,
-  CertificateAuthorityRecord,
-  DaemonRecord,
-  MemberRecord,
-  RefreshTokenRecord,
-  SecretRecord,
-  ServiceAccountRecord,
-  UserRecord,
-  WorkspaceRecord,
-} from "../storage/records.js";
+import type { AuditEventRecord } from "../storage/audit.js";
+import type { CertificateAuthorityRecord } from "../storage/certificate-authorities.js";
+import type { DaemonRecord } from "../storage/daemons.js";
+import type { MemberRecord } from "../storage/members.js";
+import type { SecretRecord } from "../storage/secrets.js";
+import type { ServiceAccountRecord } from "../storage/service-accounts.js";
+import type { AuthSessionRecord, RefreshTokenRecord } from "../storage/sessions.js";
 import { type Repositories, type Storage, UniqueViolationError } from "../storage/storage.js";
+import type { UserRecord } from "../storage/users.js";
+import type { WorkspaceRecord } from "../storage/workspaces.js";
 import { runAccountContract } from "./contract/accounts.js";
 import { runCertificateContract } from "./contract/certificates.js";
 import { runDaemonContract } from "./contract/daemons.js";
@@ -1270,16 +1267,54 @@ export function runStorageContract(options: StorageContractOptions): void {
         expect(await storage.serviceAccounts.findById(workspace.id, innerAccount.id)).toBeNull();
       });
 
-      test("transaction: calls on the storage itself inside a transaction do not deadlock", async () => {
+      test("transaction: a call on the storage itself inside a transaction fails instead of running", async () => {
+        // The suite runs under NODE_ENV=test, where adapters refuse the call (the caller meant
+        // `tx`) rather than let it read as if it ran outside the transaction. It must fail
+        // promptly, not wait for a connection the transaction holds.
         const { workspace } = await seedWorkspace();
         const account = aServiceAccount(workspace.id);
-        await storage.transaction(async (tx) => {
+        const refusals = await storage.transaction(async (tx) => {
           await tx.serviceAccounts.insert(account);
-          await storage.workspaces.findById(workspace.id);
-          await storage.auditEvents.append(anAuditEvent(workspace.id));
+          const outcomes = await Promise.allSettled([
+            storage.workspaces.findById(workspace.id),
+            storage.auditEvents.append(anAuditEvent(workspace.id)),
+            storage.transaction(() => storage.serviceAccounts.findById(workspace.id, account.id)),
+          ]);
+          // The transaction's own handle still works after the refusals.
+          expect(await tx.serviceAccounts.findById(workspace.id, account.id)).toEqual(account);
+          return outcomes;
         });
+        for (const outcome of refusals) {
+          expect(outcome.status).toBe("rejected");
+          expect(String((outcome as PromiseRejectedResult).reason)).toMatch(/inside storage\.transaction\(\)/);
+        }
         expect(await storage.serviceAccounts.findById(workspace.id, account.id)).toEqual(account);
-        expect((await storage.auditEvents.list(workspace.id, { limit: 10, offset: 0 })).total).toBe(1);
+        expect((await storage.auditEvents.list(workspace.id, { limit: 10, offset: 0 })).total).toBe(0);
+      });
+
+      test("transaction: another caller's calls while a transaction runs are not refused", async () => {
+        const { workspace } = await seedWorkspace();
+        const account = aServiceAccount(workspace.id);
+        let release = () => {};
+        const held = new Promise<void>((resolve) => {
+          release = resolve;
+        });
+        let entered = () => {};
+        const inside = new Promise<void>((resolve) => {
+          entered = resolve;
+        });
+        const running = storage.transaction(async (tx) => {
+          await tx.serviceAccounts.insert(account);
+          entered();
+          await held;
+        });
+        await inside;
+        // Another caller's work is not the transaction's: it is neither refused nor joined.
+        const other = storage.workspaces.findById(workspace.id);
+        release();
+        expect(await other).toEqual(workspace);
+        await running;
+        expect(await storage.serviceAccounts.findById(workspace.id, account.id)).toEqual(account);
       });
 
       test("transaction: concurrent transactions each commit or roll back on their own", async () => {

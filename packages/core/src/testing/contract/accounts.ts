@@ -6,16 +6,16 @@
  */
 import { randomUUID } from "node:crypto";
 import { describe, expect } from "vitest";
-import type {
-  BackupCodeRecord,
-  CliLoginRecord,
-  LinkedAccountRecord,
-  OneTimeTokenRecord,
-  PasskeyRecord,
-  UserDeviceRecord,
-} from "../../storage/accounts.js";
-import type { AuthSessionRecord, MemberRecord, UserRecord, WorkspaceRecord } from "../../storage/records.js";
+import type { BackupCodeRecord } from "../../storage/backup-codes.js";
+import type { CliLoginRecord, UserDeviceRecord } from "../../storage/devices.js";
+import type { LinkedAccountRecord } from "../../storage/linked-accounts.js";
+import type { MemberRecord } from "../../storage/members.js";
+import type { OneTimeTokenRecord } from "../../storage/one-time-tokens.js";
+import type { PasskeyRecord } from "../../storage/passkeys.js";
+import type { AuthSessionRecord } from "../../storage/sessions.js";
 import type { Repositories, Storage } from "../../storage/storage.js";
+import type { UserRecord } from "../../storage/users.js";
+import type { WorkspaceRecord } from "../../storage/workspaces.js";
 
 /** What the main suite hands over: its storage, its test registrar and its fixtures. */
 export interface AccountContractContext {

@@ -6,16 +6,16 @@
  */
 import { randomUUID } from "node:crypto";
 import { describe, expect } from "vitest";
+import type { AuditEventRecord } from "../../storage/audit.js";
 import type {
-  AuditEventRecord,
   CertificateAuthorityRecord,
-  IssuedCertificateRecord,
   RetiredAuthorityKeyRecord,
-  TargetRecord,
-  UserRecord,
-  WorkspaceRecord,
-} from "../../storage/records.js";
+} from "../../storage/certificate-authorities.js";
+import type { IssuedCertificateRecord } from "../../storage/certificates.js";
 import type { Repositories, Storage } from "../../storage/storage.js";
+import type { TargetRecord } from "../../storage/targets.js";
+import type { UserRecord } from "../../storage/users.js";
+import type { WorkspaceRecord } from "../../storage/workspaces.js";
 
 /** What the main suite hands over: its storage, its test registrar and its fixtures. */
 export interface CertificateContractContext {

@@ -7,9 +7,12 @@
  */
 import { randomUUID } from "node:crypto";
 import { describe, expect } from "vitest";
-import type { DaemonSessionRecord, EnrollTokenRecord } from "../../storage/daemons-sessions.js";
-import type { DaemonRecord, UserRecord, WorkspaceRecord } from "../../storage/records.js";
+import type { DaemonSessionRecord } from "../../storage/daemon-sessions.js";
+import type { DaemonRecord } from "../../storage/daemons.js";
+import type { EnrollTokenRecord } from "../../storage/enroll-tokens.js";
 import type { Repositories, Storage } from "../../storage/storage.js";
+import type { UserRecord } from "../../storage/users.js";
+import type { WorkspaceRecord } from "../../storage/workspaces.js";
 
 /** What the main suite hands over: its storage, its test registrar and its fixtures. */
 export interface DaemonContractContext {

@@ -6,21 +6,15 @@
  */
 import { randomUUID } from "node:crypto";
 import { describe, expect } from "vitest";
-import type {
-  AuditEventRecord,
-  CertificateAuthorityRecord,
-  MemberRecord,
-  ServiceAccountRecord,
-  UserRecord,
-  WorkspaceRecord,
-} from "../../storage/records.js";
-import type {
-  BillingAccountRecord,
-  OidcProviderRecord,
-  SamlProviderRecord,
-  SsoLoginStateRecord,
-} from "../../storage/sso-billing.js";
+import type { AuditEventRecord } from "../../storage/audit.js";
+import type { BillingAccountRecord } from "../../storage/billing.js";
+import type { CertificateAuthorityRecord } from "../../storage/certificate-authorities.js";
+import type { MemberRecord } from "../../storage/members.js";
+import type { ServiceAccountRecord } from "../../storage/service-accounts.js";
+import type { OidcProviderRecord, SamlProviderRecord, SsoLoginStateRecord } from "../../storage/sso.js";
 import type { Repositories, Storage } from "../../storage/storage.js";
+import type { UserRecord } from "../../storage/users.js";
+import type { WorkspaceRecord } from "../../storage/workspaces.js";
 
 /** What the main suite hands over: its storage, its test registrar and its fixtures. */
 export interface SsoBillingContractContext {
@@ -477,12 +471,12 @@ export function runSsoBillingContract(ctx: SsoBillingContractContext): void {
       await storage().auditEvents.append(ctx.anAuditEvent(workspace.id, { timestamp: at(99) }));
       await storage().auditEvents.append(ctx.anAuditEvent(workspace.id, { timestamp: at(200) }));
       const window = { since: at(100), until: at(200) };
-      expect(await storage().auditLog.count(workspace.id, window)).toBe(23);
+      expect(await storage().auditEvents.count(workspace.id, window)).toBe(23);
       const seen: string[] = [];
       let after: string | undefined;
       let pages = 0;
       for (;;) {
-        const page = await storage().auditLog.scan(workspace.id, {
+        const page = await storage().auditEvents.scan(workspace.id, {
           ...window,
           limit: 5,
           ...(after === undefined ? {} : { after }),
@@ -494,7 +488,7 @@ export function runSsoBillingContract(ctx: SsoBillingContractContext): void {
       }
       expect(seen).toEqual(events.map((e) => e.id));
       expect(pages).toBe(5);
-      const first = await storage().auditLog.scan(workspace.id, { ...window, limit: 1 });
+      const first = await storage().auditEvents.scan(workspace.id, { ...window, limit: 1 });
       expect(first.items).toEqual([events[0]]);
     });
 
@@ -502,17 +496,17 @@ export function runSsoBillingContract(ctx: SsoBillingContractContext): void {
       const { workspace } = await seedWorkspace();
       for (let i = 0; i < 4; i++)
         await storage().auditEvents.append(ctx.anAuditEvent(workspace.id, { timestamp: at(i) }));
-      const page = await storage().auditLog.scan(workspace.id, { limit: 4 });
+      const page = await storage().auditEvents.scan(workspace.id, { limit: 4 });
       expect(page.items).toHaveLength(4);
       expect(page.next).not.toBeNull();
-      const rest = await storage().auditLog.scan(workspace.id, { limit: 4, after: page.next! });
+      const rest = await storage().auditEvents.scan(workspace.id, { limit: 4, after: page.next! });
       expect(rest).toEqual({ items: [], next: null });
-      expect(await storage().auditLog.scan(workspace.id, { limit: 4, since: at(50) })).toEqual({
+      expect(await storage().auditEvents.scan(workspace.id, { limit: 4, since: at(50) })).toEqual({
         items: [],
         next: null,
       });
-      expect(await storage().auditLog.count(workspace.id, { since: at(50) })).toBe(0);
-      expect(await storage().auditLog.count(workspace.id, {})).toBe(4);
+      expect(await storage().auditEvents.count(workspace.id, { since: at(50) })).toBe(0);
+      expect(await storage().auditEvents.count(workspace.id, {})).toBe(4);
     });
   });
 }

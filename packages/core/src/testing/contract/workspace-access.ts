@@ -8,22 +8,18 @@
  */
 import { randomUUID } from "node:crypto";
 import { describe, expect } from "vitest";
-import type {
-  CertificateAuthorityRecord,
-  DaemonRecord,
-  MemberRecord,
-  ServiceAccountRecord,
-  TargetRecord,
-  UserRecord,
-  WorkspaceRecord,
-} from "../../storage/records.js";
+import type { CertificateAuthorityRecord } from "../../storage/certificate-authorities.js";
+import type { DaemonRecord } from "../../storage/daemons.js";
+import type { WorkspaceDomainRecord } from "../../storage/domains.js";
+import type { WorkspaceInviteRecord } from "../../storage/invites.js";
+import type { MemberRecord } from "../../storage/members.js";
+import type { PrincipalRecord } from "../../storage/principals.js";
+import type { ServiceAccountRecord } from "../../storage/service-accounts.js";
 import type { Repositories, Storage } from "../../storage/storage.js";
-import type {
-  PrincipalRecord,
-  TeamRecord,
-  WorkspaceDomainRecord,
-  WorkspaceInviteRecord,
-} from "../../storage/workspace-access.js";
+import type { TargetRecord } from "../../storage/targets.js";
+import type { TeamRecord } from "../../storage/teams.js";
+import type { UserRecord } from "../../storage/users.js";
+import type { WorkspaceRecord } from "../../storage/workspaces.js";
 
 /** What the main suite hands over: its storage, its test registrar and its fixtures. */
 export interface WorkspaceAccessContractContext {
@@ -138,7 +134,7 @@ export function runWorkspaceAccessContract(c: WorkspaceAccessContractContext): v
   describe("memberships", () => {
     test("memberships: profiles join the user; list filters, pages and totals", async () => {
       const { ws, user, guest, member } = await seedAccess();
-      const profile = await s().memberships.findProfile(ws, guest.id);
+      const profile = await s().members.findProfile(ws, guest.id);
       expect(profile?.member).toMatchObject({ workspaceId: ws, userId: guest.id, role: "viewer" });
       expect(profile?.user).toEqual({
         id: guest.id,
@@ -148,13 +144,13 @@ export function runWorkspaceAccessContract(c: WorkspaceAccessContractContext): v
         emailVerified: guest.emailVerified,
         picture: guest.picture,
       });
-      expect(await s().memberships.findProfile(ws, uid())).toBeNull();
+      expect(await s().members.findProfile(ws, uid())).toBeNull();
 
-      const all = await s().memberships.listProfiles(ws, page);
+      const all = await s().members.listProfiles(ws, page);
       expect(all.total).toBe(2);
       expect(all.items.map((p) => p.user.id)).toEqual([user.id, guest.id]);
       expect(all.items[0]?.member).toEqual(member);
-      const second = await s().memberships.listProfiles(ws, { limit: 1, offset: 1 });
+      const second = await s().members.listProfiles(ws, { limit: 1, offset: 1 });
       expect(second).toMatchObject({ total: 2 });
       expect(second.items.map((p) => p.user.id)).toEqual([guest.id]);
       // ASCII letters fold on every engine, in the name, username and email.
@@ -163,13 +159,13 @@ export function runWorkspaceAccessContract(c: WorkspaceAccessContractContext): v
         guest.email.slice(0, 12).toUpperCase(),
         "LOVELACE",
       ]) {
-        const found = await s().memberships.listProfiles(ws, { ...page, query });
+        const found = await s().members.listProfiles(ws, { ...page, query });
         expect(found.items.map((p) => p.user.id)).toContain(guest.id);
       }
-      expect((await s().memberships.listProfiles(ws, { ...page, query: "%" })).total).toBe(0);
-      expect((await s().memberships.listProfiles(ws, { ...page, role: "viewer" })).items).toHaveLength(1);
-      expect((await s().memberships.listProfiles(ws, { ...page, role: "admin" })).total).toBe(0);
-      expect((await s().memberships.listProfiles(uid(), page)).total).toBe(0);
+      expect((await s().members.listProfiles(ws, { ...page, query: "%" })).total).toBe(0);
+      expect((await s().members.listProfiles(ws, { ...page, role: "viewer" })).items).toHaveLength(1);
+      expect((await s().members.listProfiles(ws, { ...page, role: "admin" })).total).toBe(0);
+      expect((await s().members.listProfiles(uid(), page)).total).toBe(0);
     });
 
     test("memberships: a team filter keeps members of any of the teams", async () => {
@@ -181,7 +177,7 @@ export function runWorkspaceAccessContract(c: WorkspaceAccessContractContext): v
       await s().teams.addMember(ws, red.id, guest.id, at(200));
       await s().teams.addMember(ws, blue.id, user.id, at(201));
       const ids = async (teamIds: string[]) =>
-        (await s().memberships.listProfiles(ws, { ...page, teamIds })).items.map((p) => p.user.id);
+        (await s().members.listProfiles(ws, { ...page, teamIds })).items.map((p) => p.user.id);
       expect(await ids([red.id])).toEqual([guest.id]);
       expect(await ids([red.id, blue.id])).toEqual([user.id, guest.id]);
       expect(await ids([uid()])).toEqual([]);
@@ -189,18 +185,18 @@ export function runWorkspaceAccessContract(c: WorkspaceAccessContractContext): v
 
     test("memberships: changeRole and remove never take away the last owner", async () => {
       const { ws, user, guest } = await seedAccess();
-      expect(await s().memberships.changeRole(ws, user.id, "admin", at(300))).toBe("last_owner");
-      expect(await s().memberships.remove(ws, user.id)).toBe("last_owner");
+      expect(await s().members.changeRole(ws, user.id, "admin", at(300))).toBe("last_owner");
+      expect(await s().members.remove(ws, user.id)).toBe("last_owner");
       expect((await s().members.find(ws, user.id))?.role).toBe("owner");
-      expect(await s().memberships.changeRole(ws, uid(), "viewer", at(300))).toBe("not_found");
-      expect(await s().memberships.remove(ws, uid())).toBe("not_found");
+      expect(await s().members.changeRole(ws, uid(), "viewer", at(300))).toBe("not_found");
+      expect(await s().members.remove(ws, uid())).toBe("not_found");
 
-      expect(await s().memberships.changeRole(ws, guest.id, "owner", at(301))).toBe("done");
+      expect(await s().members.changeRole(ws, guest.id, "owner", at(301))).toBe("done");
       expect(await s().members.find(ws, guest.id)).toMatchObject({ role: "owner", updatedAt: at(301) });
-      expect(await s().memberships.changeRole(ws, user.id, "editor", at(302))).toBe("done");
-      expect(await s().memberships.remove(ws, guest.id)).toBe("last_owner");
-      expect(await s().memberships.changeRole(ws, user.id, "owner", at(303))).toBe("done");
-      expect(await s().memberships.remove(ws, guest.id)).toBe("done");
+      expect(await s().members.changeRole(ws, user.id, "editor", at(302))).toBe("done");
+      expect(await s().members.remove(ws, guest.id)).toBe("last_owner");
+      expect(await s().members.changeRole(ws, user.id, "owner", at(303))).toBe("done");
+      expect(await s().members.remove(ws, guest.id)).toBe("done");
       expect(await s().members.find(ws, guest.id)).toBeNull();
     });
 
@@ -210,12 +206,12 @@ export function runWorkspaceAccessContract(c: WorkspaceAccessContractContext): v
         const third = c.aUser();
         await s().users.insert(third);
         await s().members.insert(c.aMember(ws, third.id, { role: "owner" }));
-        await s().memberships.changeRole(ws, guest.id, "owner", at(400));
+        await s().members.changeRole(ws, guest.id, "owner", at(400));
         // Three owners, each taken away by a different request at once (some in transactions).
         const results = await Promise.all([
-          s().memberships.changeRole(ws, user.id, "viewer", at(401)),
-          s().transaction((tx) => tx.memberships.remove(ws, guest.id)),
-          s().memberships.remove(ws, third.id),
+          s().members.changeRole(ws, user.id, "viewer", at(401)),
+          s().transaction((tx) => tx.members.remove(ws, guest.id)),
+          s().members.remove(ws, third.id),
         ]);
         expect(results.filter((r) => r === "done")).toHaveLength(2);
         expect(results.filter((r) => r === "last_owner")).toHaveLength(1);
@@ -227,9 +223,9 @@ export function runWorkspaceAccessContract(c: WorkspaceAccessContractContext): v
     test("memberships: another workspace's member is not found and not changed", async () => {
       const a = await seedAccess();
       const b = await seedAccess();
-      expect(await s().memberships.findProfile(a.ws, b.guest.id)).toBeNull();
-      expect(await s().memberships.changeRole(a.ws, b.guest.id, "admin", at(500))).toBe("not_found");
-      expect(await s().memberships.remove(a.ws, b.guest.id)).toBe("not_found");
+      expect(await s().members.findProfile(a.ws, b.guest.id)).toBeNull();
+      expect(await s().members.changeRole(a.ws, b.guest.id, "admin", at(500))).toBe("not_found");
+      expect(await s().members.remove(a.ws, b.guest.id)).toBe("not_found");
       expect((await s().members.find(b.ws, b.guest.id))?.role).toBe("viewer");
     });
   });
@@ -480,7 +476,7 @@ export function runWorkspaceAccessContract(c: WorkspaceAccessContractContext): v
       await s().principals.addSubjects(ws, p.id, "team", [team.id], at(3));
       await s().principals.addSubjects(ws, p.id, "service_account", [account.id], at(4));
 
-      expect(await s().memberships.remove(ws, guest.id)).toBe("done");
+      expect(await s().members.remove(ws, guest.id)).toBe("done");
       expect(await s().teams.listMembers(ws, [team.id])).toEqual([]);
       let [grants] = await s().principals.listByTargets(ws, [target.id]);
       expect(grants).toMatchObject({ userIds: [], teamIds: [team.id], serviceAccountIds: [account.id] });
@@ -549,18 +545,16 @@ export function runWorkspaceAccessContract(c: WorkspaceAccessContractContext): v
       const second = aTarget(a.ws, a.ca.id, { tags: ["eu", "prod"], createdAt: at(40) });
       await s().targets.insert(second);
       expect(
-        (await s().targetCatalog.listByIds(a.ws, [second.id, a.target.id, b.target.id, uid()])).map(
-          (t) => t.id,
-        ),
+        (await s().targets.listByIds(a.ws, [second.id, a.target.id, b.target.id, uid()])).map((t) => t.id),
       ).toEqual([a.target.id, second.id]);
-      expect(await s().targetCatalog.tags(a.ws)).toEqual(["eu", "prod"]);
+      expect(await s().targets.tags(a.ws)).toEqual(["eu", "prod"]);
       const daemon = c.aDaemon(a.ws, { targetId: second.id });
       await s().daemons.insert(daemon);
       await s().daemons.insert(c.aDaemon(b.ws, { targetId: b.target.id }));
       expect(
-        (await s().targetCatalog.daemonsOf(a.ws, [a.target.id, second.id, b.target.id])).map((d) => d.id),
+        (await s().targets.daemonsOf(a.ws, [a.target.id, second.id, b.target.id])).map((d) => d.id),
       ).toEqual([daemon.id]);
-      expect(await s().targetCatalog.daemonsOf(b.ws, [second.id])).toEqual([]);
+      expect(await s().targets.daemonsOf(b.ws, [second.id])).toEqual([]);
     });
   });
 

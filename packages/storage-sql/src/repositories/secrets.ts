@@ -1,13 +1,45 @@
 /**
- * The sealed values of every workspace, for re-sealing them under a new master key: CA private
- * keys (software ones; a PKCS#11 authority's key never leaves its token), server secrets and OIDC
- * client secrets.
+ * Sealed server secrets (`secrets`), and every sealed value for re-sealing under a new master key.
  *
  * @module
  */
-import type { SealedValue, SealedValueRepository } from "@wap/core/storage";
-import { fromBytes, toBytes } from "./lib/mapping.js";
-import type { QueryRunner } from "./repositories.js";
+
+import type { SealedValue, SealedValueRepository, SecretRecord, SecretRepository } from "@wap/core/storage";
+import type { Insertable, Selectable } from "kysely";
+import { fromBytes, fromDate, toBytes, toDate } from "../lib/mapping.js";
+import type { QueryRunner } from "../repositories.js";
+import type { SecretsTable } from "../schema.js";
+
+function rowToSecret(r: Selectable<SecretsTable>): SecretRecord {
+  return { name: r.name, sealed: toBytes(r.sealed), createdAt: toDate(r.created_at) };
+}
+
+function secretToRow(s: SecretRecord): Insertable<SecretsTable> {
+  return { name: s.name, sealed: fromBytes(s.sealed), created_at: fromDate(s.createdAt) };
+}
+
+export function createSecretRepository(run: QueryRunner): SecretRepository {
+  return {
+    async find(name) {
+      const row = await run.read((db) =>
+        db.selectFrom("secrets").selectAll().where("name", "=", name).executeTakeFirst(),
+      );
+      return row ? rowToSecret(row) : null;
+    },
+    async insertIfAbsent(secret) {
+      // Losers of a race insert nothing and read the winner's row.
+      const row = await run.write(async (db) => {
+        await db
+          .insertInto("secrets")
+          .values(secretToRow(secret))
+          .onConflict((oc) => oc.column("name").doNothing())
+          .execute();
+        return db.selectFrom("secrets").selectAll().where("name", "=", secret.name).executeTakeFirstOrThrow();
+      });
+      return rowToSecret(row);
+    },
+  };
+}
 
 export function createSealedValueRepository(run: QueryRunner): SealedValueRepository {
   return {
@@ -47,7 +79,6 @@ export function createSealedValueRepository(run: QueryRunner): SealedValueReposi
       }
       return values;
     },
-
     async replace(ref, sealed) {
       const bytes = fromBytes(sealed);
       const result = await run.write((db) => {
