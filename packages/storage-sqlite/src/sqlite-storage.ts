@@ -20,15 +20,16 @@ export interface SqliteDatabaseLike extends SqliteDatabase {
   readonly inTransaction: boolean;
 }
 
-export type SqliteStorageOptions = (
+export type SqliteStorageOptions =
   /** A file to open (created if missing), or ":memory:". The storage owns and closes it. */
-  | { readonly filename: string; readonly busyTimeoutMs?: number }
-  /**
-   * A database the application opened. Its pragmas are set as the storage needs them; the
-   * application keeps ownership: `close()` leaves it open.
-   */
-  | { readonly database: SqliteDatabaseLike; readonly busyTimeoutMs?: number })
-  & {
+  (
+    | { readonly filename: string; readonly busyTimeoutMs?: number }
+    /**
+     * A database the application opened. Its pragmas are set as the storage needs them; the
+     * application keeps ownership: `close()` leaves it open.
+     */
+    | { readonly database: SqliteDatabaseLike; readonly busyTimeoutMs?: number }
+  ) & {
     /**
      * Whether a call on the storage itself inside one of its transactions fails (the caller
      * meant `tx`) or joins the transaction. Default: fails when NODE_ENV is `test`.

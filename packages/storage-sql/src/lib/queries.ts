@@ -34,3 +34,8 @@ export function atomically<T>(db: Kysely<Database>, fn: (trx: Kysely<Database>) 
 export function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
+
+/** Every column of an upsert except the key and what an update never changes. */
+export function excludedColumns<T extends string>(columns: readonly T[]) {
+  return Object.fromEntries(columns.map((c) => [c, sql.ref(`excluded.${c}`)])) as Record<T, never>;
+}

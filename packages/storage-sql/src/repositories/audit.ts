@@ -1,5 +1,6 @@
 /**
- * The audit log (`audit_events`): appended, listed in pages, and counted and scanned in keyset pages for the export.
+ * The audit log (`audit_events`): appended, listed in pages, and counted and scanned in keyset
+ * pages for the export.
  *
  * @module
  */
@@ -20,7 +21,7 @@ import { prepareInsert } from "../lib/prepared.js";
 import type { QueryRunner } from "../repositories.js";
 import type { AuditEventsTable, Database } from "../schema.js";
 
-/** On the signing path: compiled once per dialect, run on the driver itself where it allows (lib/prepared.ts). */
+/** On the signing path: compiled once per dialect, run on the driver itself where it can be. */
 export const insertAuditEvent = prepareInsert("audit_events");
 
 function decodeCursor(cursor: string): { occurredAt: number; seq: number } {

@@ -21,10 +21,10 @@ import {
   toNumber,
   toStringMap,
 } from "../lib/mapping.js";
+import { excludedColumns } from "../lib/queries.js";
 import type { QueryRunner } from "../repositories.js";
 import type { Database } from "../schema.js";
 import type { BillingAccountsTable } from "../schema-sso-billing.js";
-import { excludedColumns } from "./sso.js";
 
 const billingUpdated = [
   "provider",

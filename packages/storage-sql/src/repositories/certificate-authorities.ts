@@ -1,5 +1,6 @@
 /**
- * Certificate authorities and their retired keys (`certificate_authorities`, `certificate_authority_keys`).
+ * Certificate authorities and their retired keys (`certificate_authorities`,
+ * `certificate_authority_keys`).
  *
  * @module
  */
@@ -32,7 +33,7 @@ import { deleteInWorkspace, updateInWorkspace } from "../lib/scoped.js";
 import type { QueryRunner } from "../repositories.js";
 import type { CertificateAuthoritiesTable, CertificateAuthorityKeysTable } from "../schema.js";
 
-/** On the signing path: compiled once per dialect, run on the driver itself where it allows (lib/prepared.ts). */
+/** On the signing path: compiled once per dialect, run on the driver itself where it can be. */
 const authorityByIdQuery = prepare((db, workspaceId: string, id: string) =>
   db
     .selectFrom("certificate_authorities")
@@ -41,7 +42,7 @@ const authorityByIdQuery = prepare((db, workspaceId: string, id: string) =>
     .where("id", "=", id),
 );
 
-/** On the signing path: compiled once per dialect, run on the driver itself where it allows (lib/prepared.ts). */
+/** On the signing path: compiled once per dialect, run on the driver itself where it can be. */
 const defaultAuthorityQuery = prepare((db, workspaceId: string, kind: string) =>
   db
     .selectFrom("certificate_authorities")

@@ -26,7 +26,7 @@ import { findInWorkspace } from "../lib/scoped.js";
 import type { QueryRunner } from "../repositories.js";
 import type { Database, IssuedCertificatesTable } from "../schema.js";
 
-/** On the signing path: compiled once per dialect, run on the driver itself where it allows (lib/prepared.ts). */
+/** On the signing path: compiled once per dialect, run on the driver itself where it can be. */
 export const insertIssuedCertificate = prepareInsert("issued_certificates");
 
 export function issuedCertificateToRow(c: IssuedCertificateRecord): Insertable<IssuedCertificatesTable> {

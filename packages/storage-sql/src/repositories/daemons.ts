@@ -1,5 +1,6 @@
 /**
- * Daemons (`daemons`), with what the daemon protocol adds: lookups by id or key, who holds the control stream, the leases of server instances (`server_instances`), the last sync.
+ * Daemons (`daemons`), with what the daemon protocol adds: lookups by id or key, who holds the
+ * control stream, the leases of server instances (`server_instances`), the last sync.
  *
  * @module
  */

@@ -1,5 +1,6 @@
 /**
- * Workspace memberships (`workspace_members`): plain reads and writes, member profiles, and the changes guarded so a workspace keeps an owner.
+ * Workspace memberships (`workspace_members`): plain reads and writes, member profiles, and the
+ * changes guarded so a workspace keeps an owner.
  *
  * @module
  */
@@ -20,7 +21,7 @@ import { atomically, lowerContains } from "../lib/queries.js";
 import type { QueryRunner } from "../repositories.js";
 import type { Database, UsersTable, WorkspaceMembersTable } from "../schema.js";
 
-/** On the signing path: compiled once per dialect, run on the driver itself where it allows (lib/prepared.ts). */
+/** On the signing path: compiled once per dialect, run on the driver itself where it can be. */
 const memberQuery = prepare((db, workspaceId: string, userId: string) =>
   db
     .selectFrom("workspace_members")
@@ -48,7 +49,7 @@ export type MemberProfileRow = Selectable<WorkspaceMembersTable> & {
   u_picture: Selectable<UsersTable>["picture"];
 };
 
-export const memberRows = (db: Kysely<Database>) =>
+const memberRows = (db: Kysely<Database>) =>
   db.selectFrom("workspace_members as m").innerJoin("users as u", "u.id", "m.user_id");
 
 export function rowToMemberProfile(r: MemberProfileRow): MemberProfileRecord {
@@ -96,7 +97,7 @@ function memberWhere(workspaceId: string, filter: MemberProfileFilter) {
 
 export const profiles = (db: Kysely<Database>) => withProfileColumns(memberRows(db));
 
-export const withProfileColumns = (query: ReturnType<typeof memberRows>) =>
+const withProfileColumns = (query: ReturnType<typeof memberRows>) =>
   query
     .selectAll("m")
     .select([
@@ -107,7 +108,7 @@ export const withProfileColumns = (query: ReturnType<typeof memberRows>) =>
       "u.picture as u_picture",
     ]);
 
-export function rowToMember(r: Selectable<WorkspaceMembersTable>): MemberRecord {
+function rowToMember(r: Selectable<WorkspaceMembersTable>): MemberRecord {
   return {
     workspaceId: r.workspace_id,
     userId: r.user_id,

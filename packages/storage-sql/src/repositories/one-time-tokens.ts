@@ -1,5 +1,6 @@
 /**
- * Single-use tokens (`one_time_tokens`). Consuming one is a single conditional statement, so the database picks the one winner.
+ * Single-use tokens (`one_time_tokens`). Consuming one is a single conditional statement, so the
+ * database picks the one winner.
  *
  * @module
  */

@@ -1,5 +1,7 @@
 /**
- * Session recordings (`recordings`, `recording_chunks`). A chunk is appended with a compare-and-set on the recording's `chunk_count`, so chunks are numbered without gaps and a completed recording takes no more; the file is read back in keyset pages of the `(recording_id, seq)` key.
+ * Session recordings (`recordings`, `recording_chunks`). A chunk is appended with a compare-and-
+ * set on the recording's `chunk_count`, so chunks are numbered without gaps and a completed
+ * recording takes no more; the file is read back in keyset pages of the `(recording_id, seq)` key.
  *
  * @module
  */

@@ -17,7 +17,7 @@ import { prepare } from "../lib/prepared.js";
 import type { QueryRunner } from "../repositories.js";
 import type { AuthSessionsTable, RefreshTokensTable } from "../schema.js";
 
-/** On the signing path: compiled once per dialect, run on the driver itself where it allows (lib/prepared.ts). */
+/** On the signing path: compiled once per dialect, run on the driver itself where it can be. */
 const sessionByIdQuery = prepare((db, id: string) =>
   db.selectFrom("auth_sessions").selectAll().where("id", "=", id),
 );

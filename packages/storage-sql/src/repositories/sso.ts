@@ -1,5 +1,7 @@
 /**
- * OIDC and SAML providers, sign-in states and SSO discovery (`oidc_providers`, `saml_providers`, `sso_login_states`). Upserts are one `insert ... on conflict do update`, and consuming a sign-in state is one conditional delete, so the database picks the single winner of any race.
+ * OIDC and SAML providers, sign-in states and SSO discovery (`oidc_providers`, `saml_providers`,
+ * `sso_login_states`). Upserts are one `insert ... on conflict do update`, and consuming a sign-in
+ * state is one conditional delete, so the database picks the single winner of any race.
  *
  * @module
  */
@@ -15,7 +17,7 @@ import type {
   SsoLoginStateRepository,
   SsoProtocol,
 } from "@wap/core/storage";
-import { type Insertable, type Selectable, sql } from "kysely";
+import type { Insertable, Selectable } from "kysely";
 import {
   fromBytes,
   fromDate,
@@ -27,6 +29,7 @@ import {
   toStringArray,
   toStringMap,
 } from "../lib/mapping.js";
+import { excludedColumns } from "../lib/queries.js";
 import type { QueryRunner } from "../repositories.js";
 import type { OidcProvidersTable, SamlProvidersTable, SsoLoginStatesTable } from "../schema-sso-billing.js";
 import { rowToLinkedAccount } from "./linked-accounts.js";
@@ -73,11 +76,6 @@ function rowToLoginState(r: Selectable<SsoLoginStatesTable>): SsoLoginStateRecor
     createdAt: toDate(r.created_at),
     expiresAt: toDate(r.expires_at),
   };
-}
-
-/** Every column of an upsert except the key and what an update never changes. */
-export function excludedColumns<T extends string>(columns: readonly T[]) {
-  return Object.fromEntries(columns.map((c) => [c, sql.ref(`excluded.${c}`)])) as Record<T, never>;
 }
 
 function samlProviderToRow(p: SamlProviderRecord): Insertable<SamlProvidersTable> {
