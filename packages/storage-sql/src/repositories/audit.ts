@@ -4,7 +4,6 @@
  *
  * @module
  */
-
 import type { AuditEventFilter, AuditEventRecord, AuditEventRepository } from "@wap/core/storage";
 import {
   type Expression,
@@ -24,12 +23,6 @@ import type { AuditEventsTable, Database } from "../schema.js";
 /** On the signing path: compiled once per dialect, run on the driver itself where it can be. */
 export const insertAuditEvent = prepareInsert("audit_events");
 
-function decodeCursor(cursor: string): { occurredAt: number; seq: number } {
-  const match = /^(-?\d{1,16}):(\d{1,19})$/.exec(cursor);
-  if (!match) throw new RangeError(`not an audit scan cursor: ${cursor}`);
-  return { occurredAt: toNumber(match[1]!), seq: toNumber(match[2]!) };
-}
-
 export function auditEventToRow(e: AuditEventRecord): Insertable<AuditEventsTable> {
   return {
     id: e.id,
@@ -44,6 +37,28 @@ export function auditEventToRow(e: AuditEventRecord): Insertable<AuditEventsTabl
     request_id: e.requestId,
     occurred_at: fromDate(e.timestamp),
   };
+}
+
+function rowToAuditEvent(r: Selectable<AuditEventsTable>): AuditEventRecord {
+  return {
+    id: r.id,
+    workspaceId: r.workspace_id,
+    actorId: r.actor_id,
+    actorType: r.actor_type,
+    action: r.action,
+    resource: r.resource,
+    ipAddress: r.ip_address,
+    userAgent: r.user_agent,
+    statusCode: r.status_code,
+    requestId: r.request_id,
+    timestamp: toDate(r.occurred_at),
+  };
+}
+
+function decodeCursor(cursor: string): { occurredAt: number; seq: number } {
+  const match = /^(-?\d{1,16}):(\d{1,19})$/.exec(cursor);
+  if (!match) throw new RangeError(`not an audit scan cursor: ${cursor}`);
+  return { occurredAt: toNumber(match[1]!), seq: toNumber(match[2]!) };
 }
 
 /** `<occurred_at>:<seq>` of the last row of a page. */
@@ -80,22 +95,6 @@ function auditFilter(
       );
     }
     return eb.and(conditions);
-  };
-}
-
-function rowToAuditEvent(r: Selectable<AuditEventsTable>): AuditEventRecord {
-  return {
-    id: r.id,
-    workspaceId: r.workspace_id,
-    actorId: r.actor_id,
-    actorType: r.actor_type,
-    action: r.action,
-    resource: r.resource,
-    ipAddress: r.ip_address,
-    userAgent: r.user_agent,
-    statusCode: r.status_code,
-    requestId: r.request_id,
-    timestamp: toDate(r.occurred_at),
   };
 }
 

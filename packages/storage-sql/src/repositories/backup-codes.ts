@@ -3,7 +3,6 @@
  *
  * @module
  */
-
 import type { BackupCodeRecord, BackupCodeRepository } from "@wap/core/storage";
 import type { Insertable, Selectable } from "kysely";
 import { fromDate, fromDateOrNull, toDate, toDateOrNull } from "../lib/mapping.js";

@@ -3,7 +3,6 @@
  *
  * @module
  */
-
 import type {
   BillingAccountRecord,
   BillingAccountRepository,
@@ -26,20 +25,6 @@ import type { QueryRunner } from "../repositories.js";
 import type { Database } from "../schema.js";
 import type { BillingAccountsTable } from "../schema-sso-billing.js";
 
-const billingUpdated = [
-  "provider",
-  "customer_id",
-  "subscription_id",
-  "product_id",
-  "product_name",
-  "status",
-  "cancel_at_period_end",
-  "current_period_end",
-  "metadata",
-  "state_at",
-  "updated_at",
-] as const;
-
 function rowToBillingAccount(r: Selectable<BillingAccountsTable>): BillingAccountRecord {
   return {
     workspaceId: r.workspace_id,
@@ -58,13 +43,6 @@ function rowToBillingAccount(r: Selectable<BillingAccountsTable>): BillingAccoun
   };
 }
 
-/** `select count(*) from <table> where workspace_id = ?` as a scalar subquery. */
-function countIn(table: keyof Database & string, workspaceId: string) {
-  return sql<
-    number | string | bigint
-  >`(select count(*) from ${sql.table(table)} where workspace_id = ${workspaceId})`;
-}
-
 function billingAccountToRow(a: BillingAccountRecord): Insertable<BillingAccountsTable> {
   return {
     workspace_id: a.workspaceId,
@@ -81,6 +59,27 @@ function billingAccountToRow(a: BillingAccountRecord): Insertable<BillingAccount
     created_at: fromDate(a.createdAt),
     updated_at: fromDate(a.updatedAt),
   };
+}
+
+const billingUpdated = [
+  "provider",
+  "customer_id",
+  "subscription_id",
+  "product_id",
+  "product_name",
+  "status",
+  "cancel_at_period_end",
+  "current_period_end",
+  "metadata",
+  "state_at",
+  "updated_at",
+] as const;
+
+/** `select count(*) from <table> where workspace_id = ?` as a scalar subquery. */
+function countIn(table: keyof Database & string, workspaceId: string) {
+  return sql<
+    number | string | bigint
+  >`(select count(*) from ${sql.table(table)} where workspace_id = ${workspaceId})`;
 }
 
 export function createBillingAccountRepository(run: QueryRunner): BillingAccountRepository {

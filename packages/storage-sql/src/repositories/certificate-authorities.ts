@@ -4,7 +4,6 @@
  *
  * @module
  */
-
 import type {
   AuthorityKeyRecord,
   AuthorityKind,
@@ -134,23 +133,6 @@ function rowToRetiredKey(r: Selectable<CertificateAuthorityKeysTable>): RetiredA
   };
 }
 
-function authorityPatch(patch: AuthorityPatch, updatedAt: Date): Updateable<CertificateAuthoritiesTable> {
-  const set: Updateable<CertificateAuthoritiesTable> = { updated_at: fromDate(updatedAt) };
-  if (patch.name !== undefined) set.name = patch.name;
-  if (patch.description !== undefined) set.description = patch.description;
-  if (patch.isActive !== undefined) set.is_active = toFlag(patch.isActive);
-  if (patch.isDefault !== undefined) set.is_default = toFlag(patch.isDefault);
-  if (patch.allowedKeyTypes !== undefined) set.allowed_key_types = toJson(patch.allowedKeyTypes);
-  if (patch.lifetimeSeconds !== undefined) set.lifetime_seconds = patch.lifetimeSeconds;
-  if (patch.userDefaultTtlSeconds !== undefined) set.user_default_ttl_seconds = patch.userDefaultTtlSeconds;
-  if (patch.userMaxTtlSeconds !== undefined) set.user_max_ttl_seconds = patch.userMaxTtlSeconds;
-  if (patch.hostDefaultTtlSeconds !== undefined) set.host_default_ttl_seconds = patch.hostDefaultTtlSeconds;
-  if (patch.hostMaxTtlSeconds !== undefined) set.host_max_ttl_seconds = patch.hostMaxTtlSeconds;
-  if (patch.userExtensions !== undefined) set.user_extensions = toJson(patch.userExtensions);
-  if (patch.userCriticalOptions !== undefined) set.user_critical_options = toJson(patch.userCriticalOptions);
-  return set;
-}
-
 function authorityToRow(c: CertificateAuthorityRecord): Insertable<CertificateAuthoritiesTable> {
   return {
     id: c.id,
@@ -186,8 +168,6 @@ function authorityToRow(c: CertificateAuthorityRecord): Insertable<CertificateAu
   };
 }
 
-type AuthorityPatch = Parameters<Repositories["certificateAuthorities"]["update"]>[2];
-
 function nextKeyFromColumn(value: string | null): AuthorityKeyRecord | null {
   if (value === null) return null;
   const raw = JSON.parse(value) as Omit<AuthorityKeyRecord, "notBefore" | "notAfter" | "sealedPrivateKey"> & {
@@ -201,6 +181,25 @@ function nextKeyFromColumn(value: string | null): AuthorityKeyRecord | null {
     notAfter: new Date(raw.notAfter),
     sealedPrivateKey: new Uint8Array(Buffer.from(raw.sealedPrivateKey, "base64")),
   };
+}
+
+type AuthorityPatch = Parameters<Repositories["certificateAuthorities"]["update"]>[2];
+
+function authorityPatch(patch: AuthorityPatch, updatedAt: Date): Updateable<CertificateAuthoritiesTable> {
+  const set: Updateable<CertificateAuthoritiesTable> = { updated_at: fromDate(updatedAt) };
+  if (patch.name !== undefined) set.name = patch.name;
+  if (patch.description !== undefined) set.description = patch.description;
+  if (patch.isActive !== undefined) set.is_active = toFlag(patch.isActive);
+  if (patch.isDefault !== undefined) set.is_default = toFlag(patch.isDefault);
+  if (patch.allowedKeyTypes !== undefined) set.allowed_key_types = toJson(patch.allowedKeyTypes);
+  if (patch.lifetimeSeconds !== undefined) set.lifetime_seconds = patch.lifetimeSeconds;
+  if (patch.userDefaultTtlSeconds !== undefined) set.user_default_ttl_seconds = patch.userDefaultTtlSeconds;
+  if (patch.userMaxTtlSeconds !== undefined) set.user_max_ttl_seconds = patch.userMaxTtlSeconds;
+  if (patch.hostDefaultTtlSeconds !== undefined) set.host_default_ttl_seconds = patch.hostDefaultTtlSeconds;
+  if (patch.hostMaxTtlSeconds !== undefined) set.host_max_ttl_seconds = patch.hostMaxTtlSeconds;
+  if (patch.userExtensions !== undefined) set.user_extensions = toJson(patch.userExtensions);
+  if (patch.userCriticalOptions !== undefined) set.user_critical_options = toJson(patch.userCriticalOptions);
+  return set;
 }
 
 export function createCertificateAuthorityRepository(

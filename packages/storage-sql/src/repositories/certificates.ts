@@ -3,7 +3,6 @@
  *
  * @module
  */
-
 import type {
   IssuedCertificateFilter,
   IssuedCertificateRecord,
@@ -52,22 +51,6 @@ export function issuedCertificateToRow(c: IssuedCertificateRecord): Insertable<I
   };
 }
 
-function issuedWhere(workspaceId: string, filter: IssuedCertificateFilter) {
-  return (eb: ExpressionBuilder<Database, "issued_certificates">): Expression<SqlBool> => {
-    const conditions: Expression<SqlBool>[] = [eb("workspace_id", "=", workspaceId)];
-    if (filter.caId !== undefined) conditions.push(eb("ca_id", "=", filter.caId));
-    if (filter.kind !== undefined) conditions.push(eb("kind", "=", filter.kind));
-    if (filter.requesterId !== undefined) conditions.push(eb("requester_id", "=", filter.requesterId));
-    if (filter.targetId !== undefined) conditions.push(eb("target_id", "=", filter.targetId));
-    // Valid at some instant of [validFrom, validUntil): starts before its end, ends after its start.
-    if (filter.validFrom !== undefined) conditions.push(eb("valid_before", ">", fromDate(filter.validFrom)));
-    if (filter.validUntil !== undefined) conditions.push(eb("valid_after", "<", fromDate(filter.validUntil)));
-    if (filter.revoked !== undefined)
-      conditions.push(eb("revoked_at", filter.revoked ? "is not" : "is", null));
-    return eb.and(conditions);
-  };
-}
-
 function rowToIssuedCertificate(r: Selectable<IssuedCertificatesTable>): IssuedCertificateRecord {
   return {
     id: r.id,
@@ -92,6 +75,22 @@ function rowToIssuedCertificate(r: Selectable<IssuedCertificatesTable>): IssuedC
         revocationReason: r.revocation_reason as IssuedCertificateRecord["revocationReason"],
         revokedBy: r.revoked_by,
       }),
+  };
+}
+
+function issuedWhere(workspaceId: string, filter: IssuedCertificateFilter) {
+  return (eb: ExpressionBuilder<Database, "issued_certificates">): Expression<SqlBool> => {
+    const conditions: Expression<SqlBool>[] = [eb("workspace_id", "=", workspaceId)];
+    if (filter.caId !== undefined) conditions.push(eb("ca_id", "=", filter.caId));
+    if (filter.kind !== undefined) conditions.push(eb("kind", "=", filter.kind));
+    if (filter.requesterId !== undefined) conditions.push(eb("requester_id", "=", filter.requesterId));
+    if (filter.targetId !== undefined) conditions.push(eb("target_id", "=", filter.targetId));
+    // Valid at some instant of [validFrom, validUntil): starts before its end, ends after its start.
+    if (filter.validFrom !== undefined) conditions.push(eb("valid_before", ">", fromDate(filter.validFrom)));
+    if (filter.validUntil !== undefined) conditions.push(eb("valid_after", "<", fromDate(filter.validUntil)));
+    if (filter.revoked !== undefined)
+      conditions.push(eb("revoked_at", filter.revoked ? "is not" : "is", null));
+    return eb.and(conditions);
   };
 }
 

@@ -3,7 +3,6 @@
  *
  * @module
  */
-
 import type { DaemonSessionRecord, DaemonSessionRepository, DaemonSessionState } from "@wap/core/storage";
 import type { Insertable, Selectable, Updateable } from "kysely";
 import { fromDate, fromDateOrNull, toDate, toDateOrNull } from "../lib/mapping.js";
@@ -26,13 +25,6 @@ function daemonSessionToRow(s: DaemonSessionRecord): Insertable<DaemonSessionsTa
   };
 }
 
-/** What every way of ending a session writes. */
-function closedAs(at: Date, reason: string): Updateable<DaemonSessionsTable> {
-  return { state: "closed", closed_at: fromDate(at), close_reason: reason };
-}
-
-const live: readonly DaemonSessionState[] = ["pending", "open"];
-
 function rowToDaemonSession(r: Selectable<DaemonSessionsTable>): DaemonSessionRecord {
   return {
     id: r.id,
@@ -47,6 +39,13 @@ function rowToDaemonSession(r: Selectable<DaemonSessionsTable>): DaemonSessionRe
     closeReason: r.close_reason,
   };
 }
+
+/** What every way of ending a session writes. */
+function closedAs(at: Date, reason: string): Updateable<DaemonSessionsTable> {
+  return { state: "closed", closed_at: fromDate(at), close_reason: reason };
+}
+
+const live: readonly DaemonSessionState[] = ["pending", "open"];
 
 export function createDaemonSessionRepository(run: QueryRunner): DaemonSessionRepository {
   return {

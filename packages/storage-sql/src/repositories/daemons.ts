@@ -4,7 +4,6 @@
  *
  * @module
  */
-
 import type { DaemonFilter, DaemonRecord, DaemonRepository, DaemonSyncRecord } from "@wap/core/storage";
 import {
   type Expression,
@@ -50,6 +49,23 @@ function daemonToRow(d: DaemonRecord): Insertable<DaemonsTable> {
   };
 }
 
+export function rowToDaemon(r: Selectable<DaemonsTable>): DaemonRecord {
+  return {
+    id: r.id,
+    workspaceId: r.workspace_id,
+    targetId: r.target_id,
+    name: r.name,
+    status: r.status as DaemonRecord["status"],
+    recordSessions: fromFlag(r.record_sessions),
+    metadata: toStringMap(r.metadata),
+    authPublicKey: r.auth_public_key,
+    authMethod: r.auth_method,
+    onlineSince: toDateOrNull(r.online_since),
+    createdAt: toDate(r.created_at),
+    updatedAt: toDate(r.updated_at),
+  };
+}
+
 function daemonPatch(
   patch: Partial<
     Pick<DaemonRecord, "status" | "recordSessions" | "metadata" | "name" | "targetId" | "onlineSince">
@@ -83,23 +99,6 @@ function daemonWhere(workspaceId: string, filter: DaemonFilter) {
     }
     if (filter.status !== undefined) conditions.push(eb("status", "=", filter.status));
     return eb.and(conditions);
-  };
-}
-
-export function rowToDaemon(r: Selectable<DaemonsTable>): DaemonRecord {
-  return {
-    id: r.id,
-    workspaceId: r.workspace_id,
-    targetId: r.target_id,
-    name: r.name,
-    status: r.status as DaemonRecord["status"],
-    recordSessions: fromFlag(r.record_sessions),
-    metadata: toStringMap(r.metadata),
-    authPublicKey: r.auth_public_key,
-    authMethod: r.auth_method,
-    onlineSince: toDateOrNull(r.online_since),
-    createdAt: toDate(r.created_at),
-    updatedAt: toDate(r.updated_at),
   };
 }
 

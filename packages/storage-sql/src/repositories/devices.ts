@@ -3,7 +3,6 @@
  *
  * @module
  */
-
 import type {
   CliLoginRecord,
   CliLoginRepository,

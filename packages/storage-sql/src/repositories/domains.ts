@@ -3,7 +3,6 @@
  *
  * @module
  */
-
 import type { WorkspaceDomainRecord, WorkspaceDomainRepository } from "@wap/core/storage";
 import type { Insertable, Selectable, Updateable } from "kysely";
 import { fromDate, fromDateOrNull, toDate, toDateOrNull } from "../lib/mapping.js";

@@ -3,7 +3,6 @@
  *
  * @module
  */
-
 import type { EnrollTokenRecord, EnrollTokenRepository } from "@wap/core/storage";
 import type { Insertable, Selectable } from "kysely";
 import { fromDate, toDate } from "../lib/mapping.js";

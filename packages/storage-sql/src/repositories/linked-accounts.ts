@@ -3,7 +3,6 @@
  *
  * @module
  */
-
 import type { LinkedAccountRecord, LinkedAccountRepository } from "@wap/core/storage";
 import type { Insertable, Selectable } from "kysely";
 import { fromDate, toDate } from "../lib/mapping.js";

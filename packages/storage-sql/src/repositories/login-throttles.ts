@@ -3,7 +3,6 @@
  *
  * @module
  */
-
 import type { LoginThrottleRecord, LoginThrottleRepository } from "@wap/core/storage";
 import { type Selectable, sql } from "kysely";
 import { fromDate, toDate, toDateOrNull, toNumber } from "../lib/mapping.js";

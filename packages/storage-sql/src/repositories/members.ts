@@ -4,7 +4,6 @@
  *
  * @module
  */
-
 import type {
   MemberProfileFilter,
   MemberProfileRecord,
@@ -49,9 +48,6 @@ export type MemberProfileRow = Selectable<WorkspaceMembersTable> & {
   u_picture: Selectable<UsersTable>["picture"];
 };
 
-const memberRows = (db: Kysely<Database>) =>
-  db.selectFrom("workspace_members as m").innerJoin("users as u", "u.id", "m.user_id");
-
 export function rowToMemberProfile(r: MemberProfileRow): MemberProfileRecord {
   return {
     member: rowToMember(r),
@@ -65,6 +61,22 @@ export function rowToMemberProfile(r: MemberProfileRow): MemberProfileRecord {
     },
   };
 }
+
+function rowToMember(r: Selectable<WorkspaceMembersTable>): MemberRecord {
+  return {
+    workspaceId: r.workspace_id,
+    userId: r.user_id,
+    role: r.role as MemberRecord["role"],
+    createdAt: toDate(r.created_at),
+    updatedAt: toDate(r.updated_at),
+  };
+}
+
+/** The tables of a member listing, by their aliases. */
+type MemberScope = Database & { m: Database["workspace_members"]; u: Database["users"] };
+
+const memberRows = (db: Kysely<Database>) =>
+  db.selectFrom("workspace_members as m").innerJoin("users as u", "u.id", "m.user_id");
 
 function memberWhere(workspaceId: string, filter: MemberProfileFilter) {
   return (eb: ExpressionBuilder<MemberScope, "m" | "u">): Expression<SqlBool> => {
@@ -107,19 +119,6 @@ const withProfileColumns = (query: ReturnType<typeof memberRows>) =>
       "u.email_verified as u_email_verified",
       "u.picture as u_picture",
     ]);
-
-function rowToMember(r: Selectable<WorkspaceMembersTable>): MemberRecord {
-  return {
-    workspaceId: r.workspace_id,
-    userId: r.user_id,
-    role: r.role as MemberRecord["role"],
-    createdAt: toDate(r.created_at),
-    updatedAt: toDate(r.updated_at),
-  };
-}
-
-/** The tables of a member listing, by their aliases. */
-type MemberScope = Database & { m: Database["workspace_members"]; u: Database["users"] };
 
 export function createMemberRepository(run: QueryRunner, dialect: SqlDialectTraits): MemberRepository {
   /**

@@ -4,7 +4,6 @@
  *
  * @module
  */
-
 import type { OneTimeTokenPurpose, OneTimeTokenRecord, OneTimeTokenRepository } from "@wap/core/storage";
 import type { Insertable, Selectable } from "kysely";
 import { fromDate, fromDateOrNull, toDate, toDateOrNull, toJson, toStringMap } from "../lib/mapping.js";

@@ -3,7 +3,6 @@
  *
  * @module
  */
-
 import type { PasskeyRecord, PasskeyRepository } from "@wap/core/storage";
 import type { Insertable, Selectable } from "kysely";
 import {

@@ -3,7 +3,6 @@
  *
  * @module
  */
-
 import type {
   PrincipalFilter,
   PrincipalGrantsRecord,
@@ -27,6 +26,31 @@ import { deleteInWorkspace, findInWorkspace } from "../lib/scoped.js";
 import type { QueryRunner } from "../repositories.js";
 import type { Database } from "../schema.js";
 import type { PrincipalSubjectsTable, PrincipalsTable } from "../schema-workspace-access.js";
+
+/** A principal and the grant rows that name it, in grant order. */
+function rowsToPrincipal(
+  r: Selectable<PrincipalsTable>,
+  grants: readonly Selectable<PrincipalSubjectsTable>[],
+): PrincipalGrantsRecord {
+  const userIds: string[] = [];
+  const teamIds: string[] = [];
+  const serviceAccountIds: string[] = [];
+  for (const g of grants) {
+    if (g.user_id !== null) userIds.push(g.user_id);
+    else if (g.team_id !== null) teamIds.push(g.team_id);
+    else if (g.service_account_id !== null) serviceAccountIds.push(g.service_account_id);
+  }
+  return {
+    id: r.id,
+    workspaceId: r.workspace_id,
+    targetId: r.target_id,
+    username: r.username,
+    createdAt: toDate(r.created_at),
+    userIds,
+    teamIds,
+    serviceAccountIds,
+  };
+}
 
 function principalWhere(workspaceId: string, filter: PrincipalFilter) {
   return (eb: ExpressionBuilder<Database, "principals">): Expression<SqlBool> => {
@@ -79,31 +103,6 @@ const subjectColumn = {
   team: "team_id",
   service_account: "service_account_id",
 } as const satisfies Record<SubjectKind, keyof PrincipalSubjectsTable>;
-
-/** A principal and the grant rows that name it, in grant order. */
-function rowsToPrincipal(
-  r: Selectable<PrincipalsTable>,
-  grants: readonly Selectable<PrincipalSubjectsTable>[],
-): PrincipalGrantsRecord {
-  const userIds: string[] = [];
-  const teamIds: string[] = [];
-  const serviceAccountIds: string[] = [];
-  for (const g of grants) {
-    if (g.user_id !== null) userIds.push(g.user_id);
-    else if (g.team_id !== null) teamIds.push(g.team_id);
-    else if (g.service_account_id !== null) serviceAccountIds.push(g.service_account_id);
-  }
-  return {
-    id: r.id,
-    workspaceId: r.workspace_id,
-    targetId: r.target_id,
-    username: r.username,
-    createdAt: toDate(r.created_at),
-    userIds,
-    teamIds,
-    serviceAccountIds,
-  };
-}
 
 export function createPrincipalRepository(run: QueryRunner, dialect: SqlDialectTraits): PrincipalRepository {
   /** Code-unit order on every engine (PostgreSQL would otherwise sort by the database's locale). */

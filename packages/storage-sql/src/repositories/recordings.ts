@@ -5,7 +5,6 @@
  *
  * @module
  */
-
 import type {
   RecordingChunkRecord,
   RecordingFilter,
@@ -48,17 +47,6 @@ function recordingToRow(r: RecordingRecord): Insertable<RecordingsTable> {
   };
 }
 
-/** The recordings of a workspace that `filter` selects. */
-function recordingFilter(workspaceId: string, filter: Omit<RecordingFilter, "limit" | "offset">) {
-  return (eb: ExpressionBuilder<Database, "recordings">) => {
-    const conditions = [eb("workspace_id", "=", workspaceId)];
-    if (filter.daemonId !== undefined) conditions.push(eb("daemon_id", "=", filter.daemonId));
-    if (filter.username !== undefined) conditions.push(eb("username", "=", filter.username));
-    if (filter.userId !== undefined) conditions.push(eb("user_id", "=", filter.userId));
-    return eb.and(conditions);
-  };
-}
-
 function rowToRecording(r: Selectable<RecordingsTable>): RecordingRecord {
   return {
     id: r.id,
@@ -74,6 +62,17 @@ function rowToRecording(r: Selectable<RecordingsTable>): RecordingRecord {
     truncated: fromFlag(r.truncated),
     startedAt: toDate(r.started_at),
     endedAt: toDateOrNull(r.ended_at),
+  };
+}
+
+/** The recordings of a workspace that `filter` selects. */
+function recordingFilter(workspaceId: string, filter: Omit<RecordingFilter, "limit" | "offset">) {
+  return (eb: ExpressionBuilder<Database, "recordings">) => {
+    const conditions = [eb("workspace_id", "=", workspaceId)];
+    if (filter.daemonId !== undefined) conditions.push(eb("daemon_id", "=", filter.daemonId));
+    if (filter.username !== undefined) conditions.push(eb("username", "=", filter.username));
+    if (filter.userId !== undefined) conditions.push(eb("user_id", "=", filter.userId));
+    return eb.and(conditions);
   };
 }
 

@@ -3,7 +3,6 @@
  *
  * @module
  */
-
 import type { RequestNonceRepository } from "@wap/core/storage";
 import { fromDate } from "../lib/mapping.js";
 import type { QueryRunner } from "../repositories.js";

@@ -3,7 +3,6 @@
  *
  * @module
  */
-
 import type { SealedValue, SealedValueRepository, SecretRecord, SecretRepository } from "@wap/core/storage";
 import type { Insertable, Selectable } from "kysely";
 import { fromBytes, fromDate, toBytes, toDate } from "../lib/mapping.js";

@@ -3,7 +3,6 @@
  *
  * @module
  */
-
 import type { ServiceAccountFilter, ServiceAccountRecord, ServiceAccountRepository } from "@wap/core/storage";
 import type { Expression, ExpressionBuilder, Insertable, Selectable, SqlBool, Updateable } from "kysely";
 import type { SqlDialectTraits } from "../dialect.js";
@@ -21,6 +20,40 @@ import { foldedContains } from "../lib/queries.js";
 import { deleteInWorkspace, findInWorkspace, updateInWorkspace } from "../lib/scoped.js";
 import type { QueryRunner } from "../repositories.js";
 import type { Database, ServiceAccountsTable } from "../schema.js";
+
+function rowToServiceAccount(r: Selectable<ServiceAccountsTable>): ServiceAccountRecord {
+  return {
+    id: r.id,
+    workspaceId: r.workspace_id,
+    name: r.name,
+    description: r.description,
+    role: r.role as ServiceAccountRecord["role"],
+    tags: toStringArray(r.tags),
+    tokenHash: r.token_hash,
+    expiresAt: toDateOrNull(r.expires_at),
+    lastUsedAt: toDateOrNull(r.last_used_at),
+    createdAt: toDate(r.created_at),
+    updatedAt: toDate(r.updated_at),
+  };
+}
+
+function serviceAccountToRow(a: ServiceAccountRecord): Insertable<ServiceAccountsTable> {
+  return {
+    id: a.id,
+    workspace_id: a.workspaceId,
+    name: a.name,
+    name_folded: fold(a.name),
+    description: a.description,
+    description_folded: fold(a.description),
+    role: a.role,
+    tags: toJson(a.tags),
+    token_hash: a.tokenHash,
+    expires_at: fromDateOrNull(a.expiresAt),
+    last_used_at: fromDateOrNull(a.lastUsedAt),
+    created_at: fromDate(a.createdAt),
+    updated_at: fromDate(a.updatedAt),
+  };
+}
 
 function serviceAccountWhere(dialect: SqlDialectTraits, workspaceId: string, filter: ServiceAccountFilter) {
   return (eb: ExpressionBuilder<Database, "service_accounts">): Expression<SqlBool> => {
@@ -40,22 +73,6 @@ function serviceAccountWhere(dialect: SqlDialectTraits, workspaceId: string, fil
   };
 }
 
-function rowToServiceAccount(r: Selectable<ServiceAccountsTable>): ServiceAccountRecord {
-  return {
-    id: r.id,
-    workspaceId: r.workspace_id,
-    name: r.name,
-    description: r.description,
-    role: r.role as ServiceAccountRecord["role"],
-    tags: toStringArray(r.tags),
-    tokenHash: r.token_hash,
-    expiresAt: toDateOrNull(r.expires_at),
-    lastUsedAt: toDateOrNull(r.last_used_at),
-    createdAt: toDate(r.created_at),
-    updatedAt: toDate(r.updated_at),
-  };
-}
-
 function serviceAccountPatch(
   patch: Partial<Pick<ServiceAccountRecord, "name" | "description" | "role" | "tags">>,
   updatedAt: Date,
@@ -72,24 +89,6 @@ function serviceAccountPatch(
   if (patch.role !== undefined) set.role = patch.role;
   if (patch.tags !== undefined) set.tags = toJson(patch.tags);
   return set;
-}
-
-function serviceAccountToRow(a: ServiceAccountRecord): Insertable<ServiceAccountsTable> {
-  return {
-    id: a.id,
-    workspace_id: a.workspaceId,
-    name: a.name,
-    name_folded: fold(a.name),
-    description: a.description,
-    description_folded: fold(a.description),
-    role: a.role,
-    tags: toJson(a.tags),
-    token_hash: a.tokenHash,
-    expires_at: fromDateOrNull(a.expiresAt),
-    last_used_at: fromDateOrNull(a.lastUsedAt),
-    created_at: fromDate(a.createdAt),
-    updated_at: fromDate(a.updatedAt),
-  };
 }
 
 export function createServiceAccountRepository(

@@ -5,7 +5,6 @@
  *
  * @module
  */
-
 import type {
   OidcProviderRecord,
   OidcProviderRepository,
@@ -119,20 +118,6 @@ function oidcProviderToRow(p: OidcProviderRecord): Insertable<OidcProvidersTable
   };
 }
 
-const samlUpdated = [
-  "name",
-  "metadata_url",
-  "email_attribute",
-  "name_attribute",
-  "username_attribute",
-  "picture_attribute",
-  "enforce_sso",
-  "allow_jit_provisioning",
-  "is_active",
-  "idp_metadata",
-  "updated_at",
-] as const;
-
 /** IdP metadata as JSON text; the time as epoch milliseconds so it survives JSON exactly. */
 function idpMetadataToJson(m: SamlIdpMetadata): string {
   return toJson({
@@ -142,23 +127,6 @@ function idpMetadataToJson(m: SamlIdpMetadata): string {
     fetchedAt: fromDate(m.fetchedAt),
   });
 }
-
-const oidcUpdated = [
-  "name",
-  "issuer_url",
-  "client_id",
-  "sealed_client_secret",
-  "scopes",
-  "email_claim",
-  "name_claim",
-  "username_claim",
-  "picture_claim",
-  "enforce_sso",
-  "allow_jit_provisioning",
-  "use_pkce",
-  "is_active",
-  "updated_at",
-] as const;
 
 function rowToSamlProvider(r: Selectable<SamlProvidersTable>): SamlProviderRecord {
   return {
@@ -193,6 +161,37 @@ function jsonToIdpMetadata(text: string): SamlIdpMetadata {
     fetchedAt: toDate(m.fetchedAt),
   };
 }
+
+const samlUpdated = [
+  "name",
+  "metadata_url",
+  "email_attribute",
+  "name_attribute",
+  "username_attribute",
+  "picture_attribute",
+  "enforce_sso",
+  "allow_jit_provisioning",
+  "is_active",
+  "idp_metadata",
+  "updated_at",
+] as const;
+
+const oidcUpdated = [
+  "name",
+  "issuer_url",
+  "client_id",
+  "sealed_client_secret",
+  "scopes",
+  "email_claim",
+  "name_claim",
+  "username_claim",
+  "picture_claim",
+  "enforce_sso",
+  "allow_jit_provisioning",
+  "use_pkce",
+  "is_active",
+  "updated_at",
+] as const;
 
 export function createOidcProviderRepository(run: QueryRunner): OidcProviderRepository {
   return {

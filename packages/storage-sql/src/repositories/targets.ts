@@ -3,7 +3,6 @@
  *
  * @module
  */
-
 import type { TargetFilter, TargetRecord, TargetRepository } from "@wap/core/storage";
 import {
   type Expression,
@@ -31,6 +30,39 @@ import { deleteInWorkspace, findInWorkspace, updateInWorkspace } from "../lib/sc
 import type { QueryRunner } from "../repositories.js";
 import type { Database, TargetsTable } from "../schema.js";
 import { rowToDaemon } from "./daemons.js";
+
+function targetToRow(t: TargetRecord): Insertable<TargetsTable> {
+  return {
+    id: t.id,
+    workspace_id: t.workspaceId,
+    ca_id: t.caId,
+    daemon_id: t.daemonId,
+    name: t.name,
+    name_folded: fold(t.name),
+    description: t.description,
+    tags: toJson(t.tags),
+    endpoints: toJson(t.endpoints),
+    metadata: toJson(t.metadata),
+    created_at: fromDate(t.createdAt),
+    updated_at: fromDate(t.updatedAt),
+  };
+}
+
+function rowToTarget(r: Selectable<TargetsTable>): TargetRecord {
+  return {
+    id: r.id,
+    workspaceId: r.workspace_id,
+    caId: r.ca_id,
+    daemonId: r.daemon_id,
+    name: r.name,
+    description: r.description,
+    tags: toStringArray(r.tags),
+    endpoints: toStringArray(r.endpoints),
+    metadata: toStringMap(r.metadata),
+    createdAt: toDate(r.created_at),
+    updatedAt: toDate(r.updated_at),
+  };
+}
 
 function targetWhere(dialect: SqlDialectTraits, workspaceId: string, filter: TargetFilter) {
   return (eb: ExpressionBuilder<Database, "targets">): Expression<SqlBool> => {
@@ -64,23 +96,6 @@ function targetWhere(dialect: SqlDialectTraits, workspaceId: string, filter: Tar
   };
 }
 
-function targetToRow(t: TargetRecord): Insertable<TargetsTable> {
-  return {
-    id: t.id,
-    workspace_id: t.workspaceId,
-    ca_id: t.caId,
-    daemon_id: t.daemonId,
-    name: t.name,
-    name_folded: fold(t.name),
-    description: t.description,
-    tags: toJson(t.tags),
-    endpoints: toJson(t.endpoints),
-    metadata: toJson(t.metadata),
-    created_at: fromDate(t.createdAt),
-    updated_at: fromDate(t.updatedAt),
-  };
-}
-
 function targetPatch(
   patch: Partial<
     Pick<TargetRecord, "caId" | "daemonId" | "name" | "description" | "tags" | "endpoints" | "metadata">
@@ -99,22 +114,6 @@ function targetPatch(
   if (patch.endpoints !== undefined) set.endpoints = toJson(patch.endpoints);
   if (patch.metadata !== undefined) set.metadata = toJson(patch.metadata);
   return set;
-}
-
-function rowToTarget(r: Selectable<TargetsTable>): TargetRecord {
-  return {
-    id: r.id,
-    workspaceId: r.workspace_id,
-    caId: r.ca_id,
-    daemonId: r.daemon_id,
-    name: r.name,
-    description: r.description,
-    tags: toStringArray(r.tags),
-    endpoints: toStringArray(r.endpoints),
-    metadata: toStringMap(r.metadata),
-    createdAt: toDate(r.created_at),
-    updatedAt: toDate(r.updated_at),
-  };
 }
 
 export function createTargetRepository(run: QueryRunner, dialect: SqlDialectTraits): TargetRepository {

@@ -3,7 +3,6 @@
  *
  * @module
  */
-
 import type { TeamFilter, TeamRecord, TeamRepository } from "@wap/core/storage";
 import type { Expression, ExpressionBuilder, Insertable, Selectable, SqlBool, Updateable } from "kysely";
 import type { SqlDialectTraits } from "../dialect.js";

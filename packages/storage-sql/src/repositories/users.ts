@@ -3,7 +3,6 @@
  *
  * @module
  */
-
 import type { Repositories, UserRecord, UserRepository } from "@wap/core/storage";
 import { type Insertable, type Selectable, sql, type Updateable } from "kysely";
 import { fromDate, fromFlag, toDate, toFlag } from "../lib/mapping.js";
@@ -25,8 +24,6 @@ function userToRow(u: UserRecord): Insertable<UsersTable> {
   };
 }
 
-type UserPatch = Parameters<Repositories["users"]["update"]>[1];
-
 function rowToUser(r: Selectable<UsersTable>): UserRecord {
   return {
     id: r.id,
@@ -41,6 +38,8 @@ function rowToUser(r: Selectable<UsersTable>): UserRecord {
     updatedAt: toDate(r.updated_at),
   };
 }
+
+type UserPatch = Parameters<Repositories["users"]["update"]>[1];
 
 export function createUserRepository(run: QueryRunner): UserRepository {
   return {
