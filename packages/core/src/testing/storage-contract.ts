@@ -11,19 +11,22 @@
 import * as fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Repositories, Storage } from "../storage/storage.js";
-import { runAccountContract } from "./contract/accounts.js";
 import { runAuditContract } from "./contract/audit.js";
+import { runBackupCodeContract } from "./contract/backup-codes.js";
+import { runBillingContract } from "./contract/billing.js";
 import { runCertificateAuthorityContract } from "./contract/certificate-authorities.js";
-import { runCertificateContract } from "./contract/certificates.js";
-import { runDaemonRecordContract } from "./contract/daemon-records.js";
-import { runDaemonContract } from "./contract/daemons.js";
+import { runIssuedCertificateContract } from "./contract/certificates.js";
+import { runDaemonSessionContract } from "./contract/daemon-sessions.js";
+import { runDaemonRecordContract } from "./contract/daemons.js";
+import { runDeviceContract } from "./contract/devices.js";
+import { runDomainContract } from "./contract/domains.js";
+import { runEnrollTokenContract } from "./contract/enroll-tokens.js";
 import {
   aDaemon,
   aMember,
   anAuditEvent,
   anAuthority,
   aServiceAccount,
-  aSession,
   at,
   aUser,
   aWorkspace,
@@ -32,14 +35,22 @@ import {
   uid,
   unicodeText,
 } from "./contract/fixtures.js";
+import { runInviteContract } from "./contract/invites.js";
+import { runLinkedAccountContract } from "./contract/linked-accounts.js";
+import { runLoginThrottleContract } from "./contract/login-throttles.js";
 import { runMemberContract } from "./contract/members.js";
+import { runOneTimeTokenContract } from "./contract/one-time-tokens.js";
+import { runPasskeyContract } from "./contract/passkeys.js";
+import { runPrincipalContract } from "./contract/principals.js";
 import { runRecordingContract } from "./contract/recordings.js";
+import { runRequestNonceContract } from "./contract/request-nonces.js";
 import { runSecretContract } from "./contract/secrets.js";
 import { runServiceAccountContract } from "./contract/service-accounts.js";
 import { runSessionContract } from "./contract/sessions.js";
-import { runSsoBillingContract } from "./contract/sso-billing.js";
+import { runSsoContract } from "./contract/sso.js";
+import { runTargetContract } from "./contract/targets.js";
+import { runTeamContract } from "./contract/teams.js";
 import { runUserContract } from "./contract/users.js";
-import { runWorkspaceAccessContract } from "./contract/workspace-access.js";
 import { runWorkspaceContract } from "./contract/workspaces.js";
 
 /** How an adapter's test file wires the contract. */
@@ -106,40 +117,24 @@ export function runStorageContract(options: StorageContractOptions): void {
     runDaemonRecordContract(context);
     runAuditContract(context);
     runSecretContract(context);
-    runAccountContract({
-      storage: () => storage,
-      test,
-      seedWorkspace,
-      aUser,
-      aSession,
-      aMember,
-      expectUnique,
-    });
-    runCertificateContract({ storage: () => storage, test, seedWorkspace, anAuthority, expectUnique });
-    runWorkspaceAccessContract({
-      storage: () => storage,
-      test,
-      seedWorkspace,
-      aUser,
-      aMember,
-      anAuthority,
-      aServiceAccount,
-      aDaemon,
-      expectUnique,
-    });
-    runDaemonContract({ storage: () => storage, test, seedWorkspace, aDaemon, expectUnique });
-    runRecordingContract({ storage: () => storage, test, seedWorkspace, expectUnique });
-    runSsoBillingContract({
-      storage: () => storage,
-      test,
-      seedWorkspace,
-      aUser,
-      aMember,
-      anAuthority,
-      aServiceAccount,
-      anAuditEvent,
-      expectUnique,
-    });
+    runOneTimeTokenContract(context);
+    runPasskeyContract(context);
+    runBackupCodeContract(context);
+    runDeviceContract(context);
+    runLinkedAccountContract(context);
+    runLoginThrottleContract(context);
+    runRequestNonceContract(context);
+    runTargetContract(context);
+    runIssuedCertificateContract(context);
+    runEnrollTokenContract(context);
+    runDaemonSessionContract(context);
+    runSsoContract(context);
+    runBillingContract(context);
+    runInviteContract(context);
+    runDomainContract(context);
+    runTeamContract(context);
+    runPrincipalContract(context);
+    runRecordingContract({ ...context, expectUnique });
 
     describe("transactions", () => {
       test("transaction: commits when the callback resolves and returns its value", async () => {

@@ -1,11 +1,9 @@
-/**
- * The storage contract of certificate authorities: round-trips of every field, patches, the one-
- * default rule, deletion. Registered by `runStorageContract`.
- *
- * @module
- */
 import { describe, expect } from "vitest";
-import { anAuthority, at, type ContractContext, expectUnique, uid } from "./fixtures.js";
+import type {
+  CertificateAuthorityRecord,
+  RetiredAuthorityKeyRecord,
+} from "../../storage/certificate-authorities.js";
+import { anAuthority, at, type ContractContext, expectUnique, timeline, uid } from "./fixtures.js";
 
 export function runCertificateAuthorityContract(ctx: ContractContext): void {
   const { test, seedWorkspace } = ctx;
@@ -183,6 +181,141 @@ export function runCertificateAuthorityContract(ctx: ContractContext): void {
       expect(await storage().certificateAuthorities.delete(workspace.id, ca.id)).toBe(true);
       expect(await storage().certificateAuthorities.findById(workspace.id, ca.id)).toBeNull();
       expect(await storage().certificateAuthorities.delete(workspace.id, ca.id)).toBe(false);
+    });
+  });
+
+  defaults(ctx);
+  keyRollover(ctx);
+}
+
+function defaults(ctx: ContractContext): void {
+  const { test, seedWorkspace } = ctx;
+
+  const storage = () => ctx.storage();
+
+  test("certificateAuthorities: findDefault finds the default of a kind in its workspace only", async () => {
+    const { workspace } = await seedWorkspace();
+    const b = await seedWorkspace();
+    const s = storage().certificateAuthorities;
+    expect(await s.findDefault(workspace.id, "ssh")).toBeNull();
+    const plain = anAuthority(workspace.id);
+    const ssh = anAuthority(workspace.id, { isDefault: true });
+    const x509 = anAuthority(workspace.id, { authorityType: "x509", isDefault: true });
+    for (const ca of [plain, ssh, x509]) await s.insert(ca);
+    expect(await s.findDefault(workspace.id, "ssh")).toEqual(ssh);
+    expect(await s.findDefault(workspace.id, "x509")).toEqual(x509);
+    expect(await s.findDefault(b.workspace.id, "ssh")).toBeNull();
+  });
+}
+
+function keyRollover(ctx: ContractContext): void {
+  const { test, seedWorkspace } = ctx;
+
+  const at = timeline(Date.UTC(2025, 2, 14, 15, 9, 26, 535));
+
+  function aRetiredKey(
+    ca: CertificateAuthorityRecord,
+    overrides: Partial<RetiredAuthorityKeyRecord> = {},
+  ): RetiredAuthorityKeyRecord {
+    return {
+      workspaceId: ca.workspaceId,
+      caId: ca.id,
+      version: 1,
+      keyType: "ecdsa",
+      keyBits: 384,
+      publicKey: "ecdsa-sha2-nistp384 AAAAE2VjZHNhLXNoYTItbmlzdHAzODQ=",
+      certificate: "",
+      serialNumber: "",
+      notBefore: at(0, 5),
+      notAfter: at(315_360_000, 6),
+      createdAt: at(0, 5),
+      retiredAt: at(500, 7),
+      trustedUntil: at(500 + 86_400, 8),
+      ...overrides,
+    };
+  }
+
+  const storage = () => ctx.storage();
+
+  /** A workspace with one SSH authority. */
+  async function seedAuthority(overrides: Partial<CertificateAuthorityRecord> = {}) {
+    const { workspace } = await seedWorkspace();
+    const ca = anAuthority(workspace.id, overrides);
+    await storage().certificateAuthorities.insert(ca);
+    return { workspace, ca };
+  }
+
+  describe("key rollover", () => {
+    test("certificateAuthorities: replaceKey sets the key and the next version, only from the expected one", async () => {
+      const { workspace, ca } = await seedAuthority({ keyVersion: 4 });
+      const key = {
+        keyType: "rsa" as const,
+        keyBits: 3072,
+        certificate: "-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----\n",
+        publicKey: "ssh-rsa AAAAB3NzaC1yc2E=",
+        serialNumber: "00ff",
+        subject: "CN=renewed",
+        notBefore: at(600, 1),
+        notAfter: at(600 + 315_360_000, 2),
+        sealedPrivateKey: new Uint8Array([7, 0, 255, 128]),
+      };
+      const s = storage().certificateAuthorities;
+      expect(await s.replaceKey(workspace.id, ca.id, 3, key, at(601))).toBeNull();
+      expect(await s.findById(workspace.id, ca.id)).toEqual(ca);
+      const { workspace: elsewhere } = await seedWorkspace();
+      expect(await s.replaceKey(elsewhere.id, ca.id, 4, key, at(601))).toBeNull();
+      expect(await s.replaceKey(workspace.id, uid(), 4, key, at(601))).toBeNull();
+
+      const replaced = await s.replaceKey(workspace.id, ca.id, 4, key, at(602, 5));
+      expect(replaced).toEqual({ ...ca, ...key, keyVersion: 5, updatedAt: at(602, 5) });
+      expect(await s.findById(workspace.id, ca.id)).toEqual(replaced);
+    });
+
+    test("certificateAuthorities: of concurrent replaceKey calls from one version, exactly one wins", async () => {
+      const { workspace, ca } = await seedAuthority();
+      const attempts = Array.from({ length: 8 }, (_, i) =>
+        storage().transaction((tx) =>
+          tx.certificateAuthorities.replaceKey(
+            workspace.id,
+            ca.id,
+            1,
+            { ...ca, publicKey: `ssh-ed25519 attempt-${i}` },
+            at(700 + i),
+          ),
+        ),
+      );
+      const results = await Promise.all(attempts);
+      const winners = results.filter((r) => r !== null);
+      expect(winners).toHaveLength(1);
+      expect((await storage().certificateAuthorities.findById(workspace.id, ca.id))?.publicKey).toBe(
+        winners[0]?.publicKey,
+      );
+    });
+
+    test("retiredAuthorityKeys: round-trip newest version first, one row per version, scoped and cascaded", async () => {
+      const { workspace, ca } = await seedAuthority();
+      const b = await seedAuthority();
+      const v1 = aRetiredKey(ca);
+      const v2 = aRetiredKey(ca, {
+        version: 2,
+        keyType: "rsa",
+        keyBits: 4096,
+        certificate: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+        serialNumber: "0a",
+        retiredAt: at(900),
+        trustedUntil: at(900 + 31_536_000, 9),
+      });
+      await storage().retiredAuthorityKeys.insert(v1);
+      await storage().retiredAuthorityKeys.insert(v2);
+      expect(await storage().retiredAuthorityKeys.list(workspace.id, ca.id)).toEqual([v2, v1]);
+      await expectUnique(
+        storage().retiredAuthorityKeys.insert(aRetiredKey(ca)),
+        "certificate_authority_keys.version",
+      );
+      expect(await storage().retiredAuthorityKeys.list(b.workspace.id, ca.id)).toEqual([]);
+      expect(await storage().retiredAuthorityKeys.list(workspace.id, b.ca.id)).toEqual([]);
+      expect(await storage().certificateAuthorities.delete(workspace.id, ca.id)).toBe(true);
+      expect(await storage().retiredAuthorityKeys.list(workspace.id, ca.id)).toEqual([]);
     });
   });
 }

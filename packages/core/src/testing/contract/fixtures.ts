@@ -31,12 +31,22 @@ export interface ContractContext {
   ) => Promise<{ user: UserRecord; workspace: WorkspaceRecord; member: MemberRecord }>;
 }
 
+/** Times `seconds` (and `ms`) after `base`: each part of the contract keeps the instants it was written with. */
+export const timeline =
+  (base: number) =>
+  (seconds: number, ms = 0): Date =>
+    new Date(base + seconds * 1000 + ms);
+
 const base = Date.UTC(2024, 1, 29, 12, 34, 56, 789);
 /** A time with milliseconds, `seconds` after the base. */
 export const at = (seconds: number, ms = 0) => new Date(base + seconds * 1000 + ms);
 export const uid = () => randomUUID();
 /** A short unique suffix for names that must not collide across tests sharing a database. */
 export const tag = () => randomUUID().slice(0, 8);
+/** How many callers race in the "exactly one wins" tests. */
+export const concurrency = 20;
+/** A first page large enough for any list a test makes. */
+export const page = { limit: 100, offset: 0 };
 
 export function aUser(overrides: Partial<UserRecord> = {}): UserRecord {
   const t = tag();

@@ -1,11 +1,12 @@
-/**
- * The storage contract of users: round-trips, lookups by email and username (whatever its case),
- * uniqueness. Registered by `runStorageContract`.
- *
- * @module
- */
 import { describe, expect } from "vitest";
-import { aUser, type ContractContext, expectUnique, tag, uid } from "./fixtures.js";
+import type { BackupCodeRecord } from "../../storage/backup-codes.js";
+import type { CliLoginRecord, UserDeviceRecord } from "../../storage/devices.js";
+import type { LinkedAccountRecord } from "../../storage/linked-accounts.js";
+import type { OneTimeTokenRecord } from "../../storage/one-time-tokens.js";
+import type { PasskeyRecord } from "../../storage/passkeys.js";
+import type { AuthSessionRecord } from "../../storage/sessions.js";
+import type { UserRecord } from "../../storage/users.js";
+import { aSession, aUser, type ContractContext, expectUnique, tag, timeline, uid } from "./fixtures.js";
 
 export function runUserContract(ctx: ContractContext): void {
   const { test } = ctx;
@@ -65,6 +66,199 @@ export function runUserContract(ctx: ContractContext): void {
         "users.username",
       );
       expect(await storage().users.findById(shouted.id)).toBeNull();
+    });
+  });
+
+  updatesAndCascades(ctx);
+}
+
+function updatesAndCascades(ctx: ContractContext): void {
+  const { test, seedWorkspace } = ctx;
+
+  const at = timeline(Date.UTC(2025, 6, 1, 8, 0, 0, 321));
+
+  function aOneTimeToken(
+    userId: string | null,
+    overrides: Partial<OneTimeTokenRecord> = {},
+  ): OneTimeTokenRecord {
+    return {
+      id: uid(),
+      purpose: "reset_password",
+      tokenHash: `sha256-${uid()}`,
+      userId,
+      data: { email: "ada@example.com", note: "ünïcødé ✓" },
+      createdAt: at(0, 1),
+      expiresAt: at(3600, 2),
+      consumedAt: null,
+      ...overrides,
+    };
+  }
+
+  function aPasskey(userId: string, overrides: Partial<PasskeyRecord> = {}): PasskeyRecord {
+    return {
+      id: `cred_${uid().replaceAll("-", "")}`,
+      userId,
+      name: "YubiKey 5 🔑",
+      publicKey: new Uint8Array([0xa5, 0x01, 0x02, 0x03, 0x26, 0x00, 0xff]),
+      counter: 4_000_000_000, // beyond int32: counters are uint32
+      transports: ["usb", "nfc"],
+      deviceType: "singleDevice",
+      backedUp: false,
+      createdAt: at(10, 3),
+      lastUsedAt: null,
+      ...overrides,
+    };
+  }
+
+  function aBackupCode(userId: string, overrides: Partial<BackupCodeRecord> = {}): BackupCodeRecord {
+    return {
+      id: uid(),
+      userId,
+      codeHash: `sha256-${uid()}`,
+      createdAt: at(20, 4),
+      usedAt: null,
+      ...overrides,
+    };
+  }
+
+  function aDevice(
+    userId: string,
+    sessionId: string,
+    overrides: Partial<UserDeviceRecord> = {},
+  ): UserDeviceRecord {
+    return {
+      id: uid(),
+      userId,
+      sessionId,
+      name: "ada-laptop",
+      authMethod: "tpm",
+      publicKey:
+        "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----\n",
+      createdAt: at(30, 5),
+      expiresAt: at(30 + 7_776_000, 6),
+      lastUsedAt: null,
+      ...overrides,
+    };
+  }
+
+  function aCliLogin(overrides: Partial<CliLoginRecord> = {}): CliLoginRecord {
+    return {
+      id: uid(),
+      codeHash: `sha256-${uid()}`,
+      deviceId: uid(),
+      deviceName: "build-box",
+      authMethod: "soft",
+      publicKey: "-----BEGIN PUBLIC KEY-----\nMFkw\n-----END PUBLIC KEY-----\n",
+      ipAddress: "198.51.100.7",
+      userAgent: "platform-cli/1.0",
+      createdAt: at(40, 7),
+      expiresAt: at(640, 8),
+      approvedBy: null,
+      approvedAt: null,
+      userCodeHash: `sha256-${uid()}`,
+      codeFailures: 0,
+      deniedAt: null,
+      clientOs: "linux/x64",
+      clientVersion: "1.2.3",
+      ...overrides,
+    };
+  }
+
+  function aLinkedAccount(userId: string, overrides: Partial<LinkedAccountRecord> = {}): LinkedAccountRecord {
+    return {
+      userId,
+      provider: `github-${uid().slice(0, 8)}`,
+      providerId: uid(),
+      providerEmail: "ada@users.noreply.example.com",
+      providerUsername: "ada",
+      protocol: "oauth",
+      createdAt: at(50, 9),
+      ...overrides,
+    };
+  }
+
+  const storage = () => ctx.storage();
+
+  const newUser = async (overrides: Partial<UserRecord> = {}) => {
+    const user = aUser(overrides);
+    await storage().users.insert(user);
+    return user;
+  };
+
+  const newSession = async (userId: string, overrides: Partial<AuthSessionRecord> = {}) => {
+    const session = aSession(userId, overrides);
+    await storage().authSessions.insert(session);
+    return session;
+  };
+
+  describe("accounts: users, sessions, members", () => {
+    test("users.update: changes only the given fields and lower-cases the email", async () => {
+      const user = await newUser({ emailVerified: true, passwordHash: "$argon2id$old" });
+      const updated = await storage().users.update(
+        user.id,
+        { name: "Ada King", email: "Ada.King@Example.COM", emailVerified: false },
+        at(99, 9),
+      );
+      const expected = {
+        ...user,
+        name: "Ada King",
+        email: "ada.king@example.com",
+        emailVerified: false,
+        updatedAt: at(99, 9),
+      };
+      expect(updated).toEqual(expected);
+      expect(await storage().users.findById(user.id)).toEqual(expected);
+      const cleared = await storage().users.update(
+        user.id,
+        { passwordHash: null, enableEmailRecovery: true },
+        at(100),
+      );
+      expect(cleared).toMatchObject({ passwordHash: null, enableEmailRecovery: true, name: "Ada King" });
+      expect(await storage().users.update(uid(), { name: "nobody" }, at(1))).toBeNull();
+    });
+
+    test("users.update: a taken username or email throws UniqueViolationError and changes nothing", async () => {
+      const a = await newUser();
+      const b = await newUser();
+      await expectUnique(storage().users.update(b.id, { username: a.username }, at(5)), "users.username");
+      await expectUnique(
+        storage().users.update(b.id, { email: a.email.toUpperCase() }, at(5)),
+        "users.email",
+      );
+      expect(await storage().users.findById(b.id)).toEqual(b);
+    });
+
+    test("users.delete: cascades to memberships, sessions, credentials, devices, tokens and links", async () => {
+      const { user, workspace } = await seedWorkspace();
+      const other = await newUser();
+      const session = await newSession(user.id);
+      const passkey = aPasskey(user.id);
+      await storage().passkeys.insert(passkey);
+      await storage().backupCodes.insertMany([aBackupCode(user.id)]);
+      const device = aDevice(user.id, session.id);
+      await storage().userDevices.insert(device);
+      const token = aOneTimeToken(user.id);
+      await storage().oneTimeTokens.insert(token);
+      await storage().linkedAccounts.insert(aLinkedAccount(user.id));
+      const login = aCliLogin();
+      await storage().cliLogins.insert(login);
+      expect(await storage().cliLogins.approve(login.id, user.id, at(41))).not.toBeNull();
+      const keep = await newSession(other.id);
+
+      expect(await storage().users.delete(user.id)).toBe(true);
+      expect(await storage().users.delete(user.id)).toBe(false);
+      expect(await storage().users.findById(user.id)).toBeNull();
+      expect(await storage().members.find(workspace.id, user.id)).toBeNull();
+      expect(await storage().authSessions.findById(session.id)).toBeNull();
+      expect(await storage().passkeys.findById(passkey.id)).toBeNull();
+      expect(await storage().backupCodes.listByUser(user.id)).toEqual([]);
+      expect(await storage().userDevices.findById(device.id)).toBeNull();
+      expect(await storage().oneTimeTokens.latestForUser(user.id, token.purpose)).toBeNull();
+      expect(await storage().linkedAccounts.listByUser(user.id)).toEqual([]);
+      expect(await storage().cliLogins.findById(login.id)).toBeNull();
+      // The workspace itself stays (deleting it is a separate decision).
+      expect(await storage().workspaces.findById(workspace.id)).toEqual(workspace);
+      expect(await storage().authSessions.findById(keep.id)).toEqual(keep);
     });
   });
 }

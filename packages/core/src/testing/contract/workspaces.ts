@@ -1,10 +1,14 @@
-/**
- * The storage contract of workspaces: round-trips, patches, listing by member, deletion and its
- * cascades. Registered by `runStorageContract`.
- *
- * @module
- */
 import { describe, expect } from "vitest";
+import type {
+  CertificateAuthorityRecord,
+  RetiredAuthorityKeyRecord,
+} from "../../storage/certificate-authorities.js";
+import type { IssuedCertificateRecord } from "../../storage/certificates.js";
+import type { WorkspaceDomainRecord } from "../../storage/domains.js";
+import type { WorkspaceInviteRecord } from "../../storage/invites.js";
+import type { PrincipalRecord } from "../../storage/principals.js";
+import type { TargetRecord } from "../../storage/targets.js";
+import type { TeamRecord } from "../../storage/teams.js";
 import {
   aDaemon,
   aMember,
@@ -17,6 +21,8 @@ import {
   aWorkspace,
   type ContractContext,
   expectUnique,
+  tag,
+  timeline,
   uid,
 } from "./fixtures.js";
 
@@ -155,6 +161,318 @@ export function runWorkspaceContract(ctx: ContractContext): void {
       expect(await storage().serviceAccounts.findById(k.workspace.id, k.account.id)).toEqual(k.account);
       expect(await storage().daemons.findById(k.workspace.id, k.daemon.id)).toEqual(k.daemon);
       expect((await storage().auditEvents.list(k.workspace.id, page)).total).toBe(2);
+    });
+  });
+
+  deletionOfCertificates(ctx);
+  settings(ctx);
+  workspaceDeletion(ctx);
+}
+
+function deletionOfCertificates(ctx: ContractContext): void {
+  const { test, seedWorkspace } = ctx;
+
+  const at = timeline(Date.UTC(2025, 2, 14, 15, 9, 26, 535));
+
+  function aTarget(workspaceId: string, caId: string, overrides: Partial<TargetRecord> = {}): TargetRecord {
+    return {
+      id: uid(),
+      workspaceId,
+      caId,
+      daemonId: null,
+      name: `web-${tag()}`,
+      description: "the front end",
+      tags: ["prod", "eu-west"],
+      endpoints: ["10.0.0.5:4022", "192.0.2.7:4022"],
+      metadata: { os: "linux", hostname: "web-1" },
+      createdAt: at(10, 1),
+      updatedAt: at(10, 1),
+      ...overrides,
+    };
+  }
+
+  function anIssued(
+    workspaceId: string,
+    caId: string,
+    overrides: Partial<IssuedCertificateRecord> = {},
+  ): IssuedCertificateRecord {
+    const id = uid();
+    return {
+      id,
+      workspaceId,
+      caId,
+      caKeyVersion: 1,
+      kind: "ssh_user",
+      // Above 2^63: serials are uint64 and must not pass through a signed 64-bit column.
+      serial: (18_000_000_000_000_000_000n + BigInt(Math.floor(Math.random() * 1e15))).toString(),
+      keyFingerprint: "SHA256:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU",
+      principals: [uid()],
+      validAfter: at(20, 2),
+      validBefore: at(20 + 3600, 3),
+      requesterType: "user",
+      requesterId: uid(),
+      targetId: null,
+      keyId: `wap:${workspaceId}:user:${id}`,
+      createdAt: at(20, 4),
+      ...overrides,
+    };
+  }
+
+  function aRetiredKey(
+    ca: CertificateAuthorityRecord,
+    overrides: Partial<RetiredAuthorityKeyRecord> = {},
+  ): RetiredAuthorityKeyRecord {
+    return {
+      workspaceId: ca.workspaceId,
+      caId: ca.id,
+      version: 1,
+      keyType: "ecdsa",
+      keyBits: 384,
+      publicKey: "ecdsa-sha2-nistp384 AAAAE2VjZHNhLXNoYTItbmlzdHAzODQ=",
+      certificate: "",
+      serialNumber: "",
+      notBefore: at(0, 5),
+      notAfter: at(315_360_000, 6),
+      createdAt: at(0, 5),
+      retiredAt: at(500, 7),
+      trustedUntil: at(500 + 86_400, 8),
+      ...overrides,
+    };
+  }
+
+  const storage = () => ctx.storage();
+
+  /** A workspace with one SSH authority. */
+  async function seedAuthority(overrides: Partial<CertificateAuthorityRecord> = {}) {
+    const { workspace } = await seedWorkspace();
+    const ca = anAuthority(workspace.id, overrides);
+    await storage().certificateAuthorities.insert(ca);
+    return { workspace, ca };
+  }
+
+  test("workspaces: delete removes targets, ledger entries and retired keys with the workspace", async () => {
+    const seed = async () => {
+      const { workspace, ca } = await seedAuthority();
+      const target = aTarget(workspace.id, ca.id);
+      await storage().targets.insert(target);
+      const entry = anIssued(workspace.id, ca.id, { targetId: target.id });
+      await storage().issuedCertificates.insert(entry);
+      await storage().retiredAuthorityKeys.insert(aRetiredKey(ca));
+      return { workspace, ca, target, entry };
+    };
+    const doomed = await seed();
+    const kept = await seed();
+    expect(await storage().workspaces.delete(doomed.workspace.id)).toBe(true);
+    for (const [seed, present] of [
+      [doomed, false],
+      [kept, true],
+    ] as const) {
+      const w = seed.workspace.id;
+      expect(await storage().targets.findById(w, seed.target.id)).toEqual(present ? seed.target : null);
+      expect(await storage().issuedCertificates.findBySerial(w, seed.ca.id, seed.entry.serial)).toEqual(
+        present ? seed.entry : null,
+      );
+      expect((await storage().retiredAuthorityKeys.list(w, seed.ca.id)).length).toBe(present ? 1 : 0);
+      expect((await storage().certificateAuthorities.findById(w, seed.ca.id)) !== null).toBe(present);
+    }
+  });
+}
+
+function settings(c: ContractContext): void {
+  const { test } = c;
+
+  const at = timeline(Date.UTC(2025, 5, 1, 8, 0, 0, 250));
+
+  function aTarget(workspaceId: string, caId: string, overrides: Partial<TargetRecord> = {}): TargetRecord {
+    return {
+      id: uid(),
+      workspaceId,
+      caId,
+      daemonId: null,
+      name: `db-${tag()}`,
+      description: "the Primary database",
+      tags: ["prod"],
+      endpoints: ["10.0.0.9:4022"],
+      metadata: {},
+      createdAt: at(20, 2),
+      updatedAt: at(20, 2),
+      ...overrides,
+    };
+  }
+
+  const s = () => c.storage();
+
+  /** A workspace with its owner, a second member, an SSH authority and a target. */
+  async function seedAccess() {
+    const seeded = await c.seedWorkspace();
+    const ws = seeded.workspace.id;
+    const guest = aUser();
+    await s().users.insert(guest);
+    await s().members.insert(aMember(ws, guest.id, { role: "viewer", createdAt: at(100, 7) }));
+    const ca = anAuthority(ws);
+    await s().certificateAuthorities.insert(ca);
+    const target = aTarget(ws, ca.id);
+    await s().targets.insert(target);
+    return { ...seeded, ws, guest, ca, target };
+  }
+
+  describe("workspace settings and invite link", () => {
+    test("settings: absent until set; upsert inserts, then replaces", async () => {
+      const { ws } = await seedAccess();
+      expect(await s().workspaceSettings.find(ws)).toBeNull();
+      const first = {
+        workspaceId: ws,
+        enrollExpirySeconds: 300,
+        inviteExpirySeconds: 2_592_000,
+        updatedAt: at(1, 1),
+      };
+      await s().workspaceSettings.upsert(first);
+      expect(await s().workspaceSettings.find(ws)).toEqual(first);
+      const second = { ...first, enrollExpirySeconds: 3600, updatedAt: at(2, 2) };
+      await s().workspaceSettings.upsert(second);
+      expect(await s().workspaceSettings.find(ws)).toEqual(second);
+    });
+  });
+}
+
+function workspaceDeletion(c: ContractContext): void {
+  const { test } = c;
+
+  const at = timeline(Date.UTC(2025, 5, 1, 8, 0, 0, 250));
+
+  function aTeam(workspaceId: string, overrides: Partial<TeamRecord> = {}): TeamRecord {
+    return {
+      id: uid(),
+      workspaceId,
+      name: `Platform Team ${tag()}`,
+      description: "keeps the lights on",
+      tags: ["ops", "on-call"],
+      createdAt: at(10, 1),
+      updatedAt: at(10, 1),
+      ...overrides,
+    };
+  }
+
+  function aTarget(workspaceId: string, caId: string, overrides: Partial<TargetRecord> = {}): TargetRecord {
+    return {
+      id: uid(),
+      workspaceId,
+      caId,
+      daemonId: null,
+      name: `db-${tag()}`,
+      description: "the Primary database",
+      tags: ["prod"],
+      endpoints: ["10.0.0.9:4022"],
+      metadata: {},
+      createdAt: at(20, 2),
+      updatedAt: at(20, 2),
+      ...overrides,
+    };
+  }
+
+  function aPrincipal(
+    workspaceId: string,
+    targetId: string,
+    overrides: Partial<PrincipalRecord> = {},
+  ): PrincipalRecord {
+    return { id: uid(), workspaceId, targetId, username: "deploy", createdAt: at(30, 3), ...overrides };
+  }
+
+  function aDomain(
+    workspaceId: string,
+    overrides: Partial<WorkspaceDomainRecord> = {},
+  ): WorkspaceDomainRecord {
+    return {
+      workspaceId,
+      domain: `d${tag()}.example.com`,
+      verificationToken: `wap-domain-verification=${tag()}`,
+      verifiedAt: null,
+      createdAt: at(40, 4),
+      updatedAt: at(40, 4),
+      ...overrides,
+    };
+  }
+
+  function anInvite(
+    workspaceId: string,
+    overrides: Partial<WorkspaceInviteRecord> = {},
+  ): WorkspaceInviteRecord {
+    return {
+      workspaceId,
+      tokenHash: `hash-${uid()}`,
+      role: "viewer",
+      createdBy: uid(),
+      createdAt: at(50, 5),
+      expiresAt: at(50 + 86_400, 6),
+      ...overrides,
+    };
+  }
+
+  const s = () => c.storage();
+
+  /** A workspace with its owner, a second member, an SSH authority and a target. */
+  async function seedAccess() {
+    const seeded = await c.seedWorkspace();
+    const ws = seeded.workspace.id;
+    const guest = aUser();
+    await s().users.insert(guest);
+    await s().members.insert(aMember(ws, guest.id, { role: "viewer", createdAt: at(100, 7) }));
+    const ca = anAuthority(ws);
+    await s().certificateAuthorities.insert(ca);
+    const target = aTarget(ws, ca.id);
+    await s().targets.insert(target);
+    return { ...seeded, ws, guest, ca, target };
+  }
+
+  describe("workspace deletion", () => {
+    test("workspaces: delete removes teams, grants, domains, invite and settings, and nothing else", async () => {
+      const seed = async () => {
+        const seeded = await seedAccess();
+        const { ws, guest, target } = seeded;
+        const team = aTeam(ws);
+        await s().teams.insert(team);
+        await s().teams.addMember(ws, team.id, guest.id, at(1));
+        const p = aPrincipal(ws, target.id);
+        await s().principals.insert(p);
+        await s().principals.addSubjects(ws, p.id, "team", [team.id], at(2));
+        await s().principals.addSubjects(ws, p.id, "user", [guest.id], at(3));
+        const domain = aDomain(ws);
+        await s().workspaceDomains.insert(domain);
+        const invite = anInvite(ws);
+        await s().workspaceInvites.replace(invite);
+        await s().workspaceSettings.upsert({
+          workspaceId: ws,
+          enrollExpirySeconds: 600,
+          inviteExpirySeconds: 600,
+          updatedAt: at(4),
+        });
+        return { ...seeded, team, p, domain, invite };
+      };
+      const doomed = await seed();
+      const kept = await seed();
+      expect(await s().workspaces.delete(doomed.ws)).toBe(true);
+
+      const d = doomed;
+      expect(await s().teams.findById(d.ws, d.team.id)).toBeNull();
+      expect(await s().teams.listMembers(d.ws, [d.team.id])).toEqual([]);
+      expect(await s().principals.findById(d.ws, d.p.id)).toBeNull();
+      expect(await s().principals.grantedTo(d.ws, [{ kind: "user", id: d.guest.id }])).toEqual([]);
+      expect(await s().workspaceDomains.list(d.ws)).toEqual([]);
+      expect(await s().workspaceInvites.findByTokenHash(d.invite.tokenHash)).toBeNull();
+      expect(await s().workspaceSettings.find(d.ws)).toBeNull();
+      expect(await s().targets.findById(d.ws, d.target.id)).toBeNull();
+      expect(await s().users.findById(d.guest.id)).not.toBeNull();
+
+      const k = kept;
+      expect(await s().teams.findById(k.ws, k.team.id)).toEqual(k.team);
+      expect(await s().teams.listMembers(k.ws, [k.team.id])).toHaveLength(1);
+      expect((await s().principals.listByTargets(k.ws, [k.target.id]))[0]).toMatchObject({
+        userIds: [k.guest.id],
+        teamIds: [k.team.id],
+      });
+      expect(await s().workspaceDomains.find(k.ws, k.domain.domain)).toEqual(k.domain);
+      expect(await s().workspaceInvites.find(k.ws)).toEqual(k.invite);
+      expect(await s().workspaceSettings.find(k.ws)).not.toBeNull();
     });
   });
 }
