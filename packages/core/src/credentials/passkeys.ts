@@ -292,7 +292,7 @@ export const finishPasskeyLogin = defineOperation({
     // The counter moves with the session and its audit entry, or not at all.
     const session = await services.storage.transaction(async (tx) => {
       await tx.passkeys.recordUse(passkey.id, verified.authenticationInfo.newCounter, now);
-      return startSession(services, user, ctx, "passkey");
+      return startSession(services, user, ctx, "passkey", tx);
     });
     return { accessToken: session.accessToken, refreshToken: session.refreshToken };
   },
