@@ -1,5 +1,6 @@
 /**
- * The audit log (`audit_events`): appended event by event, listed in pages, scanned in bulk for the export.
+ * The audit log (`audit_events`): appended event by event, listed in pages, scanned in bulk for
+ * the export.
  *
  * @module
  */

@@ -1,5 +1,6 @@
 /**
- * The billing account a provider keeps for a workspace, and the counts billing reports (`billing_accounts`).
+ * The billing account a provider keeps for a workspace, and the counts billing reports
+ * (`billing_accounts`).
  *
  * @module
  */

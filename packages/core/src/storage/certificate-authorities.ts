@@ -1,5 +1,6 @@
 /**
- * Certificate authorities and the keys they retired (`certificate_authorities`, `certificate_authority_keys`).
+ * Certificate authorities and the keys they retired (`certificate_authorities`,
+ * `certificate_authority_keys`).
  *
  * @module
  */

@@ -1,5 +1,6 @@
 /**
- * Agent daemons, their control streams and the leases of the server instances holding them (`daemons`, `server_instances`).
+ * Agent daemons, their control streams and the leases of the server instances holding them
+ * (`daemons`, `server_instances`).
  *
  * @module
  */

@@ -1,5 +1,6 @@
 /**
- * Workspace memberships (`workspace_members`), with the rule that a workspace always keeps an owner.
+ * Workspace memberships (`workspace_members`), with the rule that a workspace always keeps an
+ * owner.
  *
  * @module
  */

@@ -1,5 +1,6 @@
 /**
- * Principals, the Unix logins on targets, and who is granted each (`principals`, `principal_subjects`).
+ * Principals, the Unix logins on targets, and who is granted each (`principals`,
+ * `principal_subjects`).
  *
  * @module
  */

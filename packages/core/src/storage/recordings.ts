@@ -1,5 +1,5 @@
 /**
- * The session-recording half of the storage port: one row per recording and its file in
+ * Session recordings (`recordings`, `recording_chunks`): one row per recording and its file in
  * appended chunks (migration 009).
  *
  * A recording is written while its session runs, one chunk per transaction, and read back in

@@ -1,5 +1,6 @@
 /**
- * Each workspace's OIDC and SAML identity providers, the sign-ins in flight and the lookups SSO discovery needs (`oidc_providers`, `saml_providers`, `sso_login_states`).
+ * Each workspace's OIDC and SAML identity providers, the sign-ins in flight and the lookups SSO
+ * discovery needs (`oidc_providers`, `saml_providers`, `sso_login_states`).
  *
  * @module
  */
