@@ -1,7 +1,13 @@
+/**
+ * The storage contract of the audit log: appending, newest-first paging, time filters, uniqueness.
+ * Registered by `runStorageContract`.
+ *
+ * @module
+ */
 import { describe, expect } from "vitest";
 import type { AuditEventRecord } from "../../storage/audit.js";
 import type { Storage } from "../../storage/storage.js";
-import { anAuditEvent, at, type ContractContext, expectUnique, timeline, uid } from "./fixtures.js";
+import { anAuditEvent, at, type ContractContext, expectUnique, ssoAt, uid } from "./fixtures.js";
 
 export function runAuditContract(ctx: ContractContext): void {
   const { test, seedWorkspace } = ctx;
@@ -82,7 +88,7 @@ export function runAuditContract(ctx: ContractContext): void {
 function filtersAndScan(ctx: ContractContext): void {
   const { test, seedWorkspace } = ctx;
 
-  const at = timeline(Date.UTC(2026, 3, 7, 9, 15, 30, 123));
+  const at = ssoAt;
 
   const storage = () => ctx.storage();
 

@@ -1,7 +1,11 @@
+/**
+ * The storage contract of backup codes: each consumed once per user, also under races. Registered
+ * by `runStorageContract`.
+ *
+ * @module
+ */
 import { describe, expect } from "vitest";
-import type { BackupCodeRecord } from "../../storage/backup-codes.js";
-import type { UserRecord } from "../../storage/users.js";
-import { aUser, type ContractContext, concurrency, timeline, uid } from "./fixtures.js";
+import { aBackupCode, accountAt, type ContractContext, concurrency, newUser } from "./fixtures.js";
 
 export function runBackupCodeContract(ctx: ContractContext): void {
   backupCodes(ctx);
@@ -10,31 +14,14 @@ export function runBackupCodeContract(ctx: ContractContext): void {
 function backupCodes(ctx: ContractContext): void {
   const { test } = ctx;
 
-  const at = timeline(Date.UTC(2025, 6, 1, 8, 0, 0, 321));
-
-  function aBackupCode(userId: string, overrides: Partial<BackupCodeRecord> = {}): BackupCodeRecord {
-    return {
-      id: uid(),
-      userId,
-      codeHash: `sha256-${uid()}`,
-      createdAt: at(20, 4),
-      usedAt: null,
-      ...overrides,
-    };
-  }
+  const at = accountAt;
 
   const storage = () => ctx.storage();
 
-  const newUser = async (overrides: Partial<UserRecord> = {}) => {
-    const user = aUser(overrides);
-    await storage().users.insert(user);
-    return user;
-  };
-
   describe("accounts: passkeys and backup codes", () => {
     test("backupCodes: list, consume once per code and user, delete", async () => {
-      const user = await newUser();
-      const other = await newUser();
+      const user = await newUser(ctx);
+      const other = await newUser(ctx);
       const codes = [1, 2, 3].map((i) => aBackupCode(user.id, { createdAt: at(i) }));
       await storage().backupCodes.insertMany(codes);
       await storage().backupCodes.insertMany([]);
@@ -49,7 +36,7 @@ function backupCodes(ctx: ContractContext): void {
     });
 
     test("backupCodes: exactly one of many concurrent consumes of a code wins", async () => {
-      const user = await newUser();
+      const user = await newUser(ctx);
       const code = aBackupCode(user.id);
       await storage().backupCodes.insertMany([code]);
       const results = await Promise.all(

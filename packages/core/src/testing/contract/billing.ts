@@ -1,14 +1,20 @@
+/**
+ * The storage contract of billing accounts and workspace usage counts. Registered by
+ * `runStorageContract`.
+ *
+ * @module
+ */
 import { describe, expect } from "vitest";
-import type { BillingAccountRecord } from "../../storage/billing.js";
 import {
+  aBillingAccount,
   aMember,
   anAuthority,
   aServiceAccount,
   aUser,
   type ContractContext,
   expectUnique,
+  ssoAt,
   tag,
-  timeline,
   uid,
 } from "./fixtures.js";
 
@@ -20,29 +26,7 @@ export function runBillingContract(ctx: ContractContext): void {
 function billingAccounts(ctx: ContractContext): void {
   const { test, seedWorkspace } = ctx;
 
-  const at = timeline(Date.UTC(2026, 3, 7, 9, 15, 30, 123));
-
-  function aBillingAccount(
-    workspaceId: string,
-    overrides: Partial<BillingAccountRecord> = {},
-  ): BillingAccountRecord {
-    return {
-      workspaceId,
-      provider: "stripe",
-      customerId: `cus_${tag()}`,
-      subscriptionId: `sub_${tag()}`,
-      productId: "prod_team",
-      productName: "Team ✓",
-      status: "active",
-      cancelAtPeriodEnd: false,
-      currentPeriodEnd: at(30 * 86_400, 7),
-      metadata: { workspace_id: workspaceId, note: "ünïcødé" },
-      stateAt: at(20, 8),
-      createdAt: at(20, 9),
-      updatedAt: at(21, 10),
-      ...overrides,
-    };
-  }
+  const at = ssoAt;
 
   const storage = () => ctx.storage();
 
@@ -86,7 +70,7 @@ function billingAccounts(ctx: ContractContext): void {
 function usage(ctx: ContractContext): void {
   const { test, seedWorkspace } = ctx;
 
-  const at = timeline(Date.UTC(2026, 3, 7, 9, 15, 30, 123));
+  const at = ssoAt;
 
   const storage = () => ctx.storage();
 

@@ -1,9 +1,20 @@
+/**
+ * The storage contract of certificate authorities: round-trips of every field, patches, the one-
+ * default rule, deletion. Registered by `runStorageContract`.
+ *
+ * @module
+ */
 import { describe, expect } from "vitest";
-import type {
-  CertificateAuthorityRecord,
-  RetiredAuthorityKeyRecord,
-} from "../../storage/certificate-authorities.js";
-import { anAuthority, at, type ContractContext, expectUnique, timeline, uid } from "./fixtures.js";
+import {
+  anAuthority,
+  aRetiredKey,
+  at,
+  type ContractContext,
+  certificateAt,
+  expectUnique,
+  seedAuthority,
+  uid,
+} from "./fixtures.js";
 
 export function runCertificateAuthorityContract(ctx: ContractContext): void {
   const { test, seedWorkspace } = ctx;
@@ -211,43 +222,13 @@ function defaults(ctx: ContractContext): void {
 function keyRollover(ctx: ContractContext): void {
   const { test, seedWorkspace } = ctx;
 
-  const at = timeline(Date.UTC(2025, 2, 14, 15, 9, 26, 535));
-
-  function aRetiredKey(
-    ca: CertificateAuthorityRecord,
-    overrides: Partial<RetiredAuthorityKeyRecord> = {},
-  ): RetiredAuthorityKeyRecord {
-    return {
-      workspaceId: ca.workspaceId,
-      caId: ca.id,
-      version: 1,
-      keyType: "ecdsa",
-      keyBits: 384,
-      publicKey: "ecdsa-sha2-nistp384 AAAAE2VjZHNhLXNoYTItbmlzdHAzODQ=",
-      certificate: "",
-      serialNumber: "",
-      notBefore: at(0, 5),
-      notAfter: at(315_360_000, 6),
-      createdAt: at(0, 5),
-      retiredAt: at(500, 7),
-      trustedUntil: at(500 + 86_400, 8),
-      ...overrides,
-    };
-  }
+  const at = certificateAt;
 
   const storage = () => ctx.storage();
 
-  /** A workspace with one SSH authority. */
-  async function seedAuthority(overrides: Partial<CertificateAuthorityRecord> = {}) {
-    const { workspace } = await seedWorkspace();
-    const ca = anAuthority(workspace.id, overrides);
-    await storage().certificateAuthorities.insert(ca);
-    return { workspace, ca };
-  }
-
   describe("key rollover", () => {
     test("certificateAuthorities: replaceKey sets the key and the next version, only from the expected one", async () => {
-      const { workspace, ca } = await seedAuthority({ keyVersion: 4 });
+      const { workspace, ca } = await seedAuthority(ctx, { keyVersion: 4 });
       const key = {
         keyType: "rsa" as const,
         keyBits: 3072,
@@ -272,7 +253,7 @@ function keyRollover(ctx: ContractContext): void {
     });
 
     test("certificateAuthorities: of concurrent replaceKey calls from one version, exactly one wins", async () => {
-      const { workspace, ca } = await seedAuthority();
+      const { workspace, ca } = await seedAuthority(ctx);
       const attempts = Array.from({ length: 8 }, (_, i) =>
         storage().transaction((tx) =>
           tx.certificateAuthorities.replaceKey(
@@ -293,8 +274,8 @@ function keyRollover(ctx: ContractContext): void {
     });
 
     test("retiredAuthorityKeys: round-trip newest version first, one row per version, scoped and cascaded", async () => {
-      const { workspace, ca } = await seedAuthority();
-      const b = await seedAuthority();
+      const { workspace, ca } = await seedAuthority(ctx);
+      const b = await seedAuthority(ctx);
       const v1 = aRetiredKey(ca);
       const v2 = aRetiredKey(ca, {
         version: 2,

@@ -1,8 +1,21 @@
+/**
+ * The storage contract of the issuance ledger: round-trips, serials unique per authority, listing,
+ * and appends that commit a ledger entry with its audit event. Registered by `runStorageContract`.
+ *
+ * @module
+ */
 import { describe, expect } from "vitest";
-import type { AuditEventRecord } from "../../storage/audit.js";
-import type { CertificateAuthorityRecord } from "../../storage/certificate-authorities.js";
 import type { IssuedCertificateRecord } from "../../storage/certificates.js";
-import { anAuthority, type ContractContext, expectUnique, timeline, uid } from "./fixtures.js";
+import {
+  anAuthority,
+  anIssuanceEvent,
+  anIssued,
+  type ContractContext,
+  certificateAt,
+  expectUnique,
+  seedAuthority,
+  uid,
+} from "./fixtures.js";
 
 export function runIssuedCertificateContract(ctx: ContractContext): void {
   issuanceLedger(ctx);
@@ -12,49 +25,14 @@ export function runIssuedCertificateContract(ctx: ContractContext): void {
 function issuanceLedger(ctx: ContractContext): void {
   const { test, seedWorkspace } = ctx;
 
-  const at = timeline(Date.UTC(2025, 2, 14, 15, 9, 26, 535));
-
-  function anIssued(
-    workspaceId: string,
-    caId: string,
-    overrides: Partial<IssuedCertificateRecord> = {},
-  ): IssuedCertificateRecord {
-    const id = uid();
-    return {
-      id,
-      workspaceId,
-      caId,
-      caKeyVersion: 1,
-      kind: "ssh_user",
-      // Above 2^63: serials are uint64 and must not pass through a signed 64-bit column.
-      serial: (18_000_000_000_000_000_000n + BigInt(Math.floor(Math.random() * 1e15))).toString(),
-      keyFingerprint: "SHA256:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU",
-      principals: [uid()],
-      validAfter: at(20, 2),
-      validBefore: at(20 + 3600, 3),
-      requesterType: "user",
-      requesterId: uid(),
-      targetId: null,
-      keyId: `wap:${workspaceId}:user:${id}`,
-      createdAt: at(20, 4),
-      ...overrides,
-    };
-  }
+  const at = certificateAt;
 
   const storage = () => ctx.storage();
 
-  /** A workspace with one SSH authority. */
-  async function seedAuthority(overrides: Partial<CertificateAuthorityRecord> = {}) {
-    const { workspace } = await seedWorkspace();
-    const ca = anAuthority(workspace.id, overrides);
-    await storage().certificateAuthorities.insert(ca);
-    return { workspace, ca };
-  }
-
   describe("issuance ledger", () => {
     test("issuedCertificates: every field round-trips, found by serial within its workspace and authority", async () => {
-      const a = await seedAuthority();
-      const b = await seedAuthority();
+      const a = await seedAuthority(ctx);
+      const b = await seedAuthority(ctx);
       const user = anIssued(a.workspace.id, a.ca.id);
       const host = anIssued(a.workspace.id, a.ca.id, {
         kind: "ssh_host",
@@ -88,7 +66,7 @@ function issuanceLedger(ctx: ContractContext): void {
     });
 
     test("issuedCertificates: a serial is unique per authority, also under concurrency", async () => {
-      const { workspace, ca } = await seedAuthority();
+      const { workspace, ca } = await seedAuthority(ctx);
       const other = anAuthority(workspace.id);
       await storage().certificateAuthorities.insert(other);
       const first = anIssued(workspace.id, ca.id);
@@ -110,7 +88,7 @@ function issuanceLedger(ctx: ContractContext): void {
     });
 
     test("issuedCertificates: list is newest first with the total and filters", async () => {
-      const { workspace, ca } = await seedAuthority();
+      const { workspace, ca } = await seedAuthority(ctx);
       const other = anAuthority(workspace.id);
       await storage().certificateAuthorities.insert(other);
       const requesterId = uid();
@@ -136,7 +114,7 @@ function issuanceLedger(ctx: ContractContext): void {
     });
 
     test("issuedCertificates: latestExpiry is per authority and key version", async () => {
-      const { workspace, ca } = await seedAuthority();
+      const { workspace, ca } = await seedAuthority(ctx);
       const other = anAuthority(workspace.id);
       await storage().certificateAuthorities.insert(other);
       const s = storage().issuedCertificates;
@@ -153,7 +131,7 @@ function issuanceLedger(ctx: ContractContext): void {
     });
 
     test("issuedCertificates: entries outlive their authority", async () => {
-      const { workspace, ca } = await seedAuthority();
+      const { workspace, ca } = await seedAuthority(ctx);
       const entry = anIssued(workspace.id, ca.id);
       await storage().issuedCertificates.insert(entry);
       expect(await storage().certificateAuthorities.delete(workspace.id, ca.id)).toBe(true);
@@ -165,63 +143,9 @@ function issuanceLedger(ctx: ContractContext): void {
 }
 
 function appendGroupCommit(ctx: ContractContext): void {
-  const { test, seedWorkspace } = ctx;
-
-  const at = timeline(Date.UTC(2025, 2, 14, 15, 9, 26, 535));
-
-  function anIssued(
-    workspaceId: string,
-    caId: string,
-    overrides: Partial<IssuedCertificateRecord> = {},
-  ): IssuedCertificateRecord {
-    const id = uid();
-    return {
-      id,
-      workspaceId,
-      caId,
-      caKeyVersion: 1,
-      kind: "ssh_user",
-      // Above 2^63: serials are uint64 and must not pass through a signed 64-bit column.
-      serial: (18_000_000_000_000_000_000n + BigInt(Math.floor(Math.random() * 1e15))).toString(),
-      keyFingerprint: "SHA256:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU",
-      principals: [uid()],
-      validAfter: at(20, 2),
-      validBefore: at(20 + 3600, 3),
-      requesterType: "user",
-      requesterId: uid(),
-      targetId: null,
-      keyId: `wap:${workspaceId}:user:${id}`,
-      createdAt: at(20, 4),
-      ...overrides,
-    };
-  }
-
-  /** The audit event that goes with a ledger entry. */
-  function anIssuanceEvent(entry: IssuedCertificateRecord): AuditEventRecord {
-    return {
-      id: uid(),
-      workspaceId: entry.workspaceId,
-      actorId: entry.requesterId,
-      actorType: entry.requesterType,
-      action: "certificate.sign_ssh_user",
-      resource: `issued_certificate:${entry.id}`,
-      ipAddress: "192.0.2.1",
-      userAgent: "wap-cli/1.0",
-      statusCode: "ok",
-      requestId: uid(),
-      timestamp: entry.createdAt,
-    };
-  }
+  const { test } = ctx;
 
   const storage = () => ctx.storage();
-
-  /** A workspace with one SSH authority. */
-  async function seedAuthority(overrides: Partial<CertificateAuthorityRecord> = {}) {
-    const { workspace } = await seedWorkspace();
-    const ca = anAuthority(workspace.id, overrides);
-    await storage().certificateAuthorities.insert(ca);
-    return { workspace, ca };
-  }
 
   describe("append (group commit)", () => {
     /** The unit issuance appends: a ledger entry and its audit event. */
@@ -234,7 +158,7 @@ function appendGroupCommit(ctx: ContractContext): void {
       (await storage().auditEvents.list(workspaceId, { limit: 1000, offset: 0 })).items;
 
     test("append: a unit's ledger entry and audit event are both stored once it resolves", async () => {
-      const { workspace, ca } = await seedAuthority();
+      const { workspace, ca } = await seedAuthority(ctx);
       const { entry, event } = aUnit(workspace.id, ca.id);
       await storage().append({ issuedCertificates: [entry], auditEvents: [event] });
       expect(await storage().issuedCertificates.findBySerial(workspace.id, ca.id, entry.serial)).toEqual(
@@ -251,7 +175,7 @@ function appendGroupCommit(ctx: ContractContext): void {
     });
 
     test("append: a unit that breaks a uniqueness rule leaves no row behind and fails alone", async () => {
-      const { workspace, ca } = await seedAuthority();
+      const { workspace, ca } = await seedAuthority(ctx);
       const taken = anIssued(workspace.id, ca.id);
       await storage().issuedCertificates.insert(taken);
       const units = Array.from({ length: 9 }, (_, i) =>
@@ -284,7 +208,7 @@ function appendGroupCommit(ctx: ContractContext): void {
     });
 
     test("append: inside a transaction it is refused, and the transaction is unaffected", async () => {
-      const { workspace, ca } = await seedAuthority();
+      const { workspace, ca } = await seedAuthority(ctx);
       const { entry, event } = aUnit(workspace.id, ca.id);
       const kept = aUnit(workspace.id, ca.id);
       await storage().transaction(async (tx) => {
@@ -301,7 +225,7 @@ function appendGroupCommit(ctx: ContractContext): void {
     });
 
     test("append: of racing units with one serial, exactly one is stored, with its audit event", async () => {
-      const { workspace, ca } = await seedAuthority();
+      const { workspace, ca } = await seedAuthority(ctx);
       const serial = "12345678901234567891";
       const racers = Array.from({ length: 12 }, () => aUnit(workspace.id, ca.id, { serial }));
       const outcomes = await Promise.allSettled(

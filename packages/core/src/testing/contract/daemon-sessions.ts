@@ -1,7 +1,20 @@
+/**
+ * The storage contract of daemon sessions: claimed, closed and abandoned once each; relays and
+ * orphans. Registered by `runStorageContract`.
+ *
+ * @module
+ */
 import { describe, expect } from "vitest";
-import type { DaemonSessionRecord } from "../../storage/daemon-sessions.js";
-import type { DaemonRecord } from "../../storage/daemons.js";
-import { aDaemon, type ContractContext, concurrency, expectUnique, timeline, uid } from "./fixtures.js";
+import {
+  aDaemon,
+  aDaemonSession,
+  type ContractContext,
+  concurrency,
+  daemonAt,
+  expectUnique,
+  seedDaemon,
+  uid,
+} from "./fixtures.js";
 
 export function runDaemonSessionContract(ctx: ContractContext): void {
   sessionLifecycle(ctx);
@@ -10,40 +23,11 @@ export function runDaemonSessionContract(ctx: ContractContext): void {
 function sessionLifecycle(ctx: ContractContext): void {
   const { test, seedWorkspace } = ctx;
 
-  const at = timeline(Date.UTC(2026, 7, 12, 7, 17, 0, 321));
-
-  function aDaemonSession(
-    workspaceId: string,
-    daemonId: string,
-    overrides: Partial<DaemonSessionRecord> = {},
-  ): DaemonSessionRecord {
-    return {
-      id: uid(),
-      workspaceId,
-      daemonId,
-      userId: uid(),
-      username: "deploy$",
-      state: "pending",
-      createdAt: at(10, 7),
-      openedAt: null,
-      closedAt: null,
-      closeReason: "",
-      ...overrides,
-    };
-  }
-
-  /** A workspace with one daemon in it. */
-  async function seedDaemon(overrides: Partial<DaemonRecord> = {}) {
-    const storage = ctx.storage();
-    const { workspace } = await seedWorkspace();
-    const daemon = aDaemon(workspace.id, overrides);
-    await storage.daemons.insert(daemon);
-    return { storage, workspace, daemon };
-  }
+  const at = daemonAt;
 
   describe("daemon sessions", () => {
     test("daemonSessions: every field round-trips; another workspace's id finds nothing", async () => {
-      const { storage, workspace, daemon } = await seedDaemon();
+      const { storage, workspace, daemon } = await seedDaemon(ctx);
       const other = await seedWorkspace();
       const pending = aDaemonSession(workspace.id, daemon.id);
       const closed = aDaemonSession(workspace.id, daemon.id, {
@@ -67,7 +51,7 @@ function sessionLifecycle(ctx: ContractContext): void {
     });
 
     test("daemonSessions: listByDaemon filters by state, oldest first", async () => {
-      const { storage, workspace, daemon } = await seedDaemon();
+      const { storage, workspace, daemon } = await seedDaemon(ctx);
       const other = aDaemon(workspace.id);
       await storage.daemons.insert(other);
       const older = aDaemonSession(workspace.id, daemon.id, { createdAt: at(1) });
@@ -91,7 +75,7 @@ function sessionLifecycle(ctx: ContractContext): void {
     });
 
     test("daemonSessions: open claims a pending session once, for its daemon, when fresh", async () => {
-      const { storage, workspace, daemon } = await seedDaemon();
+      const { storage, workspace, daemon } = await seedDaemon(ctx);
       const other = aDaemon(workspace.id);
       await storage.daemons.insert(other);
       const session = aDaemonSession(workspace.id, daemon.id, { createdAt: at(100) });
@@ -109,7 +93,7 @@ function sessionLifecycle(ctx: ContractContext): void {
     });
 
     test("daemonSessions: close ends a pending or open session once", async () => {
-      const { storage, workspace, daemon } = await seedDaemon();
+      const { storage, workspace, daemon } = await seedDaemon(ctx);
       const session = aDaemonSession(workspace.id, daemon.id);
       await storage.daemonSessions.insert(session);
       await storage.daemonSessions.open(daemon.id, session.id, at(11), at(0));
@@ -126,7 +110,7 @@ function sessionLifecycle(ctx: ContractContext): void {
     });
 
     test("daemonSessions: abandonPending closes old pending sessions only, up to the limit", async () => {
-      const { storage, workspace, daemon } = await seedDaemon();
+      const { storage, workspace, daemon } = await seedDaemon(ctx);
       // Far in the past, so sessions other tests left behind in a shared database are newer.
       const old = (s: number) => new Date(Date.UTC(1990, 0, 1) + s * 1000);
       const stale = [1, 2, 3].map((s) => aDaemonSession(workspace.id, daemon.id, { createdAt: old(s) }));
@@ -148,7 +132,7 @@ function sessionLifecycle(ctx: ContractContext): void {
     });
 
     test("daemonSessions: open records the relay; findRelay reads state and relay, in the workspace", async () => {
-      const { storage, workspace, daemon } = await seedDaemon();
+      const { storage, workspace, daemon } = await seedDaemon(ctx);
       const other = await seedWorkspace();
       const relay = { instanceId: `instance-${uid()}`, url: "http://10.0.0.5:8080" };
       const relayed = aDaemonSession(workspace.id, daemon.id, { createdAt: at(100) });
@@ -182,7 +166,7 @@ function sessionLifecycle(ctx: ContractContext): void {
     });
 
     test("daemonSessions: closeOrphaned closes open sessions whose relay has no live lease, once", async () => {
-      const { storage, workspace, daemon } = await seedDaemon();
+      const { storage, workspace, daemon } = await seedDaemon(ctx);
       const live = { instanceId: `live-${uid()}`, url: "http://a" };
       const gone = { instanceId: `gone-${uid()}`, url: "http://b" };
       // Far in the future, so leases other tests left behind in a shared database have lapsed.
@@ -226,7 +210,7 @@ function sessionLifecycle(ctx: ContractContext): void {
     });
 
     test("daemonSessions: closeAllForDaemon; a deleted daemon takes its sessions along", async () => {
-      const { storage, workspace, daemon } = await seedDaemon();
+      const { storage, workspace, daemon } = await seedDaemon(ctx);
       const other = aDaemon(workspace.id);
       await storage.daemons.insert(other);
       const a = aDaemonSession(workspace.id, daemon.id);

@@ -1,7 +1,13 @@
+/**
+ * The storage contract of daemons: round-trips, patches, paging and filters by query, online and
+ * status. Registered by `runStorageContract`.
+ *
+ * @module
+ */
 import { describe, expect } from "vitest";
 import type { DaemonRecord } from "../../storage/daemons.js";
 import type { Storage } from "../../storage/storage.js";
-import { aDaemon, at, type ContractContext, timeline, uid } from "./fixtures.js";
+import { aDaemon, at, type ContractContext, daemonAt, seedDaemon, uid } from "./fixtures.js";
 
 export function runDaemonRecordContract(ctx: ContractContext): void {
   const { test, seedWorkspace } = ctx;
@@ -98,20 +104,11 @@ export function runDaemonRecordContract(ctx: ContractContext): void {
 function daemonProtocol(ctx: ContractContext): void {
   const { test, seedWorkspace } = ctx;
 
-  const at = timeline(Date.UTC(2026, 7, 12, 7, 17, 0, 321));
-
-  /** A workspace with one daemon in it. */
-  async function seedDaemon(overrides: Partial<DaemonRecord> = {}) {
-    const storage = ctx.storage();
-    const { workspace } = await seedWorkspace();
-    const daemon = aDaemon(workspace.id, overrides);
-    await storage.daemons.insert(daemon);
-    return { storage, workspace, daemon };
-  }
+  const at = daemonAt;
 
   describe("daemon protocol", () => {
     test("daemons: findForAuthentication by id alone; findByPublicKey within one workspace", async () => {
-      const { storage, workspace, daemon } = await seedDaemon({ authPublicKey: `pem-${uid()}` });
+      const { storage, workspace, daemon } = await seedDaemon(ctx, { authPublicKey: `pem-${uid()}` });
       const other = await seedWorkspace();
       expect(await storage.daemons.findForAuthentication(daemon.id)).toEqual(daemon);
       expect(await storage.daemons.findForAuthentication(uid())).toBeNull();
@@ -121,7 +118,7 @@ function daemonProtocol(ctx: ContractContext): void {
     });
 
     test("daemons: setOnline records the holder; a stale holder cannot take it offline", async () => {
-      const { storage, workspace, daemon } = await seedDaemon();
+      const { storage, workspace, daemon } = await seedDaemon(ctx);
       const holderA = `instance-a/${uid()}`;
       const holderB = `instance-b/${uid()}`;
       expect(await storage.daemons.onlineHolder(daemon.id)).toBeNull();
@@ -163,7 +160,7 @@ function daemonProtocol(ctx: ContractContext): void {
     });
 
     test("daemons: setOnline with ifHeldBy null takes only a daemon nobody holds", async () => {
-      const { storage, daemon } = await seedDaemon();
+      const { storage, daemon } = await seedDaemon(ctx);
       const mine = `instance-a/${uid()}`;
       const newer = `instance-b/${uid()}`;
       expect(await storage.daemons.setOnline(daemon.id, mine, at(40), null)).toBe(true);
@@ -238,7 +235,7 @@ function daemonProtocol(ctx: ContractContext): void {
     });
 
     test("daemons: recordSync round-trips and starts empty; scoped to the workspace", async () => {
-      const { storage, workspace, daemon } = await seedDaemon();
+      const { storage, workspace, daemon } = await seedDaemon(ctx);
       const other = await seedWorkspace();
       expect(await storage.daemons.findSync(workspace.id, daemon.id)).toEqual({
         users: [],

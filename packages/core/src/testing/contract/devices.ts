@@ -1,14 +1,19 @@
+/**
+ * The storage contract of cLI devices and logins: round-trips; a login decided once, also under
+ * races. Registered by `runStorageContract`.
+ *
+ * @module
+ */
 import { describe, expect } from "vitest";
-import type { CliLoginRecord, UserDeviceRecord } from "../../storage/devices.js";
-import type { AuthSessionRecord } from "../../storage/sessions.js";
-import type { UserRecord } from "../../storage/users.js";
 import {
-  aSession,
-  aUser,
+  aCliLogin,
+  accountAt,
+  aDevice,
   type ContractContext,
   concurrency,
   expectUnique,
-  timeline,
+  newSession,
+  newUser,
   uid,
 } from "./fixtures.js";
 
@@ -19,70 +24,15 @@ export function runDeviceContract(ctx: ContractContext): void {
 function devicesAndCliLogins(ctx: ContractContext): void {
   const { test } = ctx;
 
-  const at = timeline(Date.UTC(2025, 6, 1, 8, 0, 0, 321));
-
-  function aDevice(
-    userId: string,
-    sessionId: string,
-    overrides: Partial<UserDeviceRecord> = {},
-  ): UserDeviceRecord {
-    return {
-      id: uid(),
-      userId,
-      sessionId,
-      name: "ada-laptop",
-      authMethod: "tpm",
-      publicKey:
-        "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----\n",
-      createdAt: at(30, 5),
-      expiresAt: at(30 + 7_776_000, 6),
-      lastUsedAt: null,
-      ...overrides,
-    };
-  }
-
-  function aCliLogin(overrides: Partial<CliLoginRecord> = {}): CliLoginRecord {
-    return {
-      id: uid(),
-      codeHash: `sha256-${uid()}`,
-      deviceId: uid(),
-      deviceName: "build-box",
-      authMethod: "soft",
-      publicKey: "-----BEGIN PUBLIC KEY-----\nMFkw\n-----END PUBLIC KEY-----\n",
-      ipAddress: "198.51.100.7",
-      userAgent: "platform-cli/1.0",
-      createdAt: at(40, 7),
-      expiresAt: at(640, 8),
-      approvedBy: null,
-      approvedAt: null,
-      userCodeHash: `sha256-${uid()}`,
-      codeFailures: 0,
-      deniedAt: null,
-      clientOs: "linux/x64",
-      clientVersion: "1.2.3",
-      ...overrides,
-    };
-  }
+  const at = accountAt;
 
   const storage = () => ctx.storage();
 
-  const newUser = async (overrides: Partial<UserRecord> = {}) => {
-    const user = aUser(overrides);
-    await storage().users.insert(user);
-    return user;
-  };
-
-  const newSession = async (userId: string, overrides: Partial<AuthSessionRecord> = {}) => {
-    const session = aSession(userId, overrides);
-    await storage().authSessions.insert(session);
-    return session;
-  };
-
   describe("accounts: devices and CLI logins", () => {
     test("userDevices: round-trip, list, touch, delete by owner or by id", async () => {
-      const user = await newUser();
-      const other = await newUser();
-      const session = await newSession(user.id);
+      const user = await newUser(ctx);
+      const other = await newUser(ctx);
+      const session = await newSession(ctx, user.id);
       const first = aDevice(user.id, session.id, { createdAt: at(1) });
       const second = aDevice(user.id, session.id, { createdAt: at(2), authMethod: "soft" });
       await storage().userDevices.insert(second);
@@ -106,7 +56,7 @@ function devicesAndCliLogins(ctx: ContractContext): void {
     });
 
     test("cliLogins: approve or deny decides once; expired and decided logins are not pending", async () => {
-      const user = await newUser();
+      const user = await newUser(ctx);
       const login = aCliLogin();
       await storage().cliLogins.insert(login);
       expect(await storage().cliLogins.findById(login.id)).toEqual(login);
@@ -154,7 +104,7 @@ function devicesAndCliLogins(ctx: ContractContext): void {
     });
 
     test("cliLogins: exactly one of many concurrent approvals and refusals wins", async () => {
-      const users = await Promise.all(Array.from({ length: 5 }, () => newUser()));
+      const users = await Promise.all(Array.from({ length: 5 }, () => newUser(ctx)));
       const login = aCliLogin();
       await storage().cliLogins.insert(login);
       const results = await Promise.all(

@@ -1,16 +1,11 @@
+/**
+ * The storage contract of domain claims: unique per workspace; one workspace may verify a domain.
+ * Registered by `runStorageContract`.
+ *
+ * @module
+ */
 import { describe, expect } from "vitest";
-import type { WorkspaceDomainRecord } from "../../storage/domains.js";
-import type { TargetRecord } from "../../storage/targets.js";
-import {
-  aMember,
-  anAuthority,
-  aUser,
-  type ContractContext,
-  expectUnique,
-  tag,
-  timeline,
-  uid,
-} from "./fixtures.js";
+import { accessAt, aDomain, type ContractContext, expectUnique, seedAccess, tag } from "./fixtures.js";
 
 export function runDomainContract(ctx: ContractContext): void {
   domainClaims(ctx);
@@ -19,59 +14,13 @@ export function runDomainContract(ctx: ContractContext): void {
 function domainClaims(c: ContractContext): void {
   const { test } = c;
 
-  const at = timeline(Date.UTC(2025, 5, 1, 8, 0, 0, 250));
-
-  function aTarget(workspaceId: string, caId: string, overrides: Partial<TargetRecord> = {}): TargetRecord {
-    return {
-      id: uid(),
-      workspaceId,
-      caId,
-      daemonId: null,
-      name: `db-${tag()}`,
-      description: "the Primary database",
-      tags: ["prod"],
-      endpoints: ["10.0.0.9:4022"],
-      metadata: {},
-      createdAt: at(20, 2),
-      updatedAt: at(20, 2),
-      ...overrides,
-    };
-  }
-
-  function aDomain(
-    workspaceId: string,
-    overrides: Partial<WorkspaceDomainRecord> = {},
-  ): WorkspaceDomainRecord {
-    return {
-      workspaceId,
-      domain: `d${tag()}.example.com`,
-      verificationToken: `wap-domain-verification=${tag()}`,
-      verifiedAt: null,
-      createdAt: at(40, 4),
-      updatedAt: at(40, 4),
-      ...overrides,
-    };
-  }
+  const at = accessAt;
 
   const s = () => c.storage();
 
-  /** A workspace with its owner, a second member, an SSH authority and a target. */
-  async function seedAccess() {
-    const seeded = await c.seedWorkspace();
-    const ws = seeded.workspace.id;
-    const guest = aUser();
-    await s().users.insert(guest);
-    await s().members.insert(aMember(ws, guest.id, { role: "viewer", createdAt: at(100, 7) }));
-    const ca = anAuthority(ws);
-    await s().certificateAuthorities.insert(ca);
-    const target = aTarget(ws, ca.id);
-    await s().targets.insert(target);
-    return { ...seeded, ws, guest, ca, target };
-  }
-
   describe("workspace domains", () => {
     test("domains: round-trip, alphabetical list, update, delete; unique per workspace", async () => {
-      const { ws } = await seedAccess();
+      const { ws } = await seedAccess(c);
       const later = aDomain(ws, { domain: `z-${tag()}.example.org` });
       const first = aDomain(ws, { domain: `a-${tag()}.example.org` });
       const dotted = aDomain(ws, { domain: `a.${first.domain}` });
@@ -112,8 +61,8 @@ function domainClaims(c: ContractContext): void {
     });
 
     test("domains: many workspaces may claim a domain, one may verify it", async () => {
-      const a = await seedAccess();
-      const b = await seedAccess();
+      const a = await seedAccess(c);
+      const b = await seedAccess(c);
       const domain = `shared-${tag()}.example.net`;
       await s().workspaceDomains.insert(aDomain(a.ws, { domain }));
       await s().workspaceDomains.insert(aDomain(b.ws, { domain }));

@@ -1,6 +1,11 @@
+/**
+ * The storage contract of enrolment tokens: one per workspace, found by hash across workspaces.
+ * Registered by `runStorageContract`.
+ *
+ * @module
+ */
 import { describe, expect } from "vitest";
-import type { EnrollTokenRecord } from "../../storage/enroll-tokens.js";
-import { type ContractContext, expectUnique, timeline, uid } from "./fixtures.js";
+import { anEnrollToken, type ContractContext, daemonAt, expectUnique } from "./fixtures.js";
 
 export function runEnrollTokenContract(ctx: ContractContext): void {
   enrollTokenLifecycle(ctx);
@@ -9,18 +14,7 @@ export function runEnrollTokenContract(ctx: ContractContext): void {
 function enrollTokenLifecycle(ctx: ContractContext): void {
   const { test, seedWorkspace } = ctx;
 
-  const at = timeline(Date.UTC(2026, 7, 12, 7, 17, 0, 321));
-
-  function anEnrollToken(workspaceId: string, overrides: Partial<EnrollTokenRecord> = {}): EnrollTokenRecord {
-    return {
-      workspaceId,
-      tokenHash: `hash-${uid()}`,
-      createdBy: uid(),
-      createdAt: at(1, 5),
-      expiresAt: at(86_401, 5),
-      ...overrides,
-    };
-  }
+  const at = daemonAt;
 
   describe("enroll tokens", () => {
     test("enrollTokens: replace, find by workspace and by hash, replace again, delete", async () => {

@@ -1,16 +1,11 @@
+/**
+ * The storage contract of the invite link: one per workspace, found by hash, replaced and deleted.
+ * Registered by `runStorageContract`.
+ *
+ * @module
+ */
 import { describe, expect } from "vitest";
-import type { WorkspaceInviteRecord } from "../../storage/invites.js";
-import type { TargetRecord } from "../../storage/targets.js";
-import {
-  aMember,
-  anAuthority,
-  aUser,
-  type ContractContext,
-  expectUnique,
-  tag,
-  timeline,
-  uid,
-} from "./fixtures.js";
+import { accessAt, anInvite, type ContractContext, expectUnique, seedAccess } from "./fixtures.js";
 
 export function runInviteContract(ctx: ContractContext): void {
   inviteLink(ctx);
@@ -19,60 +14,14 @@ export function runInviteContract(ctx: ContractContext): void {
 function inviteLink(c: ContractContext): void {
   const { test } = c;
 
-  const at = timeline(Date.UTC(2025, 5, 1, 8, 0, 0, 250));
-
-  function aTarget(workspaceId: string, caId: string, overrides: Partial<TargetRecord> = {}): TargetRecord {
-    return {
-      id: uid(),
-      workspaceId,
-      caId,
-      daemonId: null,
-      name: `db-${tag()}`,
-      description: "the Primary database",
-      tags: ["prod"],
-      endpoints: ["10.0.0.9:4022"],
-      metadata: {},
-      createdAt: at(20, 2),
-      updatedAt: at(20, 2),
-      ...overrides,
-    };
-  }
-
-  function anInvite(
-    workspaceId: string,
-    overrides: Partial<WorkspaceInviteRecord> = {},
-  ): WorkspaceInviteRecord {
-    return {
-      workspaceId,
-      tokenHash: `hash-${uid()}`,
-      role: "viewer",
-      createdBy: uid(),
-      createdAt: at(50, 5),
-      expiresAt: at(50 + 86_400, 6),
-      ...overrides,
-    };
-  }
+  const at = accessAt;
 
   const s = () => c.storage();
 
-  /** A workspace with its owner, a second member, an SSH authority and a target. */
-  async function seedAccess() {
-    const seeded = await c.seedWorkspace();
-    const ws = seeded.workspace.id;
-    const guest = aUser();
-    await s().users.insert(guest);
-    await s().members.insert(aMember(ws, guest.id, { role: "viewer", createdAt: at(100, 7) }));
-    const ca = anAuthority(ws);
-    await s().certificateAuthorities.insert(ca);
-    const target = aTarget(ws, ca.id);
-    await s().targets.insert(target);
-    return { ...seeded, ws, guest, ca, target };
-  }
-
   describe("workspace settings and invite link", () => {
     test("invites: one per workspace; replace retires the old token; lookup by hash; delete", async () => {
-      const a = await seedAccess();
-      const b = await seedAccess();
+      const a = await seedAccess(c);
+      const b = await seedAccess(c);
       const first = anInvite(a.ws);
       await s().workspaceInvites.replace(first);
       expect(await s().workspaceInvites.find(a.ws)).toEqual(first);

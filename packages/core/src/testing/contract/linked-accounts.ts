@@ -1,7 +1,11 @@
+/**
+ * The storage contract of linked accounts: one link per provider and identity. Registered by
+ * `runStorageContract`.
+ *
+ * @module
+ */
 import { describe, expect } from "vitest";
-import type { LinkedAccountRecord } from "../../storage/linked-accounts.js";
-import type { UserRecord } from "../../storage/users.js";
-import { aUser, type ContractContext, expectUnique, timeline, uid } from "./fixtures.js";
+import { accountAt, aLinkedAccount, type ContractContext, expectUnique, newUser } from "./fixtures.js";
 
 export function runLinkedAccountContract(ctx: ContractContext): void {
   linkedAccounts(ctx);
@@ -10,33 +14,14 @@ export function runLinkedAccountContract(ctx: ContractContext): void {
 function linkedAccounts(ctx: ContractContext): void {
   const { test } = ctx;
 
-  const at = timeline(Date.UTC(2025, 6, 1, 8, 0, 0, 321));
-
-  function aLinkedAccount(userId: string, overrides: Partial<LinkedAccountRecord> = {}): LinkedAccountRecord {
-    return {
-      userId,
-      provider: `github-${uid().slice(0, 8)}`,
-      providerId: uid(),
-      providerEmail: "ada@users.noreply.example.com",
-      providerUsername: "ada",
-      protocol: "oauth",
-      createdAt: at(50, 9),
-      ...overrides,
-    };
-  }
+  const at = accountAt;
 
   const storage = () => ctx.storage();
 
-  const newUser = async (overrides: Partial<UserRecord> = {}) => {
-    const user = aUser(overrides);
-    await storage().users.insert(user);
-    return user;
-  };
-
   describe("accounts: linked accounts, throttles, nonces", () => {
     test("linkedAccounts: list and delete by provider; one link per provider and identity", async () => {
-      const user = await newUser();
-      const other = await newUser();
+      const user = await newUser(ctx);
+      const other = await newUser(ctx);
       const github = aLinkedAccount(user.id, { provider: "github", createdAt: at(1) });
       const google = aLinkedAccount(user.id, { provider: "google", protocol: "oidc", createdAt: at(2) });
       await storage().linkedAccounts.insert(google);

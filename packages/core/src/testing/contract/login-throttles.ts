@@ -1,5 +1,11 @@
+/**
+ * The storage contract of login throttles: failures counted atomically, stale ones forgotten.
+ * Registered by `runStorageContract`.
+ *
+ * @module
+ */
 import { describe, expect } from "vitest";
-import { type ContractContext, concurrency, timeline, uid } from "./fixtures.js";
+import { accountAt, type ContractContext, concurrency, uid } from "./fixtures.js";
 
 export function runLoginThrottleContract(ctx: ContractContext): void {
   loginThrottles(ctx);
@@ -8,7 +14,7 @@ export function runLoginThrottleContract(ctx: ContractContext): void {
 function loginThrottles(ctx: ContractContext): void {
   const { test } = ctx;
 
-  const at = timeline(Date.UTC(2025, 6, 1, 8, 0, 0, 321));
+  const at = accountAt;
 
   const storage = () => ctx.storage();
 

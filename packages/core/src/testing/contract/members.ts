@@ -1,16 +1,20 @@
+/**
+ * The storage contract of memberships: round-trip, lookups, listing, uniqueness and tenant
+ * isolation. Registered by `runStorageContract`.
+ *
+ * @module
+ */
 import { describe, expect } from "vitest";
-import type { TargetRecord } from "../../storage/targets.js";
-import type { TeamRecord } from "../../storage/teams.js";
 import {
+  accessAt,
   aMember,
-  anAuthority,
+  aTeam,
   at,
   aUser,
   type ContractContext,
   expectUnique,
   page,
-  tag,
-  timeline,
+  seedAccess,
   uid,
 } from "./fixtures.js";
 
@@ -71,57 +75,13 @@ function soleOwnerships(ctx: ContractContext): void {
 function profilesAndOwners(c: ContractContext): void {
   const { test } = c;
 
-  const at = timeline(Date.UTC(2025, 5, 1, 8, 0, 0, 250));
-
-  function aTeam(workspaceId: string, overrides: Partial<TeamRecord> = {}): TeamRecord {
-    return {
-      id: uid(),
-      workspaceId,
-      name: `Platform Team ${tag()}`,
-      description: "keeps the lights on",
-      tags: ["ops", "on-call"],
-      createdAt: at(10, 1),
-      updatedAt: at(10, 1),
-      ...overrides,
-    };
-  }
-
-  function aTarget(workspaceId: string, caId: string, overrides: Partial<TargetRecord> = {}): TargetRecord {
-    return {
-      id: uid(),
-      workspaceId,
-      caId,
-      daemonId: null,
-      name: `db-${tag()}`,
-      description: "the Primary database",
-      tags: ["prod"],
-      endpoints: ["10.0.0.9:4022"],
-      metadata: {},
-      createdAt: at(20, 2),
-      updatedAt: at(20, 2),
-      ...overrides,
-    };
-  }
+  const at = accessAt;
 
   const s = () => c.storage();
 
-  /** A workspace with its owner, a second member, an SSH authority and a target. */
-  async function seedAccess() {
-    const seeded = await c.seedWorkspace();
-    const ws = seeded.workspace.id;
-    const guest = aUser();
-    await s().users.insert(guest);
-    await s().members.insert(aMember(ws, guest.id, { role: "viewer", createdAt: at(100, 7) }));
-    const ca = anAuthority(ws);
-    await s().certificateAuthorities.insert(ca);
-    const target = aTarget(ws, ca.id);
-    await s().targets.insert(target);
-    return { ...seeded, ws, guest, ca, target };
-  }
-
   describe("memberships", () => {
     test("memberships: profiles join the user; list filters, pages and totals", async () => {
-      const { ws, user, guest, member } = await seedAccess();
+      const { ws, user, guest, member } = await seedAccess(c);
       const profile = await s().members.findProfile(ws, guest.id);
       expect(profile?.member).toMatchObject({ workspaceId: ws, userId: guest.id, role: "viewer" });
       expect(profile?.user).toEqual({
@@ -157,7 +117,7 @@ function profilesAndOwners(c: ContractContext): void {
     });
 
     test("memberships: a team filter keeps members of any of the teams", async () => {
-      const { ws, user, guest } = await seedAccess();
+      const { ws, user, guest } = await seedAccess(c);
       const red = aTeam(ws);
       const blue = aTeam(ws);
       await s().teams.insert(red);
@@ -172,7 +132,7 @@ function profilesAndOwners(c: ContractContext): void {
     });
 
     test("memberships: changeRole and remove never take away the last owner", async () => {
-      const { ws, user, guest } = await seedAccess();
+      const { ws, user, guest } = await seedAccess(c);
       expect(await s().members.changeRole(ws, user.id, "admin", at(300))).toBe("last_owner");
       expect(await s().members.remove(ws, user.id)).toBe("last_owner");
       expect((await s().members.find(ws, user.id))?.role).toBe("owner");
@@ -190,7 +150,7 @@ function profilesAndOwners(c: ContractContext): void {
 
     test("memberships: racing demotions and removals of the owners leave one owner", async () => {
       for (let round = 0; round < 5; round++) {
-        const { ws, user, guest } = await seedAccess();
+        const { ws, user, guest } = await seedAccess(c);
         const third = aUser();
         await s().users.insert(third);
         await s().members.insert(aMember(ws, third.id, { role: "owner" }));
@@ -209,8 +169,8 @@ function profilesAndOwners(c: ContractContext): void {
     });
 
     test("memberships: another workspace's member is not found and not changed", async () => {
-      const a = await seedAccess();
-      const b = await seedAccess();
+      const a = await seedAccess(c);
+      const b = await seedAccess(c);
       expect(await s().members.findProfile(a.ws, b.guest.id)).toBeNull();
       expect(await s().members.changeRole(a.ws, b.guest.id, "admin", at(500))).toBe("not_found");
       expect(await s().members.remove(a.ws, b.guest.id)).toBe("not_found");

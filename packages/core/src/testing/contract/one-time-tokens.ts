@@ -1,7 +1,19 @@
+/**
+ * The storage contract of one-time tokens: consumed once, also under races; expiry; supersession.
+ * Registered by `runStorageContract`.
+ *
+ * @module
+ */
 import { describe, expect } from "vitest";
-import type { OneTimeTokenRecord } from "../../storage/one-time-tokens.js";
-import type { UserRecord } from "../../storage/users.js";
-import { aUser, type ContractContext, concurrency, expectUnique, timeline, uid } from "./fixtures.js";
+import {
+  accountAt,
+  aOneTimeToken,
+  type ContractContext,
+  concurrency,
+  expectUnique,
+  newUser,
+  uid,
+} from "./fixtures.js";
 
 export function runOneTimeTokenContract(ctx: ContractContext): void {
   oneTimeTokenLifecycle(ctx);
@@ -10,36 +22,13 @@ export function runOneTimeTokenContract(ctx: ContractContext): void {
 function oneTimeTokenLifecycle(ctx: ContractContext): void {
   const { test } = ctx;
 
-  const at = timeline(Date.UTC(2025, 6, 1, 8, 0, 0, 321));
-
-  function aOneTimeToken(
-    userId: string | null,
-    overrides: Partial<OneTimeTokenRecord> = {},
-  ): OneTimeTokenRecord {
-    return {
-      id: uid(),
-      purpose: "reset_password",
-      tokenHash: `sha256-${uid()}`,
-      userId,
-      data: { email: "ada@example.com", note: "ünïcødé ✓" },
-      createdAt: at(0, 1),
-      expiresAt: at(3600, 2),
-      consumedAt: null,
-      ...overrides,
-    };
-  }
+  const at = accountAt;
 
   const storage = () => ctx.storage();
 
-  const newUser = async (overrides: Partial<UserRecord> = {}) => {
-    const user = aUser(overrides);
-    await storage().users.insert(user);
-    return user;
-  };
-
   describe("accounts: one-time tokens", () => {
     test("oneTimeTokens: consume returns the token once, marked consumed", async () => {
-      const user = await newUser();
+      const user = await newUser(ctx);
       const token = aOneTimeToken(user.id);
       await storage().oneTimeTokens.insert(token);
       expect(await storage().oneTimeTokens.consume("verify_email", token.tokenHash, at(1))).toBeNull();
@@ -63,7 +52,7 @@ function oneTimeTokenLifecycle(ctx: ContractContext): void {
     });
 
     test("oneTimeTokens: exactly one of many concurrent consumes wins", async () => {
-      const user = await newUser();
+      const user = await newUser(ctx);
       const token = aOneTimeToken(user.id);
       await storage().oneTimeTokens.insert(token);
       const results = await Promise.all(
@@ -75,7 +64,7 @@ function oneTimeTokenLifecycle(ctx: ContractContext): void {
     });
 
     test("oneTimeTokens: latestForUser, deleteForUser and deleteExpired", async () => {
-      const user = await newUser();
+      const user = await newUser(ctx);
       const older = aOneTimeToken(user.id, { purpose: "verify_email", createdAt: at(1) });
       const newer = aOneTimeToken(user.id, { purpose: "verify_email", createdAt: at(2) });
       const spent = aOneTimeToken(user.id, { purpose: "verify_email", createdAt: at(0) });

@@ -1,7 +1,11 @@
+/**
+ * The storage contract of passkeys: round-trips and changes that stay within their owner.
+ * Registered by `runStorageContract`.
+ *
+ * @module
+ */
 import { describe, expect } from "vitest";
-import type { PasskeyRecord } from "../../storage/passkeys.js";
-import type { UserRecord } from "../../storage/users.js";
-import { aUser, type ContractContext, expectUnique, timeline, uid } from "./fixtures.js";
+import { accountAt, aPasskey, type ContractContext, expectUnique, newUser } from "./fixtures.js";
 
 export function runPasskeyContract(ctx: ContractContext): void {
   passkeys(ctx);
@@ -10,36 +14,14 @@ export function runPasskeyContract(ctx: ContractContext): void {
 function passkeys(ctx: ContractContext): void {
   const { test } = ctx;
 
-  const at = timeline(Date.UTC(2025, 6, 1, 8, 0, 0, 321));
-
-  function aPasskey(userId: string, overrides: Partial<PasskeyRecord> = {}): PasskeyRecord {
-    return {
-      id: `cred_${uid().replaceAll("-", "")}`,
-      userId,
-      name: "YubiKey 5 🔑",
-      publicKey: new Uint8Array([0xa5, 0x01, 0x02, 0x03, 0x26, 0x00, 0xff]),
-      counter: 4_000_000_000, // beyond int32: counters are uint32
-      transports: ["usb", "nfc"],
-      deviceType: "singleDevice",
-      backedUp: false,
-      createdAt: at(10, 3),
-      lastUsedAt: null,
-      ...overrides,
-    };
-  }
+  const at = accountAt;
 
   const storage = () => ctx.storage();
 
-  const newUser = async (overrides: Partial<UserRecord> = {}) => {
-    const user = aUser(overrides);
-    await storage().users.insert(user);
-    return user;
-  };
-
   describe("accounts: passkeys and backup codes", () => {
     test("passkeys: round-trip, list, rename and delete stay within the owner", async () => {
-      const user = await newUser();
-      const other = await newUser();
+      const user = await newUser(ctx);
+      const other = await newUser(ctx);
       const first = aPasskey(user.id, { createdAt: at(1) });
       const second = aPasskey(user.id, {
         createdAt: at(2),

@@ -1,17 +1,20 @@
+/**
+ * The storage contract of principals and grants: uniqueness, filters, cascades and tenant
+ * isolation. Registered by `runStorageContract`.
+ *
+ * @module
+ */
 import { describe, expect } from "vitest";
-import type { PrincipalRecord } from "../../storage/principals.js";
-import type { TargetRecord } from "../../storage/targets.js";
-import type { TeamRecord } from "../../storage/teams.js";
 import {
-  aMember,
-  anAuthority,
+  accessAt,
+  anAccessTarget,
+  aPrincipal,
   aServiceAccount,
-  aUser,
+  aTeam,
   type ContractContext,
   expectUnique,
   page,
-  tag,
-  timeline,
+  seedAccess,
   uid,
 } from "./fixtures.js";
 
@@ -22,66 +25,14 @@ export function runPrincipalContract(ctx: ContractContext): void {
 function grants(c: ContractContext): void {
   const { test } = c;
 
-  const at = timeline(Date.UTC(2025, 5, 1, 8, 0, 0, 250));
-
-  function aTeam(workspaceId: string, overrides: Partial<TeamRecord> = {}): TeamRecord {
-    return {
-      id: uid(),
-      workspaceId,
-      name: `Platform Team ${tag()}`,
-      description: "keeps the lights on",
-      tags: ["ops", "on-call"],
-      createdAt: at(10, 1),
-      updatedAt: at(10, 1),
-      ...overrides,
-    };
-  }
-
-  function aTarget(workspaceId: string, caId: string, overrides: Partial<TargetRecord> = {}): TargetRecord {
-    return {
-      id: uid(),
-      workspaceId,
-      caId,
-      daemonId: null,
-      name: `db-${tag()}`,
-      description: "the Primary database",
-      tags: ["prod"],
-      endpoints: ["10.0.0.9:4022"],
-      metadata: {},
-      createdAt: at(20, 2),
-      updatedAt: at(20, 2),
-      ...overrides,
-    };
-  }
-
-  function aPrincipal(
-    workspaceId: string,
-    targetId: string,
-    overrides: Partial<PrincipalRecord> = {},
-  ): PrincipalRecord {
-    return { id: uid(), workspaceId, targetId, username: "deploy", createdAt: at(30, 3), ...overrides };
-  }
+  const at = accessAt;
 
   const s = () => c.storage();
 
-  /** A workspace with its owner, a second member, an SSH authority and a target. */
-  async function seedAccess() {
-    const seeded = await c.seedWorkspace();
-    const ws = seeded.workspace.id;
-    const guest = aUser();
-    await s().users.insert(guest);
-    await s().members.insert(aMember(ws, guest.id, { role: "viewer", createdAt: at(100, 7) }));
-    const ca = anAuthority(ws);
-    await s().certificateAuthorities.insert(ca);
-    const target = aTarget(ws, ca.id);
-    await s().targets.insert(target);
-    return { ...seeded, ws, guest, ca, target };
-  }
-
   describe("principals and grants", () => {
     test("principals: round-trip, unique username per target, list filters and grants", async () => {
-      const { ws, user, guest, ca, target } = await seedAccess();
-      const second = aTarget(ws, ca.id, { createdAt: at(21) });
+      const { ws, user, guest, ca, target } = await seedAccess(c);
+      const second = anAccessTarget(ws, ca.id, { createdAt: at(21) });
       await s().targets.insert(second);
       const deploy = aPrincipal(ws, target.id, { username: "deploy" });
       const root = aPrincipal(ws, target.id, { username: "_root$" });
@@ -150,7 +101,7 @@ function grants(c: ContractContext): void {
     });
 
     test("principals: grants follow their subjects and targets away (cascades)", async () => {
-      const { ws, guest, ca, target } = await seedAccess();
+      const { ws, guest, ca, target } = await seedAccess(c);
       const p = aPrincipal(ws, target.id);
       await s().principals.insert(p);
       const team = aTeam(ws);
@@ -178,8 +129,8 @@ function grants(c: ContractContext): void {
     });
 
     test("principals: subjects and targets of another workspace cannot be granted or read", async () => {
-      const a = await seedAccess();
-      const b = await seedAccess();
+      const a = await seedAccess(c);
+      const b = await seedAccess(c);
       const p = aPrincipal(a.ws, a.target.id);
       await s().principals.insert(p);
       await expect(s().principals.insert(aPrincipal(a.ws, b.target.id))).rejects.toThrow();

@@ -1,5 +1,11 @@
+/**
+ * The storage contract of request nonces: claimed once per signer, forgotten once expired.
+ * Registered by `runStorageContract`.
+ *
+ * @module
+ */
 import { describe, expect } from "vitest";
-import { type ContractContext, concurrency, timeline, uid } from "./fixtures.js";
+import { accountAt, type ContractContext, concurrency, uid } from "./fixtures.js";
 
 export function runRequestNonceContract(ctx: ContractContext): void {
   requestNonces(ctx);
@@ -8,7 +14,7 @@ export function runRequestNonceContract(ctx: ContractContext): void {
 function requestNonces(ctx: ContractContext): void {
   const { test } = ctx;
 
-  const at = timeline(Date.UTC(2025, 6, 1, 8, 0, 0, 321));
+  const at = accountAt;
 
   const storage = () => ctx.storage();
 

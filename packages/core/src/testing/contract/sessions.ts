@@ -5,16 +5,16 @@
  * @module
  */
 import { describe, expect } from "vitest";
-import type { AuthSessionRecord } from "../../storage/sessions.js";
-import type { UserRecord } from "../../storage/users.js";
 import {
+  accountAt,
   aRefreshToken,
   aSession,
   at,
   aUser,
   type ContractContext,
   expectUnique,
-  timeline,
+  newSession,
+  newUser,
   uid,
 } from "./fixtures.js";
 
@@ -92,43 +92,31 @@ export function runSessionContract(ctx: ContractContext): void {
 function userSessions(ctx: ContractContext): void {
   const { test } = ctx;
 
-  const at = timeline(Date.UTC(2025, 6, 1, 8, 0, 0, 321));
+  const at = accountAt;
 
   const storage = () => ctx.storage();
 
-  const newUser = async (overrides: Partial<UserRecord> = {}) => {
-    const user = aUser(overrides);
-    await storage().users.insert(user);
-    return user;
-  };
-
-  const newSession = async (userId: string, overrides: Partial<AuthSessionRecord> = {}) => {
-    const session = aSession(userId, overrides);
-    await storage().authSessions.insert(session);
-    return session;
-  };
-
   describe("accounts: users, sessions, members", () => {
     test("authSessions: listActiveForUser skips revoked, expired and other users' sessions", async () => {
-      const user = await newUser();
-      const other = await newUser();
-      const live1 = await newSession(user.id, { createdAt: at(1), expiresAt: at(1000) });
-      const live2 = await newSession(user.id, { createdAt: at(2), expiresAt: at(1000) });
-      const revoked = await newSession(user.id, { createdAt: at(3), expiresAt: at(1000) });
+      const user = await newUser(ctx);
+      const other = await newUser(ctx);
+      const live1 = await newSession(ctx, user.id, { createdAt: at(1), expiresAt: at(1000) });
+      const live2 = await newSession(ctx, user.id, { createdAt: at(2), expiresAt: at(1000) });
+      const revoked = await newSession(ctx, user.id, { createdAt: at(3), expiresAt: at(1000) });
       await storage().authSessions.revoke(revoked.id, at(4));
-      await newSession(user.id, { createdAt: at(0), expiresAt: at(500) });
-      await newSession(other.id);
+      await newSession(ctx, user.id, { createdAt: at(0), expiresAt: at(500) });
+      await newSession(ctx, other.id);
       expect(await storage().authSessions.listActiveForUser(user.id, at(500))).toEqual([live1, live2]);
     });
 
     test("authSessions: revokeAllForUser spares the excepted session and other users", async () => {
-      const user = await newUser();
-      const other = await newUser();
-      const keep = await newSession(user.id);
-      const drop1 = await newSession(user.id);
-      const drop2 = await newSession(user.id);
+      const user = await newUser(ctx);
+      const other = await newUser(ctx);
+      const keep = await newSession(ctx, user.id);
+      const drop1 = await newSession(ctx, user.id);
+      const drop2 = await newSession(ctx, user.id);
       await storage().authSessions.revoke(drop2.id, at(1));
-      const theirs = await newSession(other.id);
+      const theirs = await newSession(ctx, other.id);
       await storage().authSessions.revokeAllForUser(user.id, at(7), keep.id);
       expect((await storage().authSessions.findById(keep.id))?.revokedAt).toBeNull();
       expect((await storage().authSessions.findById(drop1.id))?.revokedAt).toEqual(at(7));

@@ -1,6 +1,21 @@
+/**
+ * The storage contract of oIDC and SAML providers, sign-in states consumed once, and SSO
+ * discovery. Registered by `runStorageContract`.
+ *
+ * @module
+ */
 import { describe, expect } from "vitest";
-import type { OidcProviderRecord, SamlProviderRecord, SsoLoginStateRecord } from "../../storage/sso.js";
-import { type ContractContext, concurrency, expectUnique, tag, timeline, uid } from "./fixtures.js";
+import {
+  aLoginState,
+  anOidcProvider,
+  aSamlProvider,
+  type ContractContext,
+  concurrency,
+  expectUnique,
+  ssoAt,
+  tag,
+  uid,
+} from "./fixtures.js";
 
 export function runSsoContract(ctx: ContractContext): void {
   ssoProviders(ctx);
@@ -11,56 +26,7 @@ export function runSsoContract(ctx: ContractContext): void {
 function ssoProviders(ctx: ContractContext): void {
   const { test, seedWorkspace } = ctx;
 
-  const at = timeline(Date.UTC(2026, 3, 7, 9, 15, 30, 123));
-
-  function anOidcProvider(
-    workspaceId: string,
-    overrides: Partial<OidcProviderRecord> = {},
-  ): OidcProviderRecord {
-    return {
-      id: uid(),
-      workspaceId,
-      name: "Acme Okta ✓",
-      issuerUrl: "https://acme.okta.example/oauth2/default",
-      clientId: `client-${tag()}`,
-      sealedClientSecret: new Uint8Array([1, 0, 255, 128, 7]),
-      scopes: ["openid", "email", "profile"],
-      emailClaim: "email",
-      nameClaim: "name",
-      usernameClaim: "preferred_username",
-      pictureClaim: "",
-      enforceSso: true,
-      allowJitProvisioning: false,
-      usePkce: true,
-      isActive: true,
-      createdAt: at(0, 1),
-      updatedAt: at(1, 2),
-      ...overrides,
-    };
-  }
-
-  function aSamlProvider(
-    workspaceId: string,
-    overrides: Partial<SamlProviderRecord> = {},
-  ): SamlProviderRecord {
-    return {
-      id: uid(),
-      workspaceId,
-      name: "Acme ADFS",
-      metadataUrl: "https://adfs.acme.example/FederationMetadata/2007-06/FederationMetadata.xml",
-      emailAttribute: "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/emailaddress",
-      nameAttribute: "",
-      usernameAttribute: "uid",
-      pictureAttribute: "",
-      enforceSso: false,
-      allowJitProvisioning: true,
-      isActive: true,
-      idpMetadata: null,
-      createdAt: at(2, 3),
-      updatedAt: at(3, 4),
-      ...overrides,
-    };
-  }
+  const at = ssoAt;
 
   const storage = () => ctx.storage();
 
@@ -162,22 +128,7 @@ function ssoProviders(ctx: ContractContext): void {
 function ssoLoginStates(ctx: ContractContext): void {
   const { test, seedWorkspace } = ctx;
 
-  const at = timeline(Date.UTC(2026, 3, 7, 9, 15, 30, 123));
-
-  function aLoginState(
-    workspaceId: string,
-    overrides: Partial<SsoLoginStateRecord> = {},
-  ): SsoLoginStateRecord {
-    return {
-      id: `sha256-${uid()}`,
-      workspaceId,
-      protocol: "oidc",
-      data: { nonce: "n-0S6_WzA2Mj", codeVerifier: "ünïcødé", returnTo: "/workspaces?tab=1" },
-      createdAt: at(10, 5),
-      expiresAt: at(610, 6),
-      ...overrides,
-    };
-  }
+  const at = ssoAt;
 
   const storage = () => ctx.storage();
 
@@ -234,7 +185,7 @@ function ssoLoginStates(ctx: ContractContext): void {
 function directory(ctx: ContractContext): void {
   const { test, seedWorkspace } = ctx;
 
-  const at = timeline(Date.UTC(2026, 3, 7, 9, 15, 30, 123));
+  const at = ssoAt;
 
   const storage = () => ctx.storage();
 

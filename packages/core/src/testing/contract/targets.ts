@@ -1,17 +1,24 @@
+/**
+ * The storage contract of targets: round-trips, uniqueness, patches, paging, filters and the
+ * catalog lookups. Registered by `runStorageContract`.
+ *
+ * @module
+ */
 import { describe, expect } from "vitest";
-import type { CertificateAuthorityRecord } from "../../storage/certificate-authorities.js";
-import type { PrincipalRecord } from "../../storage/principals.js";
-import type { TargetRecord } from "../../storage/targets.js";
 import {
+  accessAt,
   aDaemon,
-  aMember,
+  anAccessTarget,
   anAuthority,
-  aUser,
+  aPrincipal,
+  aWebTarget,
   type ContractContext,
+  certificateAt,
   expectUnique,
   page,
+  seedAccess,
+  seedAuthority,
   tag,
-  timeline,
   uid,
 } from "./fixtures.js";
 
@@ -21,46 +28,26 @@ export function runTargetContract(ctx: ContractContext): void {
 }
 
 function targetRecords(ctx: ContractContext): void {
-  const { test, seedWorkspace } = ctx;
+  const { test } = ctx;
 
-  const at = timeline(Date.UTC(2025, 2, 14, 15, 9, 26, 535));
-
-  function aTarget(workspaceId: string, caId: string, overrides: Partial<TargetRecord> = {}): TargetRecord {
-    return {
-      id: uid(),
-      workspaceId,
-      caId,
-      daemonId: null,
-      name: `web-${tag()}`,
-      description: "the front end",
-      tags: ["prod", "eu-west"],
-      endpoints: ["10.0.0.5:4022", "192.0.2.7:4022"],
-      metadata: { os: "linux", hostname: "web-1" },
-      createdAt: at(10, 1),
-      updatedAt: at(10, 1),
-      ...overrides,
-    };
-  }
+  const at = certificateAt;
 
   const storage = () => ctx.storage();
 
-  /** A workspace with one SSH authority. */
-  async function seedAuthority(overrides: Partial<CertificateAuthorityRecord> = {}) {
-    const { workspace } = await seedWorkspace();
-    const ca = anAuthority(workspace.id, overrides);
-    await storage().certificateAuthorities.insert(ca);
-    return { workspace, ca };
-  }
-
   describe("targets", () => {
     test("targets: every field round-trips; null daemon, empty lists and maps too", async () => {
-      const { workspace, ca } = await seedAuthority();
-      const full = aTarget(workspace.id, ca.id, {
+      const { workspace, ca } = await seedAuthority(ctx);
+      const full = aWebTarget(workspace.id, ca.id, {
         daemonId: uid(),
         description: "ünïcødé ✓",
         metadata: { "": "empty key", note: '«quoted» "x"' },
       });
-      const bare = aTarget(workspace.id, ca.id, { tags: [], endpoints: [], metadata: {}, description: "" });
+      const bare = aWebTarget(workspace.id, ca.id, {
+        tags: [],
+        endpoints: [],
+        metadata: {},
+        description: "",
+      });
       await storage().targets.insert(full);
       await storage().targets.insert(bare);
       expect(await storage().targets.findById(workspace.id, full.id)).toEqual(full);
@@ -69,9 +56,9 @@ function targetRecords(ctx: ContractContext): void {
     });
 
     test("targets: another workspace's id finds, changes, counts and deletes nothing", async () => {
-      const a = await seedAuthority();
-      const b = await seedAuthority();
-      const target = aTarget(a.workspace.id, a.ca.id);
+      const a = await seedAuthority(ctx);
+      const b = await seedAuthority(ctx);
+      const target = aWebTarget(a.workspace.id, a.ca.id);
       await storage().targets.insert(target);
       const s = storage().targets;
       expect(await s.findById(b.workspace.id, target.id)).toBeNull();
@@ -83,13 +70,13 @@ function targetRecords(ctx: ContractContext): void {
     });
 
     test("targets: names are unique per workspace", async () => {
-      const a = await seedAuthority();
-      const b = await seedAuthority();
-      const target = aTarget(a.workspace.id, a.ca.id);
-      const other = aTarget(a.workspace.id, a.ca.id);
+      const a = await seedAuthority(ctx);
+      const b = await seedAuthority(ctx);
+      const target = aWebTarget(a.workspace.id, a.ca.id);
+      const other = aWebTarget(a.workspace.id, a.ca.id);
       await storage().targets.insert(target);
       await storage().targets.insert(other);
-      const clash = aTarget(a.workspace.id, a.ca.id, { name: target.name });
+      const clash = aWebTarget(a.workspace.id, a.ca.id, { name: target.name });
       await expectUnique(storage().targets.insert(clash), "targets.name");
       expect(await storage().targets.findById(a.workspace.id, clash.id)).toBeNull();
       await expectUnique(
@@ -97,14 +84,14 @@ function targetRecords(ctx: ContractContext): void {
         "targets.name",
       );
       expect(await storage().targets.findById(a.workspace.id, other.id)).toEqual(other);
-      await storage().targets.insert(aTarget(b.workspace.id, b.ca.id, { name: target.name }));
+      await storage().targets.insert(aWebTarget(b.workspace.id, b.ca.id, { name: target.name }));
     });
 
     test("targets: update changes only the given fields; delete returns true once", async () => {
-      const { workspace, ca } = await seedAuthority();
+      const { workspace, ca } = await seedAuthority(ctx);
       const second = anAuthority(workspace.id);
       await storage().certificateAuthorities.insert(second);
-      const target = aTarget(workspace.id, ca.id);
+      const target = aWebTarget(workspace.id, ca.id);
       await storage().targets.insert(target);
       const patch = {
         caId: second.id,
@@ -125,12 +112,12 @@ function targetRecords(ctx: ContractContext): void {
     });
 
     test("targets: list pages oldest first with the total and filters by authority and daemon", async () => {
-      const { workspace, ca } = await seedAuthority();
+      const { workspace, ca } = await seedAuthority(ctx);
       const other = anAuthority(workspace.id);
       await storage().certificateAuthorities.insert(other);
       const daemonId = uid();
       const targets = Array.from({ length: 5 }, (_, i) =>
-        aTarget(workspace.id, i % 2 ? other.id : ca.id, {
+        aWebTarget(workspace.id, i % 2 ? other.id : ca.id, {
           createdAt: at(100 + i),
           daemonId: i === 3 ? daemonId : null,
         }),
@@ -152,53 +139,14 @@ function targetRecords(ctx: ContractContext): void {
 function targetFiltersAndCatalog(c: ContractContext): void {
   const { test } = c;
 
-  const at = timeline(Date.UTC(2025, 5, 1, 8, 0, 0, 250));
-
-  function aTarget(workspaceId: string, caId: string, overrides: Partial<TargetRecord> = {}): TargetRecord {
-    return {
-      id: uid(),
-      workspaceId,
-      caId,
-      daemonId: null,
-      name: `db-${tag()}`,
-      description: "the Primary database",
-      tags: ["prod"],
-      endpoints: ["10.0.0.9:4022"],
-      metadata: {},
-      createdAt: at(20, 2),
-      updatedAt: at(20, 2),
-      ...overrides,
-    };
-  }
-
-  function aPrincipal(
-    workspaceId: string,
-    targetId: string,
-    overrides: Partial<PrincipalRecord> = {},
-  ): PrincipalRecord {
-    return { id: uid(), workspaceId, targetId, username: "deploy", createdAt: at(30, 3), ...overrides };
-  }
+  const at = accessAt;
 
   const s = () => c.storage();
 
-  /** A workspace with its owner, a second member, an SSH authority and a target. */
-  async function seedAccess() {
-    const seeded = await c.seedWorkspace();
-    const ws = seeded.workspace.id;
-    const guest = aUser();
-    await s().users.insert(guest);
-    await s().members.insert(aMember(ws, guest.id, { role: "viewer", createdAt: at(100, 7) }));
-    const ca = anAuthority(ws);
-    await s().certificateAuthorities.insert(ca);
-    const target = aTarget(ws, ca.id);
-    await s().targets.insert(target);
-    return { ...seeded, ws, guest, ca, target };
-  }
-
   describe("target filters and catalog", () => {
     test("targets: list by query, tags and principal usernames", async () => {
-      const { ws, ca, target } = await seedAccess();
-      const web = aTarget(ws, ca.id, {
+      const { ws, ca, target } = await seedAccess(c);
+      const web = anAccessTarget(ws, ca.id, {
         name: `Web-${tag()}`,
         description: "Front END",
         tags: ["prod", "eu"],
@@ -221,9 +169,9 @@ function targetFiltersAndCatalog(c: ContractContext): void {
     });
 
     test("target catalog: by ids, distinct tags, daemons of targets; other workspaces excluded", async () => {
-      const a = await seedAccess();
-      const b = await seedAccess();
-      const second = aTarget(a.ws, a.ca.id, { tags: ["eu", "prod"], createdAt: at(40) });
+      const a = await seedAccess(c);
+      const b = await seedAccess(c);
+      const second = anAccessTarget(a.ws, a.ca.id, { tags: ["eu", "prod"], createdAt: at(40) });
       await s().targets.insert(second);
       expect(
         (await s().targets.listByIds(a.ws, [second.id, a.target.id, b.target.id, uid()])).map((t) => t.id),

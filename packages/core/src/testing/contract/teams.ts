@@ -1,17 +1,11 @@
+/**
+ * The storage contract of teams: round-trips, filters, members, and members only of the team's
+ * workspace. Registered by `runStorageContract`.
+ *
+ * @module
+ */
 import { describe, expect } from "vitest";
-import type { TargetRecord } from "../../storage/targets.js";
-import type { TeamRecord } from "../../storage/teams.js";
-import {
-  aMember,
-  anAuthority,
-  aUser,
-  type ContractContext,
-  expectUnique,
-  page,
-  tag,
-  timeline,
-  uid,
-} from "./fixtures.js";
+import { accessAt, aTeam, type ContractContext, expectUnique, page, seedAccess } from "./fixtures.js";
 
 export function runTeamContract(ctx: ContractContext): void {
   teamRecords(ctx);
@@ -20,58 +14,14 @@ export function runTeamContract(ctx: ContractContext): void {
 function teamRecords(c: ContractContext): void {
   const { test } = c;
 
-  const at = timeline(Date.UTC(2025, 5, 1, 8, 0, 0, 250));
-
-  function aTeam(workspaceId: string, overrides: Partial<TeamRecord> = {}): TeamRecord {
-    return {
-      id: uid(),
-      workspaceId,
-      name: `Platform Team ${tag()}`,
-      description: "keeps the lights on",
-      tags: ["ops", "on-call"],
-      createdAt: at(10, 1),
-      updatedAt: at(10, 1),
-      ...overrides,
-    };
-  }
-
-  function aTarget(workspaceId: string, caId: string, overrides: Partial<TargetRecord> = {}): TargetRecord {
-    return {
-      id: uid(),
-      workspaceId,
-      caId,
-      daemonId: null,
-      name: `db-${tag()}`,
-      description: "the Primary database",
-      tags: ["prod"],
-      endpoints: ["10.0.0.9:4022"],
-      metadata: {},
-      createdAt: at(20, 2),
-      updatedAt: at(20, 2),
-      ...overrides,
-    };
-  }
+  const at = accessAt;
 
   const s = () => c.storage();
 
-  /** A workspace with its owner, a second member, an SSH authority and a target. */
-  async function seedAccess() {
-    const seeded = await c.seedWorkspace();
-    const ws = seeded.workspace.id;
-    const guest = aUser();
-    await s().users.insert(guest);
-    await s().members.insert(aMember(ws, guest.id, { role: "viewer", createdAt: at(100, 7) }));
-    const ca = anAuthority(ws);
-    await s().certificateAuthorities.insert(ca);
-    const target = aTarget(ws, ca.id);
-    await s().targets.insert(target);
-    return { ...seeded, ws, guest, ca, target };
-  }
-
   describe("teams", () => {
     test("teams: round-trip, filters, paging, update; names unique per workspace", async () => {
-      const a = await seedAccess();
-      const b = await seedAccess();
+      const a = await seedAccess(c);
+      const b = await seedAccess(c);
       const older = aTeam(a.ws, { name: "Équipe Ω", tags: ["eu", "ops"], createdAt: at(1) });
       const newer = aTeam(a.ws, { description: "Database Admins", tags: ["ops"], createdAt: at(2) });
       await s().teams.insert(newer);
@@ -96,7 +46,7 @@ function teamRecords(c: ContractContext): void {
     });
 
     test("teams: members are added once, listed with profiles, removed; teamsOf", async () => {
-      const { ws, user, guest } = await seedAccess();
+      const { ws, user, guest } = await seedAccess(c);
       const team = aTeam(ws);
       const other = aTeam(ws);
       await s().teams.insert(team);
@@ -120,8 +70,8 @@ function teamRecords(c: ContractContext): void {
     });
 
     test("teams: a team member must be a member of the team's workspace", async () => {
-      const a = await seedAccess();
-      const b = await seedAccess();
+      const a = await seedAccess(c);
+      const b = await seedAccess(c);
       const team = aTeam(a.ws);
       await s().teams.insert(team);
       await expect(s().teams.addMember(a.ws, team.id, b.guest.id, at(1))).rejects.toThrow();

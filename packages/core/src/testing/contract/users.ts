@@ -1,12 +1,26 @@
+/**
+ * The storage contract of users: round-trips, lookups by email and username (whatever its case),
+ * uniqueness. Registered by `runStorageContract`.
+ *
+ * @module
+ */
 import { describe, expect } from "vitest";
-import type { BackupCodeRecord } from "../../storage/backup-codes.js";
-import type { CliLoginRecord, UserDeviceRecord } from "../../storage/devices.js";
-import type { LinkedAccountRecord } from "../../storage/linked-accounts.js";
-import type { OneTimeTokenRecord } from "../../storage/one-time-tokens.js";
-import type { PasskeyRecord } from "../../storage/passkeys.js";
-import type { AuthSessionRecord } from "../../storage/sessions.js";
-import type { UserRecord } from "../../storage/users.js";
-import { aSession, aUser, type ContractContext, expectUnique, tag, timeline, uid } from "./fixtures.js";
+import {
+  aBackupCode,
+  aCliLogin,
+  accountAt,
+  aDevice,
+  aLinkedAccount,
+  aOneTimeToken,
+  aPasskey,
+  aUser,
+  type ContractContext,
+  expectUnique,
+  newSession,
+  newUser,
+  tag,
+  uid,
+} from "./fixtures.js";
 
 export function runUserContract(ctx: ContractContext): void {
   const { test } = ctx;
@@ -75,125 +89,13 @@ export function runUserContract(ctx: ContractContext): void {
 function updatesAndCascades(ctx: ContractContext): void {
   const { test, seedWorkspace } = ctx;
 
-  const at = timeline(Date.UTC(2025, 6, 1, 8, 0, 0, 321));
-
-  function aOneTimeToken(
-    userId: string | null,
-    overrides: Partial<OneTimeTokenRecord> = {},
-  ): OneTimeTokenRecord {
-    return {
-      id: uid(),
-      purpose: "reset_password",
-      tokenHash: `sha256-${uid()}`,
-      userId,
-      data: { email: "ada@example.com", note: "ünïcødé ✓" },
-      createdAt: at(0, 1),
-      expiresAt: at(3600, 2),
-      consumedAt: null,
-      ...overrides,
-    };
-  }
-
-  function aPasskey(userId: string, overrides: Partial<PasskeyRecord> = {}): PasskeyRecord {
-    return {
-      id: `cred_${uid().replaceAll("-", "")}`,
-      userId,
-      name: "YubiKey 5 🔑",
-      publicKey: new Uint8Array([0xa5, 0x01, 0x02, 0x03, 0x26, 0x00, 0xff]),
-      counter: 4_000_000_000, // beyond int32: counters are uint32
-      transports: ["usb", "nfc"],
-      deviceType: "singleDevice",
-      backedUp: false,
-      createdAt: at(10, 3),
-      lastUsedAt: null,
-      ...overrides,
-    };
-  }
-
-  function aBackupCode(userId: string, overrides: Partial<BackupCodeRecord> = {}): BackupCodeRecord {
-    return {
-      id: uid(),
-      userId,
-      codeHash: `sha256-${uid()}`,
-      createdAt: at(20, 4),
-      usedAt: null,
-      ...overrides,
-    };
-  }
-
-  function aDevice(
-    userId: string,
-    sessionId: string,
-    overrides: Partial<UserDeviceRecord> = {},
-  ): UserDeviceRecord {
-    return {
-      id: uid(),
-      userId,
-      sessionId,
-      name: "ada-laptop",
-      authMethod: "tpm",
-      publicKey:
-        "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----\n",
-      createdAt: at(30, 5),
-      expiresAt: at(30 + 7_776_000, 6),
-      lastUsedAt: null,
-      ...overrides,
-    };
-  }
-
-  function aCliLogin(overrides: Partial<CliLoginRecord> = {}): CliLoginRecord {
-    return {
-      id: uid(),
-      codeHash: `sha256-${uid()}`,
-      deviceId: uid(),
-      deviceName: "build-box",
-      authMethod: "soft",
-      publicKey: "-----BEGIN PUBLIC KEY-----\nMFkw\n-----END PUBLIC KEY-----\n",
-      ipAddress: "198.51.100.7",
-      userAgent: "platform-cli/1.0",
-      createdAt: at(40, 7),
-      expiresAt: at(640, 8),
-      approvedBy: null,
-      approvedAt: null,
-      userCodeHash: `sha256-${uid()}`,
-      codeFailures: 0,
-      deniedAt: null,
-      clientOs: "linux/x64",
-      clientVersion: "1.2.3",
-      ...overrides,
-    };
-  }
-
-  function aLinkedAccount(userId: string, overrides: Partial<LinkedAccountRecord> = {}): LinkedAccountRecord {
-    return {
-      userId,
-      provider: `github-${uid().slice(0, 8)}`,
-      providerId: uid(),
-      providerEmail: "ada@users.noreply.example.com",
-      providerUsername: "ada",
-      protocol: "oauth",
-      createdAt: at(50, 9),
-      ...overrides,
-    };
-  }
+  const at = accountAt;
 
   const storage = () => ctx.storage();
 
-  const newUser = async (overrides: Partial<UserRecord> = {}) => {
-    const user = aUser(overrides);
-    await storage().users.insert(user);
-    return user;
-  };
-
-  const newSession = async (userId: string, overrides: Partial<AuthSessionRecord> = {}) => {
-    const session = aSession(userId, overrides);
-    await storage().authSessions.insert(session);
-    return session;
-  };
-
   describe("accounts: users, sessions, members", () => {
     test("users.update: changes only the given fields and lower-cases the email", async () => {
-      const user = await newUser({ emailVerified: true, passwordHash: "$argon2id$old" });
+      const user = await newUser(ctx, { emailVerified: true, passwordHash: "$argon2id$old" });
       const updated = await storage().users.update(
         user.id,
         { name: "Ada King", email: "Ada.King@Example.COM", emailVerified: false },
@@ -218,8 +120,8 @@ function updatesAndCascades(ctx: ContractContext): void {
     });
 
     test("users.update: a taken username or email throws UniqueViolationError and changes nothing", async () => {
-      const a = await newUser();
-      const b = await newUser();
+      const a = await newUser(ctx);
+      const b = await newUser(ctx);
       await expectUnique(storage().users.update(b.id, { username: a.username }, at(5)), "users.username");
       await expectUnique(
         storage().users.update(b.id, { email: a.email.toUpperCase() }, at(5)),
@@ -230,8 +132,8 @@ function updatesAndCascades(ctx: ContractContext): void {
 
     test("users.delete: cascades to memberships, sessions, credentials, devices, tokens and links", async () => {
       const { user, workspace } = await seedWorkspace();
-      const other = await newUser();
-      const session = await newSession(user.id);
+      const other = await newUser(ctx);
+      const session = await newSession(ctx, user.id);
       const passkey = aPasskey(user.id);
       await storage().passkeys.insert(passkey);
       await storage().backupCodes.insertMany([aBackupCode(user.id)]);
@@ -243,7 +145,7 @@ function updatesAndCascades(ctx: ContractContext): void {
       const login = aCliLogin();
       await storage().cliLogins.insert(login);
       expect(await storage().cliLogins.approve(login.id, user.id, at(41))).not.toBeNull();
-      const keep = await newSession(other.id);
+      const keep = await newSession(ctx, other.id);
 
       expect(await storage().users.delete(user.id)).toBe(true);
       expect(await storage().users.delete(user.id)).toBe(false);

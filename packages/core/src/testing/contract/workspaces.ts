@@ -1,28 +1,33 @@
+/**
+ * The storage contract of workspaces: round-trips, patches, listing by member, deletion and its
+ * cascades. Registered by `runStorageContract`.
+ *
+ * @module
+ */
 import { describe, expect } from "vitest";
-import type {
-  CertificateAuthorityRecord,
-  RetiredAuthorityKeyRecord,
-} from "../../storage/certificate-authorities.js";
-import type { IssuedCertificateRecord } from "../../storage/certificates.js";
-import type { WorkspaceDomainRecord } from "../../storage/domains.js";
-import type { WorkspaceInviteRecord } from "../../storage/invites.js";
-import type { PrincipalRecord } from "../../storage/principals.js";
-import type { TargetRecord } from "../../storage/targets.js";
-import type { TeamRecord } from "../../storage/teams.js";
 import {
+  accessAt,
   aDaemon,
+  aDomain,
   aMember,
   anAuditEvent,
   anAuthority,
+  anInvite,
+  anIssued,
+  aPrincipal,
+  aRetiredKey,
   aServiceAccount,
   aSession,
+  aTeam,
   at,
   aUser,
+  aWebTarget,
   aWorkspace,
   type ContractContext,
+  certificateAt,
   expectUnique,
-  tag,
-  timeline,
+  seedAccess,
+  seedAuthority,
   uid,
 } from "./fixtures.js";
 
@@ -170,90 +175,16 @@ export function runWorkspaceContract(ctx: ContractContext): void {
 }
 
 function deletionOfCertificates(ctx: ContractContext): void {
-  const { test, seedWorkspace } = ctx;
+  const { test } = ctx;
 
-  const at = timeline(Date.UTC(2025, 2, 14, 15, 9, 26, 535));
-
-  function aTarget(workspaceId: string, caId: string, overrides: Partial<TargetRecord> = {}): TargetRecord {
-    return {
-      id: uid(),
-      workspaceId,
-      caId,
-      daemonId: null,
-      name: `web-${tag()}`,
-      description: "the front end",
-      tags: ["prod", "eu-west"],
-      endpoints: ["10.0.0.5:4022", "192.0.2.7:4022"],
-      metadata: { os: "linux", hostname: "web-1" },
-      createdAt: at(10, 1),
-      updatedAt: at(10, 1),
-      ...overrides,
-    };
-  }
-
-  function anIssued(
-    workspaceId: string,
-    caId: string,
-    overrides: Partial<IssuedCertificateRecord> = {},
-  ): IssuedCertificateRecord {
-    const id = uid();
-    return {
-      id,
-      workspaceId,
-      caId,
-      caKeyVersion: 1,
-      kind: "ssh_user",
-      // Above 2^63: serials are uint64 and must not pass through a signed 64-bit column.
-      serial: (18_000_000_000_000_000_000n + BigInt(Math.floor(Math.random() * 1e15))).toString(),
-      keyFingerprint: "SHA256:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU",
-      principals: [uid()],
-      validAfter: at(20, 2),
-      validBefore: at(20 + 3600, 3),
-      requesterType: "user",
-      requesterId: uid(),
-      targetId: null,
-      keyId: `wap:${workspaceId}:user:${id}`,
-      createdAt: at(20, 4),
-      ...overrides,
-    };
-  }
-
-  function aRetiredKey(
-    ca: CertificateAuthorityRecord,
-    overrides: Partial<RetiredAuthorityKeyRecord> = {},
-  ): RetiredAuthorityKeyRecord {
-    return {
-      workspaceId: ca.workspaceId,
-      caId: ca.id,
-      version: 1,
-      keyType: "ecdsa",
-      keyBits: 384,
-      publicKey: "ecdsa-sha2-nistp384 AAAAE2VjZHNhLXNoYTItbmlzdHAzODQ=",
-      certificate: "",
-      serialNumber: "",
-      notBefore: at(0, 5),
-      notAfter: at(315_360_000, 6),
-      createdAt: at(0, 5),
-      retiredAt: at(500, 7),
-      trustedUntil: at(500 + 86_400, 8),
-      ...overrides,
-    };
-  }
+  const _at = certificateAt;
 
   const storage = () => ctx.storage();
 
-  /** A workspace with one SSH authority. */
-  async function seedAuthority(overrides: Partial<CertificateAuthorityRecord> = {}) {
-    const { workspace } = await seedWorkspace();
-    const ca = anAuthority(workspace.id, overrides);
-    await storage().certificateAuthorities.insert(ca);
-    return { workspace, ca };
-  }
-
   test("workspaces: delete removes targets, ledger entries and retired keys with the workspace", async () => {
     const seed = async () => {
-      const { workspace, ca } = await seedAuthority();
-      const target = aTarget(workspace.id, ca.id);
+      const { workspace, ca } = await seedAuthority(ctx);
+      const target = aWebTarget(workspace.id, ca.id);
       await storage().targets.insert(target);
       const entry = anIssued(workspace.id, ca.id, { targetId: target.id });
       await storage().issuedCertificates.insert(entry);
@@ -281,44 +212,13 @@ function deletionOfCertificates(ctx: ContractContext): void {
 function settings(c: ContractContext): void {
   const { test } = c;
 
-  const at = timeline(Date.UTC(2025, 5, 1, 8, 0, 0, 250));
-
-  function aTarget(workspaceId: string, caId: string, overrides: Partial<TargetRecord> = {}): TargetRecord {
-    return {
-      id: uid(),
-      workspaceId,
-      caId,
-      daemonId: null,
-      name: `db-${tag()}`,
-      description: "the Primary database",
-      tags: ["prod"],
-      endpoints: ["10.0.0.9:4022"],
-      metadata: {},
-      createdAt: at(20, 2),
-      updatedAt: at(20, 2),
-      ...overrides,
-    };
-  }
+  const at = accessAt;
 
   const s = () => c.storage();
 
-  /** A workspace with its owner, a second member, an SSH authority and a target. */
-  async function seedAccess() {
-    const seeded = await c.seedWorkspace();
-    const ws = seeded.workspace.id;
-    const guest = aUser();
-    await s().users.insert(guest);
-    await s().members.insert(aMember(ws, guest.id, { role: "viewer", createdAt: at(100, 7) }));
-    const ca = anAuthority(ws);
-    await s().certificateAuthorities.insert(ca);
-    const target = aTarget(ws, ca.id);
-    await s().targets.insert(target);
-    return { ...seeded, ws, guest, ca, target };
-  }
-
   describe("workspace settings and invite link", () => {
     test("settings: absent until set; upsert inserts, then replaces", async () => {
-      const { ws } = await seedAccess();
+      const { ws } = await seedAccess(c);
       expect(await s().workspaceSettings.find(ws)).toBeNull();
       const first = {
         workspaceId: ws,
@@ -338,96 +238,14 @@ function settings(c: ContractContext): void {
 function workspaceDeletion(c: ContractContext): void {
   const { test } = c;
 
-  const at = timeline(Date.UTC(2025, 5, 1, 8, 0, 0, 250));
-
-  function aTeam(workspaceId: string, overrides: Partial<TeamRecord> = {}): TeamRecord {
-    return {
-      id: uid(),
-      workspaceId,
-      name: `Platform Team ${tag()}`,
-      description: "keeps the lights on",
-      tags: ["ops", "on-call"],
-      createdAt: at(10, 1),
-      updatedAt: at(10, 1),
-      ...overrides,
-    };
-  }
-
-  function aTarget(workspaceId: string, caId: string, overrides: Partial<TargetRecord> = {}): TargetRecord {
-    return {
-      id: uid(),
-      workspaceId,
-      caId,
-      daemonId: null,
-      name: `db-${tag()}`,
-      description: "the Primary database",
-      tags: ["prod"],
-      endpoints: ["10.0.0.9:4022"],
-      metadata: {},
-      createdAt: at(20, 2),
-      updatedAt: at(20, 2),
-      ...overrides,
-    };
-  }
-
-  function aPrincipal(
-    workspaceId: string,
-    targetId: string,
-    overrides: Partial<PrincipalRecord> = {},
-  ): PrincipalRecord {
-    return { id: uid(), workspaceId, targetId, username: "deploy", createdAt: at(30, 3), ...overrides };
-  }
-
-  function aDomain(
-    workspaceId: string,
-    overrides: Partial<WorkspaceDomainRecord> = {},
-  ): WorkspaceDomainRecord {
-    return {
-      workspaceId,
-      domain: `d${tag()}.example.com`,
-      verificationToken: `wap-domain-verification=${tag()}`,
-      verifiedAt: null,
-      createdAt: at(40, 4),
-      updatedAt: at(40, 4),
-      ...overrides,
-    };
-  }
-
-  function anInvite(
-    workspaceId: string,
-    overrides: Partial<WorkspaceInviteRecord> = {},
-  ): WorkspaceInviteRecord {
-    return {
-      workspaceId,
-      tokenHash: `hash-${uid()}`,
-      role: "viewer",
-      createdBy: uid(),
-      createdAt: at(50, 5),
-      expiresAt: at(50 + 86_400, 6),
-      ...overrides,
-    };
-  }
+  const at = accessAt;
 
   const s = () => c.storage();
-
-  /** A workspace with its owner, a second member, an SSH authority and a target. */
-  async function seedAccess() {
-    const seeded = await c.seedWorkspace();
-    const ws = seeded.workspace.id;
-    const guest = aUser();
-    await s().users.insert(guest);
-    await s().members.insert(aMember(ws, guest.id, { role: "viewer", createdAt: at(100, 7) }));
-    const ca = anAuthority(ws);
-    await s().certificateAuthorities.insert(ca);
-    const target = aTarget(ws, ca.id);
-    await s().targets.insert(target);
-    return { ...seeded, ws, guest, ca, target };
-  }
 
   describe("workspace deletion", () => {
     test("workspaces: delete removes teams, grants, domains, invite and settings, and nothing else", async () => {
       const seed = async () => {
-        const seeded = await seedAccess();
+        const seeded = await seedAccess(c);
         const { ws, guest, target } = seeded;
         const team = aTeam(ws);
         await s().teams.insert(team);
