@@ -120,7 +120,7 @@ async function runPhase(phase: string, filename: string): Promise<PhaseResult> {
     } else if (phase === "select") {
       let after: string | undefined;
       for (;;) {
-        const page = await storage.auditLog.scan(workspaceId, {
+        const page = await storage.auditEvents.scan(workspaceId, {
           limit: pageSize,
           ...(after ? { after } : {}),
         });
@@ -132,7 +132,7 @@ async function runPhase(phase: string, filename: string): Promise<PhaseResult> {
       const all: Record<string, string>[] = [];
       let after: string | undefined;
       for (;;) {
-        const page = await storage.auditLog.scan(workspaceId, {
+        const page = await storage.auditEvents.scan(workspaceId, {
           limit: pageSize,
           ...(after ? { after } : {}),
         });

@@ -52,7 +52,7 @@ import {
   type Services,
 } from "./operations/services.js";
 import { type Clock, type Random, systemClock, systemRandom } from "./runtime.js";
-import type { AuditEventRecord } from "./storage/records.js";
+import type { AuditEventRecord } from "./storage/audit.js";
 import {
   type Repositories,
   type Storage,

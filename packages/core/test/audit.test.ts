@@ -6,7 +6,7 @@ import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { ExportAuditLogsRequest_Format, UtilService } from "@wap/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { exportAuditLog } from "../src/audit/export.js";
-import type { AuditEventRecord } from "../src/storage/records.js";
+import type { AuditEventRecord } from "../src/storage/audit.js";
 import { addMember, useIntegrations } from "./support/enterprise.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 

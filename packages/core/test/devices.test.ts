@@ -6,7 +6,7 @@ import { hashSecret } from "../src/auth/service-account-tokens.js";
 import { createCallContext } from "../src/context.js";
 import { authenticateDevice } from "../src/devices/challenge.js";
 import { cliLoginStream, startCliLogin } from "../src/devices/cli-login.js";
-import type { CliLoginRepository } from "../src/storage/accounts.js";
+import type { CliLoginRepository } from "../src/storage/devices.js";
 import {
   type AccountsPlatform,
   createAccountsPlatform,

@@ -15,7 +15,7 @@ import {
   type SessionRecording,
   startSessionRecording,
 } from "../src/recordings/recorder.js";
-import type { DaemonSessionRecord } from "../src/storage/daemons-sessions.js";
+import type { DaemonSessionRecord } from "../src/storage/daemon-sessions.js";
 import type { Storage } from "../src/storage/storage.js";
 import { memberWithRole, type Owner, serviceAccountCaller } from "./support/access.js";
 import { ofLength, violatedFieldsOf } from "./support/bounds.js";

@@ -18,9 +18,17 @@ export type PostgresStorageOptions =
    * A connection string; the storage creates the pool and ends it on `close()`. Put
    * `?options=-c search_path=<schema>` in it to use a schema other than `public`.
    */
-  | { readonly connectionString: string; readonly maxConnections?: number }
-  /** A pool the application owns: `close()` leaves it open. */
-  | { readonly pool: PgPoolLike };
+  (
+    | { readonly connectionString: string; readonly maxConnections?: number }
+    /** A pool the application owns: `close()` leaves it open. */
+    | { readonly pool: PgPoolLike }
+  ) & {
+    /**
+     * Whether a call on the storage itself inside one of its transactions fails (the caller
+     * meant `tx`) or joins the transaction. Default: fails when NODE_ENV is `test`.
+     */
+    readonly strictTransactions?: boolean;
+  };
 
 /** First key of the two-key advisory lock that serialises migrations (the second is the schema). */
 const migrationLockClass = 0x77617073; // "waps"
@@ -58,7 +66,12 @@ export async function createPostgresStorage(options: PostgresStorageOptions): Pr
     await db.destroy().catch(() => undefined);
     throw translateDriverError(postgresTraits, error);
   }
-  return createSqlStorage({ db, dialect: postgresTraits, capabilities: { multiInstance: true } });
+  return createSqlStorage({
+    db,
+    dialect: postgresTraits,
+    capabilities: { multiInstance: true },
+    ...(options.strictTransactions !== undefined && { strictTransactions: options.strictTransactions }),
+  });
 }
 
 const guarded = new WeakSet<object>();

@@ -117,6 +117,36 @@ describe("postgres adapter", () => {
     }
   });
 
+  it("with strictTransactions off, a call on the storage itself inside a transaction joins it", async () => {
+    const storage = await createPostgresStorage({ connectionString: url, strictTransactions: false });
+    try {
+      const id = randomUUID();
+      const user = {
+        id,
+        name: "Grace Hopper",
+        username: `grace-${id}`,
+        email: `grace-${id}@example.com`,
+        emailVerified: true,
+        picture: "",
+        passwordHash: null,
+        enableEmailRecovery: false,
+        createdAt: new Date(0),
+        updatedAt: new Date(0),
+      };
+      await expect(
+        storage.transaction(async (tx) => {
+          await tx.users.insert(user);
+          // It sees the transaction's uncommitted write, and goes with its rollback.
+          expect(await storage.users.findById(id)).toEqual(user);
+          throw new Error("abandon");
+        }),
+      ).rejects.toThrow("abandon");
+      expect(await storage.users.findById(id)).toBeNull();
+    } finally {
+      await storage.close();
+    }
+  });
+
   it("leaves a lent pool open on close", async () => {
     const pool = new pg.Pool({ connectionString: url });
     const storage = await createPostgresStorage({ pool });

@@ -4,9 +4,12 @@
  * Transactions are explicit (`tx`), but the frame of the running transaction is also tracked with
  * AsyncLocalStorage, for two reasons: a nested `storage.transaction()` must join the outer one,
  * and a call on `storage` (not `tx`) made inside a transaction must not wait for a connection the
- * transaction holds (SQLite has exactly one: that would hang forever). Tracking makes every
- * promise of the process pay (Node's promise hooks), so it is on only while such a transaction
- * is open; `append` (the signing path) needs none: its batches pass their transaction explicitly.
+ * transaction holds (SQLite has exactly one: that would hang forever). Such a call is a mistake
+ * (it reads as if it ran outside the transaction, yet would see and share its writes): with
+ * `strictTransactions` (on under NODE_ENV=test) it fails; otherwise it joins the transaction.
+ * Tracking makes every promise of the process pay (Node's promise hooks), so it is on only while
+ * such a transaction is open; `append` (the signing path) needs none: its batches pass their
+ * transaction explicitly.
  *
  * @module
  */
@@ -20,13 +23,13 @@ import {
 } from "@wap/core/storage";
 import { type CompiledQuery, type Kysely, sql, type Transaction } from "kysely";
 import type { SqlDialectTraits } from "./dialect.js";
-import { hot } from "./hot-queries.js";
 import { type CommitUnits, createAppendBatcher } from "./lib/append-batcher.js";
 import { type DirectExecutor, registerDirectExecutor } from "./lib/direct.js";
 import { translateError } from "./lib/errors.js";
-import { auditEventToRow, issuedCertificateToRow } from "./lib/mapping.js";
 import { Mutex } from "./lib/mutex.js";
 import { savepointStatements } from "./lib/savepoints.js";
+import { auditEventToRow, insertAuditEvent } from "./repositories/audit.js";
+import { insertIssuedCertificate, issuedCertificateToRow } from "./repositories/certificates.js";
 import { createRepositories, type QueryRunner } from "./repositories.js";
 import type { Database } from "./schema.js";
 
@@ -48,6 +51,22 @@ export interface SqlStorageOptions {
   readonly commitAppends?: CommitUnits<AppendStatements>;
   /** Runs prepared queries on the driver itself while no transaction holds the connection. */
   readonly directExecutor?: DirectExecutor;
+  /**
+   * Refuse a call on the storage's own repositories made inside one of its transactions (the
+   * caller meant `tx`) instead of running it in that transaction. Default: on when NODE_ENV is
+   * `test`, so test suites catch the mistake while production keeps serving.
+   */
+  readonly strictTransactions?: boolean;
+}
+
+/** What a call on the storage itself inside one of its transactions throws in strict mode. */
+class TransactionMisuseError extends Error {
+  constructor() {
+    super(
+      "storage: a call on the storage itself inside storage.transaction(); use the transaction's repositories (tx)",
+    );
+    this.name = "TransactionMisuseError";
+  }
 }
 
 /** One level of a transaction: the outermost one, or a savepoint inside it. */
@@ -87,6 +106,7 @@ export function createSqlStorage(options: SqlStorageOptions): Storage {
   const { db, dialect } = options;
   if (options.directExecutor) registerDirectExecutor(db, options.directExecutor);
   const current = new AsyncLocalStorage<Frame>();
+  const strict = options.strictTransactions ?? process.env.NODE_ENV === "test";
   /** Root transactions begun and not yet finished: tracking is on while there are any. */
   let tracked = 0;
   let closed = false;
@@ -99,7 +119,10 @@ export function createSqlStorage(options: SqlStorageOptions): Storage {
    */
   function frameFor(bound: Frame | undefined): Frame | undefined {
     const active = live(current.getStore());
-    if (bound === undefined) return active;
+    if (bound === undefined) {
+      if (active !== undefined && strict) throw new TransactionMisuseError();
+      return active;
+    }
     if (active !== undefined && active.root === bound.root) return active;
     const frame = live(bound.root.innermost ?? bound);
     if (frame === undefined) throw new Error("storage: this transaction has already finished");
@@ -146,10 +169,10 @@ export function createSqlStorage(options: SqlStorageOptions): Storage {
   function appendStatements(unit: AppendUnit): AppendStatements {
     const statements: CompiledQuery[] = [];
     for (const entry of unit.issuedCertificates ?? []) {
-      statements.push(hot.insertIssuedCertificate.compile(db, dialect.name, issuedCertificateToRow(entry)));
+      statements.push(insertIssuedCertificate.compile(db, dialect.name, issuedCertificateToRow(entry)));
     }
     for (const event of unit.auditEvents ?? []) {
-      statements.push(hot.insertAuditEvent.compile(db, dialect.name, auditEventToRow(event)));
+      statements.push(insertAuditEvent.compile(db, dialect.name, auditEventToRow(event)));
     }
     return statements;
   }

@@ -23,21 +23,29 @@ export interface SqliteDatabaseLike extends SqliteDatabase {
 
 export type SqliteStorageOptions =
   /** A file to open (created if missing), or ":memory:". The storage owns and closes it. */
-  | {
-      readonly filename: string;
-      readonly busyTimeoutMs?: number;
-      /**
-       * The caller makes sure no other connection writes the file while the storage is open (the
-       * server holds a lock file for that). The rows every request reads are then kept in memory
-       * and dropped at the storage's next write (read-cache.ts). Default false.
-       */
-      readonly exclusive?: boolean;
-    }
-  /**
-   * A database the application opened. Its pragmas are set as the storage needs them; the
-   * application keeps ownership: `close()` leaves it open.
-   */
-  | { readonly database: SqliteDatabaseLike; readonly busyTimeoutMs?: number };
+  (
+    | {
+        readonly filename: string;
+        readonly busyTimeoutMs?: number;
+        /**
+         * The caller makes sure no other connection writes the file while the storage is open
+         * (the server holds a lock file for that). The rows every request reads are then kept in
+         * memory and dropped at the storage's next write (read-cache.ts). Default false.
+         */
+        readonly exclusive?: boolean;
+      }
+    /**
+     * A database the application opened. Its pragmas are set as the storage needs them; the
+     * application keeps ownership: `close()` leaves it open.
+     */
+    | { readonly database: SqliteDatabaseLike; readonly busyTimeoutMs?: number }
+  ) & {
+    /**
+     * Whether a call on the storage itself inside one of its transactions fails (the caller
+     * meant `tx`) or joins the transaction. Default: fails when NODE_ENV is `test`.
+     */
+    readonly strictTransactions?: boolean;
+  };
 
 const defaultBusyTimeoutMs = 5000;
 
@@ -88,6 +96,7 @@ export async function createSqliteStorage(options: SqliteStorageOptions): Promis
     db,
     dialect: sqliteTraits,
     capabilities: { multiInstance: false },
+    ...(options.strictTransactions !== undefined && { strictTransactions: options.strictTransactions }),
     directExecutor: (query) => {
       // Inside an open transaction the statement would join it: Kysely's executor waits instead.
       if (database.inTransaction) return undefined;

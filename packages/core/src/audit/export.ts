@@ -10,7 +10,7 @@
  * @module
  */
 import { ResourceExhaustedError } from "../errors.js";
-import type { AuditEventRecord } from "../storage/records.js";
+import type { AuditEventRecord } from "../storage/audit.js";
 import type { Repositories } from "../storage/storage.js";
 
 /** Size limits of one export. */
@@ -196,7 +196,7 @@ export interface AuditExport {
  * more than `maxRows` events, and as soon as the file would pass `maxBytes`.
  */
 export async function exportAuditLog(
-  storage: Pick<Repositories, "auditLog">,
+  storage: Pick<Repositories, "auditEvents">,
   workspaceId: string,
   window: { readonly since?: Date; readonly until?: Date },
   format: AuditExportFormat,
@@ -204,7 +204,7 @@ export async function exportAuditLog(
 ): Promise<AuditExport> {
   const limits = { ...defaultAuditExportOptions, ...options };
   const shape = formats[format];
-  const total = await storage.auditLog.count(workspaceId, window);
+  const total = await storage.auditEvents.count(workspaceId, window);
   if (total > limits.maxRows) {
     throw new ResourceExhaustedError(
       `the export would hold ${total} events; one export holds at most ${limits.maxRows}: narrow the date range`,
@@ -222,7 +222,7 @@ export async function exportAuditLog(
   let rows = 0;
   let estimate = 0;
   for (;;) {
-    const page = await storage.auditLog.scan(workspaceId, {
+    const page = await storage.auditEvents.scan(workspaceId, {
       ...window,
       limit: limits.pageSize,
       ...(after === undefined ? {} : { after }),

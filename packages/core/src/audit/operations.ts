@@ -14,7 +14,7 @@ import * as z from "zod";
 import { InvalidArgumentError } from "../errors.js";
 import { integrationsOf } from "../operations/integrations.js";
 import { defineOperation } from "../operations/operation.js";
-import type { AuditEventRecord } from "../storage/records.js";
+import type { AuditEventRecord } from "../storage/audit.js";
 import { defaultPage, enumValue, paging, text, timestamp, uuid } from "../validation/rules.js";
 import { exportAuditLog } from "./export.js";
 

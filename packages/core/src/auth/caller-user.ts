@@ -1,8 +1,8 @@
 import type { CallContext } from "../context.js";
 import { NotFoundError } from "../errors.js";
 import type { Services } from "../operations/services.js";
-import type { UserRecord } from "../storage/records.js";
 import type { Repositories } from "../storage/storage.js";
+import type { UserRecord } from "../storage/users.js";
 
 /** The signed-in caller's user record (operations with `callers: ["user"]` only). */
 export async function callerUser(

@@ -14,8 +14,8 @@
  * @module
  */
 import { FailedPreconditionError } from "../errors.js";
-import type { UserRecord } from "../storage/records.js";
 import type { Repositories } from "../storage/storage.js";
+import type { UserRecord } from "../storage/users.js";
 
 /** Refuses to add a credential other than the password to an account whose address is unproven. */
 export function assertAddressVerified(user: UserRecord, what: string): void {

@@ -1,7 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { UserSchema } from "@wap/api";
-import type { UserRecord } from "../storage/records.js";
+import type { UserRecord } from "../storage/users.js";
 
 /** The API's view of a user. */
 export function toUserMessage(user: UserRecord): MessageInitShape<typeof UserSchema> {

@@ -6,7 +6,7 @@
  */
 import { encodeBase64Url } from "../lib/base64.js";
 import type { Services } from "../operations/services.js";
-import type { OneTimeTokenPurpose, OneTimeTokenRecord } from "../storage/accounts.js";
+import type { OneTimeTokenPurpose, OneTimeTokenRecord } from "../storage/one-time-tokens.js";
 import type { Repositories } from "../storage/storage.js";
 import { hashSecret } from "./service-account-tokens.js";
 

@@ -7,7 +7,8 @@ import type { CallContext } from "../context.js";
 import { toHex } from "../lib/bytes.js";
 import type { Services } from "../operations/services.js";
 import { assertSignInAllowed, type SignInMethod } from "../sso/directory.js";
-import type { UserRecord } from "../storage/records.js";
+import type { Repositories } from "../storage/storage.js";
+import type { UserRecord } from "../storage/users.js";
 import { auditAccount } from "./audit.js";
 import { hashSecret } from "./service-account-tokens.js";
 
@@ -29,8 +30,10 @@ export async function startSession(
   user: UserRecord,
   ctx: Pick<CallContext, "ipAddress" | "userAgent" | "requestId">,
   method: SignInMethod = "password",
+  /** The transaction the session starts in (a credential is spent with it), if any. */
+  tx?: Repositories,
 ): Promise<{ accessToken: string; refreshToken: string; sessionId: string }> {
-  await assertSignInAllowed(services, user.email, method);
+  await assertSignInAllowed(services, user.email, method, tx);
   const now = services.clock.now();
   const sessionId = services.random.uuid();
   const expiresAt = new Date(now.getTime() + services.config.refreshTokenTtlSeconds * 1000);

@@ -14,7 +14,7 @@
  */
 import { ResourceExhaustedError } from "../errors.js";
 import type { Services } from "../operations/services.js";
-import type { LoginThrottleRecord } from "../storage/accounts.js";
+import type { LoginThrottleRecord } from "../storage/login-throttles.js";
 import { accountConfig } from "./account-config.js";
 
 /** What one sign-in attempt is counted against. */

@@ -16,7 +16,7 @@ import { FailedPreconditionError, NotFoundError, PlatformError, UnavailableError
 import { integrationsOf } from "../operations/integrations.js";
 import { defineOperation, type OperationCall } from "../operations/operation.js";
 import type { Services } from "../operations/services.js";
-import type { BillingAccountRecord } from "../storage/sso-billing.js";
+import type { BillingAccountRecord } from "../storage/billing.js";
 import { text, uuid } from "../validation/rules.js";
 import { type BillingProvider, type SubscriptionState, selfHostedBilling } from "./provider.js";
 

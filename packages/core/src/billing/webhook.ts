@@ -10,7 +10,7 @@
 import { appendAudit, noRequest, type RequestFacts } from "../audit/record.js";
 import { integrationsOf } from "../operations/integrations.js";
 import type { Services } from "../operations/services.js";
-import type { BillingAccountRecord } from "../storage/sso-billing.js";
+import type { BillingAccountRecord } from "../storage/billing.js";
 import { applyState } from "./operations.js";
 import { BillingWebhookError, selfHostedBilling } from "./provider.js";
 

@@ -4,7 +4,7 @@ import { createCaCertificate } from "../crypto/x509/ca-certificate.js";
 import { InvalidArgumentError } from "../errors.js";
 import { toPem } from "../lib/pem.js";
 import type { Random } from "../runtime.js";
-import type { AuthorityKind, KeyAlgorithm } from "../storage/records.js";
+import type { AuthorityKind, KeyAlgorithm } from "../storage/certificate-authorities.js";
 import type { AuthorityKeyStorage } from "./key-storage.js";
 
 /** The public half of a new authority key and what the authority row stores of its private half. */

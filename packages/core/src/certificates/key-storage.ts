@@ -18,7 +18,7 @@ import { spkiOfSshPublicKeyLine } from "../crypto/ssh/public-key.js";
 import { FailedPreconditionError } from "../errors.js";
 import { fromPem } from "../lib/pem.js";
 import type { Services } from "../operations/services.js";
-import type { CertificateAuthorityRecord, KeyStorageKind } from "../storage/records.js";
+import type { CertificateAuthorityRecord, KeyStorageKind } from "../storage/certificate-authorities.js";
 
 /** A new key: what the authority row stores, and the key to sign its CA certificate with. */
 export interface NewAuthorityKey {

@@ -24,7 +24,7 @@ import type {
   IssuedCertificateKind,
   IssuedCertificateRecord,
   RevocationReasonName,
-} from "../storage/records.js";
+} from "../storage/certificates.js";
 import { defaultPage, enumValue, paging, text, timestamp, uuid } from "../validation/rules.js";
 import { optionalId } from "./sign-ssh.js";
 

@@ -14,7 +14,7 @@ import type {
   KeyAlgorithm,
   KeyStorageKind,
   RotationPhase as RotationPhaseName,
-} from "../storage/records.js";
+} from "../storage/certificate-authorities.js";
 
 export const keyAlgorithmToWire: Record<KeyAlgorithm, CertificateKeyType> = {
   rsa: CertificateKeyType.RSA,

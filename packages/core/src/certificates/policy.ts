@@ -5,7 +5,7 @@
  * @module
  */
 import { InvalidArgumentError } from "../errors.js";
-import type { KeyAlgorithm } from "../storage/records.js";
+import type { KeyAlgorithm } from "../storage/certificate-authorities.js";
 
 /** Defaults for settings left out of CreateCertificateAuthority, in seconds. */
 export const caDefaults = {

@@ -23,12 +23,13 @@ import { decodeBase64Lenient } from "../lib/base64.js";
 import type { AuditEntry } from "../operations/operation.js";
 import { defineOperation } from "../operations/operation.js";
 import type { Services } from "../operations/services.js";
+import type { CertificateAuthorityRecord } from "../storage/certificate-authorities.js";
 import type {
-  CertificateAuthorityRecord,
   IssuedCertificateRecord,
   RevocationReasonName,
-} from "../storage/records.js";
-import type { Repositories, RevocationSelector } from "../storage/storage.js";
+  RevocationSelector,
+} from "../storage/certificates.js";
+import type { Repositories } from "../storage/storage.js";
 import { enumValue, text, uuid } from "../validation/rules.js";
 import { authorityNotFound } from "./issuance/resolve.js";
 import { x509SignerFor } from "./issuance/signers.js";

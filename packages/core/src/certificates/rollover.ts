@@ -27,7 +27,7 @@ import * as z from "zod";
 import { throwIfCancelled } from "../context.js";
 import { PlatformError } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
-import type { CertificateAuthorityRecord, KeyAlgorithm } from "../storage/records.js";
+import type { CertificateAuthorityRecord, KeyAlgorithm } from "../storage/certificate-authorities.js";
 import { enumValue, uuid } from "../validation/rules.js";
 import { checkKeySpec, createAuthorityKey } from "./authority-keys.js";
 import { authorityNotFound } from "./issuance/resolve.js";

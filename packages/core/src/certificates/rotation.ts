@@ -38,7 +38,7 @@ import type {
   CertificateAuthorityRecord,
   KeyAlgorithm,
   RotationPhase as Phase,
-} from "../storage/records.js";
+} from "../storage/certificate-authorities.js";
 import { enumValue, uuid } from "../validation/rules.js";
 import { checkKeySpec, createAuthorityKey } from "./authority-keys.js";
 import { authorityNotFound } from "./issuance/resolve.js";

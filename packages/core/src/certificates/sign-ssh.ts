@@ -28,7 +28,7 @@ import {
   SshKeyParseError,
 } from "../crypto/ssh/parse-public-key.js";
 import { defineOperation } from "../operations/operation.js";
-import type { IssuedCertificateRecord } from "../storage/records.js";
+import type { IssuedCertificateRecord } from "../storage/certificates.js";
 import { certificateTtlBounds } from "../validation/bounds.js";
 import { parseField } from "../validation/parse.js";
 import { durationSeconds, enumValue, text, uuid } from "../validation/rules.js";

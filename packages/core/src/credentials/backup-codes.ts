@@ -137,7 +137,7 @@ export const loginWithBackupCode = defineOperation({
       user &&
       (await services.storage.transaction(async (tx) =>
         (await tx.backupCodes.consume(user.id, codeHash, now))
-          ? startSession(services, user, ctx, "backup_code")
+          ? startSession(services, user, ctx, "backup_code", tx)
           : null,
       ));
     if (!session) {

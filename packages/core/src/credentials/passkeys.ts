@@ -36,7 +36,7 @@ import {
 import { encodeBase64Url } from "../lib/base64.js";
 import { utf8 } from "../lib/bytes.js";
 import { defineOperation } from "../operations/operation.js";
-import type { PasskeyRecord } from "../storage/accounts.js";
+import type { PasskeyRecord } from "../storage/passkeys.js";
 import { UniqueViolationError } from "../storage/storage.js";
 import { passkeyName } from "../validation/bounds.js";
 import { text } from "../validation/rules.js";
@@ -292,7 +292,7 @@ export const finishPasskeyLogin = defineOperation({
     // The counter moves with the session and its audit entry, or not at all.
     const session = await services.storage.transaction(async (tx) => {
       await tx.passkeys.recordUse(passkey.id, verified.authenticationInfo.newCounter, now);
-      return startSession(services, user, ctx, "passkey");
+      return startSession(services, user, ctx, "passkey", tx);
     });
     return { accessToken: session.accessToken, refreshToken: session.refreshToken };
   },

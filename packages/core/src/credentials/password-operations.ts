@@ -16,7 +16,7 @@ import type { CallContext } from "../context.js";
 import { FailedPreconditionError, InvalidArgumentError } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
 import type { Services } from "../operations/services.js";
-import type { UserRecord } from "../storage/records.js";
+import type { UserRecord } from "../storage/users.js";
 import { currentPassword, replacementPassword } from "../validation/bounds.js";
 import { signInMethods } from "./sign-in-methods.js";
 

@@ -1,5 +1,5 @@
-import type { UserRecord } from "../storage/records.js";
 import type { Repositories } from "../storage/storage.js";
+import type { UserRecord } from "../storage/users.js";
 
 /** The ways `user` can sign in, so no change leaves an account nobody can enter. */
 export async function signInMethods(

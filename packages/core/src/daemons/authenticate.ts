@@ -21,7 +21,7 @@ import type { Caller, DaemonCaller } from "../context.js";
 import { authenticateDevice, challengeSignatureValid, parsePlatformChallenge } from "../devices/challenge.js";
 import { UnauthenticatedError } from "../errors.js";
 import type { Services } from "../operations/services.js";
-import type { DaemonRecord } from "../storage/records.js";
+import type { DaemonRecord } from "../storage/daemons.js";
 
 /** What the transport hands over: the value after `Platform ` and the path that arrived. */
 export interface SignedRequestInput {

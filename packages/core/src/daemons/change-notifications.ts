@@ -31,7 +31,7 @@
 import type { AuditAction } from "../audit/actions.js";
 import type { AnyOperation, AuditEntry } from "../operations/operation.js";
 import type { Services } from "../operations/services.js";
-import type { DaemonRecord } from "../storage/records.js";
+import type { DaemonRecord } from "../storage/daemons.js";
 import type { Repositories } from "../storage/storage.js";
 import { type NotificationKind, notify, publishCommitted, type TopicEvent } from "./events.js";
 
@@ -105,7 +105,7 @@ async function all<T>(page: (offset: number) => Promise<{ items: T[]; total: num
 }
 
 async function daemonsOfTargets(repos: Repositories, workspaceId: string, targetIds: readonly string[]) {
-  return targetIds.length === 0 ? [] : repos.targetCatalog.daemonsOf(workspaceId, [...new Set(targetIds)]);
+  return targetIds.length === 0 ? [] : repos.targets.daemonsOf(workspaceId, [...new Set(targetIds)]);
 }
 
 /** The daemons a change concerns, and what they are told. */

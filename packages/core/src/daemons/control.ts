@@ -21,7 +21,7 @@ import type { ConnectResponseSchema } from "@wap/api";
 import type { DaemonCaller } from "../context.js";
 import { UnauthenticatedError } from "../errors.js";
 import type { Services } from "../operations/services.js";
-import type { DaemonRecord } from "../storage/records.js";
+import type { DaemonRecord } from "../storage/daemons.js";
 import { toConnectResponse } from "./events.js";
 
 export type ConnectResponseInit = MessageInitShape<typeof ConnectResponseSchema>;

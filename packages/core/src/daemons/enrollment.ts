@@ -36,8 +36,9 @@ import {
 import { encodeBase64Url } from "../lib/base64.js";
 import { toHex } from "../lib/bytes.js";
 import { defineOperation } from "../operations/operation.js";
-import type { DaemonRecord, TargetRecord } from "../storage/records.js";
+import type { DaemonRecord } from "../storage/daemons.js";
 import { type Repositories, UniqueViolationError } from "../storage/storage.js";
+import type { TargetRecord } from "../storage/targets.js";
 import { text, uuid } from "../validation/rules.js";
 import { assertWithinQuota } from "../workspaces/quotas.js";
 import { tokenLifetimes } from "../workspaces/settings.js";

@@ -17,8 +17,8 @@ import { type DaemonSchema, DaemonService, DaemonStatus, DaemonStatusSchema } fr
 import * as z from "zod";
 import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
-import type { DaemonSessionRecord } from "../storage/daemons-sessions.js";
-import type { DaemonRecord, DaemonStatusValue } from "../storage/records.js";
+import type { DaemonSessionRecord } from "../storage/daemon-sessions.js";
+import type { DaemonRecord, DaemonStatusValue } from "../storage/daemons.js";
 import { defaultPage, enumValue, paging, text, uuid } from "../validation/rules.js";
 import { closeEvent, daemonTopic, notify, publishCommitted, type TopicEvent } from "./events.js";
 

@@ -41,7 +41,7 @@ import { toHex } from "../lib/bytes.js";
 import { defineOperation } from "../operations/operation.js";
 import type { Services } from "../operations/services.js";
 import type { Random } from "../runtime.js";
-import type { CliLoginRecord } from "../storage/accounts.js";
+import type { CliLoginRecord } from "../storage/devices.js";
 import { parseRequest } from "../validation/parse.js";
 import { text, uuid } from "../validation/rules.js";
 import { readP256PublicKey } from "./challenge.js";

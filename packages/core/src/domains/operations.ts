@@ -18,8 +18,8 @@ import { AlreadyExistsError, FailedPreconditionError, NotFoundError } from "../e
 import { toHex } from "../lib/bytes.js";
 import { defineOperation } from "../operations/operation.js";
 import type { Random } from "../runtime.js";
+import type { WorkspaceDomainRecord } from "../storage/domains.js";
 import { UniqueViolationError } from "../storage/storage.js";
-import type { WorkspaceDomainRecord } from "../storage/workspace-access.js";
 import { workspaceDomain } from "../validation/bounds.js";
 import { hostname } from "../validation/hostname.js";
 import { uuid } from "../validation/rules.js";

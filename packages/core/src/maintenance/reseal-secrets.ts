@@ -8,7 +8,8 @@ import { secretContext } from "../auth/signing-keys.js";
 import { caKeyContext } from "../certificates/key-storage.js";
 import type { KeyStore } from "../crypto/key-store.js";
 import { clientSecretContext } from "../sso/operations.js";
-import type { SealedValueRef, Storage } from "../storage/storage.js";
+import type { SealedValueRef } from "../storage/secrets.js";
+import type { Storage } from "../storage/storage.js";
 
 /** The key store context a sealed value was sealed under. */
 export function sealedValueContext(ref: SealedValueRef): string {

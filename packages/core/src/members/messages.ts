@@ -2,7 +2,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { WorkspaceMemberSchema } from "@wap/api";
 import { roles } from "../access/permissions.js";
-import type { MemberProfileRecord } from "../storage/workspace-access.js";
+import type { MemberProfileRecord } from "../storage/members.js";
 
 const roleDescriptions = new Map<string, string>(roles.map((role) => [role.name, role.description]));
 

@@ -18,8 +18,8 @@ import { revokeSubjectCertificates } from "../certificates/revocation.js";
 import { type WorkspaceRole, workspaceRoles } from "../context.js";
 import { FailedPreconditionError, NotFoundError, PermissionDeniedError } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
+import type { MembershipChange } from "../storage/members.js";
 import type { Repositories } from "../storage/storage.js";
-import type { MembershipChange } from "../storage/workspace-access.js";
 import { defaultPage, paging, text, uuid } from "../validation/rules.js";
 import { toWorkspaceMemberMessage } from "./messages.js";
 
@@ -52,7 +52,7 @@ export const getWorkspaceMember = defineOperation({
   access: { kind: "workspace", permission: "members.read" },
   input: z.object({ workspaceId, userId: uuid }),
   async run({ input, workspace, services }) {
-    const profile = await services.storage.memberships.findProfile(workspace.workspaceId, input.userId);
+    const profile = await services.storage.members.findProfile(workspace.workspaceId, input.userId);
     if (!profile) throw memberNotFound(input.userId);
     return { member: toWorkspaceMemberMessage(profile) };
   },
@@ -69,7 +69,7 @@ export const listWorkspaceMembers = defineOperation({
     teamIds: z.array(uuid).max(100, "at most 100 team ids"),
   }),
   async run({ input, workspace, services }) {
-    const page = await services.storage.memberships.listProfiles(workspace.workspaceId, {
+    const page = await services.storage.members.listProfiles(workspace.workspaceId, {
       limit: input.limit ?? defaultPage.limit,
       offset: input.offset ?? defaultPage.offset,
       ...(input.query && { query: input.query }),
@@ -96,7 +96,7 @@ export const removeWorkspaceMember = defineOperation({
     await services.storage.transaction(async (tx) => {
       const role = await currentRole(tx, workspace.workspaceId, input.userId);
       if (role === "owner" && workspace.role !== "owner") throw ownersOnly("remove an owner");
-      settle(await tx.memberships.remove(workspace.workspaceId, input.userId), input.userId);
+      settle(await tx.members.remove(workspace.workspaceId, input.userId), input.userId);
       // Access and the certificates that carry it go together.
       await revokeSubjectCertificates(tx, audit, {
         workspaceId: workspace.workspaceId,
@@ -122,7 +122,7 @@ export const updateWorkspaceMember = defineOperation({
         throw ownersOnly("grant or take away the owner role");
       }
       if (current === role) return;
-      settle(await tx.memberships.changeRole(workspace.workspaceId, input.userId, role, now), input.userId);
+      settle(await tx.members.changeRole(workspace.workspaceId, input.userId, role, now), input.userId);
       await audit(tx, { action: "member.update", resource: `user:${input.userId}` });
     });
     return {};
@@ -140,11 +140,11 @@ export const updateWorkspaceOwner = defineOperation({
     await services.storage.transaction(async (tx) => {
       await currentRole(tx, workspace.workspaceId, input.newOwner);
       settle(
-        await tx.memberships.changeRole(workspace.workspaceId, input.newOwner, "owner", now),
+        await tx.members.changeRole(workspace.workspaceId, input.newOwner, "owner", now),
         input.newOwner,
       );
       // The previous owner stays, as an admin; the new owner can make them an owner again.
-      settle(await tx.memberships.changeRole(workspace.workspaceId, callerId, "admin", now), callerId);
+      settle(await tx.members.changeRole(workspace.workspaceId, callerId, "admin", now), callerId);
       await audit(tx, { action: "workspace.transfer", resource: `user:${input.newOwner}` });
     });
     return {};

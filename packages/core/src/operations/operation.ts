@@ -11,7 +11,7 @@ import type { Permission } from "../access/permissions.js";
 import type { AuditAction } from "../audit/actions.js";
 import type { CallContext, CallerKind, WorkspaceRole } from "../context.js";
 import type { DaemonChange } from "../daemons/change-notifications.js";
-import type { AuditEventRecord } from "../storage/records.js";
+import type { AuditEventRecord } from "../storage/audit.js";
 import type { Repositories } from "../storage/storage.js";
 import type { Services } from "./services.js";
 

@@ -8,8 +8,8 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type PrincipalSchema, PrincipalType } from "@wap/api";
 import { NotFoundError } from "../errors.js";
+import type { PrincipalGrantsRecord, SubjectKind, SubjectRef } from "../storage/principals.js";
 import type { Repositories } from "../storage/storage.js";
-import type { PrincipalGrantsRecord, SubjectKind, SubjectRef } from "../storage/workspace-access.js";
 
 export const subjectKindFromWire = new Map<number, SubjectKind>([
   [PrincipalType.USER, "user"],

@@ -15,7 +15,7 @@
  * @module
  */
 import type { Services } from "../operations/services.js";
-import type { DaemonSessionRecord } from "../storage/daemons-sessions.js";
+import type { DaemonSessionRecord } from "../storage/daemon-sessions.js";
 import type { RecordingRecord } from "../storage/recordings.js";
 import { UniqueViolationError } from "../storage/storage.js";
 import { recordingBytesOf } from "../workspaces/quotas.js";

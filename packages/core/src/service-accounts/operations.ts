@@ -11,7 +11,7 @@ import * as z from "zod";
 import { revokeSubjectCertificates } from "../certificates/revocation.js";
 import { AlreadyExistsError, InvalidArgumentError, NotFoundError } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
-import type { ServiceAccountRecord, ServiceAccountRole } from "../storage/records.js";
+import type { ServiceAccountRecord, ServiceAccountRole } from "../storage/service-accounts.js";
 import { UniqueViolationError } from "../storage/storage.js";
 import { description, serviceAccountName, serviceAccountRoleName } from "../validation/bounds.js";
 import { defaultPage, paging, text, timestamp, uuid } from "../validation/rules.js";

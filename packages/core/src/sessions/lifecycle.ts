@@ -27,7 +27,7 @@ import { principalMapOf } from "../daemons/sync.js";
 import { NotFoundError, PermissionDeniedError, UnauthenticatedError } from "../errors.js";
 import { currentCaller } from "../events/access-watch.js";
 import type { Services } from "../operations/services.js";
-import type { DaemonSessionRecord, SessionRelayRecord } from "../storage/daemons-sessions.js";
+import type { DaemonSessionRecord, SessionRelayRecord } from "../storage/daemon-sessions.js";
 
 /** How long a pushed session waits for the daemon's `ready` (it normally comes within milliseconds). */
 export const sessionReadyTimeoutSeconds = 30;

@@ -38,8 +38,8 @@ import {
   UnavailableError,
 } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
-import type { DaemonSessionRecord } from "../storage/daemons-sessions.js";
-import type { DaemonRecord } from "../storage/records.js";
+import type { DaemonSessionRecord } from "../storage/daemon-sessions.js";
+import type { DaemonRecord } from "../storage/daemons.js";
 import type { Repositories } from "../storage/storage.js";
 import { principalUsername } from "../validation/bounds.js";
 import { uuid } from "../validation/rules.js";

@@ -10,7 +10,7 @@
  */
 import { FailedPreconditionError } from "../errors.js";
 import type { Services } from "../operations/services.js";
-import type { OidcProviderRecord, SamlProviderRecord } from "../storage/sso-billing.js";
+import type { OidcProviderRecord, SamlProviderRecord } from "../storage/sso.js";
 import type { Repositories } from "../storage/storage.js";
 
 /** The domain of an email address, lower case, without a trailing dot; "" when there is none. */
@@ -33,11 +33,11 @@ export interface DomainSso {
   readonly enforced: boolean;
 }
 
+/** What reading an address's SSO takes. */
+type SsoRepositories = Pick<Repositories, "ssoDirectory" | "oidcProviders" | "samlProviders">;
+
 /** The SSO that governs `email`, or null when no workspace verified its domain. */
-export async function ssoForEmail(
-  repositories: Pick<Repositories, "ssoDirectory" | "oidcProviders" | "samlProviders">,
-  email: string,
-): Promise<DomainSso | null> {
+export async function ssoForEmail(repositories: SsoRepositories, email: string): Promise<DomainSso | null> {
   const domain = emailDomain(email);
   if (domain === "") return null;
   const workspaceId = await repositories.ssoDirectory.workspaceForVerifiedDomain(domain);
@@ -56,9 +56,16 @@ export async function ssoForEmail(
   };
 }
 
-/** True when the workspace owning `email`'s verified domain requires SSO for it. */
-export async function ssoEnforcedFor(services: Services, email: string): Promise<boolean> {
-  return (await ssoForEmail(services.storage, email))?.enforced ?? false;
+/**
+ * True when the workspace owning `email`'s verified domain requires SSO for it. Inside a
+ * transaction, pass its repositories (`tx`): the storage itself refuses calls made from there.
+ */
+export async function ssoEnforcedFor(
+  services: Services,
+  email: string,
+  repositories: SsoRepositories = services.storage,
+): Promise<boolean> {
+  return (await ssoForEmail(repositories, email))?.enforced ?? false;
 }
 
 /** Every way of signing in; SSO's are named after their protocol. */
@@ -74,9 +81,10 @@ export async function assertSignInAllowed(
   services: Services,
   email: string,
   method: SignInMethod,
+  repositories: SsoRepositories = services.storage,
 ): Promise<void> {
   if (method === "oidc" || method === "saml") return;
-  if (await ssoEnforcedFor(services, email)) {
+  if (await ssoEnforcedFor(services, email, repositories)) {
     throw new FailedPreconditionError(
       `single sign-on is required for ${emailDomain(email)} addresses: sign in with your organisation's identity provider`,
       { reason: "SSO_REQUIRED" },

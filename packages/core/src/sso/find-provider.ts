@@ -1,6 +1,6 @@
 import { NotFoundError } from "../errors.js";
 import type { Services } from "../operations/services.js";
-import type { OidcProviderRecord, SamlProviderRecord } from "../storage/sso-billing.js";
+import type { OidcProviderRecord, SamlProviderRecord } from "../storage/sso.js";
 import { ssoForEmail } from "./directory.js";
 
 /**

@@ -11,7 +11,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { encodeBase64Url } from "../lib/base64.js";
 import type { Services } from "../operations/services.js";
-import type { SsoLoginStateRecord, SsoProtocol } from "../storage/sso-billing.js";
+import type { SsoLoginStateRecord, SsoProtocol } from "../storage/sso.js";
 import { ssoOptions } from "./options.js";
 
 /** The cookie the server sets when a sign-in starts and reads back on the callback. */

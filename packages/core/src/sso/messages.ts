@@ -1,7 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { OIDCProviderSchema, SAMLProviderSchema } from "@wap/api";
-import type { OidcProviderRecord, SamlProviderRecord } from "../storage/sso-billing.js";
+import type { OidcProviderRecord, SamlProviderRecord } from "../storage/sso.js";
 
 /** The API's view of an OIDC provider: everything but the client secret. */
 export function toOidcProviderMessage(p: OidcProviderRecord): MessageInitShape<typeof OIDCProviderSchema> {

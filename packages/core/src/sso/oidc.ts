@@ -16,7 +16,7 @@ import type { RequestFacts } from "../audit/record.js";
 import { PlatformError, UnauthenticatedError, UnavailableError } from "../errors.js";
 import { fromUtf8 } from "../lib/bytes.js";
 import type { Services } from "../operations/services.js";
-import type { OidcProviderRecord } from "../storage/sso-billing.js";
+import type { OidcProviderRecord } from "../storage/sso.js";
 import { findProvider, type SsoTarget } from "./find-provider.js";
 import { type ExternalIdentity, type SsoSignIn, signInExternalIdentity } from "./identity.js";
 import {

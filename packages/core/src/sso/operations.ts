@@ -13,7 +13,7 @@ import * as z from "zod";
 import { type FieldViolation, InvalidArgumentError, NotFoundError } from "../errors.js";
 import { utf8 } from "../lib/bytes.js";
 import { defineOperation } from "../operations/operation.js";
-import type { OidcProviderRecord, SamlProviderRecord } from "../storage/sso-billing.js";
+import type { OidcProviderRecord, SamlProviderRecord } from "../storage/sso.js";
 import { email, uuid } from "../validation/rules.js";
 import { ssoForEmail } from "./directory.js";
 import { toOidcProviderMessage, toSamlProviderMessage } from "./messages.js";

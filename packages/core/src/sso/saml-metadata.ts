@@ -8,7 +8,7 @@
 import { parseXml2JsFromString } from "@node-saml/node-saml/lib/xml.js";
 import { FailedPreconditionError, UnavailableError } from "../errors.js";
 import type { Services } from "../operations/services.js";
-import type { SamlIdpMetadata, SamlProviderRecord } from "../storage/sso-billing.js";
+import type { SamlIdpMetadata, SamlProviderRecord } from "../storage/sso.js";
 import { isAllowedIdpUrl, ssoOptions } from "./options.js";
 
 const redirectBinding = "urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect";

@@ -24,7 +24,7 @@ import type { RequestFacts } from "../audit/record.js";
 import { NotFoundError, PlatformError, UnauthenticatedError } from "../errors.js";
 import { toHex } from "../lib/bytes.js";
 import type { Services } from "../operations/services.js";
-import type { SamlIdpMetadata, SamlProviderRecord } from "../storage/sso-billing.js";
+import type { SamlIdpMetadata, SamlProviderRecord } from "../storage/sso.js";
 import { findProvider, type SsoTarget } from "./find-provider.js";
 import { type ExternalIdentity, signInExternalIdentity } from "./identity.js";
 import {

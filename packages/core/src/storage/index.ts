@@ -4,37 +4,113 @@
  * @module
  */
 export type {
-  AccountRepositories,
+  AuditEventFilter,
+  AuditEventRecord,
+  AuditEventRepository,
+  AuditScanPage,
+  AuditScanRequest,
+} from "./audit.js";
+export type {
   BackupCodeRecord,
   BackupCodeRepository,
-  CliLoginRecord,
-  CliLoginRepository,
-  LinkedAccountRecord,
-  LinkedAccountRepository,
-  LoginThrottleRecord,
-  LoginThrottleRepository,
-  OneTimeTokenPurpose,
-  OneTimeTokenRecord,
-  OneTimeTokenRepository,
-  PasskeyRecord,
-  PasskeyRepository,
-  RequestNonceRepository,
-  UserDeviceRecord,
-  UserDeviceRepository,
-} from "./accounts.js";
+} from "./backup-codes.js";
 export type {
-  DaemonHolderRecord,
-  DaemonProtocolQueries,
-  DaemonProtocolRepositories,
+  BillingAccountRecord,
+  BillingAccountRepository,
+  WorkspaceCountsRecord,
+  WorkspaceUsageRepository,
+} from "./billing.js";
+export type {
+  AuthorityKeyRecord,
+  AuthorityKind,
+  CertificateAuthorityRecord,
+  CertificateAuthorityRepository,
+  KeyAlgorithm,
+  KeyStorageKind,
+  RetiredAuthorityKeyRecord,
+  RetiredAuthorityKeyRepository,
+  RotationPhase,
+} from "./certificate-authorities.js";
+export type {
+  IssuedCertificateFilter,
+  IssuedCertificateKind,
+  IssuedCertificateRecord,
+  IssuedCertificateRepository,
+  Revocation,
+  RevocationReasonName,
+  RevocationSelector,
+} from "./certificates.js";
+export type {
+  Page,
+  PageRequest,
+  Patch,
+} from "./common.js";
+export type {
   DaemonSessionRecord,
   DaemonSessionRepository,
   DaemonSessionState,
-  DaemonSyncRecord,
-  EnrollTokenRecord,
-  EnrollTokenRepository,
   SessionRelayRecord,
   SessionRelayState,
-} from "./daemons-sessions.js";
+} from "./daemon-sessions.js";
+export type {
+  DaemonFilter,
+  DaemonHolderRecord,
+  DaemonProtocolQueries,
+  DaemonRecord,
+  DaemonRepository,
+  DaemonStatusValue,
+  DaemonSyncRecord,
+} from "./daemons.js";
+export type {
+  CliLoginRecord,
+  CliLoginRepository,
+  UserDeviceRecord,
+  UserDeviceRepository,
+} from "./devices.js";
+export type {
+  WorkspaceDomainRecord,
+  WorkspaceDomainRepository,
+} from "./domains.js";
+export type {
+  EnrollTokenRecord,
+  EnrollTokenRepository,
+} from "./enroll-tokens.js";
+export type {
+  WorkspaceInviteRecord,
+  WorkspaceInviteRepository,
+} from "./invites.js";
+export type {
+  LinkedAccountRecord,
+  LinkedAccountRepository,
+} from "./linked-accounts.js";
+export type {
+  LoginThrottleRecord,
+  LoginThrottleRepository,
+} from "./login-throttles.js";
+export type {
+  MemberProfileFilter,
+  MemberProfileRecord,
+  MemberRecord,
+  MemberRepository,
+  MembershipChange,
+} from "./members.js";
+export type {
+  OneTimeTokenPurpose,
+  OneTimeTokenRecord,
+  OneTimeTokenRepository,
+} from "./one-time-tokens.js";
+export type {
+  PasskeyRecord,
+  PasskeyRepository,
+} from "./passkeys.js";
+export type {
+  PrincipalFilter,
+  PrincipalGrantsRecord,
+  PrincipalRecord,
+  PrincipalRepository,
+  SubjectKind,
+  SubjectRef,
+} from "./principals.js";
 export type {
   RecordingChunkRecord,
   RecordingChunkScan,
@@ -42,106 +118,72 @@ export type {
   RecordingFormat,
   RecordingPage,
   RecordingRecord,
-  RecordingRepositories,
   RecordingRepository,
 } from "./recordings.js";
+export type { RequestNonceRepository } from "./request-nonces.js";
 export type {
-  AuditEventRecord,
-  AuthorityKeyRecord,
-  AuthorityKind,
-  AuthSessionRecord,
-  CertificateAuthorityRecord,
-  DaemonRecord,
-  DaemonStatusValue,
-  IssuedCertificateKind,
-  IssuedCertificateRecord,
-  KeyAlgorithm,
-  KeyStorageKind,
-  MemberRecord,
-  Page,
-  PageRequest,
-  RefreshTokenRecord,
-  RetiredAuthorityKeyRecord,
-  RevocationReasonName,
-  RotationPhase,
+  SealedValue,
+  SealedValueRef,
+  SealedValueRepository,
   SecretRecord,
-  ServiceAccountRecord,
-  ServiceAccountRole,
-  TargetRecord,
-  UserRecord,
-  WorkspaceRecord,
-} from "./records.js";
+  SecretRepository,
+} from "./secrets.js";
 export type {
-  AuditLogRepository,
-  AuditScanPage,
-  AuditScanRequest,
-  BillingAccountRecord,
-  BillingAccountRepository,
+  ServiceAccountFilter,
+  ServiceAccountRecord,
+  ServiceAccountRepository,
+  ServiceAccountRole,
+} from "./service-accounts.js";
+export type {
+  AuthSessionRecord,
+  AuthSessionRepository,
+  RefreshTokenRecord,
+  RefreshTokenRepository,
+} from "./sessions.js";
+export type {
   OidcProviderRecord,
   OidcProviderRepository,
   SamlIdpMetadata,
   SamlProviderRecord,
   SamlProviderRepository,
-  SsoBillingRepositories,
   SsoDirectoryRepository,
   SsoLoginStateRecord,
   SsoLoginStateRepository,
   SsoProtocol,
-  WorkspaceCountsRecord,
-  WorkspaceUsageRepository,
-} from "./sso-billing.js";
+} from "./sso.js";
 export type {
+  AccountRepositories,
   AppendUnit,
-  AuditEventFilter,
-  AuditEventRepository,
-  AuthSessionRepository,
-  CertificateAuthorityRepository,
-  DaemonFilter,
-  DaemonRepository,
-  IssuedCertificateFilter,
-  IssuedCertificateRepository,
-  MemberRepository,
-  Patch,
-  RefreshTokenRepository,
+  AuditLogRepository,
+  DaemonProtocolRepositories,
+  MembershipRepository,
+  RecordingRepositories,
   Repositories,
-  RetiredAuthorityKeyRepository,
-  Revocation,
-  RevocationSelector,
-  SealedValue,
-  SealedValueRef,
-  SealedValueRepository,
-  SecretRepository,
-  ServiceAccountFilter,
-  ServiceAccountRepository,
+  SsoBillingRepositories,
   Storage,
   StorageCapabilities,
-  TargetFilter,
-  TargetRepository,
-  UserRepository,
-  WorkspaceRepository,
+  TargetCatalogRepository,
+  WorkspaceAccessRepositories,
 } from "./storage.js";
 export { StorageUnavailableError, UniqueViolationError } from "./storage.js";
 export type {
-  MemberProfileFilter,
-  MemberProfileRecord,
-  MembershipChange,
-  MembershipRepository,
-  PrincipalFilter,
-  PrincipalGrantsRecord,
-  PrincipalRecord,
-  PrincipalRepository,
-  SubjectKind,
-  SubjectRef,
-  TargetCatalogRepository,
+  TargetFilter,
+  TargetRecord,
+  TargetRepository,
+} from "./targets.js";
+export type {
   TeamFilter,
   TeamMemberProfileRecord,
   TeamRecord,
   TeamRepository,
-  WorkspaceAccessRepositories,
-  WorkspaceDomainRecord,
-  WorkspaceDomainRepository,
-  WorkspaceInviteRecord,
-  WorkspaceInviteRepository,
+} from "./teams.js";
+export type {
+  UserRecord,
+  UserRepository,
+} from "./users.js";
+export type {
+  WorkspaceRecord,
+  WorkspaceRepository,
   WorkspaceSettingsRecord,
   WorkspaceSettingsRepository,
-} from "./workspace-access.js";
+} from "./workspaces.js";

@@ -1,13 +1,13 @@
 /**
- * The session-recording half of the storage port: one row per recording and its file in
- * appended chunks (migration 009). Part of {@link Repositories}.
+ * Session recordings (`recordings`, `recording_chunks`): one row per recording and its file in
+ * appended chunks (migration 009).
  *
  * A recording is written while its session runs, one chunk per transaction, and read back in
  * keyset pages of chunks, so neither side ever holds a whole recording.
  *
  * @module
  */
-import type { Page, PageRequest } from "./records.js";
+import type { Page, PageRequest } from "./common.js";
 
 /** The one file format recordings are kept in. */
 export type RecordingFormat = "asciicast-v2";
@@ -93,9 +93,4 @@ export interface RecordingRepository {
   scanChunks(workspaceId: string, id: string, scan: RecordingChunkScan): Promise<RecordingChunkRecord[]>;
   /** Deletes the recording and its chunks. Returns false when it did not exist in the workspace. */
   delete(workspaceId: string, id: string): Promise<boolean>;
-}
-
-/** The recording repositories; part of every `Repositories`. */
-export interface RecordingRepositories {
-  readonly recordings: RecordingRepository;
 }

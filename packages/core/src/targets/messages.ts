@@ -3,8 +3,8 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { TargetSchema } from "@wap/api";
 import { NotFoundError } from "../errors.js";
 import { toPrincipalMessage } from "../principals/subjects.js";
-import type { TargetRecord } from "../storage/records.js";
-import type { PrincipalGrantsRecord } from "../storage/workspace-access.js";
+import type { PrincipalGrantsRecord } from "../storage/principals.js";
+import type { TargetRecord } from "../storage/targets.js";
 
 export const targetNotFound = (id: string) =>
   new NotFoundError(`target ${id} not found`, { reason: "TARGET_NOT_FOUND" });

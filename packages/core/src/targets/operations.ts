@@ -16,8 +16,8 @@ import { toDaemonMessage } from "../daemons/operations.js";
 import { AlreadyExistsError, FailedPreconditionError, NotFoundError } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
 import { findSubject } from "../principals/subjects.js";
-import type { TargetRecord } from "../storage/records.js";
 import { type Repositories, UniqueViolationError } from "../storage/storage.js";
+import type { TargetRecord } from "../storage/targets.js";
 import { description, endpointLimits, resourceName, tagLimits } from "../validation/bounds.js";
 import { defaultPage, paging, text, uuid } from "../validation/rules.js";
 import { assertWithinQuota } from "../workspaces/quotas.js";
@@ -210,7 +210,7 @@ export const deleteTarget = defineOperation({
     await services.storage.transaction(async (tx) => {
       const target = await tx.targets.findById(workspace.workspaceId, input.id);
       if (!target) throw targetNotFound(input.id);
-      const daemons = await tx.targetCatalog.daemonsOf(workspace.workspaceId, [input.id]);
+      const daemons = await tx.targets.daemonsOf(workspace.workspaceId, [input.id]);
       if (daemons.length > 0) {
         throw new FailedPreconditionError(
           `target ${input.id} is served by daemon ${daemons[0]?.id}: delete the daemon first`,
@@ -248,7 +248,7 @@ export const getTargetFilters = defineOperation({
   input: z.object({ workspaceId }),
   async run({ workspace, services }) {
     const [tags, principals] = await Promise.all([
-      services.storage.targetCatalog.tags(workspace.workspaceId),
+      services.storage.targets.tags(workspace.workspaceId),
       services.storage.principals.usernames(workspace.workspaceId),
     ]);
     return { tags, principals };

@@ -6,9 +6,11 @@
  *
  * @module
  */
-import type { CertificateAuthorityRecord, DaemonRecord, TargetRecord } from "../storage/records.js";
+import type { CertificateAuthorityRecord } from "../storage/certificate-authorities.js";
+import type { DaemonRecord } from "../storage/daemons.js";
+import type { PrincipalGrantsRecord, SubjectRef } from "../storage/principals.js";
 import type { Repositories } from "../storage/storage.js";
-import type { PrincipalGrantsRecord, SubjectRef } from "../storage/workspace-access.js";
+import type { TargetRecord } from "../storage/targets.js";
 
 export interface SubjectAccess {
   readonly targets: TargetRecord[];
@@ -28,9 +30,7 @@ export async function subjectAccess(
     for (const id of await repos.teams.teamsOf(workspaceId, subject.id)) subjects.push({ kind: "team", id });
   }
   const granted = await repos.principals.grantedTo(workspaceId, subjects);
-  const candidates = await repos.targetCatalog.listByIds(workspaceId, [
-    ...new Set(granted.map((p) => p.targetId)),
-  ]);
+  const candidates = await repos.targets.listByIds(workspaceId, [...new Set(granted.map((p) => p.targetId))]);
 
   const authorities: CertificateAuthorityRecord[] = [];
   for (const caId of new Set(candidates.map((t) => t.caId))) {
@@ -42,7 +42,7 @@ export async function subjectAccess(
   const targets = candidates.filter((t) => trusted.has(t.caId));
   const reachable = new Set(targets.map((t) => t.id));
 
-  const daemons = await repos.targetCatalog.daemonsOf(workspaceId, [...reachable]);
+  const daemons = await repos.targets.daemonsOf(workspaceId, [...reachable]);
   const known = new Set(daemons.map((d) => d.id));
   for (const target of targets) {
     if (target.daemonId === null || known.has(target.daemonId)) continue;

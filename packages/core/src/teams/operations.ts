@@ -14,7 +14,7 @@ import { toWorkspaceMemberMessage } from "../members/messages.js";
 import { memberNotFound } from "../members/operations.js";
 import { defineOperation } from "../operations/operation.js";
 import { type Repositories, UniqueViolationError } from "../storage/storage.js";
-import type { TeamMemberProfileRecord, TeamRecord } from "../storage/workspace-access.js";
+import type { TeamMemberProfileRecord, TeamRecord } from "../storage/teams.js";
 import { description, plainName, tagLimits } from "../validation/bounds.js";
 import { defaultPage, paging, text, uuid } from "../validation/rules.js";
 

@@ -1,7 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { WorkspaceSchema } from "@wap/api";
-import type { WorkspaceRecord } from "../storage/records.js";
+import type { WorkspaceRecord } from "../storage/workspaces.js";
 
 /** The API's view of a workspace. */
 export function toWorkspaceMessage(workspace: WorkspaceRecord): MessageInitShape<typeof WorkspaceSchema> {

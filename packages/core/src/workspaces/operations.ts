@@ -9,7 +9,7 @@ import { WorkspaceService } from "@wap/api";
 import * as z from "zod";
 import { NotFoundError } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
-import type { WorkspaceRecord } from "../storage/records.js";
+import type { WorkspaceRecord } from "../storage/workspaces.js";
 import { description, workspaceName } from "../validation/bounds.js";
 import { uuid } from "../validation/rules.js";
 import { toWorkspaceMessage } from "./messages.js";

@@ -8,7 +8,7 @@
  * @module
  */
 import { ResourceExhaustedError } from "../errors.js";
-import type { DaemonSessionRecord } from "../storage/daemons-sessions.js";
+import type { DaemonSessionRecord } from "../storage/daemon-sessions.js";
 import type { Repositories } from "../storage/storage.js";
 
 /** The quota settings, part of `PlatformConfig`. */

@@ -11,7 +11,8 @@ import { AuthorityType, CertificateKeyType, CertificateService } from "@wap/api"
 import { type GeneratedKey, generateKeyPair } from "../../src/crypto/generate-key.js";
 import { type CaKeySpec, describeKeySpec, keyBitsOf, keyTypeOf } from "../../src/crypto/key-types.js";
 import { opensshPrivateKey, sshPublicKeyLine } from "../../src/crypto/ssh/public-key.js";
-import type { DaemonStatusValue, TargetRecord } from "../../src/storage/records.js";
+import type { DaemonStatusValue } from "../../src/storage/daemons.js";
+import type { TargetRecord } from "../../src/storage/targets.js";
 import type { TestPlatform } from "../support.js";
 
 export const run = promisify(execFile);

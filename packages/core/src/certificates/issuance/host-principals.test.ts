@@ -1,7 +1,7 @@
 import { isIP } from "node:net";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { TargetRecord } from "../../storage/records.js";
+import type { TargetRecord } from "../../storage/targets.js";
 import { endpointHost, hostPrincipalsOf } from "./ssh-policy.js";
 
 const port = fc.option(fc.integer({ min: 1, max: 65_535 }), { nil: undefined });

@@ -4,7 +4,7 @@
  * @module
  */
 import { InvalidArgumentError } from "../../errors.js";
-import type { KeyAlgorithm } from "../../storage/records.js";
+import type { KeyAlgorithm } from "../../storage/certificate-authorities.js";
 import type { SignOption } from "./pipeline.js";
 
 /** The validity every draft carries. */

@@ -8,7 +8,8 @@
 import type { AuditAction } from "../../audit/actions.js";
 import type { OperationCall } from "../../operations/operation.js";
 import type { Services } from "../../operations/services.js";
-import type { IssuedCertificateRecord, KeyAlgorithm } from "../../storage/records.js";
+import type { KeyAlgorithm } from "../../storage/certificate-authorities.js";
+import type { IssuedCertificateRecord } from "../../storage/certificates.js";
 import { UniqueViolationError } from "../../storage/storage.js";
 
 const auditAction: Record<IssuedCertificateRecord["kind"], AuditAction> = {

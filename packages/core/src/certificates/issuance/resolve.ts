@@ -10,8 +10,9 @@
  * @module
  */
 import { FailedPreconditionError, NotFoundError } from "../../errors.js";
-import type { AuthorityKind, CertificateAuthorityRecord, TargetRecord } from "../../storage/records.js";
+import type { AuthorityKind, CertificateAuthorityRecord } from "../../storage/certificate-authorities.js";
 import type { Repositories } from "../../storage/storage.js";
+import type { TargetRecord } from "../../storage/targets.js";
 
 const kindName: Record<AuthorityKind, string> = { ssh: "an SSH", x509: "an X.509" };
 

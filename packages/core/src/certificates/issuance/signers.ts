@@ -12,7 +12,7 @@ import type { CaSigningKey } from "../../crypto/ca-signing-key.js";
 import { type SshCertificateSigner, sshCertificateSignerOf } from "../../crypto/ssh/certificate.js";
 import { type X509LeafSigner, x509LeafSignerOf } from "../../crypto/x509/leaf-certificate.js";
 import type { Services } from "../../operations/services.js";
-import type { CertificateAuthorityRecord } from "../../storage/records.js";
+import type { CertificateAuthorityRecord } from "../../storage/certificate-authorities.js";
 import { checkKeySpec } from "../authority-keys.js";
 import { keyStorageOf } from "../key-storage.js";
 

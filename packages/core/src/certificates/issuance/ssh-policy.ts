@@ -28,8 +28,9 @@ import {
   UnauthenticatedError,
 } from "../../errors.js";
 import type { WorkspaceScope } from "../../operations/operation.js";
-import type { CertificateAuthorityRecord, TargetRecord } from "../../storage/records.js";
+import type { CertificateAuthorityRecord } from "../../storage/certificate-authorities.js";
 import type { Repositories } from "../../storage/storage.js";
+import type { TargetRecord } from "../../storage/targets.js";
 import { allowedKeyTypes, backdate, lifetime, type ValidityDraft } from "./options.js";
 import type { SignOption } from "./pipeline.js";
 import { findTarget } from "./resolve.js";

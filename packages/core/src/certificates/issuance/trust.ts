@@ -9,7 +9,10 @@
  * @module
  */
 import type { Services } from "../../operations/services.js";
-import type { CertificateAuthorityRecord, RetiredAuthorityKeyRecord } from "../../storage/records.js";
+import type {
+  CertificateAuthorityRecord,
+  RetiredAuthorityKeyRecord,
+} from "../../storage/certificate-authorities.js";
 import type { Repositories } from "../../storage/storage.js";
 import { rotationKeys } from "../rotation.js";
 

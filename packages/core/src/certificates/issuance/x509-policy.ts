@@ -23,8 +23,9 @@ import type { CallContext } from "../../context.js";
 import type { ParsedCsr, SubjectAltNames, X509Usage } from "../../crypto/x509/leaf-certificate.js";
 import { PermissionDeniedError, PlatformError, UnauthenticatedError } from "../../errors.js";
 import type { WorkspaceScope } from "../../operations/operation.js";
-import type { CertificateAuthorityRecord, TargetRecord } from "../../storage/records.js";
+import type { CertificateAuthorityRecord } from "../../storage/certificate-authorities.js";
 import type { Repositories } from "../../storage/storage.js";
+import type { TargetRecord } from "../../storage/targets.js";
 import { allowedKeyTypes, backdate, lifetime, type ValidityDraft } from "./options.js";
 import type { SignOption } from "./pipeline.js";
 

@@ -9,8 +9,9 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect } from "vitest";
 import type { RecordingRecord } from "../../storage/recordings.js";
-import type { UserRecord, WorkspaceRecord } from "../../storage/records.js";
 import type { Repositories, Storage } from "../../storage/storage.js";
+import type { UserRecord } from "../../storage/users.js";
+import type { WorkspaceRecord } from "../../storage/workspaces.js";
 
 /** What the main suite hands over: its storage, its test registrar and its fixtures. */
 export interface RecordingContractContext {

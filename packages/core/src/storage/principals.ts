@@ -1,0 +1,76 @@
+/**
+ * Principals, the Unix logins on targets, and who is granted each (`principals`,
+ * `principal_subjects`).
+ *
+ * @module
+ */
+import type { Page, PageRequest } from "./common.js";
+
+/** Who a grant is for. */
+export type SubjectKind = "user" | "team" | "service_account";
+
+export interface SubjectRef {
+  readonly kind: SubjectKind;
+  readonly id: string;
+}
+
+/** A Unix login name on a target. Who may use it are its subjects. */
+export interface PrincipalRecord {
+  readonly id: string;
+  readonly workspaceId: string;
+  readonly targetId: string;
+  /** Unique per target. */
+  readonly username: string;
+  readonly createdAt: Date;
+}
+
+/** A principal with its subjects, each list oldest grant first. */
+export interface PrincipalGrantsRecord extends PrincipalRecord {
+  readonly userIds: readonly string[];
+  readonly teamIds: readonly string[];
+  readonly serviceAccountIds: readonly string[];
+}
+
+export interface PrincipalFilter extends PageRequest {
+  readonly targetId?: string;
+  /** Case-insensitive substring of the username. */
+  readonly query?: string;
+  /** Principals granted to at least one subject of this kind. */
+  readonly subjectKind?: SubjectKind;
+}
+
+export interface PrincipalRepository {
+  /** Throws UniqueViolationError (`principals.username`) for a username the target has. */
+  insert(principal: PrincipalRecord): Promise<void>;
+  findById(workspaceId: string, id: string): Promise<PrincipalRecord | null>;
+  /** Deletes the principal and its grants. */
+  delete(workspaceId: string, id: string): Promise<boolean>;
+  /** Ordered by target, then username, with the total. */
+  list(workspaceId: string, filter: PrincipalFilter): Promise<Page<PrincipalGrantsRecord>>;
+  /** The principals of these targets, ordered by target, then username. */
+  listByTargets(workspaceId: string, targetIds: readonly string[]): Promise<PrincipalGrantsRecord[]>;
+  /**
+   * Grants the principal to subjects of one kind; existing grants stay as they are. Every subject
+   * must exist in the workspace (callers check; database constraints enforce it).
+   */
+  addSubjects(
+    workspaceId: string,
+    principalId: string,
+    kind: SubjectKind,
+    subjectIds: readonly string[],
+    at: Date,
+  ): Promise<void>;
+  /** Returns how many grants were removed. */
+  removeSubjects(
+    workspaceId: string,
+    principalId: string,
+    kind: SubjectKind,
+    subjectIds: readonly string[],
+  ): Promise<number>;
+  /** Removes one subject from every principal of the workspace; returns how many grants went. */
+  removeSubjectEverywhere(workspaceId: string, subject: SubjectRef): Promise<number>;
+  /** The principals granted to any of these subjects, with all their grants. */
+  grantedTo(workspaceId: string, subjects: readonly SubjectRef[]): Promise<PrincipalGrantsRecord[]>;
+  /** Every distinct username of the workspace, sorted. */
+  usernames(workspaceId: string): Promise<string[]>;
+}
