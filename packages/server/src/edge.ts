@@ -12,6 +12,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { DescMessage, DescMethod, DescMethodUnary, MessageShape } from "@bufbuild/protobuf";
 import { ConnectError } from "@connectrpc/connect";
 import {
+  type Access,
   anonymous,
   type Caller,
   type CredentialSource,
@@ -42,7 +43,6 @@ import {
 import {
   type CookieSettings,
   clearedSessionCookie,
-  isSignInProcedure,
   readCookie,
   readSessionCookie,
   refreshCookieName,
@@ -92,7 +92,7 @@ export interface EdgeRequest {
   readonly authFailure: unknown;
   /** Only the session cookie was refused: public operations (Login...) still run, as anonymous. */
   readonly onlyCookieFailed: boolean;
-  /** A `Platform` challenge was refused: EnrollDaemon still runs, as anonymous. */
+  /** A `Platform` challenge was refused: operations where it is optional still run, as anonymous. */
   readonly challengeFailed: boolean;
   /** The `Platform-Daemon-*` headers (names in lower case), for operations that read them. */
   readonly daemonHeaders: Readonly<Record<string, string>> | undefined;
@@ -139,13 +139,6 @@ const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
  */
 export type ProcedureResolver = (httpMethod: string, path: string) => string | undefined;
 
-/** The CLI signs its login stream before its key is registered: the one challenge never checked. */
-const cliLoginProcedure = "/platform.v1.AuthService/StreamCLILogin";
-/**
- * A daemon whose record was deleted still signs with its old id when it enrols again with a
- * token: a challenge that fails here is ignored, the token decides.
- */
-const enrollDaemonProcedure = "/platform.v1.DaemonService/EnrollDaemon";
 const daemonHeaderPrefix = "platform-daemon-";
 
 /**
@@ -175,7 +168,7 @@ export async function admitRequest(
   const daemonHeaders = daemonHeadersOf(headers);
   const platformChallenge =
     bearer === undefined
-      ? challengeOf(req, authorization, resolveProcedure, familyOf(headers, daemonHeaders))
+      ? challengeOf(req, authorization, settings.platform, resolveProcedure, familyOf(headers, daemonHeaders))
       : undefined;
   const sessionCookie = readSessionCookie(headers.cookie);
   let caller: Caller = anonymous;
@@ -252,7 +245,7 @@ export async function admitRequest(
   if (refusal === undefined && (origin !== undefined || secFetchSite !== undefined)) {
     const path = pathOf(req.url);
     const procedure = procedurePath.test(path) ? path : resolveProcedure?.(req.method ?? "GET", path);
-    if (procedure !== undefined && isSignInProcedure(procedure)) {
+    if (procedure !== undefined && signsIn(settings.platform.accessOf(procedure))) {
       refusal = crossSiteRefusal(
         { ownOrigin: ownOrigin(headers, settings), origin, secFetchSite },
         settings.allowedOrigins,
@@ -277,6 +270,11 @@ export async function admitRequest(
   };
   (req as { [edgeSlot]?: EdgeRequest })[edgeSlot] = edge;
   return edge;
+}
+
+/** Whether an operation's answer signs a browser in (a page of another site may not call it). */
+function signsIn(access: Access | undefined): boolean {
+  return access?.kind === "public" && access.signsIn === true;
 }
 
 /** Counts the request against the caller's limit and sets the `X-RateLimit-*` headers. */
@@ -317,12 +315,10 @@ async function countRequest(
 export function callerFor(edge: EdgeRequest, settings: EdgeSettings, method: DescMethod): Caller {
   if (edge.refusal) throw edge.refusal;
   if (edge.authFailure !== undefined) {
-    const procedure = procedureOf(method);
-    if (edge.challengeFailed && procedure === enrollDaemonProcedure) return anonymous;
-    const isPublic =
-      procedure === cliLoginProcedure ||
-      settings.platform.operations.get(procedure)?.access.kind === "public";
-    if (!(edge.onlyCookieFailed && isPublic)) throw edge.authFailure;
+    const access = settings.platform.accessOf(procedureOf(method));
+    if (access?.kind !== "public") throw edge.authFailure;
+    if (edge.challengeFailed && access.signature === "optional") return anonymous;
+    if (!edge.onlyCookieFailed) throw edge.authFailure;
   }
   return edge.caller;
 }
@@ -490,11 +486,12 @@ type SignerFamily = "daemon" | "device";
 
 /**
  * A `Platform` challenge (docs/agent-protocol.md) with the procedure it must be signed for, or
- * undefined when there is none or the request is the CLI login stream.
+ * undefined when there is none or the operation called declares it unchecked (the CLI login).
  */
 function challengeOf(
   req: NodeRequestLike,
   authorization: string | undefined,
+  platform: Pick<Platform, "accessOf">,
   resolveProcedure: ProcedureResolver | undefined,
   family?: SignerFamily,
 ): { value: string; procedure: string; family?: SignerFamily } | undefined {
@@ -503,7 +500,8 @@ function challengeOf(
   if (!match) return undefined;
   const path = pathOf(req.url);
   const procedure = procedurePath.test(path) ? path : resolveProcedure?.(req.method ?? "GET", path);
-  if (procedure === cliLoginProcedure) return undefined;
+  const access = procedure === undefined ? undefined : platform.accessOf(procedure);
+  if (access?.kind === "public" && access.signature === "unchecked") return undefined;
   // An unroutable path keeps its own: no procedure equals it, so the challenge fails as it should.
   return { value: (match[1] ?? "").trim(), procedure: procedure ?? path, ...(family && { family }) };
 }
