@@ -28,11 +28,11 @@ import {
   type StreamCLILoginRequest,
   type StreamCLILoginResponseSchema,
 } from "@wap/api";
-import { cliLoginHeaders, createCallContext, procedureOf, UnimplementedError } from "@wap/core";
+import { cliLoginHeaders, procedureOf, UnimplementedError } from "@wap/core";
 import { answer, requireEdge, shuttingDown } from "./connect-context.js";
 import { controlStreamHandler } from "./daemons/control-stream.js";
 import { sessionStreamHandler } from "./daemons/session-stream.js";
-import { callerFor, callPlatform, type EdgeSettings, noteWorkspace } from "./edge.js";
+import { callContextOf, callerFor, callPlatform, type EdgeSettings, noteWorkspace } from "./edge.js";
 import { streamAccepted } from "./stream-headers.js";
 
 /** Registers every method of the contract on `router`. */
@@ -97,12 +97,7 @@ function serverStreamingHandler<I extends DescMessage, O extends DescMessage>(
       streamAccepted(context);
     };
     try {
-      const ctx = createCallContext(callerFor(edge, settings, method), {
-        requestId: edge.requestId,
-        signal,
-        ipAddress: edge.ipAddress,
-        userAgent: edge.userAgent,
-      });
+      const ctx = callContextOf(edge, settings, method, signal);
       yield* settings.platform.stream(method, ctx, request, { onReady });
       if (settings.closing?.aborted && !context.signal.aborted) throw shuttingDown();
       throwIfDeadlineExceeded(context);
@@ -130,13 +125,7 @@ function cliLoginHandler(settings: EdgeSettings) {
     edge.rpc = procedureOf(method);
     const signal = settings.closing ? AbortSignal.any([context.signal, settings.closing]) : context.signal;
     try {
-      const ctx = createCallContext(callerFor(edge, settings, method), {
-        requestId: edge.requestId,
-        signal,
-        ipAddress: edge.ipAddress,
-        userAgent: edge.userAgent,
-        headers: clientHeaders(context),
-      });
+      const ctx = callContextOf(edge, settings, method, signal, clientHeaders(context));
       yield* settings.platform.stream(method, ctx, request);
       edge.code = "ok";
     } catch (error) {

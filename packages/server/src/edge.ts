@@ -14,6 +14,7 @@ import { ConnectError } from "@connectrpc/connect";
 import {
   type Access,
   anonymous,
+  type CallContext,
   type Caller,
   type CredentialSource,
   createCallContext,
@@ -323,6 +324,38 @@ export function callerFor(edge: EdgeRequest, settings: EdgeSettings, method: Des
   return edge.caller;
 }
 
+/**
+ * The context a call of `method` runs in: its caller ({@link callerFor}: refused here when the
+ * edge refused the request), the request's id, address and user agent, and `signal`. Every entry
+ * (Connect, the lean paths, REST, NDJSON, the daemon streams) builds its calls' context here.
+ */
+export function callContextOf(
+  edge: EdgeRequest,
+  settings: EdgeSettings,
+  method: DescMethod,
+  signal: AbortSignal,
+  headers?: Readonly<Record<string, string>>,
+): CallContext {
+  return createCallContext(callerFor(edge, settings, method), {
+    requestId: edge.requestId,
+    signal,
+    ipAddress: edge.ipAddress,
+    userAgent: edge.userAgent,
+    ...(headers && { headers }),
+  });
+}
+
+/** The error {@link callerFor} would throw for a call of `method`, if any. */
+export function refusalOf(edge: EdgeRequest, settings: EdgeSettings, method: DescMethod): unknown {
+  if (edge.refusal === undefined && edge.authFailure === undefined) return undefined;
+  try {
+    callerFor(edge, settings, method);
+    return undefined;
+  } catch (error) {
+    return error;
+  }
+}
+
 /** The outcome of one platform call through the edge. */
 export interface EdgeCallResult<O extends DescMessage> {
   readonly response: MessageShape<O>;
@@ -344,14 +377,7 @@ export async function callPlatform<I extends DescMessage, O extends DescMessage>
 ): Promise<EdgeCallResult<O>> {
   edge.rpc = procedureOf(method);
   noteWorkspace(edge, request);
-  const caller = callerFor(edge, settings, method);
-  const ctx = createCallContext(caller, {
-    requestId: edge.requestId,
-    signal,
-    ipAddress: edge.ipAddress,
-    userAgent: edge.userAgent,
-    ...(edge.daemonHeaders && { headers: edge.daemonHeaders }),
-  });
+  const ctx = callContextOf(edge, settings, method, signal, edge.daemonHeaders);
   const invoke = () => settings.platform.invoke(method, ctx, withRefreshCookie(edge, method, request));
   const work = settings.tracing
     ? settings.tracing.rpc(edge.rpc, { "wap.request_id": edge.requestId }, invoke)

@@ -14,8 +14,8 @@
  * @module
  */
 import type { DescMessage, DescMethodServerStreaming, MessageShape } from "@bufbuild/protobuf";
-import { createCallContext, PlatformError } from "@wap/core";
-import { callerFor, type EdgeRequest, type EdgeSettings, noteWorkspace } from "./edge.js";
+import { PlatformError } from "@wap/core";
+import { callContextOf, type EdgeRequest, type EdgeSettings, noteWorkspace } from "./edge.js";
 import { restDetailsOf, toPublicError } from "./errors.js";
 import { restErrorBody, writeResponse } from "./rest/index.js";
 
@@ -50,12 +50,7 @@ export async function ndjsonStream<I extends DescMessage, O extends DescMessage>
   let pending: Promise<IteratorResult<MessageShape<O>>> | undefined;
   try {
     noteWorkspace(edge, options.request);
-    const ctx = createCallContext(callerFor(edge, settings, method), {
-      requestId: edge.requestId,
-      signal,
-      ipAddress: edge.ipAddress,
-      userAgent: edge.userAgent,
-    });
+    const ctx = callContextOf(edge, settings, method, signal);
     let onReady = () => {};
     const ready = new Promise<void>((resolve) => {
       onReady = () => {

@@ -5,8 +5,8 @@
  * @module
  */
 import type { DescMethodBiDiStreaming } from "@bufbuild/protobuf";
-import { createCallContext, type DaemonCaller } from "@wap/core";
-import { callerFor, type EdgeRequest, type EdgeSettings } from "../edge.js";
+import type { DaemonCaller } from "@wap/core";
+import { callContextOf, type EdgeRequest, type EdgeSettings } from "../edge.js";
 
 /** The daemon opening `method`, or the refusal to answer with. */
 export async function admitDaemon(
@@ -15,16 +15,9 @@ export async function admitDaemon(
   method: DescMethodBiDiStreaming,
   signal: AbortSignal,
 ): Promise<DaemonCaller> {
-  const caller = callerFor(edge, settings, method);
-  await settings.platform.openStream(
-    method,
-    createCallContext(caller, {
-      requestId: edge.requestId,
-      signal,
-      ipAddress: edge.ipAddress,
-      userAgent: edge.userAgent,
-    }),
-  );
+  const ctx = callContextOf(edge, settings, method, signal);
+  await settings.platform.openStream(method, ctx);
+  const caller = ctx.caller;
   // The access declared for daemon streams admits daemons only.
   if (caller.kind !== "daemon") throw new Error(`${method.name} admitted a ${caller.kind}`);
   return caller;
