@@ -25,7 +25,7 @@ import { billingWebhookRoutes } from "./billing-webhook.js";
 import type { ConsoleAssets } from "./console-assets.js";
 import { crlRoutes } from "./crl-routes.js";
 import { callerFor, callPlatform, type EdgeRequest, type EdgeSettings, edgeOf } from "./edge.js";
-import { type PublicError, restDetailsOf, toPublicError } from "./errors.js";
+import { answerNoted, type PublicError, restDetailsOf } from "./errors.js";
 import { ndjsonStream } from "./ndjson-stream.js";
 import { BodyTooLargeError, readJsonBodyText, UnsupportedMediaTypeError } from "./read-body.js";
 import {
@@ -95,9 +95,7 @@ export function createApp(
     const respond = (body: string, status: number, headers: Record<string, string> = {}) =>
       new Response(body, { status, headers: { "Content-Type": "application/json", ...headers } });
     const fail = (error: unknown, status?: number) => {
-      const answer = toPublicError(error, edge.requestId, settings.edge.logger);
-      edge.code = answer.code;
-      edge.reason = answer.reason;
+      const answer = answerNoted(edge, error, settings.edge.logger);
       return respond(JSON.stringify(errorBody(answer)), status ?? httpStatusOf(answer.code), {
         ...answer.headers,
       });

@@ -16,7 +16,7 @@
 import type { DescMessage, DescMethodServerStreaming, MessageShape } from "@bufbuild/protobuf";
 import { PlatformError } from "@wap/core";
 import { callContextOf, type EdgeRequest, type EdgeSettings, noteWorkspace } from "./edge.js";
-import { restDetailsOf, toPublicError } from "./errors.js";
+import { answerNoted, restDetailsOf } from "./errors.js";
 import { restErrorBody, writeResponse } from "./rest/index.js";
 
 export interface NdjsonStreamOptions<I extends DescMessage, O extends DescMessage> {
@@ -87,9 +87,7 @@ export async function ndjsonStream<I extends DescMessage, O extends DescMessage>
         end(signal.aborted ? "canceled" : "ok");
       } catch (error) {
         if (cancelled) return;
-        const answer = toPublicError(error, edge.requestId, settings.logger);
-        edge.code = answer.code;
-        edge.reason = answer.reason;
+        const answer = answerNoted(edge, error, settings.logger);
         controller.enqueue(
           line({ error: restErrorBody(answer.code, answer.message, restDetailsOf(answer)) }),
         );
