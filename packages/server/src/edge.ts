@@ -47,7 +47,6 @@ import {
   readCookie,
   readSessionCookie,
   refreshCookieName,
-  refreshCookiePath,
   sessionCookieAfter,
   touchesSessionCookie,
 } from "./session-cookie.js";
@@ -99,7 +98,10 @@ export interface EdgeRequest {
   readonly daemonHeaders: Readonly<Record<string, string>> | undefined;
   /** The browser reached us by https (TLS here, an https public URL, or a trusted proxy says so). */
   readonly https: boolean;
-  /** The `refresh` cookie, read only on RefreshToken's Connect path (where the browser sends it). */
+  /**
+   * The `refresh` cookie, read only on the Connect path of an operation that declares it takes
+   * it (RefreshToken: the cookie is sent there only).
+   */
   readonly refreshCookie?: string | undefined;
   /** For the request log: the RPC served and the code answered. */
   rpc?: string;
@@ -225,7 +227,9 @@ export async function admitRequest(
 
   // The refresh cookie acts as its user too: the same origin rules as the session cookie.
   const refreshCookie =
-    pathOf(req.url) === refreshCookiePath ? readCookie(headers.cookie, refreshCookieName) : undefined;
+    headers.cookie !== undefined && readsRefreshCookie(settings.platform.accessOf(pathOf(req.url)))
+      ? readCookie(headers.cookie, refreshCookieName)
+      : undefined;
   if (source === "cookie" || refreshCookie !== undefined) {
     refusal ??= checkCsrf(
       {
@@ -276,6 +280,11 @@ export async function admitRequest(
 /** Whether an operation's answer signs a browser in (a page of another site may not call it). */
 function signsIn(access: Access | undefined): boolean {
   return access?.kind === "public" && access.signsIn === true;
+}
+
+/** Whether an operation takes its credential from the `refresh` cookie when the body has none. */
+function readsRefreshCookie(access: Access | undefined): boolean {
+  return access?.kind === "public" && access.refreshCookie === true;
 }
 
 /** Counts the request against the caller's limit and sets the `X-RateLimit-*` headers. */
@@ -378,7 +387,8 @@ export async function callPlatform<I extends DescMessage, O extends DescMessage>
   edge.rpc = procedureOf(method);
   noteWorkspace(edge, request);
   const ctx = callContextOf(edge, settings, method, signal, edge.daemonHeaders);
-  const invoke = () => settings.platform.invoke(method, ctx, withRefreshCookie(edge, method, request));
+  const invoke = () =>
+    settings.platform.invoke(method, ctx, withRefreshCookie(edge, settings, method, request));
   const work = settings.tracing
     ? settings.tracing.rpc(edge.rpc, { "wap.request_id": edge.requestId }, invoke)
     : invoke();
@@ -442,12 +452,14 @@ function reachedByHttps(headers: IncomingHttpHeaders, settings: EdgeSettings): b
 /** RefreshToken with no token in its body spends the refresh cookie's. */
 function withRefreshCookie<I extends DescMessage>(
   edge: EdgeRequest,
+  settings: EdgeSettings,
   method: DescMethod,
   request: MessageShape<I>,
 ): MessageShape<I> {
   if (edge.refreshCookie === undefined || edge.refreshCookie === "") return request;
   const body = request as { refreshToken?: unknown };
-  if (procedureOf(method) !== refreshCookiePath || body.refreshToken !== "") return request;
+  if (body.refreshToken !== "" || !readsRefreshCookie(settings.platform.accessOf(procedureOf(method))))
+    return request;
   return { ...request, refreshToken: edge.refreshCookie };
 }
 

@@ -135,7 +135,7 @@ export const login = defineOperation({
 
 export const refreshToken = defineOperation({
   method: AuthService.method.refreshToken,
-  access: { kind: "public", signsIn: true },
+  access: { kind: "public", signsIn: true, refreshCookie: true },
   input: z.object({ refreshToken: z.string().max(512).optional() }),
   async run({ input, services, now }) {
     const invalid = () =>

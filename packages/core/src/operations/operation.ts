@@ -33,6 +33,12 @@ export type Access =
        * call it, or it could sign a victim's browser into the attacker's account.
        */
       readonly signsIn?: true;
+      /**
+       * Browsers may send the credential in the `refresh` cookie instead of the body (the cookie is
+       * sent to this RPC's Connect path only); it acts as its user, so the same origin rules apply
+       * as to the session cookie.
+       */
+      readonly refreshCookie?: true;
     }
   /**
    * Only an enrolled daemon, signing the request with its key: the daemon's own streams. Others
