@@ -214,9 +214,7 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
     async invoke(method, ctx, request) {
       const operation = byMethod.get(method) ?? operations.get(procedureOf(method));
       if (!operation) {
-        throw new UnimplementedError(
-          `${method.parent.typeName}/${method.name} is not implemented by this server`,
-        );
+        throw notImplemented(method);
       }
       const events = services.state.afterCommit.forCall();
       let result: unknown;
@@ -239,9 +237,7 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
     async *stream(method, ctx, request, options = {}) {
       const operation = streams.get(procedureOf(method));
       if (!operation) {
-        throw new UnimplementedError(
-          `${method.parent.typeName}/${method.name} is not implemented by this server`,
-        );
+        throw notImplemented(method);
       }
       // The stream runs until its client leaves or the access it was opened under ends.
       const revoked = new AbortController();
@@ -287,9 +283,7 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
     async openStream(method, ctx) {
       const operation = bidiStreams.get(procedureOf(method));
       if (!operation) {
-        throw new UnimplementedError(
-          `${method.parent.typeName}/${method.name} is not implemented by this server`,
-        );
+        throw notImplemented(method);
       }
       const { workspace } = await translateFaults(() =>
         prepareCall(services, operation, ctx, create(method.input)),
@@ -332,6 +326,10 @@ function createPublisher(bus: EventBus, onError: PlatformOptions["onPublishError
       await Promise.allSettled([...inFlight]);
     },
   };
+}
+
+function notImplemented(method: { parent: { typeName: string }; name: string }): UnimplementedError {
+  return new UnimplementedError(`${method.parent.typeName}/${method.name} is not implemented by this server`);
 }
 
 /** `/package.Service/Method`, the Connect procedure path. */
