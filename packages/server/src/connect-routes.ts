@@ -32,7 +32,14 @@ import { cliLoginHeaders, procedureOf, UnimplementedError } from "@wap/core";
 import { answer, requireEdge, shuttingDown } from "./connect-context.js";
 import { controlStreamHandler } from "./daemons/control-stream.js";
 import { sessionStreamHandler } from "./daemons/session-stream.js";
-import { callContextOf, callerFor, callPlatform, type EdgeSettings, noteWorkspace } from "./edge.js";
+import {
+  callContextOf,
+  callerFor,
+  callPlatform,
+  type EdgeSettings,
+  noteWorkspace,
+  untilClosing,
+} from "./edge.js";
 import { streamAccepted } from "./stream-headers.js";
 
 /** Registers every method of the contract on `router`. */
@@ -91,7 +98,7 @@ function serverStreamingHandler<I extends DescMessage, O extends DescMessage>(
     edge.rpc = procedureOf(method);
     noteWorkspace(edge, request);
     // The client leaving, its deadline, or this server starting to shut down.
-    const signal = settings.closing ? AbortSignal.any([context.signal, settings.closing]) : context.signal;
+    const signal = untilClosing(settings, context.signal);
     const onReady = () => {
       edge.streamSpan?.event("accepted");
       streamAccepted(context);
@@ -123,7 +130,7 @@ function cliLoginHandler(settings: EdgeSettings) {
   ): AsyncGenerator<MessageInitShape<typeof StreamCLILoginResponseSchema>> {
     const edge = requireEdge(context);
     edge.rpc = procedureOf(method);
-    const signal = settings.closing ? AbortSignal.any([context.signal, settings.closing]) : context.signal;
+    const signal = untilClosing(settings, context.signal);
     try {
       const ctx = callContextOf(edge, settings, method, signal, clientHeaders(context));
       yield* settings.platform.stream(method, ctx, request);

@@ -354,6 +354,11 @@ export function callContextOf(
   });
 }
 
+/** `signal`, or the server starting to shut down, whichever fires first: what a stream runs until. */
+export function untilClosing(settings: Pick<EdgeSettings, "closing">, signal: AbortSignal): AbortSignal {
+  return settings.closing ? AbortSignal.any([signal, settings.closing]) : signal;
+}
+
 /** The error {@link callerFor} would throw for a call of `method`, if any. */
 export function refusalOf(edge: EdgeRequest, settings: EdgeSettings, method: DescMethod): unknown {
   if (edge.refusal === undefined && edge.authFailure === undefined) return undefined;
