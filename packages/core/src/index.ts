@@ -70,7 +70,7 @@ export {
 export type { DeviceChallengeInput, PlatformChallenge } from "./devices/challenge.js";
 export { authenticateDevice, challengeSignatureValid, parsePlatformChallenge } from "./devices/challenge.js";
 export type { CliLoginRequest, PendingCliLogin } from "./devices/cli-login.js";
-export { cliLoginStream, startCliLogin } from "./devices/cli-login.js";
+export { cliLoginHeaders, cliLoginStream, startCliLogin } from "./devices/cli-login.js";
 export type { DnsTxtResolver } from "./domains/dns.js";
 export { httpStatusOfCode } from "./error-reasons/http-status.js";
 export type { DeclaredReason, ErrorArea, ErrorReason, ReasonFor } from "./error-reasons/registry.js";
@@ -101,7 +101,12 @@ export {
   encodeEvent,
   maxEventBytes,
 } from "./events/event-bus.js";
-export type { AnyStreamingOperation, StreamingOperation } from "./events/streaming-operation.js";
+export type {
+  AnyBidiStreamingOperation,
+  AnyStreamingOperation,
+  BidiStreamingOperation,
+  StreamingOperation,
+} from "./events/streaming-operation.js";
 export type { WorkspaceEvent } from "./events/workspace-events.js";
 export { workspaceEventOf, workspaceTopic } from "./events/workspace-events.js";
 export type { OutboundFetch, OutboundFetchOptions } from "./lib/outbound-fetch.js";

@@ -9,6 +9,7 @@
 import {
   create,
   type DescMessage,
+  type DescMethodBiDiStreaming,
   type DescMethodServerStreaming,
   type DescMethodUnary,
   type MessageShape,
@@ -22,6 +23,7 @@ import { loadServiceAccountTokens } from "./auth/service-account-tokens.js";
 import { actorOf, type CallContext, type Caller, type CallerKind, throwIfCancelled } from "./context.js";
 import type { KeyStore } from "./crypto/key-store.js";
 import type { Pkcs11Token } from "./crypto/pkcs11/token.js";
+import { bidiStreamingOperations } from "./daemons/streams.js";
 import type { DnsTxtResolver } from "./domains/dns.js";
 import {
   AlreadyExistsError,
@@ -36,13 +38,23 @@ import {
 import { currentCaller, stageAccountChange, subjectIdOf, watchAccess } from "./events/access-watch.js";
 import type { AfterCommitEvents, StagedEvent } from "./events/after-commit.js";
 import { createInProcessEventBus, type EventBus } from "./events/event-bus.js";
-import type { AnyStreamingOperation, StreamingCall } from "./events/streaming-operation.js";
+import type {
+  AnyBidiStreamingOperation,
+  AnyStreamingOperation,
+  StreamingCall,
+} from "./events/streaming-operation.js";
 import { streamingOperations } from "./events/subscribe-workspace-events.js";
 import { toEventPayload, workspaceTopic } from "./events/workspace-events.js";
 import { presentFields } from "./lib/presence.js";
 import type { Mailer } from "./mail/mailer.js";
 import { type IntegrationServices, pickIntegrations } from "./operations/integrations.js";
-import type { AnyOperation, AuditEntry, OperationCall, WorkspaceScope } from "./operations/operation.js";
+import type {
+  Access,
+  AnyOperation,
+  AuditEntry,
+  OperationCall,
+  WorkspaceScope,
+} from "./operations/operation.js";
 import { createPlatformState } from "./operations/platform-state.js";
 import { allOperations } from "./operations/registry.js";
 import {
@@ -99,6 +111,10 @@ export interface Platform {
   readonly operations: ReadonlyMap<string, AnyOperation>;
   /** Server-streaming operations by procedure path. */
   readonly streams: ReadonlyMap<string, AnyStreamingOperation>;
+  /** Bidirectional streams (the daemon's) by procedure path: the transport runs them. */
+  readonly bidiStreams: ReadonlyMap<string, AnyBidiStreamingOperation>;
+  /** Who may call the RPC at `procedure` (unary or streaming), or undefined when none is declared. */
+  accessOf(procedure: string): Access | undefined;
   /** Resolves the credentials of a request to a caller. */
   authenticate(credentials: Credentials): Promise<{ caller: Caller; source: CredentialSource }>;
   /** Runs one unary RPC. Throws only {@link PlatformError}s for conditions the caller can act on. */
@@ -119,6 +135,11 @@ export interface Platform {
     request: MessageShape<I>,
     options?: { readonly onReady?: () => void },
   ): AsyncIterable<MessageShape<O>>;
+  /**
+   * Admits the caller of a bidirectional stream by its declared access, before the transport runs
+   * it: resolves with the workspace it opens in, or throws the {@link PlatformError} refusing it.
+   */
+  openStream(method: DescMethodBiDiStreaming, ctx: CallContext): Promise<WorkspaceScope>;
   /** Waits for events still being published, then closes the event bus and the storage. */
   close(): Promise<void>;
 }
@@ -171,12 +192,18 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
   for (const operation of allOperations) byMethod.set(operation.method, operation);
   const streams = new Map<string, AnyStreamingOperation>();
   for (const operation of streamingOperations) streams.set(procedureOf(operation.method), operation);
+  const bidiStreams = new Map<string, AnyBidiStreamingOperation>();
+  for (const operation of bidiStreamingOperations) bidiStreams.set(procedureOf(operation.method), operation);
   const publisher = createPublisher(services.events, options.onPublishError);
 
   return {
     services,
     operations,
     streams,
+    bidiStreams,
+    accessOf(procedure) {
+      return (operations.get(procedure) ?? streams.get(procedure) ?? bidiStreams.get(procedure))?.access;
+    },
     async authenticate(credentials) {
       try {
         return await authenticate(services, credentials);
@@ -187,9 +214,7 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
     async invoke(method, ctx, request) {
       const operation = byMethod.get(method) ?? operations.get(procedureOf(method));
       if (!operation) {
-        throw new UnimplementedError(
-          `${method.parent.typeName}/${method.name} is not implemented by this server`,
-        );
+        throw notImplemented(method);
       }
       const events = services.state.afterCommit.forCall();
       let result: unknown;
@@ -212,9 +237,7 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
     async *stream(method, ctx, request, options = {}) {
       const operation = streams.get(procedureOf(method));
       if (!operation) {
-        throw new UnimplementedError(
-          `${method.parent.typeName}/${method.name} is not implemented by this server`,
-        );
+        throw notImplemented(method);
       }
       // The stream runs until its client leaves or the access it was opened under ends.
       const revoked = new AbortController();
@@ -257,6 +280,16 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
         await messages.return?.();
       }
     },
+    async openStream(method, ctx) {
+      const operation = bidiStreams.get(procedureOf(method));
+      if (!operation) {
+        throw notImplemented(method);
+      }
+      const { workspace } = await translateFaults(() =>
+        prepareCall(services, operation, ctx, create(method.input)),
+      );
+      return workspace;
+    },
     async close() {
       await publisher.drain();
       try {
@@ -295,6 +328,10 @@ function createPublisher(bus: EventBus, onError: PlatformOptions["onPublishError
   };
 }
 
+function notImplemented(method: { parent: { typeName: string }; name: string }): UnimplementedError {
+  return new UnimplementedError(`${method.parent.typeName}/${method.name} is not implemented by this server`);
+}
+
 /** `/package.Service/Method`, the Connect procedure path. */
 export function procedureOf(method: { parent: { typeName: string }; name: string }): string {
   return `/${method.parent.typeName}/${method.name}`;
@@ -328,13 +365,18 @@ async function runOperation(
 /** The checks every call passes before its operation runs: caller kind, input, workspace access. */
 async function prepareCall(
   services: Services,
-  operation: Pick<AnyOperation | AnyStreamingOperation, "access" | "input" | "method">,
+  operation: Pick<
+    AnyOperation | AnyStreamingOperation | AnyBidiStreamingOperation,
+    "access" | "input" | "method"
+  >,
   ctx: CallContext,
   request: unknown,
 ): Promise<Omit<StreamingCall<unknown>, "ready">> {
   const { access } = operation;
   const caller = ctx.caller;
-  if (access.kind !== "public") {
+  if (access.kind === "signed_daemon") {
+    if (caller.kind !== "daemon") throw daemonsOnly(caller, access.stream);
+  } else if (access.kind !== "public") {
     const allowed = access.kind === "caller" ? access.callers : (access.callers ?? workspaceCallers);
     if (caller.kind === "anonymous") {
       throw new UnauthenticatedError(
@@ -349,9 +391,24 @@ async function prepareCall(
   const workspace =
     access.kind === "workspace"
       ? await authorizeWorkspace(services, caller, input, access.permission)
-      : noWorkspace;
+      : caller.kind === "daemon" && access.kind === "signed_daemon"
+        ? { workspaceId: caller.workspaceId, role: null }
+        : noWorkspace;
   throwIfCancelled(ctx);
   return { ctx, input, services, now: services.clock.now(), workspace };
+}
+
+/** Why a caller other than a daemon may not open the daemon's `stream`. */
+function daemonsOnly(caller: Caller, stream: string): PlatformError {
+  if (caller.kind === "anonymous") {
+    return new UnauthenticatedError(
+      `the ${stream} is for enrolled daemons: sign the request with the daemon's key (Authorization: Platform ...)`,
+      { reason: "DAEMON_CREDENTIALS_REQUIRED" },
+    );
+  }
+  return new PermissionDeniedError(`a ${caller.kind.replace("_", " ")} may not open a daemon ${stream}`, {
+    reason: "DAEMONS_ONLY",
+  });
 }
 
 /** Who may call a workspace operation that names no callers. */

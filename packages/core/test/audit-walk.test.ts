@@ -16,6 +16,7 @@ import { randomUUID } from "node:crypto";
 import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { platformServices } from "@wap/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bidiStreamingOperations } from "../src/daemons/streams.js";
 import { streamingOperations } from "../src/events/subscribe-workspace-events.js";
 import { allOperations } from "../src/operations/registry.js";
 import { procedureOf } from "../src/platform.js";
@@ -34,7 +35,7 @@ import { walkSteps } from "./support/audit-walk-steps.js";
 interface Rpc {
   readonly procedure: string;
   readonly mutating: boolean;
-  /** Served by a core operation (unary or streaming), not only by the server's transport. */
+  /** Declared by a core operation (unary or streaming), with who may call it. */
   readonly registered: boolean;
   /** A unary RPC, which `platform.invoke` can call. */
   readonly unary: boolean;
@@ -45,7 +46,7 @@ type Method = (typeof allOperations)[number]["method"];
 /** Every RPC of the contract, and every operation registered (even one missing from the contract). */
 function everyRpc(): Rpc[] {
   const registered = new Map<string, Method>();
-  for (const op of [...allOperations, ...streamingOperations]) {
+  for (const op of [...allOperations, ...streamingOperations, ...bidiStreamingOperations]) {
     registered.set(procedureOf(op.method), op.method as Method);
   }
   const methods = new Map<string, { idempotency: MethodOptions_IdempotencyLevel; methodKind: string }>(
@@ -113,6 +114,11 @@ describe("the audit walk's table", () => {
       missing,
       "mutating RPCs with no audit-walk step: add one to test/support/audit-walk-steps.ts",
     ).toEqual([]);
+  });
+
+  it("walks streams declared in core, each with who may open it", () => {
+    const undeclared = rpcs.filter((r) => !r.unary && !r.registered).map((r) => r.procedure);
+    expect(undeclared, "streaming RPCs with no operation (and access rule) in core").toEqual([]);
   });
 
   it("names only mutating RPCs of the contract or of this build", () => {

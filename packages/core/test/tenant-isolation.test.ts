@@ -1,6 +1,7 @@
 /**
  * Tenant isolation, over every RPC the platform implements (enumerated from `platform.operations`
- * and `platform.streams`, so RPCs added later are covered without touching this file).
+ * and `platform.streams`, so RPCs added later are covered without touching this file), and the
+ * daemon's bidirectional streams (`platform.bidiStreams`), whose callers the platform admits.
  *
  * Requests are built generically from each method's input descriptor; every id-like field
  * (`workspaceId`, `id`, `*Id`, `*Ids`, `newOwner`, `domain`) takes an identifier of workspace B.
@@ -578,4 +579,53 @@ describe("tenant isolation: callers of workspace A against workspace B", () => {
       }
     });
   }
+});
+
+describe("tenant isolation: the daemon's bidirectional streams", () => {
+  const bidi = (async () => {
+    const platform = await platformOver(listing);
+    const streams = [...platform.bidiStreams.values()];
+    await platform.close();
+    return streams;
+  })();
+
+  it("declares who may open each of them", async () => {
+    const streams = await bidi;
+    expect(streams.map((op) => `${op.method.parent.name}/${op.method.name}`).sort()).toEqual([
+      "DaemonControlService/Connect",
+      "DaemonSessionService/Session",
+    ]);
+    for (const op of streams) expect(op.access.kind).toBe("signed_daemon");
+  });
+
+  it("admits A's daemon into A only, and refuses every other caller of A", async () => {
+    const database = new Database(world.image);
+    const platform = await platformOver(database);
+    try {
+      for (const op of await bidi) {
+        const label = `${op.method.parent.name}/${op.method.name}`;
+        const anonymousOutcome = await outcomeOf(() =>
+          platform.openStream(op.method, createCallContext({ kind: "anonymous" })),
+        );
+        expect(anonymousOutcome.code, `${label} anonymous`).toBe("unauthenticated");
+        for (const [name, caller] of world.a.callers) {
+          const opened = await outcomeOf(() => platform.openStream(op.method, createCallContext(caller)));
+          if (caller.kind === "daemon") {
+            expect(opened.code, `${label} as ${name}`).toBe("ok");
+            expect(JSON.parse(opened.json), `${label} as ${name}`).toEqual({
+              workspaceId: world.a.workspaceId,
+              role: null,
+            });
+          } else {
+            expect(opened.code, `${label} as ${name}`).toBe("permission_denied");
+            expect(opened.reason, `${label} as ${name}`).toBe("DAEMONS_ONLY");
+          }
+        }
+      }
+      expect(world.a.callers.some(([, caller]) => caller.kind === "daemon")).toBe(true);
+    } finally {
+      await platform.close();
+      database.close();
+    }
+  });
 });

@@ -2,6 +2,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { UtilService } from "@wap/api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { permissions, roles } from "../src/access/permissions.js";
+import { bidiStreamingOperations } from "../src/daemons/streams.js";
 import { streamingOperations } from "../src/events/subscribe-workspace-events.js";
 import type { Access } from "../src/operations/operation.js";
 import { allOperations } from "../src/operations/registry.js";
@@ -47,6 +48,7 @@ describe("docs/permissions.md", () => {
     const table = [header, rule, ...rows].join("\n");
     const describeAccess = (access: Access) => {
       if (access.kind === "public") return ["anyone", ""];
+      if (access.kind === "signed_daemon") return ["daemon (signed request)", "(none: its own workspace)"];
       const callers = (
         access.kind === "caller" ? access.callers : (access.callers ?? ["user", "service_account"])
       )
@@ -60,7 +62,7 @@ describe("docs/permissions.md", () => {
     const operationTable = [
       "| RPC | callers | permission |",
       "|---|---|---|",
-      ...[...allOperations, ...streamingOperations]
+      ...[...allOperations, ...streamingOperations, ...bidiStreamingOperations]
         .map((op) => [`${op.method.parent.name}.${op.method.name}`, ...describeAccess(op.access)] as const)
         .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
         .map(([rpc, callers, permission]) => `| ${rpc} | ${callers} | ${permission} |`),

@@ -24,8 +24,15 @@ import { Hono } from "hono";
 import { billingWebhookRoutes } from "./billing-webhook.js";
 import type { ConsoleAssets } from "./console-assets.js";
 import { crlRoutes } from "./crl-routes.js";
-import { callerFor, callPlatform, type EdgeRequest, type EdgeSettings, edgeOf } from "./edge.js";
-import { type PublicError, restDetailsOf, toPublicError } from "./errors.js";
+import {
+  callerFor,
+  callPlatform,
+  type EdgeRequest,
+  type EdgeSettings,
+  edgeOf,
+  untilClosing,
+} from "./edge.js";
+import { answerNoted, type PublicError, restDetailsOf } from "./errors.js";
 import { ndjsonStream } from "./ndjson-stream.js";
 import { BodyTooLargeError, readJsonBodyText, UnsupportedMediaTypeError } from "./read-body.js";
 import {
@@ -95,9 +102,7 @@ export function createApp(
     const respond = (body: string, status: number, headers: Record<string, string> = {}) =>
       new Response(body, { status, headers: { "Content-Type": "application/json", ...headers } });
     const fail = (error: unknown, status?: number) => {
-      const answer = toPublicError(error, edge.requestId, settings.edge.logger);
-      edge.code = answer.code;
-      edge.reason = answer.reason;
+      const answer = answerNoted(edge, error, settings.edge.logger);
       return respond(JSON.stringify(errorBody(answer)), status ?? httpStatusOf(answer.code), {
         ...answer.headers,
       });
@@ -127,9 +132,7 @@ export function createApp(
         callerFor(edge, settings.edge, method);
         const timeoutMs = parseTimeoutMs(c.req.header("connect-timeout-ms"));
         // A stream also ends as soon as the server starts shutting down, not after the grace period.
-        const stopping = settings.edge.closing
-          ? AbortSignal.any([settings.shutdownSignal, settings.edge.closing])
-          : settings.shutdownSignal;
+        const stopping = untilClosing(settings.edge, settings.shutdownSignal);
         const deadline = callSignal(c.env.outgoing, timeoutMs, stopping);
         try {
           const body = await readJsonBodyText(c.req.raw, settings.bodyLimitBytes);

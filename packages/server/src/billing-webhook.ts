@@ -13,7 +13,7 @@ import { Hono } from "hono";
 import type { EdgeSettings } from "./edge.js";
 import { admitted, type Env, jsonErrorResponse, publicError, requestFacts } from "./endpoint-edge.js";
 import { toPublicError } from "./errors.js";
-import { BodyTooLargeError } from "./read-body.js";
+import { BodyTooLargeError, readBodyBytes } from "./read-body.js";
 
 export const billingWebhookPath = "/v1/billing/webhook";
 
@@ -41,6 +41,7 @@ export function billingWebhookRoutes(settings: BillingWebhookSettings): Hono<Env
     if (refusal) return fail(refusal);
     let body: Uint8Array;
     try {
+      // As bytes, not text: the signature covers them, and decoding could alter them (a BOM).
       body = await readBodyBytes(c.req.raw, settings.bodyLimitBytes);
     } catch (error) {
       return fail(error, error instanceof BodyTooLargeError ? 413 : undefined);
@@ -79,27 +80,6 @@ export function billingWebhookRoutes(settings: BillingWebhookSettings): Hono<Env
   });
 
   return app;
-}
-
-/** The body as bytes, refusing more than the limit. Not as text: decoding could alter bytes (a BOM). */
-async function readBodyBytes(request: Request, limitBytes: number): Promise<Uint8Array> {
-  const declared = Number(request.headers.get("content-length") ?? Number.NaN);
-  if (declared > limitBytes) throw new BodyTooLargeError(limitBytes);
-  if (!request.body) return new Uint8Array();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = request.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limitBytes) {
-      await reader.cancel().catch(() => undefined);
-      throw new BodyTooLargeError(limitBytes);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks);
 }
 
 /** The error and its causes, for the log: messages only (provider errors carry no secrets). */

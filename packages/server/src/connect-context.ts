@@ -12,7 +12,7 @@ import {
 } from "@connectrpc/connect";
 import { UnavailableError } from "@wap/core";
 import { type EdgeRequest, type EdgeSettings, edgeOf } from "./edge.js";
-import { toConnectError, toPublicError } from "./errors.js";
+import { answerNoted, toConnectError } from "./errors.js";
 
 const edgeKey = createContextKey<EdgeRequest | undefined>(undefined, { description: "wap edge request" });
 
@@ -28,10 +28,7 @@ export function edgeFromValues(values: ContextValues): EdgeRequest | undefined {
 
 /** Records the code answered and turns `error` into the ConnectError to throw. */
 export function answer(edge: EdgeRequest, settings: EdgeSettings, error: unknown) {
-  const publicError = toPublicError(error, edge.requestId, settings.logger);
-  edge.code = publicError.code;
-  edge.reason = publicError.reason;
-  return toConnectError(publicError);
+  return toConnectError(answerNoted(edge, error, settings.logger));
 }
 
 /** The edge state of the request a handler serves. */

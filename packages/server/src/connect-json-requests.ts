@@ -24,6 +24,7 @@ import { edgeFromValues } from "./connect-context.js";
 import { toConnectError } from "./errors.js";
 import { checkJsonRequest } from "./json-mapping.js";
 import type { UniversalServerRequest } from "./lean/connect-protocol.js";
+import { wrapHandlers } from "./router-handlers.js";
 
 const refusalKey = createContextKey<PlatformError | undefined>(undefined, {
   description: "wap JSON request refusal",
@@ -51,24 +52,15 @@ export const jsonRefusals: Interceptor = (next) => (req) => {
  * `routes` callback, once every route is registered.
  */
 export function checkJsonRequestsFirst(router: ConnectRouter, readMaxBytes: number): void {
-  const handlers = router.handlers;
-  handlers.forEach((handler, i) => {
+  wrapHandlers(router, (handler) => {
     const kind = handler.method.methodKind;
-    if (kind !== "unary" && kind !== "server_streaming") return;
+    if (kind !== "unary" && kind !== "server_streaming") return undefined;
     const desc = handler.method.input;
-    const wrapped = async (req: UniversalServerRequest) => {
+    return async (req: UniversalServerRequest) => {
       const contextValues = req.contextValues ?? createContextValues();
       const checked = await checkedRequest(desc, { ...req, contextValues }, contextValues, readMaxBytes);
       return handler(checked);
     };
-    handlers[i] = Object.assign(wrapped, {
-      protocolNames: handler.protocolNames,
-      service: handler.service,
-      method: handler.method,
-      requestPath: handler.requestPath,
-      allowedMethods: handler.allowedMethods,
-      supportedContentType: handler.supportedContentType,
-    });
   });
 }
 

@@ -4,7 +4,7 @@
  * answers `unimplemented` for RPCs that have no operation yet); server-streaming methods the
  * platform implements run through the edge into `platform.stream`; the other streaming methods
  * answer `unimplemented` after the edge has had its say. StreamCLILogin runs core's CLI login
- * stream with the device headers it needs; DaemonControlService.Connect is the daemon's control
+ * stream with the device headers it reads; DaemonControlService.Connect is the daemon's control
  * stream (daemons/control-stream.ts), DaemonSessionService.Session its terminal stream
  * (daemons/session-stream.ts).
  *
@@ -28,11 +28,18 @@ import {
   type StreamCLILoginRequest,
   type StreamCLILoginResponseSchema,
 } from "@wap/api";
-import { cliLoginStream, createCallContext, procedureOf, UnimplementedError } from "@wap/core";
+import { cliLoginHeaders, procedureOf, UnimplementedError } from "@wap/core";
 import { answer, requireEdge, shuttingDown } from "./connect-context.js";
 import { controlStreamHandler } from "./daemons/control-stream.js";
 import { sessionStreamHandler } from "./daemons/session-stream.js";
-import { callerFor, callPlatform, type EdgeSettings, noteWorkspace } from "./edge.js";
+import {
+  callContextOf,
+  callerFor,
+  callPlatform,
+  type EdgeSettings,
+  noteWorkspace,
+  untilClosing,
+} from "./edge.js";
 import { streamAccepted } from "./stream-headers.js";
 
 /** Registers every method of the contract on `router`. */
@@ -91,18 +98,13 @@ function serverStreamingHandler<I extends DescMessage, O extends DescMessage>(
     edge.rpc = procedureOf(method);
     noteWorkspace(edge, request);
     // The client leaving, its deadline, or this server starting to shut down.
-    const signal = settings.closing ? AbortSignal.any([context.signal, settings.closing]) : context.signal;
+    const signal = untilClosing(settings, context.signal);
     const onReady = () => {
       edge.streamSpan?.event("accepted");
       streamAccepted(context);
     };
     try {
-      const ctx = createCallContext(callerFor(edge, settings, method), {
-        requestId: edge.requestId,
-        signal,
-        ipAddress: edge.ipAddress,
-        userAgent: edge.userAgent,
-      });
+      const ctx = callContextOf(edge, settings, method, signal);
       yield* settings.platform.stream(method, ctx, request, { onReady });
       if (settings.closing?.aborted && !context.signal.aborted) throw shuttingDown();
       throwIfDeadlineExceeded(context);
@@ -116,9 +118,9 @@ function serverStreamingHandler<I extends DescMessage, O extends DescMessage>(
 /**
  * AuthService.StreamCLILogin (docs/agent-protocol.md): the verification URL and user code at once,
  * then the user once a signed-in user approves the login with VerifyCLILogin, on this instance or
- * another. The device id, its name, OS and client version come from the `Platform-Client-*`
- * headers. The stream lives as long as the
- * pending login (`cliLoginTtlSeconds`) and ends quietly when the client leaves.
+ * another. The operation reads the device id, its name, OS and client version from the
+ * `Platform-Client-*` headers passed along. The stream lives as long as the pending login
+ * (`cliLoginTtlSeconds`) and ends quietly when the client leaves.
  */
 function cliLoginHandler(settings: EdgeSettings) {
   const method = AuthService.method.streamCLILogin;
@@ -128,23 +130,10 @@ function cliLoginHandler(settings: EdgeSettings) {
   ): AsyncGenerator<MessageInitShape<typeof StreamCLILoginResponseSchema>> {
     const edge = requireEdge(context);
     edge.rpc = procedureOf(method);
-    const signal = settings.closing ? AbortSignal.any([context.signal, settings.closing]) : context.signal;
+    const signal = untilClosing(settings, context.signal);
     try {
-      const ctx = createCallContext(callerFor(edge, settings, method), {
-        requestId: edge.requestId,
-        signal,
-        ipAddress: edge.ipAddress,
-        userAgent: edge.userAgent,
-      });
-      yield* cliLoginStream(settings.platform.services, ctx, {
-        authMethod: request.authMethod,
-        authPubkey: request.authPubkey,
-        loginCode: request.loginCode,
-        deviceId: context.requestHeader.get("platform-client-device-id") ?? undefined,
-        deviceName: context.requestHeader.get("platform-client-hostname") ?? undefined,
-        clientOs: context.requestHeader.get("platform-client-os") ?? undefined,
-        clientVersion: context.requestHeader.get("platform-client-version") ?? undefined,
-      });
+      const ctx = callContextOf(edge, settings, method, signal, clientHeaders(context));
+      yield* settings.platform.stream(method, ctx, request);
       edge.code = "ok";
     } catch (error) {
       // Nobody is left to answer; the pending login is already gone.
@@ -159,6 +148,16 @@ function cliLoginHandler(settings: EdgeSettings) {
       );
     }
   };
+}
+
+/** The `Platform-Client-*` headers StreamCLILogin reads, those the request carries. */
+function clientHeaders(context: HandlerContext): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of cliLoginHeaders) {
+    const value = context.requestHeader.get(name);
+    if (value !== null) headers[name] = value;
+  }
+  return headers;
 }
 
 /** The error a call's deadline ended it with, or undefined when it did not end by its deadline. */

@@ -12,7 +12,9 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { DescMessage, DescMethod, DescMethodUnary, MessageShape } from "@bufbuild/protobuf";
 import { ConnectError } from "@connectrpc/connect";
 import {
+  type Access,
   anonymous,
+  type CallContext,
   type Caller,
   type CredentialSource,
   createCallContext,
@@ -42,11 +44,9 @@ import {
 import {
   type CookieSettings,
   clearedSessionCookie,
-  isSignInProcedure,
   readCookie,
   readSessionCookie,
   refreshCookieName,
-  refreshCookiePath,
   sessionCookieAfter,
   touchesSessionCookie,
 } from "./session-cookie.js";
@@ -92,13 +92,16 @@ export interface EdgeRequest {
   readonly authFailure: unknown;
   /** Only the session cookie was refused: public operations (Login...) still run, as anonymous. */
   readonly onlyCookieFailed: boolean;
-  /** A `Platform` challenge was refused: EnrollDaemon still runs, as anonymous. */
+  /** A `Platform` challenge was refused: operations where it is optional still run, as anonymous. */
   readonly challengeFailed: boolean;
   /** The `Platform-Daemon-*` headers (names in lower case), for operations that read them. */
   readonly daemonHeaders: Readonly<Record<string, string>> | undefined;
   /** The browser reached us by https (TLS here, an https public URL, or a trusted proxy says so). */
   readonly https: boolean;
-  /** The `refresh` cookie, read only on RefreshToken's Connect path (where the browser sends it). */
+  /**
+   * The `refresh` cookie, read only on the Connect path of an operation that declares it takes
+   * it (RefreshToken: the cookie is sent there only).
+   */
   readonly refreshCookie?: string | undefined;
   /** For the request log: the RPC served and the code answered. */
   rpc?: string;
@@ -139,13 +142,6 @@ const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
  */
 export type ProcedureResolver = (httpMethod: string, path: string) => string | undefined;
 
-/** The CLI signs its login stream before its key is registered: the one challenge never checked. */
-const cliLoginProcedure = "/platform.v1.AuthService/StreamCLILogin";
-/**
- * A daemon whose record was deleted still signs with its old id when it enrols again with a
- * token: a challenge that fails here is ignored, the token decides.
- */
-const enrollDaemonProcedure = "/platform.v1.DaemonService/EnrollDaemon";
 const daemonHeaderPrefix = "platform-daemon-";
 
 /**
@@ -175,7 +171,7 @@ export async function admitRequest(
   const daemonHeaders = daemonHeadersOf(headers);
   const platformChallenge =
     bearer === undefined
-      ? challengeOf(req, authorization, resolveProcedure, familyOf(headers, daemonHeaders))
+      ? challengeOf(req, authorization, settings.platform, resolveProcedure, familyOf(headers, daemonHeaders))
       : undefined;
   const sessionCookie = readSessionCookie(headers.cookie);
   let caller: Caller = anonymous;
@@ -231,7 +227,9 @@ export async function admitRequest(
 
   // The refresh cookie acts as its user too: the same origin rules as the session cookie.
   const refreshCookie =
-    pathOf(req.url) === refreshCookiePath ? readCookie(headers.cookie, refreshCookieName) : undefined;
+    headers.cookie !== undefined && readsRefreshCookie(settings.platform.accessOf(pathOf(req.url)))
+      ? readCookie(headers.cookie, refreshCookieName)
+      : undefined;
   if (source === "cookie" || refreshCookie !== undefined) {
     refusal ??= checkCsrf(
       {
@@ -252,7 +250,7 @@ export async function admitRequest(
   if (refusal === undefined && (origin !== undefined || secFetchSite !== undefined)) {
     const path = pathOf(req.url);
     const procedure = procedurePath.test(path) ? path : resolveProcedure?.(req.method ?? "GET", path);
-    if (procedure !== undefined && isSignInProcedure(procedure)) {
+    if (procedure !== undefined && signsIn(settings.platform.accessOf(procedure))) {
       refusal = crossSiteRefusal(
         { ownOrigin: ownOrigin(headers, settings), origin, secFetchSite },
         settings.allowedOrigins,
@@ -277,6 +275,16 @@ export async function admitRequest(
   };
   (req as { [edgeSlot]?: EdgeRequest })[edgeSlot] = edge;
   return edge;
+}
+
+/** Whether an operation's answer signs a browser in (a page of another site may not call it). */
+function signsIn(access: Access | undefined): boolean {
+  return access?.kind === "public" && access.signsIn === true;
+}
+
+/** Whether an operation takes its credential from the `refresh` cookie when the body has none. */
+function readsRefreshCookie(access: Access | undefined): boolean {
+  return access?.kind === "public" && access.refreshCookie === true;
 }
 
 /** Counts the request against the caller's limit and sets the `X-RateLimit-*` headers. */
@@ -317,14 +325,49 @@ async function countRequest(
 export function callerFor(edge: EdgeRequest, settings: EdgeSettings, method: DescMethod): Caller {
   if (edge.refusal) throw edge.refusal;
   if (edge.authFailure !== undefined) {
-    const procedure = procedureOf(method);
-    if (edge.challengeFailed && procedure === enrollDaemonProcedure) return anonymous;
-    const isPublic =
-      procedure === cliLoginProcedure ||
-      settings.platform.operations.get(procedure)?.access.kind === "public";
-    if (!(edge.onlyCookieFailed && isPublic)) throw edge.authFailure;
+    const access = settings.platform.accessOf(procedureOf(method));
+    if (access?.kind !== "public") throw edge.authFailure;
+    if (edge.challengeFailed && access.signature === "optional") return anonymous;
+    if (!edge.onlyCookieFailed) throw edge.authFailure;
   }
   return edge.caller;
+}
+
+/**
+ * The context a call of `method` runs in: its caller ({@link callerFor}: refused here when the
+ * edge refused the request), the request's id, address and user agent, and `signal`. Every entry
+ * (Connect, the lean paths, REST, NDJSON, the daemon streams) builds its calls' context here.
+ */
+export function callContextOf(
+  edge: EdgeRequest,
+  settings: EdgeSettings,
+  method: DescMethod,
+  signal: AbortSignal,
+  headers?: Readonly<Record<string, string>>,
+): CallContext {
+  return createCallContext(callerFor(edge, settings, method), {
+    requestId: edge.requestId,
+    signal,
+    ipAddress: edge.ipAddress,
+    userAgent: edge.userAgent,
+    ...(headers && { headers }),
+  });
+}
+
+/** `signal`, or the server starting to shut down, whichever fires first: what a stream runs until. */
+export function untilClosing(settings: Pick<EdgeSettings, "closing">, signal: AbortSignal): AbortSignal {
+  return settings.closing ? AbortSignal.any([signal, settings.closing]) : signal;
+}
+
+/** The error {@link callerFor} would throw for a call of `method`, if any. */
+export function refusalOf(edge: EdgeRequest, settings: EdgeSettings, method: DescMethod): unknown {
+  if (edge.refusal === undefined && edge.authFailure === undefined) return undefined;
+  try {
+    callerFor(edge, settings, method);
+    return undefined;
+  } catch (error) {
+    return error;
+  }
 }
 
 /** The outcome of one platform call through the edge. */
@@ -348,15 +391,9 @@ export async function callPlatform<I extends DescMessage, O extends DescMessage>
 ): Promise<EdgeCallResult<O>> {
   edge.rpc = procedureOf(method);
   noteWorkspace(edge, request);
-  const caller = callerFor(edge, settings, method);
-  const ctx = createCallContext(caller, {
-    requestId: edge.requestId,
-    signal,
-    ipAddress: edge.ipAddress,
-    userAgent: edge.userAgent,
-    ...(edge.daemonHeaders && { headers: edge.daemonHeaders }),
-  });
-  const invoke = () => settings.platform.invoke(method, ctx, withRefreshCookie(edge, method, request));
+  const ctx = callContextOf(edge, settings, method, signal, edge.daemonHeaders);
+  const invoke = () =>
+    settings.platform.invoke(method, ctx, withRefreshCookie(edge, settings, method, request));
   const work = settings.tracing
     ? settings.tracing.rpc(edge.rpc, { "wap.request_id": edge.requestId }, invoke)
     : invoke();
@@ -420,12 +457,14 @@ function reachedByHttps(headers: IncomingHttpHeaders, settings: EdgeSettings): b
 /** RefreshToken with no token in its body spends the refresh cookie's. */
 function withRefreshCookie<I extends DescMessage>(
   edge: EdgeRequest,
+  settings: EdgeSettings,
   method: DescMethod,
   request: MessageShape<I>,
 ): MessageShape<I> {
   if (edge.refreshCookie === undefined || edge.refreshCookie === "") return request;
   const body = request as { refreshToken?: unknown };
-  if (procedureOf(method) !== refreshCookiePath || body.refreshToken !== "") return request;
+  if (body.refreshToken !== "" || !readsRefreshCookie(settings.platform.accessOf(procedureOf(method))))
+    return request;
   return { ...request, refreshToken: edge.refreshCookie };
 }
 
@@ -490,11 +529,12 @@ type SignerFamily = "daemon" | "device";
 
 /**
  * A `Platform` challenge (docs/agent-protocol.md) with the procedure it must be signed for, or
- * undefined when there is none or the request is the CLI login stream.
+ * undefined when there is none or the operation called declares it unchecked (the CLI login).
  */
 function challengeOf(
   req: NodeRequestLike,
   authorization: string | undefined,
+  platform: Pick<Platform, "accessOf">,
   resolveProcedure: ProcedureResolver | undefined,
   family?: SignerFamily,
 ): { value: string; procedure: string; family?: SignerFamily } | undefined {
@@ -503,7 +543,8 @@ function challengeOf(
   if (!match) return undefined;
   const path = pathOf(req.url);
   const procedure = procedurePath.test(path) ? path : resolveProcedure?.(req.method ?? "GET", path);
-  if (procedure === cliLoginProcedure) return undefined;
+  const access = procedure === undefined ? undefined : platform.accessOf(procedure);
+  if (access?.kind === "public" && access.signature === "unchecked") return undefined;
   // An unroutable path keeps its own: no procedure equals it, so the challenge fails as it should.
   return { value: (match[1] ?? "").trim(), procedure: procedure ?? path, ...(family && { family }) };
 }

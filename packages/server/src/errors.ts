@@ -64,6 +64,24 @@ export function errorCodeOf(code: Code): ErrorCode {
   return codeNames.get(code) ?? "unknown";
 }
 
+/** Where a request's answer is noted for its log line (the edge state of the request). */
+export interface AnswerNote {
+  readonly requestId: string;
+  code?: ErrorCode | "ok";
+  reason?: ErrorReason;
+}
+
+/**
+ * {@link toPublicError} for a request whose answer is logged: the code and reason answered are
+ * noted on `note`. Every entry answering a call (Connect, REST, NDJSON) notes its refusals here.
+ */
+export function answerNoted(note: AnswerNote, error: unknown, logger: Logger): PublicError {
+  const answer = toPublicError(error, note.requestId, logger);
+  note.code = answer.code;
+  note.reason = answer.reason;
+  return answer;
+}
+
 /**
  * Turns anything thrown while serving a request into what the caller may see. Faults that are
  * not the caller's business are logged here, once, with the request id.

@@ -14,9 +14,9 @@
  * @module
  */
 import type { DescMessage, DescMethodServerStreaming, MessageShape } from "@bufbuild/protobuf";
-import { createCallContext, PlatformError } from "@wap/core";
-import { callerFor, type EdgeRequest, type EdgeSettings, noteWorkspace } from "./edge.js";
-import { restDetailsOf, toPublicError } from "./errors.js";
+import { PlatformError } from "@wap/core";
+import { callContextOf, type EdgeRequest, type EdgeSettings, noteWorkspace } from "./edge.js";
+import { answerNoted, restDetailsOf } from "./errors.js";
 import { restErrorBody, writeResponse } from "./rest/index.js";
 
 export interface NdjsonStreamOptions<I extends DescMessage, O extends DescMessage> {
@@ -50,12 +50,7 @@ export async function ndjsonStream<I extends DescMessage, O extends DescMessage>
   let pending: Promise<IteratorResult<MessageShape<O>>> | undefined;
   try {
     noteWorkspace(edge, options.request);
-    const ctx = createCallContext(callerFor(edge, settings, method), {
-      requestId: edge.requestId,
-      signal,
-      ipAddress: edge.ipAddress,
-      userAgent: edge.userAgent,
-    });
+    const ctx = callContextOf(edge, settings, method, signal);
     let onReady = () => {};
     const ready = new Promise<void>((resolve) => {
       onReady = () => {
@@ -92,9 +87,7 @@ export async function ndjsonStream<I extends DescMessage, O extends DescMessage>
         end(signal.aborted ? "canceled" : "ok");
       } catch (error) {
         if (cancelled) return;
-        const answer = toPublicError(error, edge.requestId, settings.logger);
-        edge.code = answer.code;
-        edge.reason = answer.reason;
+        const answer = answerNoted(edge, error, settings.logger);
         controller.enqueue(
           line({ error: restErrorBody(answer.code, answer.message, restDetailsOf(answer)) }),
         );

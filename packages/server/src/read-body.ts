@@ -42,9 +42,19 @@ export async function readJsonBodyText(request: Request, limitBytes: number): Pr
 
 /** The body as UTF-8 text, empty when there is none. */
 export async function readBodyText(request: Request, limitBytes: number): Promise<string> {
+  const bytes = await readBodyBytes(request, limitBytes);
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw new InvalidArgumentError("the request body is not valid UTF-8", { reason: "MALFORMED_BODY" });
+  }
+}
+
+/** The body as bytes, refusing more than the limit (declared or sent); empty when there is none. */
+export async function readBodyBytes(request: Request, limitBytes: number): Promise<Uint8Array> {
   const declared = Number(request.headers.get("content-length") ?? Number.NaN);
   if (declared > limitBytes) throw new BodyTooLargeError(limitBytes);
-  if (!request.body) return "";
+  if (!request.body) return new Uint8Array();
   const chunks: Uint8Array[] = [];
   let size = 0;
   const reader = request.body.getReader();
@@ -58,9 +68,5 @@ export async function readBodyText(request: Request, limitBytes: number): Promis
     }
     chunks.push(value);
   }
-  try {
-    return new TextDecoder("utf-8", { fatal: true }).decode(Buffer.concat(chunks));
-  } catch {
-    throw new InvalidArgumentError("the request body is not valid UTF-8", { reason: "MALFORMED_BODY" });
-  }
+  return Buffer.concat(chunks);
 }

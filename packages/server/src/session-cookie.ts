@@ -92,14 +92,6 @@ const signIns = new Set([
 ]);
 const logout = procedureOf(AuthService.method.logout);
 
-/**
- * True for the sign-in procedures (their answer sets the cookie): a page of another site must not
- * call them, or it could sign a victim's browser into the attacker's account.
- */
-export function isSignInProcedure(procedure: string): boolean {
-  return signIns.has(procedure);
-}
-
 /** True for the methods whose answer sets or clears the cookie. */
 export function touchesSessionCookie(method: DescMethod): boolean {
   // Every one of them is an AuthService method: other calls skip building the path.

@@ -19,6 +19,7 @@ import {
   type HandlerContext,
 } from "@connectrpc/connect";
 import type { UniversalServerRequest, UniversalServerResponse } from "./lean/connect-protocol.js";
+import { wrapHandlers } from "./router-handlers.js";
 
 type Head = Pick<HandlerContext, "responseHeader" | "responseTrailer">;
 
@@ -36,10 +37,9 @@ export function streamAccepted(context: HandlerContext): void {
  * callback, once every route is registered.
  */
 export function sendStreamHeadersEarly(router: ConnectRouter): void {
-  const handlers = router.handlers;
-  handlers.forEach((handler, i) => {
-    if (handler.method.methodKind !== "server_streaming") return;
-    const wrapped = async (req: UniversalServerRequest): Promise<UniversalServerResponse> => {
+  wrapHandlers(router, (handler) => {
+    if (handler.method.methodKind !== "server_streaming") return undefined;
+    return async (req: UniversalServerRequest): Promise<UniversalServerResponse> => {
       const contextValues: ContextValues = req.contextValues ?? createContextValues();
       const accepted = new Promise<Head>((resolve) => contextValues.set(acceptedKey, resolve));
       const responded = handler({ ...req, contextValues });
@@ -52,14 +52,6 @@ export function sendStreamHeadersEarly(router: ConnectRouter): void {
         body: headThenBody(responded),
       };
     };
-    handlers[i] = Object.assign(wrapped, {
-      protocolNames: handler.protocolNames,
-      service: handler.service,
-      method: handler.method,
-      requestPath: handler.requestPath,
-      allowedMethods: handler.allowedMethods,
-      supportedContentType: handler.supportedContentType,
-    });
   });
 }
 

@@ -21,6 +21,7 @@ import {
   type Interceptor,
 } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerResponse } from "./lean/connect-protocol.js";
+import { wrapHandlers } from "./router-handlers.js";
 
 const decoded = createContextKey(false, { description: "wap request message decoded" });
 
@@ -55,23 +56,14 @@ async function* decodedOrInvalid<T>(messages: AsyncIterable<T>): AsyncIterable<T
  * once every route is registered (the adapter reads `router.handlers` after the callback).
  */
 export function answerUndecodableAsInvalidArgument(router: ConnectRouter): void {
-  const handlers = router.handlers;
-  handlers.forEach((handler, i) => {
-    if (handler.method.methodKind !== "unary") return;
-    const wrapped = async (req: Parameters<UniversalHandler>[0]) => {
+  wrapHandlers(router, (handler) => {
+    if (handler.method.methodKind !== "unary") return undefined;
+    return async (req: Parameters<UniversalHandler>[0]) => {
       // The interceptor marks these very values (without them, connect-es would make its own).
       const contextValues = req.contextValues ?? createContextValues();
       const res = await handler({ ...req, contextValues });
       return contextValues.get(decoded) ? res : rewriteInternal(res);
     };
-    handlers[i] = Object.assign(wrapped, {
-      protocolNames: handler.protocolNames,
-      service: handler.service,
-      method: handler.method,
-      requestPath: handler.requestPath,
-      allowedMethods: handler.allowedMethods,
-      supportedContentType: handler.supportedContentType,
-    });
   });
 }
 

@@ -107,7 +107,7 @@ export const register = defineOperation({
 
 export const login = defineOperation({
   method: AuthService.method.login,
-  access: { kind: "public" },
+  access: { kind: "public", signsIn: true },
   input: z.object({ email: email.optional(), password: currentPassword.optional() }),
   async run({ input, services, ctx, now }) {
     const invalid = () => new UnauthenticatedError("invalid email or password", { reason: "INVALID_LOGIN" });
@@ -135,7 +135,7 @@ export const login = defineOperation({
 
 export const refreshToken = defineOperation({
   method: AuthService.method.refreshToken,
-  access: { kind: "public" },
+  access: { kind: "public", signsIn: true, refreshCookie: true },
   input: z.object({ refreshToken: z.string().max(512).optional() }),
   async run({ input, services, now }) {
     const invalid = () =>

@@ -119,7 +119,7 @@ export const deleteBackupCodes = defineOperation({
 
 export const loginWithBackupCode = defineOperation({
   method: AuthService.method.loginWithBackupCode,
-  access: { kind: "public" },
+  access: { kind: "public", signsIn: true },
   input: z.object({ email: email.optional(), code: text({ min: 1 }).optional() }),
   async run({ input, services, ctx, now }) {
     // One answer for an unknown email, a wrong code and a used one.

@@ -259,7 +259,7 @@ export const beginPasskeyLogin = defineOperation({
 
 export const finishPasskeyLogin = defineOperation({
   method: AuthService.method.finishPasskeyLogin,
-  access: { kind: "public" },
+  access: { kind: "public", signsIn: true },
   input: z.object({ credentialJson }),
   async run({ input, services, ctx, now }) {
     const refused = new UnauthenticatedError("passkey sign-in failed", { reason: "INVALID_PASSKEY_LOGIN" });

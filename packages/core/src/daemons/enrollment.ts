@@ -152,7 +152,7 @@ export function headerOf(
 
 export const enrollDaemon = defineOperation({
   method: DaemonService.method.enrollDaemon,
-  access: { kind: "public" },
+  access: { kind: "public", signature: "optional" },
   input: z.object({
     token: text({ min: 1, max: 512 }),
     // No uuid rule in the contract: "" (sent explicitly by the daemon) means the default.

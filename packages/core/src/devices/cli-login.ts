@@ -37,6 +37,7 @@ import {
   PermissionDeniedError,
   ResourceExhaustedError,
 } from "../errors.js";
+import { defineStreamingOperation } from "../events/streaming-operation.js";
 import { toHex } from "../lib/bytes.js";
 import { defineOperation } from "../operations/operation.js";
 import type { Services } from "../operations/services.js";
@@ -285,6 +286,35 @@ export async function* cliLoginStream(
   yield { verificationUrl: pending.verificationUrl, userCode: pending.userCode };
   yield { user: await pending.waitForApproval() };
 }
+
+/**
+ * AuthService.StreamCLILogin as a streaming operation. Anyone may open it; the `Platform`
+ * challenge the CLI sends is not checked, as its key is not registered yet. The device id, its
+ * name, OS and client version come from the `Platform-Client-*` headers (`ctx.headers`).
+ */
+export const streamCliLogin = defineStreamingOperation({
+  method: AuthService.method.streamCLILogin,
+  access: { kind: "public", signature: "unchecked" },
+  // Checked in full when the login starts, together with the device id of the headers.
+  input: z.object({ authMethod: z.string().optional(), authPubkey: z.string().optional() }),
+  run({ services, ctx, input }) {
+    return cliLoginStream(services, ctx, {
+      ...input,
+      deviceId: ctx.headers?.["platform-client-device-id"],
+      deviceName: ctx.headers?.["platform-client-hostname"],
+      clientOs: ctx.headers?.["platform-client-os"],
+      clientVersion: ctx.headers?.["platform-client-version"],
+    });
+  },
+});
+
+/** The request headers StreamCLILogin reads (names in lower case). */
+export const cliLoginHeaders = [
+  "platform-client-device-id",
+  "platform-client-hostname",
+  "platform-client-os",
+  "platform-client-version",
+] as const;
 
 /** Whether `login` still waits for a decision at `at`. */
 function isPending(login: CliLoginRecord, at: Date): boolean {

@@ -5,7 +5,12 @@
  *
  * @module
  */
-import type { DescMessage, DescMethodServerStreaming, MessageInitShape } from "@bufbuild/protobuf";
+import type {
+  DescMessage,
+  DescMethodBiDiStreaming,
+  DescMethodServerStreaming,
+  MessageInitShape,
+} from "@bufbuild/protobuf";
 import type * as z from "zod";
 import type { Access, OperationCall } from "../operations/operation.js";
 
@@ -47,3 +52,24 @@ export function defineStreamingOperation<
 /** Any streaming operation, whatever its message types. */
 // biome-ignore lint/suspicious/noExplicitAny: a registry holds operations of every shape.
 export type AnyStreamingOperation = StreamingOperation<any, any, any>;
+
+/**
+ * A bidirectional stream the transport runs once the platform has admitted its caller: the
+ * daemon's control and session streams, whose messages come from resources of the server instance
+ * holding them (its open streams, its terminal relays). Declared like every other RPC, so that who
+ * may open one is decided by the same code ({@link ../platform.ts} `openStream`), and the registry
+ * lists it with its access.
+ */
+export interface BidiStreamingOperation<
+  I extends DescMessage = DescMessage,
+  O extends DescMessage = DescMessage,
+> {
+  readonly method: DescMethodBiDiStreaming<I, O>;
+  readonly access: Access;
+  /** The input checked at admission: the stream's messages come later. */
+  readonly input: z.ZodType<unknown, unknown>;
+}
+
+/** Any bidirectional stream, whatever its message types. */
+// biome-ignore lint/suspicious/noExplicitAny: a registry holds operations of every shape.
+export type AnyBidiStreamingOperation = BidiStreamingOperation<any, any>;

@@ -9,6 +9,7 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { WorkspaceService } from "@wap/api";
 import * as z from "zod";
+import { streamCliLogin } from "../devices/cli-login.js";
 import { recordingStreamingOperations } from "../recordings/operations.js";
 import { uuid } from "../validation/rules.js";
 import { defineStreamingOperation } from "./streaming-operation.js";
@@ -44,4 +45,8 @@ export const subscribeWorkspaceEvents = defineStreamingOperation({
 });
 
 /** Every streaming operation this build implements. */
-export const streamingOperations = [subscribeWorkspaceEvents, ...recordingStreamingOperations];
+export const streamingOperations = [
+  subscribeWorkspaceEvents,
+  ...recordingStreamingOperations,
+  streamCliLogin,
+];

@@ -18,7 +18,33 @@ import type { Services } from "./services.js";
 /** Who may call an operation. */
 export type Access =
   /** Anyone, with or without credentials. */
-  | { readonly kind: "public" }
+  | {
+      readonly kind: "public";
+      /**
+       * What a `Platform` challenge (a signed request) means here. `unchecked`: the edge does not
+       * verify it (the CLI signs its login stream before its key is registered). `optional`: one
+       * that fails leaves the call anonymous (a daemon whose record was deleted still signs with
+       * its old id when it enrols again with a token: the token decides). Default: a failed
+       * challenge refuses the call.
+       */
+      readonly signature?: "unchecked" | "optional";
+      /**
+       * The answer signs a browser in (sets the session cookie): a page of another site may not
+       * call it, or it could sign a victim's browser into the attacker's account.
+       */
+      readonly signsIn?: true;
+      /**
+       * Browsers may send the credential in the `refresh` cookie instead of the body (the cookie is
+       * sent to this RPC's Connect path only); it acts as its user, so the same origin rules apply
+       * as to the session cookie.
+       */
+      readonly refreshCookie?: true;
+    }
+  /**
+   * Only an enrolled daemon, signing the request with its key: the daemon's own streams. Others
+   * are refused with words that name the `stream`.
+   */
+  | { readonly kind: "signed_daemon"; readonly stream: "control stream" | "session stream" }
   /** Any caller of the listed kinds; no workspace involved (e.g. Whoami, ListWorkspaces). */
   | { readonly kind: "caller"; readonly callers: readonly CallerKind[] }
   /**

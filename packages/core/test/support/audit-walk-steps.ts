@@ -755,7 +755,7 @@ const steps: ReadonlyArray<Row> = [
     DaemonControlService.method.connect,
     {
       unaudited:
-        "the daemon's control stream, served by the server's transport: it marks the daemon online and " +
+        "the daemon's control stream, run by the server instance holding it: it marks the daemon online and " +
         "carries notifications and session pushes; the sessions it carries are audited by CreateSession " +
         "and CloseSession",
     },
@@ -764,7 +764,7 @@ const steps: ReadonlyArray<Row> = [
     DaemonSessionService.method.session,
     {
       unaudited:
-        "the terminal relay of one session, served by the server's transport; opening the session " +
+        "the terminal relay of one session, run by the server instance holding it; opening the session " +
         "(CreateSession) and closing it from the platform (CloseSession) are audited",
     },
   ],
@@ -853,7 +853,7 @@ const steps: ReadonlyArray<Row> = [
     Auth.streamCLILogin,
     {
       unaudited:
-        "a server stream served by the server's transport: it registers a pending login that expires " +
+        "a server stream: it registers a pending login that expires " +
         "within minutes; its approval is audited by VerifyCLILogin (user.device.login)",
     },
   ],

@@ -4,7 +4,8 @@
  * a first heartbeat only five minutes later.
  *
  * - Only an enrolled daemon signing the request may open it (anonymous: `unauthenticated`;
- *   users and service accounts: `permission_denied`).
+ *   users and service accounts: `permission_denied`), as its declaration in core says
+ *   (`daemons/streams.ts`): the platform admits the caller before anything else happens.
  * - A HeartbeatAck goes out at once, so the response headers leave with it (proxies waiting for
  *   headers do not time out), then another every `keepaliveSeconds`, so no proxy sees the
  *   stream idle. The agent ignores them.
@@ -38,8 +39,8 @@ import {
   UnimplementedError,
 } from "@wap/core";
 import { answer, requireEdge, shuttingDown } from "../connect-context.js";
-import { callerFor, type EdgeRequest, type EdgeSettings } from "../edge.js";
-import { daemonCallerOf } from "./daemon-caller.js";
+import type { EdgeRequest, EdgeSettings } from "../edge.js";
+import { admitDaemon } from "./daemon-caller.js";
 import type { TrackedStream } from "./instance.js";
 
 const method = DaemonControlService.method.connect;
@@ -91,7 +92,7 @@ export async function* runControlStream(
   let keepalive: NodeJS.Timeout | undefined;
   let unsubscribe: (() => void) | undefined;
   try {
-    caller = daemonCallerOf(callerFor(edge, settings, method), "control stream");
+    caller = await admitDaemon(settings, edge, method, clientGone);
     if (instance === undefined) {
       throw new UnimplementedError("this server does not hold daemon control streams");
     }

@@ -1,21 +1,24 @@
 /**
- * Who may open the daemon streams (control and session): only an enrolled daemon signing the
- * request.
+ * Admits the caller of a daemon stream (control or session): the edge's refusals first, then the
+ * stream's declared access, checked by the platform (only an enrolled daemon signing the request).
  *
  * @module
  */
-import { type Caller, type DaemonCaller, PermissionDeniedError, UnauthenticatedError } from "@wap/core";
+import type { DescMethodBiDiStreaming } from "@bufbuild/protobuf";
+import type { DaemonCaller } from "@wap/core";
+import { callContextOf, type EdgeRequest, type EdgeSettings } from "../edge.js";
 
-/** The caller as a daemon, or why it may not open the daemon's `stream`. */
-export function daemonCallerOf(caller: Caller, stream: "control stream" | "session stream"): DaemonCaller {
-  if (caller.kind === "daemon") return caller;
-  if (caller.kind === "anonymous") {
-    throw new UnauthenticatedError(
-      `the ${stream} is for enrolled daemons: sign the request with the daemon's key (Authorization: Platform ...)`,
-      { reason: "DAEMON_CREDENTIALS_REQUIRED" },
-    );
-  }
-  throw new PermissionDeniedError(`a ${caller.kind.replace("_", " ")} may not open a daemon ${stream}`, {
-    reason: "DAEMONS_ONLY",
-  });
+/** The daemon opening `method`, or the refusal to answer with. */
+export async function admitDaemon(
+  settings: EdgeSettings,
+  edge: EdgeRequest,
+  method: DescMethodBiDiStreaming,
+  signal: AbortSignal,
+): Promise<DaemonCaller> {
+  const ctx = callContextOf(edge, settings, method, signal);
+  await settings.platform.openStream(method, ctx);
+  const caller = ctx.caller;
+  // The access declared for daemon streams admits daemons only.
+  if (caller.kind !== "daemon") throw new Error(`${method.name} admitted a ${caller.kind}`);
+  return caller;
 }

@@ -3,7 +3,8 @@
  * as the agent opens it: binary Connect over HTTP/2, opened before the
  * user's shell starts, with `Connect-Timeout-Ms: 28800000` (8 h, honoured like any deadline).
  *
- * 1. Only an enrolled daemon signing the request may open it.
+ * 1. Only an enrolled daemon signing the request may open it (its declaration in core,
+ *    `daemons/streams.ts`, says so; the platform admits the caller).
  * 2. The stream carries no session id until its first message, which must be
  *    `ready{sessionId, username, userId}` within {@link readyTimeoutMs}; it is matched to the
  *    pending session pushed to this very daemon (`claimSession`), which records this instance as
@@ -31,8 +32,8 @@ import {
   UnimplementedError,
 } from "@wap/core";
 import { answer, requireEdge, shuttingDown } from "../connect-context.js";
-import { callerFor, type EdgeSettings } from "../edge.js";
-import { daemonCallerOf } from "./daemon-caller.js";
+import type { EdgeSettings } from "../edge.js";
+import { admitDaemon } from "./daemon-caller.js";
 import { type DaemonMessage, endReasons, type SessionRelay } from "./session-relay.js";
 
 const method = DaemonSessionService.method.session;
@@ -54,7 +55,7 @@ export function sessionStreamHandler(settings: EdgeSettings) {
     let unsubscribe: (() => void) | undefined;
     const stopListening: Array<() => void> = [];
     try {
-      const caller = daemonCallerOf(callerFor(edge, settings, method), "session stream");
+      const caller = await admitDaemon(settings, edge, method, context.signal);
       if (hub === undefined) throw new UnimplementedError("this server does not relay terminal sessions");
       const input = requests[Symbol.asyncIterator]();
       const ready = await firstReady(input, context.signal, settings.closing);

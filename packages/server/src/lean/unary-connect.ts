@@ -23,7 +23,7 @@ import { platformServices } from "@wap/api";
 import { genericReason, procedureOf } from "@wap/core";
 import { answer } from "../connect-context.js";
 import { jsonRefusals } from "../connect-json-requests.js";
-import { callerFor, callPlatform, type EdgeRequest, type EdgeSettings } from "../edge.js";
+import { callPlatform, type EdgeRequest, type EdgeSettings, refusalOf } from "../edge.js";
 import { errorCodeOf } from "../errors.js";
 import { checkJsonRequestBytes } from "../json-mapping.js";
 import { undecodable, undecodableRequests } from "../undecodable-requests.js";
@@ -215,17 +215,6 @@ async function serve(
   head["content-length"] = String(body.byteLength);
   (res as http.ServerResponse).writeHead(status, head);
   res.end(body);
-}
-
-/** The error `callerFor` would throw for this call, if any. */
-function refusalOf(edge: EdgeRequest, settings: EdgeSettings, method: DescMethodUnary): unknown {
-  if (edge.refusal === undefined && edge.authFailure === undefined) return undefined;
-  try {
-    callerFor(edge, settings, method);
-    return undefined;
-  } catch (error) {
-    return error;
-  }
 }
 
 /** A JSON request checked against the JSON mapping (json-mapping.ts), answered as any refusal. */
