@@ -36,6 +36,7 @@ import { CertificateKeyType } from "@wap/api";
 import { createPlatformClient } from "@wap/client";
 import { formatMasterKey, generateMasterKey } from "@wap/core";
 import { createServer, silentLogger } from "@wap/server";
+import { freshBenchSchema } from "./postgres-schema.js";
 import type { BenchFigure, BenchSection, BenchTarget } from "./results.js";
 import { signUpWorkspaceOwner } from "./workspace-owner.js";
 
@@ -286,12 +287,16 @@ function percentile(values: readonly number[], p: number): number {
 const childArgs = ["--conditions=dev-source", "--import", "tsx"];
 
 async function startServerChild(options: { database: boolean }) {
+  const schema =
+    options.database && process.env.BENCH_DATABASE_URL
+      ? await freshBenchSchema(process.env.BENCH_DATABASE_URL)
+      : undefined;
   const child = fork(selfPath, [], {
     execArgv: [...childArgs, "--expose-gc"],
     env: {
       ...process.env,
       WAP_BENCH_ROLE: "server",
-      BENCH_DATABASE_URL: options.database ? (process.env.BENCH_DATABASE_URL ?? "") : "",
+      BENCH_DATABASE_URL: schema?.url ?? "",
     },
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
@@ -305,10 +310,12 @@ async function startServerChild(options: { database: boolean }) {
     url,
     memory: () => ask<Extract<FromServer, { kind: "memory" }>>(child, { kind: "memory" }, "memory"),
     async stop() {
-      if (child.exitCode !== null) return;
-      const exited = new Promise((done) => child.once("exit", done));
-      child.send({ kind: "stop" } satisfies ToServer);
-      await exited;
+      if (child.exitCode === null) {
+        const exited = new Promise((done) => child.once("exit", done));
+        child.send({ kind: "stop" } satisfies ToServer);
+        await exited;
+      }
+      await schema?.drop();
     },
   };
 }
@@ -363,6 +370,9 @@ async function serve(): Promise<void> {
     rateLimit: { authenticatedPoints: 0, anonymousPoints: 0 },
     // Every HeartbeatAck the load sees answers its heartbeat.
     daemonKeepaliveSeconds: 3600,
+    // Ten thousand daemons (and their targets) in one workspace: far above the default quotas.
+    workspaceMaxDaemons: 1_000_000,
+    workspaceMaxTargets: 1_000_000,
     shutdownGraceSeconds: 2,
   });
   const send = (message: FromServer) => process.send?.(message);

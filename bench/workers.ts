@@ -4,8 +4,8 @@
  * the same run. The load is h2load over several connections, since the primary hands out
  * connections, not requests: one connection would keep one worker busy and the other idle.
  *
- * Needs PostgreSQL: BENCH_DATABASE_URL (default WAP_TEST_DATABASE_URL), a database or schema the
- * benchmark may write to (each run signs up a fresh user and workspace). Both servers log at
+ * Needs PostgreSQL: BENCH_DATABASE_URL (default WAP_TEST_DATABASE_URL), a database the benchmark
+ * may create schemas in (each server runs in a fresh one, dropped afterwards). Both servers log at
  * `info` (every request, as by default), to a pipe the benchmark drains.
  *
  * @module
@@ -18,6 +18,7 @@ import { createPlatformClient } from "@wap/client";
 import { formatMasterKey, generateMasterKey } from "@wap/core";
 import { h2loadAvailable, runH2load } from "./h2load.js";
 import { intervalSeconds, type LoadResult, type RequestSpec } from "./http2-load.js";
+import { freshBenchSchema } from "./postgres-schema.js";
 import type { BenchFigure, BenchSection } from "./results.js";
 import { signUpWorkspaceOwner } from "./workspace-owner.js";
 
@@ -44,7 +45,8 @@ export async function runWorkersBench(options: WorkersBenchOptions): Promise<Ben
   const masterKey = formatMasterKey(generateMasterKey());
   const runs: { workers: number; result: LoadResult }[] = [];
   for (const workers of [1, 2]) {
-    const server = await startServer({ databaseUrl, masterKey, workers });
+    const schema = await freshBenchSchema(databaseUrl);
+    const server = await startServer({ databaseUrl: schema.url, masterKey, workers });
     try {
       const spec = await getCaRequest(server.url);
       await runH2load(server.url, spec, { seconds: 1, concurrency: options.concurrency, connections });
@@ -59,6 +61,7 @@ export async function runWorkersBench(options: WorkersBenchOptions): Promise<Ben
       );
     } finally {
       await server.stop();
+      await schema.drop();
     }
   }
   return workersSection(options, connections, runs);
