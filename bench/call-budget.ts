@@ -27,7 +27,7 @@ const parts: readonly Part[] = [
   { name: "crypto (signatures, hashes, sealing)", claims: (url) => url.startsWith("node:internal/crypto") },
   {
     name: "protobuf and Connect (decode, encode, JSON)",
-    claims: (url) => /@bufbuild\/protobuf|@connectrpc\//.test(url),
+    claims: (url) => /@bufbuild\/protobuf|@connectrpc\/|server\/src\/lean\/json-writer/.test(url),
   },
   { name: "tracing", claims: (url) => url.includes("@opentelemetry") },
   {

@@ -370,9 +370,11 @@ async function serve(): Promise<void> {
     rateLimit: { authenticatedPoints: 0, anonymousPoints: 0 },
     // Every HeartbeatAck the load sees answers its heartbeat.
     daemonKeepaliveSeconds: 3600,
-    // Ten thousand daemons (and their targets) in one workspace: far above the default quotas.
+    // Ten thousand daemons (and their targets) in one workspace, all from one address: far above
+    // the default quotas and the per-client connection cap (0: none).
     workspaceMaxDaemons: 1_000_000,
     workspaceMaxTargets: 1_000_000,
+    maxConnectionsPerClient: 0,
     shutdownGraceSeconds: 2,
   });
   const send = (message: FromServer) => process.send?.(message);
