@@ -5,6 +5,7 @@
 import { createHash } from "node:crypto";
 import { CertificateService, SignSSHCertificateRequest_CertificateType as CertType } from "@wap/api";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { createMasterKeyStore, generateMasterKey } from "../src/crypto/key-store.js";
 import { systemRandom } from "../src/runtime.js";
 import { createAuthority, type Owner, scratch, sshKeygenList, subjectKey } from "./support/certificates.js";
 import { createTestPlatform, type TestPlatform } from "./support.js";
@@ -48,6 +49,31 @@ const sign = async (t: TestPlatform, owner: Owner, caId: string) =>
     type: CertType.USER,
     publicKey: (await subjectKey({ type: "ed25519" })).line,
   });
+
+describe("one platform", () => {
+  it("opens an authority's sealed key once, however many certificates it signs", async () => {
+    const keyStore = createMasterKeyStore({ masterKey: generateMasterKey() });
+    const opened: string[] = [];
+    const counting = {
+      ...keyStore,
+      open: (sealed: Uint8Array, context: string) => {
+        opened.push(context);
+        return keyStore.open(sealed, context);
+      },
+    };
+    const t = await createTestPlatform({ keyStore: counting });
+    try {
+      const owner = await t.owner();
+      const ca = await createAuthority(t, owner, { type: "ed25519" });
+      const before = opened.filter((c) => c.includes(ca.id)).length;
+      for (let i = 0; i < 5; i++) await sign(t, owner, ca.id);
+      // Every call gets its own copy of the services: the signer must outlive them.
+      expect(opened.filter((c) => c.includes(ca.id)).length - before).toBe(1);
+    } finally {
+      await t.platform.close();
+    }
+  });
+});
 
 describe("two platforms in one process", () => {
   it("each signs with its own authority's key, even where ids and key versions coincide", async () => {
