@@ -162,6 +162,10 @@ describe("wap-server --workers 2 over PostgreSQL", () => {
   }, 60_000);
 
   it("replaces a worker killed with SIGKILL, and keeps serving", async () => {
+    // Signed up first, so that every call after the crash opens a connection of its own: a
+    // keep-alive connection the client pooled before the crash was seen held by the primary
+    // (node:cluster), its request unread, when the worker it was being handed to died.
+    const owner = await signUpWithWorkspace(server.url, "after-crash");
     const [victim, survivor] = runningWorkers();
     process.kill(victim!, "SIGKILL");
     await until(() => lines("worker exited unexpectedly; restarting").some((l) => l.pid === victim));
@@ -172,7 +176,6 @@ describe("wap-server --workers 2 over PostgreSQL", () => {
     await until(() => runningWorkers().length === 2 && lines("listening").length >= 3);
     const replacement = runningWorkers().find((pid) => pid !== survivor)!;
     expect(replacement).not.toBe(victim);
-    const owner = await signUpWithWorkspace(server.url, "after-crash");
     const pids = new Set<number>();
     for (let i = 0; i < 6; i++) {
       const read = await callOnNewConnection("GET", `/v1/workspaces/${owner.workspaceId}`, owner.accessToken);
