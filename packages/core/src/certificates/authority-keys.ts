@@ -4,7 +4,12 @@ import { createCaCertificate } from "../crypto/x509/ca-certificate.js";
 import { InvalidArgumentError } from "../errors.js";
 import { toPem } from "../lib/pem.js";
 import type { Random } from "../runtime.js";
-import type { AuthorityKind, KeyAlgorithm } from "../storage/certificate-authorities.js";
+import type {
+  AuthorityKind,
+  CertificateAuthorityRecord,
+  KeyAlgorithm,
+  RetiredAuthorityKeyRecord,
+} from "../storage/certificate-authorities.js";
 import type { AuthorityKeyStorage } from "./key-storage.js";
 
 /** The public half of a new authority key and what the authority row stores of its private half. */
@@ -84,5 +89,28 @@ export async function createAuthorityKey(params: {
     subject: certificate.subject,
     notBefore: certificate.notBefore,
     notAfter: certificate.notAfter,
+  };
+}
+
+/** The retired-key entry of `ca`'s current key, retired at `retiredAt` and trusted until `trustedUntil`. */
+export function retiredKeyOf(
+  ca: CertificateAuthorityRecord,
+  retiredAt: Date,
+  trustedUntil: Date,
+): RetiredAuthorityKeyRecord {
+  return {
+    workspaceId: ca.workspaceId,
+    caId: ca.id,
+    version: ca.keyVersion,
+    keyType: ca.keyType,
+    keyBits: ca.keyBits,
+    publicKey: ca.publicKey,
+    certificate: ca.certificate,
+    serialNumber: ca.serialNumber,
+    notBefore: ca.notBefore,
+    notAfter: ca.notAfter,
+    createdAt: ca.notBefore,
+    retiredAt,
+    trustedUntil,
   };
 }

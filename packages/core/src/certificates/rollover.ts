@@ -29,7 +29,7 @@ import { PlatformError } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
 import type { CertificateAuthorityRecord, KeyAlgorithm } from "../storage/certificate-authorities.js";
 import { enumValue, uuid } from "../validation/rules.js";
-import { checkKeySpec, createAuthorityKey } from "./authority-keys.js";
+import { checkKeySpec, createAuthorityKey, retiredKeyOf } from "./authority-keys.js";
 import { authorityNotFound } from "./issuance/resolve.js";
 import { keyInUse, keyStorageOf } from "./key-storage.js";
 import { keyAlgorithmFromWire, toCertificateAuthorityMessage } from "./messages.js";
@@ -119,21 +119,9 @@ export const rolloverCertificateAuthority = defineOperation({
           );
         }
         const latest = await tx.issuedCertificates.latestExpiry(workspaceId, current.id, current.keyVersion);
-        await tx.retiredAuthorityKeys.insert({
-          workspaceId,
-          caId: current.id,
-          version: current.keyVersion,
-          keyType: current.keyType,
-          keyBits: current.keyBits,
-          publicKey: current.publicKey,
-          certificate: current.certificate,
-          serialNumber: current.serialNumber,
-          notBefore: current.notBefore,
-          notAfter: current.notAfter,
-          createdAt: current.notBefore,
-          retiredAt: now,
-          trustedUntil: retiredKeyTrustedUntil(current, latest, services.clock.now()),
-        });
+        await tx.retiredAuthorityKeys.insert(
+          retiredKeyOf(current, now, retiredKeyTrustedUntil(current, latest, services.clock.now())),
+        );
         await audit(tx, {
           action: "certificate_authority.rollover",
           resource: `certificate_authority:${current.id}`,

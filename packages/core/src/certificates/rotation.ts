@@ -40,7 +40,7 @@ import type {
   RotationPhase as Phase,
 } from "../storage/certificate-authorities.js";
 import { enumValue, uuid } from "../validation/rules.js";
-import { checkKeySpec, createAuthorityKey } from "./authority-keys.js";
+import { checkKeySpec, createAuthorityKey, retiredKeyOf } from "./authority-keys.js";
 import { authorityNotFound } from "./issuance/resolve.js";
 import { keyInUse, keyStorageOf } from "./key-storage.js";
 import { keyAlgorithmFromWire, toCertificateAuthorityMessage } from "./messages.js";
@@ -165,22 +165,8 @@ export const rotateCertificateAuthority = defineOperation({
             now,
           );
           if (result !== null) {
-            await tx.retiredAuthorityKeys.insert({
-              workspaceId,
-              caId: current.id,
-              version: current.keyVersion,
-              keyType: current.keyType,
-              keyBits: current.keyBits,
-              publicKey: current.publicKey,
-              certificate: current.certificate,
-              serialNumber: current.serialNumber,
-              notBefore: current.notBefore,
-              notAfter: current.notAfter,
-              createdAt: current.notBefore,
-              retiredAt: now,
-              // Retired on purpose: no longer trusted from this moment.
-              trustedUntil: now,
-            });
+            // Retired on purpose: no longer trusted from this moment.
+            await tx.retiredAuthorityKeys.insert(retiredKeyOf(current, now, now));
           }
         } else {
           result = await tx.certificateAuthorities.setRotation(
