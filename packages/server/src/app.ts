@@ -32,17 +32,10 @@ import {
   edgeOf,
   untilClosing,
 } from "./edge.js";
-import { answerNoted, type PublicError, restDetailsOf } from "./errors.js";
+import { refusalResponse } from "./error-responses.js";
 import { ndjsonStream } from "./ndjson-stream.js";
-import { BodyTooLargeError, readJsonBodyText, UnsupportedMediaTypeError } from "./read-body.js";
-import {
-  buildRequest,
-  createRestRoutes,
-  httpStatusOf,
-  type RestRoutes,
-  restErrorBody,
-  writeResponse,
-} from "./rest/index.js";
+import { readJsonBodyText } from "./read-body.js";
+import { buildRequest, createRestRoutes, type RestRoutes, writeResponse } from "./rest/index.js";
 import { ssoRoutes } from "./sso-routes.js";
 import { parseTimeoutMs } from "./timeout.js";
 
@@ -99,14 +92,8 @@ export function createApp(
     const edge = edgeOf(c.env.incoming);
     if (!edge) throw new Error("request reached the REST app without passing the edge");
     const url = new URL(c.req.url);
-    const respond = (body: string, status: number, headers: Record<string, string> = {}) =>
-      new Response(body, { status, headers: { "Content-Type": "application/json", ...headers } });
-    const fail = (error: unknown, status?: number) => {
-      const answer = answerNoted(edge, error, settings.edge.logger);
-      return respond(JSON.stringify(errorBody(answer)), status ?? httpStatusOf(answer.code), {
-        ...answer.headers,
-      });
-    };
+    const fail = (error: unknown, status?: number) =>
+      refusalResponse(edge, error, settings.edge.logger, status === undefined ? {} : { status });
 
     try {
       const match = routes.match(c.req.method, url.pathname);
@@ -171,29 +158,21 @@ export function createApp(
           deadline.signal,
         );
         edge.code = "ok";
-        const answer = respond(writeResponse(method, response), 200);
+        const answer = new Response(writeResponse(method, response), {
+          status: 200,
+          headers: { "Content-Type": "application/json" },
+        });
         for (const cookie of setCookies ?? []) answer.headers.append("Set-Cookie", cookie);
         return answer;
       } finally {
         deadline.dispose();
       }
     } catch (error) {
-      return fail(error, statusOfBodyError(error));
+      return fail(error);
     }
   });
 
   return app;
-}
-
-/** The HTTP status of a refused body, when it is not the one its code maps to. */
-function statusOfBodyError(error: unknown): number | undefined {
-  if (error instanceof BodyTooLargeError) return 413;
-  if (error instanceof UnsupportedMediaTypeError) return 415;
-  return undefined;
-}
-
-function errorBody(error: PublicError) {
-  return restErrorBody(error.code, error.message, restDetailsOf(error));
 }
 
 /** Streaming RPCs have REST paths in the contract but no REST framing here yet. */

@@ -11,9 +11,10 @@
 import { BillingWebhookError, handleBillingWebhook } from "@wap/core";
 import { Hono } from "hono";
 import type { EdgeSettings } from "./edge.js";
-import { admitted, type Env, jsonErrorResponse, publicError, requestFacts } from "./endpoint-edge.js";
-import { toPublicError } from "./errors.js";
-import { BodyTooLargeError, readBodyBytes } from "./read-body.js";
+import { admitted, type Env, requestFacts } from "./endpoint-edge.js";
+import { errorResponse, publicError, refusalResponse } from "./error-responses.js";
+import type { PublicError } from "./errors.js";
+import { readBodyBytes } from "./read-body.js";
 
 export const billingWebhookPath = "/v1/billing/webhook";
 
@@ -33,10 +34,12 @@ export function billingWebhookRoutes(settings: BillingWebhookSettings): Hono<Env
 
   app.post(billingWebhookPath, async (c) => {
     const { edge, refusal } = admitted(c);
-    const fail = (error: unknown, status?: number) => {
-      const answer = toPublicError(error, edge.requestId, logger);
+    const fail = (error: unknown) => refusalResponse(edge, error, logger);
+    // Failures logged here, with the provider in mind, answered without a second log line.
+    const answerWith = (answer: PublicError) => {
       edge.code = answer.code;
-      return jsonErrorResponse(answer, {}, status);
+      edge.reason = answer.reason;
+      return errorResponse(answer);
     };
     if (refusal) return fail(refusal);
     let body: Uint8Array;
@@ -44,7 +47,7 @@ export function billingWebhookRoutes(settings: BillingWebhookSettings): Hono<Env
       // As bytes, not text: the signature covers them, and decoding could alter them (a BOM).
       body = await readBodyBytes(c.req.raw, settings.bodyLimitBytes);
     } catch (error) {
-      return fail(error, error instanceof BodyTooLargeError ? 413 : undefined);
+      return fail(error);
     }
     try {
       const result = await handleBillingWebhook(
@@ -62,20 +65,14 @@ export function billingWebhookRoutes(settings: BillingWebhookSettings): Hono<Env
       return c.json({ received: true, applied: result.applied }, 200, { "Cache-Control": "no-store" });
     } catch (error) {
       if (error instanceof BillingWebhookError) {
-        edge.code = "invalid_argument";
         logger.warn("billing webhook refused", { requestId: edge.requestId, reason: error.message });
-        return jsonErrorResponse(publicError("invalid_argument", error.message, "BILLING_WEBHOOK_INVALID"));
+        return answerWith(publicError("invalid_argument", error.message, "BILLING_WEBHOOK_INVALID"));
       }
-      edge.code = "internal";
       logger.error("billing webhook failed; the provider will retry it", {
         requestId: edge.requestId,
         error: describe(error),
       });
-      return jsonErrorResponse(
-        publicError("internal", `internal error (request id ${edge.requestId})`, "INTERNAL"),
-        {},
-        500,
-      );
+      return answerWith(publicError("internal", `internal error (request id ${edge.requestId})`, "INTERNAL"));
     }
   });
 

@@ -9,19 +9,15 @@
 import { NotFoundError, publicCrl } from "@wap/core";
 import { Hono } from "hono";
 import type { EdgeSettings } from "./edge.js";
-import { admitted, type Env, isUuid, jsonErrorResponse } from "./endpoint-edge.js";
-import { toPublicError } from "./errors.js";
+import { admitted, type Env, isUuid } from "./endpoint-edge.js";
+import { refusalResponse } from "./error-responses.js";
 
 /** The CRL endpoint, to mount before the REST catch-all. */
 export function crlRoutes(settings: { readonly edge: EdgeSettings }): Hono<Env> {
   const app = new Hono<Env>();
   app.get("/v1/crl/:file", async (c) => {
     const { edge, refusal } = admitted(c);
-    const fail = (error: unknown) => {
-      const answer = toPublicError(error, edge.requestId, settings.edge.logger);
-      edge.code = answer.code;
-      return jsonErrorResponse(answer, answer.headers);
-    };
+    const fail = (error: unknown) => refusalResponse(edge, error, settings.edge.logger);
     if (refusal) return fail(refusal);
     const caId = /^(.+)\.crl$/.exec(c.req.param("file"))?.[1] ?? "";
     const unknown = new NotFoundError(`no certificate revocation list at ${new URL(c.req.url).pathname}`, {

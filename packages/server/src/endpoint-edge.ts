@@ -6,12 +6,10 @@
  * @module
  */
 import type { Http2Bindings, HttpBindings } from "@hono/node-server";
-import type { ErrorReason, PlatformError, RequestFacts } from "@wap/core";
+import type { PlatformError, RequestFacts } from "@wap/core";
 import type { Context } from "hono";
 import { isCsrfExempt } from "./csrf.js";
 import { type EdgeRequest, edgeOf } from "./edge.js";
-import { type PublicError, restDetailsOf } from "./errors.js";
-import { httpStatusOf, restErrorBody } from "./rest/index.js";
 
 export type Env = { Bindings: HttpBindings | Http2Bindings };
 
@@ -35,27 +33,4 @@ const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 /** Ids in paths are UUIDs; anything else is unknown before it reaches storage (PostgreSQL would fail). */
 export function isUuid(text: string): boolean {
   return uuidPattern.test(text);
-}
-
-/** A google.rpc.Status JSON answer, as the REST paths answer errors. */
-export function jsonErrorResponse(
-  answer: PublicError,
-  headers: Readonly<Record<string, string>> = {},
-  status = httpStatusOf(answer.code),
-): Response {
-  const body = restErrorBody(answer.code, answer.message, restDetailsOf(answer));
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: {
-      "Content-Type": "application/json",
-      "Cache-Control": "no-store",
-      ...answer.headers,
-      ...headers,
-    },
-  });
-}
-
-/** A public error made here (not from a PlatformError). */
-export function publicError(code: PublicError["code"], message: string, reason: ErrorReason): PublicError {
-  return { code, message, reason, violations: [], headers: {} };
 }

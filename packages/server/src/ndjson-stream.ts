@@ -16,8 +16,9 @@
 import type { DescMessage, DescMethodServerStreaming, MessageShape } from "@bufbuild/protobuf";
 import { PlatformError } from "@wap/core";
 import { callContextOf, type EdgeRequest, type EdgeSettings, noteWorkspace } from "./edge.js";
-import { answerNoted, restDetailsOf } from "./errors.js";
-import { restErrorBody, writeResponse } from "./rest/index.js";
+import { errorStatusJson } from "./error-responses.js";
+import { answerNoted } from "./errors.js";
+import { writeResponse } from "./rest/index.js";
 
 export interface NdjsonStreamOptions<I extends DescMessage, O extends DescMessage> {
   readonly edge: EdgeRequest;
@@ -88,9 +89,7 @@ export async function ndjsonStream<I extends DescMessage, O extends DescMessage>
       } catch (error) {
         if (cancelled) return;
         const answer = answerNoted(edge, error, settings.logger);
-        controller.enqueue(
-          line({ error: restErrorBody(answer.code, answer.message, restDetailsOf(answer)) }),
-        );
+        controller.enqueue(line({ error: errorStatusJson(answer) }));
         controller.close();
         end(answer.code);
       }

@@ -13,7 +13,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { getRequestListener } from "@hono/node-server";
 import { Health, platformServices, ServerReflection } from "@wap/api";
-import { type Caller, type ErrorCode, procedureOf } from "@wap/core";
+import { type Caller, type ErrorCode, genericReason, procedureOf } from "@wap/core";
 import { type AppSettings, createApp, probePaths, withTimeout } from "./app.js";
 import { connectContextValues } from "./connect-context.js";
 import { checkJsonRequestsFirst, jsonRefusals } from "./connect-json-requests.js";
@@ -21,6 +21,7 @@ import { registerConnectRoutes } from "./connect-routes.js";
 import { isApiPath } from "./console-assets.js";
 import { applyCors } from "./cors.js";
 import { admitRequest, type EdgeRequest, edgeOf, type ProcedureResolver, subjectIdOf } from "./edge.js";
+import { errorStatusJson, publicError } from "./error-responses.js";
 import { registerHealth } from "./grpc-services/health.js";
 import { registerReflection, serverReflectionV1alpha } from "./grpc-services/reflection.js";
 import { controlStreamPath, serveControlStream } from "./lean/control-connect.js";
@@ -231,7 +232,9 @@ function boundBodyTime(
     if (req.complete) return;
     logger.info("request body too slow; request cut", { path: req.url?.split("?", 1)[0], timeoutMs });
     const message = `the request body did not arrive within ${timeoutMs} ms`;
-    const body = JSON.stringify({ code: 4, message, details: [] });
+    const body = JSON.stringify(
+      errorStatusJson(publicError("deadline_exceeded", message, genericReason("deadline_exceeded"))),
+    );
     if (req.httpVersionMajor === 1) {
       const h1 = res as http.ServerResponse;
       if (!h1.headersSent) {

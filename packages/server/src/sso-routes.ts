@@ -37,10 +37,10 @@ import {
 } from "@wap/core";
 import { type Context, Hono } from "hono";
 import { cookieSettings, type EdgeRequest, type EdgeSettings } from "./edge.js";
-import { admitted, type Env, isUuid, jsonErrorResponse, requestFacts } from "./endpoint-edge.js";
-import { type PublicError, toPublicError } from "./errors.js";
-import { BodyTooLargeError, readBodyText } from "./read-body.js";
-import { httpStatusOf } from "./rest/index.js";
+import { admitted, type Env, isUuid, requestFacts } from "./endpoint-edge.js";
+import { errorResponse, failureStatus } from "./error-responses.js";
+import { answerNoted, type PublicError } from "./errors.js";
+import { readBodyText } from "./read-body.js";
 import { refreshCookie, sessionCookie } from "./session-cookie.js";
 
 export interface SsoRouteSettings {
@@ -151,12 +151,11 @@ async function browserEndpoint(
     edge.code = "ok";
   } catch (error) {
     const answer = browserError(error, edge, settings);
-    edge.code = answer.code;
-    const status = error instanceof BodyTooLargeError ? 413 : httpStatusOf(answer.code);
+    const status = failureStatus(error, answer);
     const html = /\btext\/html\b/i.test(c.req.header("accept") ?? "");
     response = html
       ? errorPage(answer, status, edge.requestId, settings.edge.platform.services.config.publicBaseUrl)
-      : jsonErrorResponse(answer, noStore, status);
+      : errorResponse(answer, { status, headers: noStore });
   }
   keepEdgeCookies(c, response);
   return response;
@@ -167,7 +166,7 @@ async function browserEndpoint(
  * unreachable identity provider is described in the log only (addresses, network errors).
  */
 function browserError(error: unknown, edge: EdgeRequest, settings: SsoRouteSettings): PublicError {
-  const answer = toPublicError(error, edge.requestId, settings.edge.logger);
+  const answer = answerNoted(edge, error, settings.edge.logger);
   // A provider configured wrongly is told as such: the admin reading it can fix it.
   if (answer.code !== "unavailable" || answer.reason === "SSO_DISCOVERY_INVALID") return answer;
   settings.edge.logger.warn("single sign-on failed", { requestId: edge.requestId, error: answer.message });

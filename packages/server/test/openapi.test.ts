@@ -89,10 +89,16 @@ describe("the OpenAPI document", () => {
       const text = await response.text();
       expect(response.status, entry).not.toBe(405);
       expect(text, entry).not.toContain("NO_ROUTE");
+      // Every refusal, whichever endpoint answers it, is written alike: never cached.
+      if (response.status >= 400) {
+        expect(response.headers.get("content-type"), entry).toMatch(/^(application\/json|text\/html)/);
+        expect(response.headers.get("cache-control"), entry).toBe("no-store");
+      }
     }
     const unknown = await fetch(`${server.url}/v1/not-a-route`);
     expect(unknown.status).toBe(404);
     expect(await unknown.text()).toContain("NO_ROUTE");
+    expect(unknown.headers.get("cache-control")).toBe("no-store");
   });
 
   it("is served at /openapi.json, with both credentials described and public RPCs open", async () => {

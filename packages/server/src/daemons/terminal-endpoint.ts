@@ -38,8 +38,9 @@ import {
 import type { DaemonSessionRecord } from "@wap/core/storage";
 import { type WebSocket, WebSocketServer } from "ws";
 import { admitRequest, type EdgeRequest, type EdgeSettings, ownOrigin, subjectIdOf } from "../edge.js";
-import { restDetailsOf, toPublicError } from "../errors.js";
-import { httpStatusOf, restErrorBody } from "../rest/index.js";
+import { errorStatusJson } from "../error-responses.js";
+import { toPublicError } from "../errors.js";
+import { httpStatusOf } from "../rest/index.js";
 import { attachStreamSpan } from "../stream-spans.js";
 import type { StreamSpan } from "../tracing.js";
 import { forwardTerminal } from "./relay-forward.js";
@@ -103,9 +104,7 @@ export function createTerminalEndpoint(
     const publicError = toPublicError(refusal.error, requestId, logger);
     span?.end(publicError.code);
     const status = httpStatusOf(publicError.code);
-    const body = JSON.stringify(
-      restErrorBody(publicError.code, publicError.message, restDetailsOf(publicError)),
-    );
+    const body = JSON.stringify(errorStatusJson(publicError));
     const lines = [
       `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}`,
       "Connection: close",

@@ -5,7 +5,7 @@
  * @module
  */
 
-export type { RestErrorDetail } from "./errors.js";
+export type { RestErrorBody, RestErrorDetail } from "./errors.js";
 export { httpStatusOf, restErrorBody, rpcCodeOf } from "./errors.js";
 export type { RestRequestInput } from "./request.js";
 export { buildRequest, parseJsonBody } from "./request.js";
