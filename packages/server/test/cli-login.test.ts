@@ -96,7 +96,7 @@ describe("StreamCLILogin and Platform-signed requests", () => {
     expect(second.value!.user!.id).toMatch(/^[0-9a-f-]{36}$/);
     expect((await stream.next()).done).toBe(true);
 
-    // Obligation 9: a correct challenge authenticates (binary Connect over HTTP/2, as the CLI calls).
+    // A correct challenge authenticates (binary Connect over HTTP/2, as the CLI calls).
     const users = clientFor(UserService, transportFor("connect-binary-h2", server.url));
     const header = device.challenge(whoamiProcedure);
     const whoami = await users.whoami({}, { headers: { authorization: header } });
@@ -142,7 +142,7 @@ describe("StreamCLILogin and Platform-signed requests", () => {
       expect.objectContaining({ id: device.id, name: "ada-laptop", kind: "cli" }),
     );
 
-    // Obligation 8: the same device logs in again (its challenge on the stream is valid now, and
+    // The same device logs in again (its challenge on the stream is valid now, and
     // still ignored); the new binding works at once.
     const again = openLogin(device);
     await approve((await again.next()).value!, user.accessToken);

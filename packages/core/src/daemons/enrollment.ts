@@ -161,7 +161,7 @@ export const enrollDaemon = defineOperation({
     authPubkey: text({ min: 1, max: maxPublicKeyPem }),
   }),
   async run({ input, services, now, audit, ctx }) {
-    // Obligation 20: a daemon proving who it is is enrolled already, whatever it sends.
+    // A daemon proving who it is is enrolled already, whatever it sends.
     if (ctx.caller.kind === "daemon") {
       throw new AlreadyExistsError("this daemon is already enrolled", { reason: "DAEMON_ALREADY_ENROLLED" });
     }
