@@ -5,7 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pnpm build
-for p in api core storage-sql storage-sqlite storage-postgres server client; do
+# Every package not marked private: what would be published.
+publishable=$(node -e '
+  const fs = require("node:fs");
+  for (const dir of fs.readdirSync("packages")) {
+    const manifest = `packages/${dir}/package.json`;
+    if (fs.existsSync(manifest) && !JSON.parse(fs.readFileSync(manifest, "utf8")).private) console.log(dir);
+  }')
+for p in $publishable; do
   publint --strict "packages/$p"
   excluded=$(node -e 'const e = Object.keys(require(process.argv[1]).exports ?? {}); console.log(e.filter((k) => k.startsWith("./test-support/")).join(" "))' "./packages/$p/package.json")
   # shellcheck disable=SC2086
