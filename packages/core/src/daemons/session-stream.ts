@@ -34,7 +34,7 @@ import { parseSessionEvent, sessionTopic } from "./events.js";
 import type { SessionStreamMessage, TerminalRelay } from "./stream-hosts.js";
 
 /** How long a session stream may stay silent before its `ready`. */
-export const readyTimeoutMs = 30_000;
+const readyTimeoutMs = 30_000;
 
 /** Why a session ended on the daemon's side without a word from it. */
 export const daemonSideEndReasons = {
