@@ -242,7 +242,7 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
     };
   }
 
-  const platform: Platform = {
+  return {
     services,
     operations,
     streams,
@@ -327,10 +327,10 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
       }
     },
     bidiStream: bidiStreamOver(services),
-    withStreamHosts(hosts) {
-      const hosted: Services = { ...services, ...hosts };
-      // Everything else is looked up on this platform at each call.
-      return Object.create(platform, {
+    withStreamHosts(this: Platform, hosts) {
+      const hosted: Services = { ...this.services, ...hosts };
+      // Everything else is looked up on this platform (or the object standing in for it) at each call.
+      return Object.create(this, {
         services: { value: hosted },
         bidiStream: { value: bidiStreamOver(hosted) },
       });
@@ -344,7 +344,6 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
       }
     },
   };
-  return platform;
 }
 
 /**

@@ -99,12 +99,12 @@ async function setUp(options: { keepaliveMs?: number; host?: boolean } = {}) {
 afterEach(() => t.platform.close());
 
 /** Opens the stream as the daemon; `online` settles once it is marked online and subscribed. */
-function openStream(client = clientMessages()) {
+function openStream(client = clientMessages(), platform = t.platform) {
   const gone = new AbortController();
   let online: () => void = () => undefined;
   const isOnline = new Promise<void>((resolve) => (online = resolve));
   const events: string[] = [];
-  const answers = t.platform
+  const answers = platform
     .bidiStream(method, createCallContext(self, { signal: gone.signal }), client.messages, {
       observer: {
         event(name) {
@@ -255,5 +255,17 @@ describe("a platform holding no control streams", () => {
   it("answers unimplemented", async () => {
     const error = await expectCode(openStream().read(), "unimplemented");
     expect(error.message).toBe("this server does not hold daemon control streams");
+  });
+
+  it("runs them once an instance gives it its host (withStreamHosts)", async () => {
+    const hosted = t.platform.withStreamHosts({ daemonStreams: memory.host });
+    const stream = openStream(clientMessages(), hosted);
+    expect(await stream.read()).toEqual(heartbeatAck);
+    const ended = stream.answers.next();
+    await stream.online;
+    expect(await onlineHolder()).toBe([...memory.open][0]!.holder);
+    stream.gone.abort();
+    expect((await ended).done).toBe(true);
+    expect(await onlineHolder()).toBeNull();
   });
 });
