@@ -152,3 +152,10 @@ export class UnimplementedError extends PlatformError<"unimplemented"> {
 export function isPlatformError(value: unknown): value is PlatformError {
   return value instanceof PlatformError;
 }
+
+/** Why a stream ended early: the server is stopping; the client should open it again (on another instance). */
+export function shuttingDownError(): UnavailableError {
+  return new UnavailableError("the server is shutting down; open the stream again", {
+    reason: "SHUTTING_DOWN",
+  });
+}

@@ -66,6 +66,14 @@ export {
   sessionTopic,
   toConnectResponse,
 } from "./daemons/events.js";
+export { daemonSideEndReasons, sessionDeadlineError } from "./daemons/session-stream.js";
+export type {
+  DaemonStreamHost,
+  HeldControlStream,
+  SessionStreamMessage,
+  TerminalRelay,
+  TerminalRelayHost,
+} from "./daemons/stream-hosts.js";
 // For transport authors (the server package, other adapters)
 export type { DeviceChallengeInput, PlatformChallenge } from "./devices/challenge.js";
 export { authenticateDevice, challengeSignatureValid, parsePlatformChallenge } from "./devices/challenge.js";
@@ -88,6 +96,7 @@ export {
   PermissionDeniedError,
   PlatformError,
   ResourceExhaustedError,
+  shuttingDownError,
   UnauthenticatedError,
   UnavailableError,
   UnimplementedError,
@@ -105,7 +114,9 @@ export type {
   AnyBidiStreamingOperation,
   AnyStreamingOperation,
   BidiStreamingOperation,
+  BidiStreamOptions,
   StreamingOperation,
+  StreamObserver,
 } from "./events/streaming-operation.js";
 export type { WorkspaceEvent } from "./events/workspace-events.js";
 export { workspaceEventOf, workspaceTopic } from "./events/workspace-events.js";
@@ -131,7 +142,7 @@ export type { Access, AnyOperation, Operation } from "./operations/operation.js"
 export { publicProcedures } from "./operations/registry.js";
 export type { PlatformConfig, PlatformObserver, Services } from "./operations/services.js";
 export { defaultPlatformConfig } from "./operations/services.js";
-export type { Platform, PlatformOptions } from "./platform.js";
+export type { Platform, PlatformOptions, StreamHosts } from "./platform.js";
 // For applications
 export { createPlatform, procedureOf } from "./platform.js";
 export type { RecordingConfig } from "./recordings/config.js";

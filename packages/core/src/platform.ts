@@ -12,6 +12,7 @@ import {
   type DescMethodBiDiStreaming,
   type DescMethodServerStreaming,
   type DescMethodUnary,
+  type MessageInitShape,
   type MessageShape,
 } from "@bufbuild/protobuf";
 import { roleAllows } from "./access/permissions.js";
@@ -23,6 +24,7 @@ import { loadServiceAccountTokens } from "./auth/service-account-tokens.js";
 import { actorOf, type CallContext, type Caller, type CallerKind, throwIfCancelled } from "./context.js";
 import type { KeyStore } from "./crypto/key-store.js";
 import type { Pkcs11Token } from "./crypto/pkcs11/token.js";
+import type { DaemonStreamHost, TerminalRelayHost } from "./daemons/stream-hosts.js";
 import { bidiStreamingOperations } from "./daemons/streams.js";
 import type { DnsTxtResolver } from "./domains/dns.js";
 import {
@@ -41,6 +43,7 @@ import { createInProcessEventBus, type EventBus } from "./events/event-bus.js";
 import type {
   AnyBidiStreamingOperation,
   AnyStreamingOperation,
+  BidiStreamOptions,
   StreamingCall,
 } from "./events/streaming-operation.js";
 import { streamingOperations } from "./events/subscribe-workspace-events.js";
@@ -101,6 +104,16 @@ export interface PlatformOptions extends IntegrationServices {
   readonly dns?: DnsTxtResolver;
   /** Told of issuances and the like, for metrics. Default: none. */
   readonly observer?: PlatformObserver;
+  /** The instance holding daemon control streams. Default: none (they are refused). */
+  readonly daemonStreams?: DaemonStreamHost;
+  /** The instance relaying terminal sessions. Default: none (daemon session streams are refused). */
+  readonly terminalRelays?: TerminalRelayHost;
+}
+
+/** The resources of the server instance holding the daemon's streams (daemons/stream-hosts.ts). */
+export interface StreamHosts {
+  readonly daemonStreams?: DaemonStreamHost;
+  readonly terminalRelays?: TerminalRelayHost;
 }
 
 /** The platform: every operation, callable without any transport. */
@@ -111,7 +124,7 @@ export interface Platform {
   readonly operations: ReadonlyMap<string, AnyOperation>;
   /** Server-streaming operations by procedure path. */
   readonly streams: ReadonlyMap<string, AnyStreamingOperation>;
-  /** Bidirectional streams (the daemon's) by procedure path: the transport runs them. */
+  /** Bidirectional streams (the daemon's) by procedure path. */
   readonly bidiStreams: ReadonlyMap<string, AnyBidiStreamingOperation>;
   /** Who may call the RPC at `procedure` (unary or streaming), or undefined when none is declared. */
   accessOf(procedure: string): Access | undefined;
@@ -136,10 +149,23 @@ export interface Platform {
     options?: { readonly onReady?: () => void },
   ): AsyncIterable<MessageShape<O>>;
   /**
-   * Admits the caller of a bidirectional stream by its declared access, before the transport runs
-   * it: resolves with the workspace it opens in, or throws the {@link PlatformError} refusing it.
+   * Runs one bidirectional RPC (the daemon's streams): admits the caller by the stream's declared
+   * access on the first read, then yields the operation's messages as it reads `requests`, until
+   * it is done or `ctx.signal` (the client going away) ends it. Refusals are
+   * {@link PlatformError}s; what else ends the stream is for the transport to answer.
    */
-  openStream(method: DescMethodBiDiStreaming, ctx: CallContext): Promise<WorkspaceScope>;
+  bidiStream<I extends DescMessage, O extends DescMessage>(
+    method: DescMethodBiDiStreaming<I, O>,
+    ctx: CallContext,
+    requests: AsyncIterable<MessageShape<I>>,
+    options?: BidiStreamOptions,
+  ): AsyncIterable<MessageInitShape<O>>;
+  /**
+   * This platform, with its bidirectional streams held by `hosts`: what a server instance
+   * serving a platform built before it (or shared with other instances) gives it. Every other
+   * call goes to this platform unchanged.
+   */
+  withStreamHosts(hosts: StreamHosts): Platform;
   /** Waits for events still being published, then closes the event bus and the storage. */
   close(): Promise<void>;
 }
@@ -183,6 +209,8 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
     ...(options.mailer && { mailer: options.mailer }),
     ...(options.pkcs11Token && { pkcs11Token: options.pkcs11Token }),
     ...(options.observer && { observer: options.observer }),
+    ...(options.daemonStreams && { daemonStreams: options.daemonStreams }),
+    ...(options.terminalRelays && { terminalRelays: options.terminalRelays }),
     state: createPlatformState(options.storage),
   };
   const operations = new Map<string, AnyOperation>();
@@ -195,6 +223,24 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
   const bidiStreams = new Map<string, AnyBidiStreamingOperation>();
   for (const operation of bidiStreamingOperations) bidiStreams.set(procedureOf(operation.method), operation);
   const publisher = createPublisher(services.events, options.onPublishError);
+
+  function bidiStreamOver(services: Services): Platform["bidiStream"] {
+    return async function* <I extends DescMessage, O extends DescMessage>(
+      method: DescMethodBiDiStreaming<I, O>,
+      ctx: CallContext,
+      requests: AsyncIterable<MessageShape<I>>,
+      options: BidiStreamOptions = {},
+    ): AsyncGenerator<MessageInitShape<O>> {
+      const operation = bidiStreams.get(procedureOf(method));
+      if (!operation) {
+        throw notImplemented(method);
+      }
+      const prepared = await translateFaults(() =>
+        prepareCall(services, operation, ctx, create(method.input)),
+      );
+      yield* operation.run({ ...prepared, requests, ...options }) as AsyncIterable<MessageInitShape<O>>;
+    };
+  }
 
   return {
     services,
@@ -280,15 +326,14 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
         await messages.return?.();
       }
     },
-    async openStream(method, ctx) {
-      const operation = bidiStreams.get(procedureOf(method));
-      if (!operation) {
-        throw notImplemented(method);
-      }
-      const { workspace } = await translateFaults(() =>
-        prepareCall(services, operation, ctx, create(method.input)),
-      );
-      return workspace;
+    bidiStream: bidiStreamOver(services),
+    withStreamHosts(this: Platform, hosts) {
+      const hosted: Services = { ...this.services, ...hosts };
+      // Everything else is looked up on this platform (or the object standing in for it) at each call.
+      return Object.create(this, {
+        services: { value: hosted },
+        bidiStream: { value: bidiStreamOver(hosted) },
+      });
     },
     async close() {
       await publisher.drain();

@@ -10,7 +10,7 @@ import {
   createContextValues,
   type HandlerContext,
 } from "@connectrpc/connect";
-import { UnavailableError } from "@wap/core";
+import { shuttingDownError } from "@wap/core";
 import { type EdgeRequest, type EdgeSettings, edgeOf } from "./edge.js";
 import { answerNoted, toConnectError } from "./errors.js";
 
@@ -40,8 +40,4 @@ export function requireEdge(context: HandlerContext): EdgeRequest {
 }
 
 /** Why a stream ended early: the client should open it again (on another instance). */
-export function shuttingDown(): UnavailableError {
-  return new UnavailableError("the server is shutting down; open the stream again", {
-    reason: "SHUTTING_DOWN",
-  });
-}
+export const shuttingDown = shuttingDownError;

@@ -30,8 +30,6 @@ import {
 } from "@wap/core";
 import { clientAddress } from "./client-address.js";
 import { checkCsrf, crossSiteRefusal } from "./csrf.js";
-import type { ServerInstance } from "./daemons/instance.js";
-import type { SessionRelayHub } from "./daemons/relay-hub.js";
 import type { Logger } from "./logger.js";
 import type { ServerMetrics } from "./metrics.js";
 import {
@@ -69,10 +67,6 @@ export interface EdgeSettings {
   readonly logger: Logger;
   /** Aborted when the server starts shutting down: open event streams end at once. */
   readonly closing?: AbortSignal;
-  /** This instance as the holder of daemon control streams (DaemonControlService.Connect). */
-  readonly daemonStreams?: ServerInstance;
-  /** This instance's terminal relays (DaemonSessionService.Session and the terminal WebSocket). */
-  readonly sessionRelay?: SessionRelayHub;
   /** Request, rate-limit and issuance metrics, when the diagnostics listener is on. */
   readonly metrics?: ServerMetrics;
   /** A span per RPC, when OTLP export is configured. */

@@ -132,9 +132,11 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
     logger,
     instanceId: instance.id,
     internalUrl: () => config.internalUrl ?? url,
+    closing: closing.signal,
   });
   const edge: EdgeSettings = {
-    platform,
+    // The platform runs the daemon's streams over this instance's resources.
+    platform: platform.withStreamHosts({ daemonStreams: instance, terminalRelays: sessionRelay }),
     rateLimiters: options.rateLimiters ?? backend?.rateLimiters ?? createMemoryRateLimiters(config.rateLimit),
     trustedProxyHops: config.trustProxyHops,
     allowedOrigins: normalizeOrigins(config.allowedOrigins),
@@ -142,8 +144,6 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
     publicHttps: platform.services.config.publicBaseUrl.startsWith("https:"),
     logger,
     closing: closing.signal,
-    daemonStreams: instance,
-    sessionRelay,
     ...(metrics && { metrics }),
     ...(tracing && { tracing }),
   };

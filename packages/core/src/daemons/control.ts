@@ -1,10 +1,10 @@
 /**
  * What core does when a daemon's control stream (DaemonControlService.Connect) opens and closes;
- * the server owns the stream itself. How the server uses it:
+ * the stream itself (control-stream.ts) uses it this way:
  *
- * 1. Authenticate the request (`authenticateDaemon`), then subscribe to `daemonTopic(id)` BEFORE
- *    calling {@link openControlStream}, so that nothing published after the daemon is marked
- *    online is missed. Do not wait for a first client message.
+ * 1. Subscribe to `daemonTopic(id)` BEFORE calling {@link openControlStream}, so that nothing
+ *    published after the daemon is marked online is missed. Do not wait for a first client
+ *    message.
  * 2. Send the `greeting` messages, then, for each event on the topic, `toConnectResponse`
  *    (`deleted` ends the stream). Answer each `heartbeat` with `heartbeatAck`.
  * 3. When the stream ends for any reason, call {@link closeControlStream} with the same holder.

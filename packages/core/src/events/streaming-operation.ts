@@ -1,7 +1,8 @@
 /**
- * Server-streaming operations: declared like unary ones (RPC, access, input schema), checked by
- * the same code before they run, but `run` yields messages until it is done or the caller's
- * signal fires. They write nothing, so they get no audit hook.
+ * Streaming operations. Server-streaming ones are declared like unary ones (RPC, access, input
+ * schema), checked by the same code before they run, but `run` yields messages until it is done
+ * or the caller's signal fires. They write nothing, so they get no audit hook. Bidirectional ones
+ * (the daemon's streams) are admitted the same way, then `run` reads the client's messages too.
  *
  * @module
  */
@@ -10,6 +11,7 @@ import type {
   DescMethodBiDiStreaming,
   DescMethodServerStreaming,
   MessageInitShape,
+  MessageShape,
 } from "@bufbuild/protobuf";
 import type * as z from "zod";
 import type { Access, OperationCall } from "../operations/operation.js";
@@ -54,11 +56,36 @@ export function defineStreamingOperation<
 export type AnyStreamingOperation = StreamingOperation<any, any, any>;
 
 /**
- * A bidirectional stream the transport runs once the platform has admitted its caller: the
- * daemon's control and session streams, whose messages come from resources of the server instance
- * holding them (its open streams, its terminal relays). Declared like every other RPC, so that who
- * may open one is decided by the same code ({@link ../platform.ts} `openStream`), and the registry
- * lists it with its access.
+ * What a transport may learn of a bidirectional stream as it runs, for its trace: a significant
+ * moment (`daemon.online`, `session.claimed`) or attributes learnt on the way (the session).
+ */
+export interface StreamObserver {
+  event?(name: string): void;
+  annotate?(attributes: Readonly<Record<string, string>>): void;
+}
+
+/** What the transport gives a bidirectional stream besides its messages. */
+export interface BidiStreamOptions {
+  readonly observer?: StreamObserver;
+  /** The time left before the call's deadline (ms; zero or less once passed), when it has one. */
+  readonly timeLeftMs?: () => number | undefined;
+}
+
+/**
+ * Everything a bidirectional `run` receives: the admitted call, and the client's messages as
+ * they come. `ctx.signal` fires when the client goes away.
+ */
+export interface BidiStreamingCall<Req>
+  extends Omit<StreamingCall<unknown>, "ready" | "input">,
+    BidiStreamOptions {
+  readonly requests: AsyncIterable<Req>;
+}
+
+/**
+ * A bidirectional stream: the daemon's control and session streams. Declared like every other
+ * RPC and admitted by the same code (`Platform.bidiStream`), so the registry lists it with its
+ * access; `run` reads the client's messages and yields the answers. What the streams live in
+ * (the instance's open streams, its terminal relays) comes from `services` (daemons/stream-hosts.ts).
  */
 export interface BidiStreamingOperation<
   I extends DescMessage = DescMessage,
@@ -68,6 +95,7 @@ export interface BidiStreamingOperation<
   readonly access: Access;
   /** The input checked at admission: the stream's messages come later. */
   readonly input: z.ZodType<unknown, unknown>;
+  run(call: BidiStreamingCall<MessageShape<I>>): AsyncIterable<MessageInitShape<O>>;
 }
 
 /** Any bidirectional stream, whatever its message types. */

@@ -4,6 +4,7 @@ import type { PasswordHasher } from "../auth/passwords.js";
 import type { ServiceAccountTokens } from "../auth/service-account-tokens.js";
 import type { KeyStore } from "../crypto/key-store.js";
 import type { Pkcs11Token } from "../crypto/pkcs11/token.js";
+import type { DaemonStreamHost, TerminalRelayHost } from "../daemons/stream-hosts.js";
 import type { DnsTxtResolver } from "../domains/dns.js";
 import type { EventBus } from "../events/event-bus.js";
 import type { Mailer } from "../mail/mailer.js";
@@ -69,4 +70,8 @@ export interface Services extends IntegrationServices {
   readonly observer?: PlatformObserver;
   /** What this platform keeps between calls (caches, queues); made once, shared with no other platform. */
   readonly state: PlatformState;
+  /** The instance holding daemon control streams; without one they are refused. */
+  readonly daemonStreams?: DaemonStreamHost;
+  /** The instance relaying terminal sessions; without one daemon session streams are refused. */
+  readonly terminalRelays?: TerminalRelayHost;
 }

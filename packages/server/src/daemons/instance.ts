@@ -24,7 +24,7 @@
  * @module
  */
 import { randomUUID } from "node:crypto";
-import type { Clock, Services } from "@wap/core";
+import type { Clock, DaemonStreamHost, HeldControlStream } from "@wap/core";
 import type { DaemonRepository, Storage } from "@wap/core/storage";
 import type { Logger } from "../logger.js";
 
@@ -44,25 +44,16 @@ export interface ServerInstanceOptions {
 }
 
 /** One control stream open on this instance. */
-export interface TrackedStream {
-  readonly daemonId: string;
-  /** `<instanceId>/<streamId>`, unique for the life of the database. */
-  readonly holder: string;
+export interface TrackedStream extends HeldControlStream {
   /** Ends the stream (lease trouble is not a reason; shutdown is). */
   readonly abort: AbortController;
-  /** Runs `fn` after every earlier write of this stream has settled. */
-  write<T>(fn: () => Promise<T>): Promise<T>;
-  /** Set once the stream's online record has been written. */
-  opened: boolean;
   /** Set when the stream ends, before its offline record is written. */
   closed: boolean;
 }
 
-export interface ServerInstance {
+/** This instance: the platform's host of daemon control streams, and their lease. */
+export interface ServerInstance extends DaemonStreamHost {
   readonly id: string;
-  readonly keepaliveMs: number;
-  /** `services` with the daemons' online writes going through this instance's batching writer. */
-  servicesFor(services: Services): Services;
   /** Registers a stream of `daemonId`; call {@link untrack} when it ends. */
   track(daemonId: string): TrackedStream;
   untrack(stream: TrackedStream): void;
@@ -173,6 +164,13 @@ export function createServerInstance(options: ServerInstanceOptions): ServerInst
     untrack(stream) {
       stream.closed = true;
       streams.delete(stream.holder);
+    },
+    offlineFailed(stream, error) {
+      // The next reconciliation releases it.
+      options.logger.warn("could not mark a daemon offline", {
+        daemonId: stream.daemonId,
+        error: String(error),
+      });
     },
     async start() {
       const { now, expiresAt } = leaseUntil();

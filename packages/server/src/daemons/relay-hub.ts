@@ -11,7 +11,7 @@
  *
  * @module
  */
-import { abandonStaleSessions, type Services } from "@wap/core";
+import { abandonStaleSessions, type Services, type TerminalRelayHost } from "@wap/core";
 import type { DaemonSessionRecord, SessionRelayRecord } from "@wap/core/storage";
 import type { Logger } from "../logger.js";
 import { createRelayTokenVerifier, type RelayTokenVerifier } from "./relay-token.js";
@@ -32,6 +32,8 @@ export interface SessionRelayHubOptions {
   readonly sweepIntervalMs?: number;
   /** How long a claimed session waits for its first browser. Default 60 s. */
   readonly attachTimeoutMs?: number;
+  /** Fires when the server starts stopping: daemon session streams still waiting for `ready` end. */
+  readonly closing?: AbortSignal;
 }
 
 /** A browser on this instance waiting for its session to be claimed. */
@@ -42,7 +44,8 @@ export interface LocalWaiter {
   readonly wake: () => void;
 }
 
-export interface SessionRelayHub {
+/** The hub, as the platform's host of daemon session streams and the terminal endpoint's relay finder. */
+export interface SessionRelayHub extends TerminalRelayHost {
   readonly instanceId: string;
   readonly services: Services;
   readonly logger: Logger;
@@ -100,6 +103,7 @@ export function createSessionRelayHub(options: SessionRelayHubOptions): SessionR
     logger,
     tokens: createRelayTokenVerifier(services.keyStore, instanceId),
     relayRecord: () => ({ instanceId, url: options.internalUrl() }),
+    ...(options.closing && { closing: options.closing }),
     open(session) {
       const waiting = [...(waiters.get(session.id) ?? [])];
       const relay = new SessionRelay({

@@ -19,7 +19,13 @@
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { SessionResponseSchema } from "@wap/api";
-import { endSession, type Services, type SessionRecorder, startSessionRecording } from "@wap/core";
+import {
+  daemonSideEndReasons,
+  endSession,
+  type Services,
+  type SessionRecorder,
+  startSessionRecording,
+} from "@wap/core";
 import type { DaemonSessionRecord } from "@wap/core/storage";
 import type { RawData, WebSocket } from "ws";
 import type { Logger } from "../logger.js";
@@ -49,8 +55,7 @@ export const endReasons = {
   browserLeft: "the terminal was closed in the browser",
   noBrowser: "no browser attached to the session in time",
   serverStopping: "the server is shutting down",
-  daemonClosed: "the daemon ended the session stream",
-  deadline: "the session reached its time limit",
+  ...daemonSideEndReasons,
 } as const;
 
 /** What a socket sent while it waited for the session to be claimed; handed over on attach. */

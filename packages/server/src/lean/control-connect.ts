@@ -5,8 +5,8 @@
  * connected for days, and the general handler pipeline (a dozen async generators and tens of
  * kilobytes per stream) held for each of them costs a server more memory than it has to spare,
  * and its garbage collector the pauses that follow. Every other request for this RPC (gRPC,
- * gRPC-Web, Connect JSON, compression, `Connect-Timeout-Ms`) goes through connect-node; both run
- * the same stream, {@link runControlStream}.
+ * gRPC-Web, Connect JSON, compression, `Connect-Timeout-Ms`) goes through connect-node; both
+ * carry the same stream, the one the platform runs ({@link controlStream}).
  *
  * @module
  */
@@ -18,7 +18,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { type ConnectRequest, ConnectRequestSchema, ConnectResponseSchema } from "@wap/api";
 import { type ConnectResponseInit, heartbeatAck } from "@wap/core";
 import { answer } from "../connect-context.js";
-import { runControlStream } from "../daemons/control-stream.js";
+import { controlStream } from "../daemons/control-stream.js";
 import type { EdgeRequest, EdgeSettings } from "../edge.js";
 import {
   compressedFlag,
@@ -73,9 +73,11 @@ async function serve(req: Request, res: Response, edge: EdgeRequest, settings: E
   });
   const writer = new MessageWriter(res, clientGone.signal);
   try {
-    for await (const message of runControlStream(settings, edge, clientGone.signal, requestsOf(req))) {
+    for await (const message of controlStream(settings, edge, clientGone.signal, requestsOf(req))) {
       await writer.message(message);
     }
+    // The stream returns only once its client has gone.
+    edge.code = "canceled";
   } catch (error) {
     if (clientGone.signal.aborted) {
       edge.code = "canceled";

@@ -1,0 +1,271 @@
+/**
+ * The daemon's control stream as the platform runs it (`Platform.bidiStream`), over an
+ * in-memory host standing in for the server instance: the greeting, heartbeats answered, the
+ * daemon's topic relayed, and every way the stream ends, with the daemon marked offline after.
+ */
+
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import {
+  type ConnectRequest,
+  ConnectRequestSchema,
+  DaemonControlService,
+  DaemonService,
+  DaemonStatus,
+  Notification_EventType,
+} from "@wap/api";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createCallContext, type DaemonCaller } from "../src/context.js";
+import type { ConnectResponseInit } from "../src/daemons/control.js";
+import { maxQueuedControlMessages } from "../src/daemons/control-stream.js";
+import { notify, type TopicEvent } from "../src/daemons/events.js";
+import type { DaemonStreamHost, HeldControlStream } from "../src/daemons/stream-hosts.js";
+import type { EventPayload } from "../src/events/event-bus.js";
+import type { Owner } from "./support/access.js";
+import { enrolledDaemon, type TestDaemon } from "./support/daemons.js";
+import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
+
+const method = DaemonControlService.method.connect;
+const heartbeatAck = { msg: { case: "heartbeatAck", value: {} } };
+
+/** The server instance's part, in memory: its streams, and the offline writes that failed. */
+function memoryHost(keepaliveMs = 3_600_000) {
+  const open = new Set<HeldControlStream>();
+  const offlineFailures: unknown[] = [];
+  let next = 0;
+  const host: DaemonStreamHost = {
+    keepaliveMs,
+    servicesFor: (services) => services,
+    track(daemonId) {
+      let chain: Promise<unknown> = Promise.resolve();
+      const stream: HeldControlStream = {
+        daemonId,
+        holder: `memory/${++next}`,
+        abort: new AbortController(),
+        opened: false,
+        write(fn) {
+          const result = chain.then(fn, fn);
+          chain = result.catch(() => undefined);
+          return result;
+        },
+      };
+      open.add(stream);
+      return stream;
+    },
+    untrack: (stream) => void open.delete(stream),
+    offlineFailed: (_stream, error) => void offlineFailures.push(error),
+  };
+  return { host, open, offlineFailures };
+}
+
+/** The client's side of the stream: messages sent as the test says. */
+function clientMessages() {
+  const queue: ConnectRequest[] = [];
+  let wake: (() => void) | undefined;
+  let failure: unknown;
+  const messages = (async function* () {
+    for (;;) {
+      const message = queue.shift();
+      if (message !== undefined) yield message;
+      else if (failure !== undefined) throw failure;
+      else await new Promise<void>((resolve) => (wake = resolve));
+    }
+  })();
+  return {
+    messages,
+    send(message: MessageInitShape<typeof ConnectRequestSchema>["msg"]) {
+      queue.push(create(ConnectRequestSchema, { msg: message }));
+      wake?.();
+    },
+    fail(error: unknown) {
+      failure = error;
+      wake?.();
+    },
+  };
+}
+
+let t: TestPlatform;
+let memory: ReturnType<typeof memoryHost>;
+let ada: Owner;
+let d: TestDaemon;
+let self: DaemonCaller;
+
+async function setUp(options: { keepaliveMs?: number; host?: boolean } = {}) {
+  memory = memoryHost(options.keepaliveMs);
+  t = await createTestPlatform(options.host === false ? {} : { daemonStreams: memory.host });
+  ada = await t.owner();
+  d = await enrolledDaemon(t, ada, "control-host");
+  self = { kind: "daemon", daemonId: d.id, workspaceId: ada.workspaceId };
+}
+afterEach(() => t.platform.close());
+
+/** Opens the stream as the daemon; `online` settles once it is marked online and subscribed. */
+function openStream(client = clientMessages(), platform = t.platform) {
+  const gone = new AbortController();
+  let online: () => void = () => undefined;
+  const isOnline = new Promise<void>((resolve) => (online = resolve));
+  const events: string[] = [];
+  const answers = platform
+    .bidiStream(method, createCallContext(self, { signal: gone.signal }), client.messages, {
+      observer: {
+        event(name) {
+          events.push(name);
+          if (name === "daemon.online") online();
+        },
+      },
+    })
+    [Symbol.asyncIterator]();
+  const read = async (): Promise<ConnectResponseInit> => {
+    const next = await answers.next();
+    if (next.done) throw new Error("the stream ended");
+    return next.value;
+  };
+  return { answers, read, client, gone, online: isOnline, events };
+}
+
+const onlineHolder = () => t.storage.daemons.onlineHolder(d.id);
+const publish = ({ topic, payload }: TopicEvent) =>
+  t.platform.services.events.publish(topic, payload as unknown as EventPayload);
+const notification = (kind: keyof typeof Notification_EventType, status?: DaemonStatus) => ({
+  msg: {
+    case: "notification",
+    value: {
+      eventType: Notification_EventType[kind],
+      daemonId: d.id,
+      ...(status !== undefined && { status }),
+    },
+  },
+});
+
+describe("the daemon's control stream, run by the platform", () => {
+  beforeEach(() => setUp());
+
+  it("sends a HeartbeatAck at once, marks the daemon online, and answers its heartbeats", async () => {
+    const stream = openStream();
+    expect(await stream.read()).toEqual(heartbeatAck);
+    const next = stream.read();
+    await stream.online;
+    expect(await onlineHolder()).toBe([...memory.open][0]!.holder);
+    stream.client.send({ case: "heartbeat", value: {} });
+    expect(await next).toEqual(heartbeatAck);
+    stream.gone.abort();
+    await stream.answers.return?.();
+  });
+
+  it("greets a rejected daemon with STATUS REJECTED, then relays its topic", async () => {
+    // Straight to storage: the RPC would also publish the change, racing the stream's subscription.
+    await t.storage.daemons.update(ada.workspaceId, d.id, { status: "rejected" }, t.clock.now());
+    const stream = openStream();
+    expect(await stream.read()).toEqual(heartbeatAck);
+    expect(await stream.read()).toEqual(notification("STATUS", DaemonStatus.REJECTED));
+    await stream.online;
+    await publish(notify(d.id, "SYNC_REQUEST"));
+    expect(await stream.read()).toEqual(notification("SYNC_REQUEST"));
+    stream.gone.abort();
+    await stream.answers.return?.();
+  });
+
+  it("ends with unauthenticated DAEMON_DELETED when the daemon is deleted, and marks it offline", async () => {
+    const stream = openStream();
+    await stream.read();
+    const ended = stream.read();
+    await stream.online;
+    await t.call(ada.caller, DaemonService.method.deleteDaemon, { workspaceId: ada.workspaceId, id: d.id });
+    const error = await expectCode(ended, "unauthenticated");
+    expect(error.reason).toBe("DAEMON_DELETED");
+    expect(stream.events).toContain("daemon.deleted");
+    expect(memory.open.size).toBe(0);
+  });
+
+  it(`ends with resource_exhausted CONTROL_STREAM_BACKLOG beyond ${maxQueuedControlMessages} unread messages`, async () => {
+    const stream = openStream();
+    await stream.read();
+    // Reading on: the stream comes online, but nothing it queues is taken yet.
+    const first = stream.read();
+    await stream.online;
+    // One may be taken by the read under way; the rest overflow the queue.
+    for (let i = 0; i < maxQueuedControlMessages + 2; i++) await publish(notify(d.id, "SYNC_REQUEST"));
+    await first;
+    let delivered = 1;
+    const error = await expectCode(
+      (async () => {
+        for (;;) {
+          await stream.read();
+          delivered++;
+        }
+      })(),
+      "resource_exhausted",
+    );
+    expect(error.reason).toBe("CONTROL_STREAM_BACKLOG");
+    expect(delivered).toBeLessThanOrEqual(maxQueuedControlMessages + 1);
+    expect(await onlineHolder()).toBeNull();
+  });
+
+  it("marks the daemon offline when the client goes away", async () => {
+    const stream = openStream();
+    await stream.read();
+    const ended = stream.answers.next();
+    await stream.online;
+    expect(await onlineHolder()).not.toBeNull();
+    stream.gone.abort();
+    expect((await ended).done).toBe(true);
+    expect(await onlineHolder()).toBeNull();
+    expect(memory.open.size).toBe(0);
+    expect(memory.offlineFailures).toEqual([]);
+  });
+
+  it("ends with why the client's messages could not be read", async () => {
+    const stream = openStream();
+    await stream.read();
+    const ended = stream.read();
+    await stream.online;
+    const broken = new Error("the request stream broke");
+    stream.client.fail(broken);
+    await expect(ended).rejects.toBe(broken);
+    expect(await onlineHolder()).toBeNull();
+  });
+
+  it("ends with unavailable SHUTTING_DOWN when the instance ends it", async () => {
+    const stream = openStream();
+    await stream.read();
+    const ended = stream.read();
+    await stream.online;
+    for (const held of memory.open) (held.abort as AbortController).abort();
+    const error = await expectCode(ended, "unavailable");
+    expect(error.reason).toBe("SHUTTING_DOWN");
+    expect(await onlineHolder()).toBeNull();
+  });
+});
+
+describe("an idle control stream", () => {
+  beforeEach(() => setUp({ keepaliveMs: 10 }));
+
+  it("gets an unsolicited HeartbeatAck every keepalive interval", async () => {
+    const stream = openStream();
+    expect(await stream.read()).toEqual(heartbeatAck);
+    // Nothing else is sent on this stream: the next message can only be the keepalive.
+    expect(await stream.read()).toEqual(heartbeatAck);
+    stream.gone.abort();
+    await stream.answers.return?.();
+  });
+});
+
+describe("a platform holding no control streams", () => {
+  beforeEach(() => setUp({ host: false }));
+
+  it("answers unimplemented", async () => {
+    const error = await expectCode(openStream().read(), "unimplemented");
+    expect(error.message).toBe("this server does not hold daemon control streams");
+  });
+
+  it("runs them once an instance gives it its host (withStreamHosts)", async () => {
+    const hosted = t.platform.withStreamHosts({ daemonStreams: memory.host });
+    const stream = openStream(clientMessages(), hosted);
+    expect(await stream.read()).toEqual(heartbeatAck);
+    const ended = stream.answers.next();
+    await stream.online;
+    expect(await onlineHolder()).toBe([...memory.open][0]!.holder);
+    stream.gone.abort();
+    expect((await ended).done).toBe(true);
+    expect(await onlineHolder()).toBeNull();
+  });
+});
