@@ -225,12 +225,13 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
   const publisher = createPublisher(services.events, options.onPublishError);
 
   function bidiStreamOver(services: Services): Platform["bidiStream"] {
-    return async function* <I extends DescMessage, O extends DescMessage>(
+    /** Admits the caller and opens the stream: a function of its own, so the stream does not keep its locals. */
+    async function open<I extends DescMessage, O extends DescMessage>(
       method: DescMethodBiDiStreaming<I, O>,
       ctx: CallContext,
       requests: AsyncIterable<MessageShape<I>>,
-      options: BidiStreamOptions = {},
-    ): AsyncGenerator<MessageInitShape<O>> {
+      options: BidiStreamOptions,
+    ): Promise<AsyncIterable<MessageInitShape<O>>> {
       const operation = bidiStreams.get(procedureOf(method));
       if (!operation) {
         throw notImplemented(method);
@@ -238,7 +239,10 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
       const prepared = await translateFaults(() =>
         prepareCall(services, operation, ctx, create(method.input)),
       );
-      yield* operation.run({ ...prepared, requests, ...options }) as AsyncIterable<MessageInitShape<O>>;
+      return operation.run({ ...prepared, requests, ...options }) as AsyncIterable<MessageInitShape<O>>;
+    }
+    return async function* (method, ctx, requests, options = {}) {
+      yield* await open(method, ctx, requests, options);
     };
   }
 

@@ -26,12 +26,12 @@ import {
   UnauthenticatedError,
   UnimplementedError,
 } from "../errors.js";
-import type { BidiStreamingCall } from "../events/streaming-operation.js";
+import type { BidiStreamingCall, StreamObserver } from "../events/streaming-operation.js";
 import type { Services } from "../operations/services.js";
 import { admittedDaemon } from "./admitted-daemon.js";
 import { type ConnectResponseInit, closeControlStream, heartbeatAck, openControlStream } from "./control.js";
 import { daemonTopic, parseDaemonEvent, toConnectResponse } from "./events.js";
-import type { HeldControlStream } from "./stream-hosts.js";
+import type { DaemonStreamHost, HeldControlStream } from "./stream-hosts.js";
 
 /** Messages held for a daemon that does not read them; beyond this the stream ends and it reconnects. */
 export const maxQueuedControlMessages = 256;
@@ -42,15 +42,35 @@ export const maxQueuedControlMessages = 256;
  * failed (the transport knows whether that was the client's fault), `unauthenticated`
  * DAEMON_DELETED, `resource_exhausted` CONTROL_STREAM_BACKLOG, or `unavailable` SHUTTING_DOWN.
  */
-export async function* runControlStream(
+export function runControlStream(
   call: BidiStreamingCall<ConnectRequest>,
-): AsyncGenerator<ConnectResponseInit> {
+): AsyncIterable<ConnectResponseInit> {
   const host = call.services.daemonStreams;
   if (host === undefined) throw new UnimplementedError("this server does not hold daemon control streams");
-  const daemon = admittedDaemon(call.ctx, "control stream");
-  const clientGone = call.ctx.signal;
-  // Online writes through the instance's batching writer.
-  const services = host.servicesFor(call.services);
+  // The stream keeps only what it uses, not the whole call: a daemon holds it for days.
+  return controlStream({
+    host,
+    // Online writes through the instance's batching writer.
+    services: host.servicesFor(call.services),
+    daemon: admittedDaemon(call.ctx, "control stream"),
+    clientGone: call.ctx.signal,
+    requests: call.requests,
+    ...(call.observer && { observer: call.observer }),
+  });
+}
+
+/** What one control stream uses while it lasts. */
+interface ControlStreamParts {
+  readonly host: DaemonStreamHost;
+  readonly services: Services;
+  readonly daemon: DaemonCaller;
+  readonly clientGone: AbortSignal;
+  readonly requests: AsyncIterable<ConnectRequest>;
+  readonly observer?: StreamObserver;
+}
+
+async function* controlStream(parts: ControlStreamParts): AsyncGenerator<ConnectResponseInit> {
+  const { host, services, daemon, clientGone, requests, observer } = parts;
   const box = new Outbox();
   const stream = host.track(daemon.daemonId);
   let keepalive: ReturnType<typeof setInterval> | undefined;
@@ -67,7 +87,7 @@ export async function* runControlStream(
       const event = parseDaemonEvent(payload);
       if (event === null) return;
       if (event.kind === "deleted") {
-        call.observer?.event?.("daemon.deleted");
+        observer?.event?.("daemon.deleted");
         box.finish(
           new UnauthenticatedError("this daemon was deleted; enrol the machine again", {
             reason: "DAEMON_DELETED",
@@ -83,13 +103,13 @@ export async function* runControlStream(
       stream.opened = true;
       return result;
     });
-    call.observer?.event?.("daemon.online");
+    observer?.event?.("daemon.online");
     for (const message of greeting) box.push(message);
     keepalive = setInterval(() => {
       if (box.idle) box.push(heartbeatAck);
     }, host.keepaliveMs);
     keepalive.unref();
-    void readRequests(call.requests, box);
+    void readRequests(requests, box);
 
     for (;;) {
       const message = await box.next();

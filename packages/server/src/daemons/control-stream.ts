@@ -59,7 +59,7 @@ export function controlStream(
 ): AsyncIterable<ConnectResponseInit> {
   edge.rpc = procedure;
   return settings.platform.bidiStream(method, callContextOf(edge, settings, method, clientGone), requests, {
-    observer: { event: (name) => edge.streamSpan?.event(name) },
+    ...(edge.streamSpan && { observer: edge.streamSpan }),
   });
 }
 

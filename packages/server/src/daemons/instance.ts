@@ -24,7 +24,7 @@
  * @module
  */
 import { randomUUID } from "node:crypto";
-import type { Clock, DaemonStreamHost, HeldControlStream } from "@wap/core";
+import type { Clock, DaemonStreamHost, HeldControlStream, Services } from "@wap/core";
 import type { DaemonRepository, Storage } from "@wap/core/storage";
 import type { Logger } from "../logger.js";
 
@@ -79,6 +79,7 @@ export function createServerInstance(options: ServerInstanceOptions): ServerInst
   let timer: NodeJS.Timeout | undefined;
   let ticking: Promise<void> | undefined;
   let stopped = false;
+  let hosted: { readonly of: Services; readonly services: Services } | undefined;
 
   const leaseUntil = () => {
     const now = options.clock.now();
@@ -137,8 +138,12 @@ export function createServerInstance(options: ServerInstanceOptions): ServerInst
     id,
     keepaliveMs: options.keepaliveSeconds * 1000,
     servicesFor(services) {
-      const storage: Storage = Object.create(services.storage, { daemons: { value: daemons } });
-      return { ...services, storage };
+      // The same for every stream of a platform: made once, not held once per connected daemon.
+      if (hosted?.of !== services) {
+        const storage: Storage = Object.create(services.storage, { daemons: { value: daemons } });
+        hosted = { of: services, services: { ...services, storage } };
+      }
+      return hosted.services;
     },
     get openStreams() {
       return streams.size;
