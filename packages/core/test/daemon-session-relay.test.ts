@@ -4,10 +4,9 @@
  * sweep closes sessions whose relaying instance lost its lease.
  */
 
-import { DaemonService, DaemonStatus, PrincipalType } from "@wap/api";
+import { DaemonService } from "@wap/api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { DaemonCaller } from "../src/context.js";
-import { openControlStream } from "../src/daemons/control.js";
 import { sessionTopic } from "../src/daemons/events.js";
 import type { EventPayload } from "../src/events/event-bus.js";
 import {
@@ -18,7 +17,7 @@ import {
   sessionRelayOf,
 } from "../src/sessions/lifecycle.js";
 import type { Owner } from "./support/access.js";
-import { callAsDaemon, enrolledDaemon, grantLogin, type TestDaemon } from "./support/daemons.js";
+import { type TestDaemon, terminalReadyDaemon } from "./support/daemons.js";
 import { createTestPlatform, type TestPlatform } from "./support.js";
 
 let t: TestPlatform;
@@ -28,20 +27,7 @@ let self: DaemonCaller;
 beforeEach(async () => {
   t = await createTestPlatform();
   ada = await t.owner();
-  d = await enrolledDaemon(t, ada, "relay-host");
-  self = { kind: "daemon", daemonId: d.id, workspaceId: ada.workspaceId };
-  await grantLogin(t, ada, d.targetId, "ubuntu", PrincipalType.USER, [ada.caller.userId]);
-  await t.call(ada.caller, DaemonService.method.updateDaemon, {
-    workspaceId: ada.workspaceId,
-    id: d.id,
-    status: DaemonStatus.ACCEPTED,
-  });
-  await openControlStream(t.platform.services, self, "instance-a/1");
-  await callAsDaemon(t, d, DaemonService.method.syncDaemon, {
-    users: ["ubuntu"],
-    privateIps: [],
-    metadata: {},
-  });
+  ({ daemon: d, self } = await terminalReadyDaemon(t, ada, "relay-host"));
 });
 afterEach(() => t.platform.close());
 

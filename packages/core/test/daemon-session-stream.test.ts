@@ -4,24 +4,16 @@
  * handshake, the claim, what flows each way, and how the stream ends.
  */
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import {
-  DaemonService,
-  DaemonSessionService,
-  DaemonStatus,
-  PrincipalType,
-  type SessionRequest,
-  SessionRequestSchema,
-} from "@wap/api";
+import { DaemonService, DaemonSessionService, type SessionRequest, SessionRequestSchema } from "@wap/api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createCallContext, type DaemonCaller } from "../src/context.js";
-import { openControlStream } from "../src/daemons/control.js";
 import { daemonSideEndReasons } from "../src/daemons/session-stream.js";
 import type { SessionStreamMessage, TerminalRelay, TerminalRelayHost } from "../src/daemons/stream-hosts.js";
 import type { BidiStreamOptions } from "../src/events/streaming-operation.js";
 import { endSession, sessionRelayOf } from "../src/sessions/lifecycle.js";
 import type { DaemonSessionRecord } from "../src/storage/daemon-sessions.js";
 import type { Owner } from "./support/access.js";
-import { callAsDaemon, enrolledDaemon, grantLogin, type TestDaemon } from "./support/daemons.js";
+import { type TestDaemon, terminalReadyDaemon } from "./support/daemons.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 
 const method = DaemonSessionService.method.session;
@@ -130,20 +122,7 @@ async function setUp(options: { host?: boolean } = {}) {
   relays = memoryRelays();
   t = await createTestPlatform(options.host === false ? {} : { terminalRelays: relays.host });
   ada = await t.owner();
-  d = await enrolledDaemon(t, ada, "session-host");
-  self = { kind: "daemon", daemonId: d.id, workspaceId: ada.workspaceId };
-  await grantLogin(t, ada, d.targetId, "ubuntu", PrincipalType.USER, [ada.caller.userId]);
-  await t.call(ada.caller, DaemonService.method.updateDaemon, {
-    workspaceId: ada.workspaceId,
-    id: d.id,
-    status: DaemonStatus.ACCEPTED,
-  });
-  await openControlStream(t.platform.services, self, "instance-a/1");
-  await callAsDaemon(t, d, DaemonService.method.syncDaemon, {
-    users: ["ubuntu"],
-    privateIps: [],
-    metadata: {},
-  });
+  ({ daemon: d, self } = await terminalReadyDaemon(t, ada, "session-host"));
 }
 afterEach(() => t.platform.close());
 

@@ -10,10 +10,11 @@ import {
   type MessageInitShape,
   type MessageShape,
 } from "@bufbuild/protobuf";
-import { DaemonService, PrincipalService, type PrincipalType } from "@wap/api";
+import { DaemonService, DaemonStatus, PrincipalService, PrincipalType } from "@wap/api";
 import { aDaemonKey, type DaemonKey, signChallenge } from "@wap/test-kit/daemon-key";
 import { type Caller, createCallContext, type DaemonCaller } from "../../src/context.js";
 import { authenticateDaemon } from "../../src/daemons/authenticate.js";
+import { openControlStream } from "../../src/daemons/control.js";
 import { procedureOf } from "../../src/platform.js";
 import type { TestPlatform } from "../support.js";
 import { type Owner, sshAuthority } from "./access.js";
@@ -132,4 +133,31 @@ export async function grantLogin(
     });
   }
   return principal.id;
+}
+
+/**
+ * A daemon ready to host terminal sessions: enrolled, accepted, online through a control stream
+ * held by `holder`, reporting the user `ubuntu`, whom the owner may log in as.
+ */
+export async function terminalReadyDaemon(
+  t: TestPlatform,
+  owner: Owner,
+  hostname: string,
+  holder = "instance-a/1",
+): Promise<{ daemon: TestDaemon; self: DaemonCaller }> {
+  const daemon = await enrolledDaemon(t, owner, hostname);
+  const self: DaemonCaller = { kind: "daemon", daemonId: daemon.id, workspaceId: owner.workspaceId };
+  await grantLogin(t, owner, daemon.targetId, "ubuntu", PrincipalType.USER, [owner.caller.userId]);
+  await t.call(owner.caller, DaemonService.method.updateDaemon, {
+    workspaceId: owner.workspaceId,
+    id: daemon.id,
+    status: DaemonStatus.ACCEPTED,
+  });
+  await openControlStream(t.platform.services, self, holder);
+  await callAsDaemon(t, daemon, DaemonService.method.syncDaemon, {
+    users: ["ubuntu"],
+    privateIps: [],
+    metadata: {},
+  });
+  return { daemon, self };
 }
