@@ -3,10 +3,14 @@
  * Platform, against a storage interface. No HTTP, no SQL driver.
  *
  * The API messages and service descriptors are in `@wap/api`; the storage port for adapter
- * authors in `@wap/core/storage`; the adapter contract suite in `@wap/core/testing`.
+ * authors in `@wap/core/storage`; the adapter contract suite in `@wap/core/testing`. The exports
+ * below come in two parts: for applications first, then what transports and adapters need, which
+ * is not covered by semantic versioning.
  *
  * @module
  */
+
+// For applications: embedding the platform, configuring it, and handling what it answers.
 
 export type { Permission, RoleDefinition } from "./access/permissions.js";
 export { permissions, roleAllows, roles } from "./access/permissions.js";
@@ -14,7 +18,6 @@ export type { AuditAction } from "./audit/actions.js";
 export { auditActions } from "./audit/actions.js";
 export type { AuditExport, AuditExportFormat, AuditExportOptions } from "./audit/export.js";
 export { defaultAuditExportOptions, exportAuditLog } from "./audit/export.js";
-export type { RequestFacts } from "./audit/record.js";
 export type { AccountConfig } from "./auth/account-config.js";
 export { defaultAccountConfig } from "./auth/account-config.js";
 export type { CredentialSource, Credentials } from "./auth/authenticate.js";
@@ -24,9 +27,6 @@ export type { BillingProvider, BillingWebhookEvent, SubscriptionState } from "./
 export { BillingWebhookError, selfHostedBilling } from "./billing/provider.js";
 export type { StripeBillingOptions } from "./billing/stripe.js";
 export { createStripeBillingProvider } from "./billing/stripe.js";
-export type { BillingWebhookResult } from "./billing/webhook.js";
-export { handleBillingWebhook } from "./billing/webhook.js";
-export { publicCrl, revocationListOf } from "./certificates/revocation.js";
 export type {
   AnonymousCaller,
   CallContext,
@@ -51,7 +51,70 @@ export type { Pkcs11Token, Pkcs11TokenOptions } from "./crypto/pkcs11/token.js";
 export { openPkcs11Token, Pkcs11TokenError } from "./crypto/pkcs11/token.js";
 export type { KrlCertificates, KrlParams } from "./crypto/ssh/krl.js";
 export { encodeKrl } from "./crypto/ssh/krl.js";
-// For transport authors: the daemon protocol's streams (control stream, session relay)
+export type { DnsTxtResolver } from "./domains/dns.js";
+export type { DeclaredReason, ErrorArea, ErrorReason, ReasonFor } from "./error-reasons/registry.js";
+export { declaredReasons, errorReasons, reasonDeclaration } from "./error-reasons/registry.js";
+export type { ErrorCode, FieldViolation, PlatformErrorOptions } from "./errors.js";
+export {
+  AlreadyExistsError,
+  DeadlineExceededError,
+  errorCodes,
+  FailedPreconditionError,
+  InvalidArgumentError,
+  isPlatformError,
+  NotFoundError,
+  PermissionDeniedError,
+  PlatformError,
+  ResourceExhaustedError,
+  UnauthenticatedError,
+  UnavailableError,
+  UnimplementedError,
+} from "./errors.js";
+export type { EventBus, EventHandler, EventPayload } from "./events/event-bus.js";
+export { createInProcessEventBus } from "./events/event-bus.js";
+export type { WorkspaceEvent } from "./events/workspace-events.js";
+export type { OutboundFetch, OutboundFetchOptions } from "./lib/outbound-fetch.js";
+export {
+  createOutboundFetch,
+  isAllowedAddress,
+  OutboundFetchError,
+  parseNetworks,
+} from "./lib/outbound-fetch.js";
+export type { LicenseOptions, LicensePayload, LicenseStatus } from "./license/license.js";
+export { freePlan, inspectLicense, licensePrefix, signLicense } from "./license/license.js";
+export type { Mailer, MailMessage } from "./mail/mailer.js";
+export type { OutboxMailerOptions, OutboxWrite } from "./mail/outbox.js";
+export { createOutboxMailer } from "./mail/outbox.js";
+export type { SmtpMailerOptions } from "./mail/smtp.js";
+export { createSmtpMailer } from "./mail/smtp.js";
+export type { ResealResult } from "./maintenance/reseal-secrets.js";
+export { checkSealedValues, resealSecrets } from "./maintenance/reseal-secrets.js";
+export type { IntegrationServices } from "./operations/integrations.js";
+export type { PlatformConfig, PlatformObserver, Services } from "./operations/services.js";
+export { defaultPlatformConfig } from "./operations/services.js";
+export type { Platform, PlatformOptions } from "./platform.js";
+export { createPlatform, procedureOf } from "./platform.js";
+export type { RecordingConfig } from "./recordings/config.js";
+export { defaultRecordingConfig } from "./recordings/config.js";
+export type { Clock, Random } from "./runtime.js";
+export { createManualClock, systemClock, systemRandom } from "./runtime.js";
+export type { Bound, FoundBound } from "./validation/bound.js";
+export { describeBound } from "./validation/describe.js";
+export type { FieldBound, RequestBounds } from "./validation/table.js";
+export { validationBounds } from "./validation/table.js";
+export { apiVersion, platformVersion } from "./version.js";
+export type { WorkspaceQuotaConfig } from "./workspaces/quotas.js";
+export { defaultWorkspaceQuotaConfig } from "./workspaces/quotas.js";
+export { defaultTokenLifetimes } from "./workspaces/settings.js";
+
+// For transport and adapter authors (the server package, other adapters): the pieces a transport
+// needs around `Platform` (daemon and device protocols, streams, SSO browser flows, events).
+// Not covered by semantic versioning: they may change in any release.
+
+export type { RequestFacts } from "./audit/record.js";
+export type { BillingWebhookResult } from "./billing/webhook.js";
+export { handleBillingWebhook } from "./billing/webhook.js";
+export { publicCrl, revocationListOf } from "./certificates/revocation.js";
 export type { SignedRequestInput } from "./daemons/authenticate.js";
 export { authenticateDaemon, authenticateSignedRequest } from "./daemons/authenticate.js";
 export { notifyDaemonsOfChanges } from "./daemons/change-notifications.js";
@@ -74,42 +137,15 @@ export type {
   TerminalRelay,
   TerminalRelayHost,
 } from "./daemons/stream-hosts.js";
-// For transport authors (the server package, other adapters)
 export type { DeviceChallengeInput, PlatformChallenge } from "./devices/challenge.js";
 export { authenticateDevice, challengeSignatureValid, parsePlatformChallenge } from "./devices/challenge.js";
 export type { CliLoginRequest, PendingCliLogin } from "./devices/cli-login.js";
 export { cliLoginHeaders, cliLoginStream, startCliLogin } from "./devices/cli-login.js";
-export type { DnsTxtResolver } from "./domains/dns.js";
 export { httpStatusOfCode } from "./error-reasons/http-status.js";
-export type { DeclaredReason, ErrorArea, ErrorReason, ReasonFor } from "./error-reasons/registry.js";
-export { declaredReasons, errorReasons, reasonDeclaration } from "./error-reasons/registry.js";
-export type { ErrorCode, FieldViolation, PlatformErrorOptions } from "./errors.js";
-export {
-  AlreadyExistsError,
-  DeadlineExceededError,
-  errorCodes,
-  FailedPreconditionError,
-  genericReason,
-  InvalidArgumentError,
-  isPlatformError,
-  NotFoundError,
-  PermissionDeniedError,
-  PlatformError,
-  ResourceExhaustedError,
-  shuttingDownError,
-  UnauthenticatedError,
-  UnavailableError,
-  UnimplementedError,
-} from "./errors.js";
+export { genericReason, shuttingDownError } from "./errors.js";
 export type { AccessWatchOptions } from "./events/access-watch.js";
 export { accountsTopic, watchAccess } from "./events/access-watch.js";
-export type { EventBus, EventHandler, EventPayload } from "./events/event-bus.js";
-export {
-  createInProcessEventBus,
-  createSubscriberTable,
-  encodeEvent,
-  maxEventBytes,
-} from "./events/event-bus.js";
+export { createSubscriberTable, encodeEvent, maxEventBytes } from "./events/event-bus.js";
 export type {
   AnyBidiStreamingOperation,
   AnyStreamingOperation,
@@ -118,39 +154,12 @@ export type {
   StreamingOperation,
   StreamObserver,
 } from "./events/streaming-operation.js";
-export type { WorkspaceEvent } from "./events/workspace-events.js";
 export { workspaceEventOf, workspaceTopic } from "./events/workspace-events.js";
-export type { OutboundFetch, OutboundFetchOptions } from "./lib/outbound-fetch.js";
-export {
-  createOutboundFetch,
-  isAllowedAddress,
-  OutboundFetchError,
-  parseNetworks,
-} from "./lib/outbound-fetch.js";
-export type { LicenseOptions, LicensePayload, LicenseStatus } from "./license/license.js";
-export { freePlan, inspectLicense, licensePrefix, signLicense } from "./license/license.js";
-export type { Mailer, MailMessage } from "./mail/mailer.js";
-export type { OutboxMailerOptions, OutboxWrite } from "./mail/outbox.js";
-export { createOutboxMailer } from "./mail/outbox.js";
-export type { SmtpMailerOptions } from "./mail/smtp.js";
-export { createSmtpMailer } from "./mail/smtp.js";
-// For operators' tools: master key rotation.
-export type { ResealResult } from "./maintenance/reseal-secrets.js";
-export { checkSealedValues, resealSecrets } from "./maintenance/reseal-secrets.js";
-export type { IntegrationServices } from "./operations/integrations.js";
 export type { Access, AnyOperation, Operation } from "./operations/operation.js";
 export { publicProcedures } from "./operations/registry.js";
-export type { PlatformConfig, PlatformObserver, Services } from "./operations/services.js";
-export { defaultPlatformConfig } from "./operations/services.js";
-export type { Platform, PlatformOptions, StreamHosts } from "./platform.js";
-// For applications
-export { createPlatform, procedureOf } from "./platform.js";
-export type { RecordingConfig } from "./recordings/config.js";
-export { defaultRecordingConfig } from "./recordings/config.js";
+export type { StreamHosts } from "./platform.js";
 export type { SessionRecorder, SessionRecordingOptions } from "./recordings/recorder.js";
 export { startSessionRecording } from "./recordings/recorder.js";
-export type { Clock, Random } from "./runtime.js";
-export { createManualClock, systemClock, systemRandom } from "./runtime.js";
 export type { SessionRelayStatus } from "./sessions/lifecycle.js";
 export {
   abandonStaleSessions,
@@ -171,11 +180,3 @@ export { beginOidcSignIn, finishOidcSignIn } from "./sso/oidc.js";
 export type { SsoOptions } from "./sso/options.js";
 export { ssoUrls } from "./sso/options.js";
 export { beginSamlSignIn, finishSamlSignIn, samlServiceProviderMetadata } from "./sso/saml.js";
-export type { Bound, FoundBound } from "./validation/bound.js";
-export { describeBound } from "./validation/describe.js";
-export type { FieldBound, RequestBounds } from "./validation/table.js";
-export { validationBounds } from "./validation/table.js";
-export { apiVersion, platformVersion } from "./version.js";
-export type { WorkspaceQuotaConfig } from "./workspaces/quotas.js";
-export { defaultWorkspaceQuotaConfig } from "./workspaces/quotas.js";
-export { defaultTokenLifetimes } from "./workspaces/settings.js";
