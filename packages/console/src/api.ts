@@ -3,29 +3,10 @@
  * cookie (never a token in script). When the 15-minute access token has lapsed, one call to
  * RefreshToken with an empty body spends the HttpOnly refresh cookie and the call is retried.
  */
-import type { DescService } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { type Client, Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
-import {
-  AuthService,
-  BillingService,
-  CertificateService,
-  CredentialService,
-  DaemonService,
-  InvitationService,
-  LicenseService,
-  PrincipalService,
-  RecordingService,
-  ServiceAccountService,
-  SSOService,
-  TargetService,
-  TeamService,
-  UserService,
-  UtilService,
-  WorkspaceDomainService,
-  WorkspaceService,
-} from "@wap/api";
+import { createServiceClients } from "@wap/client";
 
 const baseUrl = window.location.origin;
 
@@ -65,30 +46,9 @@ export const transport = createConnectTransport({
   interceptors: [refreshOnExpiry],
 });
 
-function client<S extends DescService>(service: S): Client<S> {
-  return createClient(service, transport);
-}
-
-export const auth = client(AuthService);
-export const api = {
-  auth,
-  billing: client(BillingService),
-  certificates: client(CertificateService),
-  credentials: client(CredentialService),
-  daemons: client(DaemonService),
-  invitations: client(InvitationService),
-  license: client(LicenseService),
-  principals: client(PrincipalService),
-  recordings: client(RecordingService),
-  serviceAccounts: client(ServiceAccountService),
-  sso: client(SSOService),
-  targets: client(TargetService),
-  teams: client(TeamService),
-  users: client(UserService),
-  util: client(UtilService),
-  domains: client(WorkspaceDomainService),
-  workspaces: client(WorkspaceService),
-};
+/** Every service's client, over the cookie transport. */
+export const api = createServiceClients(transport);
+export const auth = api.auth;
 
 /** The server's message for an error, as people should read it. */
 export function errorMessage(error: unknown): string {
