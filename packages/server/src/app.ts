@@ -175,7 +175,10 @@ export function createApp(
   return app;
 }
 
-/** Streaming RPCs have REST paths in the contract but no REST framing here yet. */
+/**
+ * REST carries unary calls and server streams (as NDJSON); an RPC streaming both ways is called
+ * over Connect, gRPC or gRPC-Web only.
+ */
 function refuseStream(edge: EdgeRequest, settings: EdgeSettings, method: DescMethod): unknown {
   try {
     callerFor(edge, settings, method);
@@ -183,7 +186,7 @@ function refuseStream(edge: EdgeRequest, settings: EdgeSettings, method: DescMet
     return error;
   }
   return new UnimplementedError(
-    `${method.parent.typeName}/${method.name} is a streaming RPC: call it over Connect or gRPC; its REST form is not implemented yet`,
+    `${method.parent.typeName}/${method.name} streams both ways: call it over Connect, gRPC or gRPC-Web (REST carries unary calls and server streams only)`,
   );
 }
 

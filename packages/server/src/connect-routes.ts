@@ -12,8 +12,6 @@
  */
 import type {
   DescMessage,
-  DescMethod,
-  DescMethodBiDiStreaming,
   DescMethodServerStreaming,
   DescMethodUnary,
   MessageInitShape,
@@ -28,18 +26,11 @@ import {
   type StreamCLILoginRequest,
   type StreamCLILoginResponseSchema,
 } from "@wap/api";
-import { cliLoginHeaders, procedureOf, UnimplementedError } from "@wap/core";
+import { cliLoginHeaders, procedureOf } from "@wap/core";
 import { answer, requireEdge, shuttingDown } from "./connect-context.js";
 import { controlStreamHandler } from "./daemons/control-stream.js";
 import { sessionStreamHandler } from "./daemons/session-stream.js";
-import {
-  callContextOf,
-  callerFor,
-  callPlatform,
-  type EdgeSettings,
-  noteWorkspace,
-  untilClosing,
-} from "./edge.js";
+import { callContextOf, callPlatform, type EdgeSettings, noteWorkspace, untilClosing } from "./edge.js";
 import { streamAccepted } from "./stream-headers.js";
 
 /** Registers every method of the contract on `router`. */
@@ -63,7 +54,9 @@ export function registerConnectRoutes(router: ConnectRouter, settings: EdgeSetti
         const streaming = method as DescMethodServerStreaming;
         router.rpc(streaming, serverStreamingHandler(streaming, settings));
       } else {
-        router.rpc(method as DescMethodBiDiStreaming, streamingHandler(method, settings));
+        // Every RPC of the contract is served: one without its handler is a build fault, found
+        // by the first server any test starts, never an answer a client gets.
+        throw new Error(`${procedureOf(method)} is in the contract but has no handler in this server`);
       }
     }
   }
@@ -174,20 +167,4 @@ function deadlineOf(context: HandlerContext): ConnectError | undefined {
 function throwIfDeadlineExceeded(context: HandlerContext): void {
   const deadline = deadlineOf(context);
   if (deadline) throw deadline;
-}
-
-function streamingHandler(method: DescMethod, settings: EdgeSettings) {
-  // biome-ignore lint/correctness/useYield: it refuses before the first message.
-  return async function* (_input: unknown, context: HandlerContext): AsyncGenerator<never> {
-    const edge = requireEdge(context);
-    edge.rpc = `/${method.parent.typeName}/${method.name}`;
-    try {
-      callerFor(edge, settings, method);
-      throw new UnimplementedError(
-        `${method.parent.typeName}/${method.name} is a streaming RPC this server does not implement yet`,
-      );
-    } catch (error) {
-      throw answer(edge, settings, error);
-    }
-  };
 }
