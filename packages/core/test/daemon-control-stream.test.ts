@@ -13,6 +13,7 @@ import {
   DaemonStatus,
   Notification_EventType,
 } from "@wap/api";
+import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createCallContext, type DaemonCaller } from "../src/context.js";
 import type { ConnectResponseInit } from "../src/daemons/control.js";
@@ -198,6 +199,46 @@ describe("the daemon's control stream, run by the platform", () => {
     expect(error.reason).toBe("CONTROL_STREAM_BACKLOG");
     expect(delivered).toBeLessThanOrEqual(maxQueuedControlMessages + 1);
     expect(await onlineHolder()).toBeNull();
+  });
+
+  it("keeps every message a slow daemon has not read up to the bound, and ends the stream past it", async () => {
+    const max = maxQueuedControlMessages;
+    const unread = fc.oneof(fc.integer({ min: 0, max: 8 }), fc.integer({ min: max - 4, max: max + 4 }));
+    await fc.assert(
+      fc.asyncProperty(unread, async (n) => {
+        const stream = openStream();
+        await stream.read();
+        // One read under way takes the first message; the n after it wait unread.
+        const first = stream.read();
+        await stream.online;
+        for (let i = 0; i <= n; i++) await publish(notify(d.id, "SYNC_REQUEST"));
+        expect(await first).toEqual(notification("SYNC_REQUEST"));
+        let delivered = 0;
+        const ended = await (async () => {
+          try {
+            for (; delivered < n; delivered++)
+              expect(await stream.read()).toEqual(notification("SYNC_REQUEST"));
+            return undefined;
+          } catch (error) {
+            return error;
+          }
+        })();
+        if (n <= max) {
+          // Nothing lost, in order, and the stream still answers.
+          expect(ended).toBeUndefined();
+          stream.client.send({ case: "heartbeat", value: {} });
+          expect(await stream.read()).toEqual(heartbeatAck);
+          stream.gone.abort();
+          await stream.answers.return?.();
+        } else {
+          // What was queued still goes out, then the stream ends and the daemon reconnects.
+          expect(delivered).toBe(max);
+          expect(ended).toMatchObject({ code: "resource_exhausted", reason: "CONTROL_STREAM_BACKLOG" });
+        }
+        expect(memory.open.size).toBe(0);
+      }),
+      { numRuns: 20 },
+    );
   });
 
   it("marks the daemon offline when the client goes away", async () => {
