@@ -108,10 +108,8 @@ export function SsoSettingsPage() {
       emailClaim: text(form, "emailClaim"),
       nameClaim: text(form, "nameClaim"),
       usernameClaim: text(form, "usernameClaim"),
-      enforceSso: form.get("enforce") === "on",
-      allowJitProvisioning: form.get("jit") === "on",
+      ...providerFlags(form),
       usePkce: form.get("pkce") === "on",
-      isActive: form.get("active") === "on",
     }),
   );
   const saveSaml = useAction((form: FormData) =>
@@ -122,9 +120,7 @@ export function SsoSettingsPage() {
       emailAttribute: text(form, "emailAttribute"),
       nameAttribute: text(form, "nameAttribute"),
       usernameAttribute: text(form, "usernameAttribute"),
-      enforceSso: form.get("enforce") === "on",
-      allowJitProvisioning: form.get("jit") === "on",
-      isActive: form.get("active") === "on",
+      ...providerFlags(form),
     }),
   );
   const o = oidc.data?.oidcProvider;
@@ -163,17 +159,7 @@ export function SsoSettingsPage() {
             defaultValue={o?.usernameClaim || "preferred_username"}
           />
           <Check label="Use PKCE" name="pkce" defaultChecked={o?.usePkce ?? true} />
-          <Check
-            label="Create accounts on first sign-in"
-            name="jit"
-            defaultChecked={o?.allowJitProvisioning}
-          />
-          <Check
-            label="Enforce SSO for the workspace's domains"
-            name="enforce"
-            defaultChecked={o?.enforceSso}
-          />
-          <Check label="Active" name="active" defaultChecked={o?.isActive ?? true} />
+          <ProviderChecks provider={o} />
         </ActionForm>
         {saveOidc.result && <Notice>Saved.</Notice>}
       </Section>
@@ -205,21 +191,44 @@ export function SsoSettingsPage() {
             name="usernameAttribute"
             defaultValue={s?.usernameAttribute || "username"}
           />
-          <Check
-            label="Create accounts on first sign-in"
-            name="jit"
-            defaultChecked={s?.allowJitProvisioning}
-          />
-          <Check
-            label="Enforce SSO for the workspace's domains"
-            name="enforce"
-            defaultChecked={s?.enforceSso}
-          />
-          <Check label="Active" name="active" defaultChecked={s?.isActive ?? true} />
+          <ProviderChecks provider={s} />
         </ActionForm>
         {saveSaml.result && <Notice>Saved.</Notice>}
       </Section>
     </Page>
+  );
+}
+
+/** What an OIDC and a SAML provider both have: account creation, enforcement, being in use. */
+interface ProviderFlags {
+  readonly enforceSso: boolean;
+  readonly allowJitProvisioning: boolean;
+  readonly isActive: boolean;
+}
+
+function providerFlags(form: FormData): ProviderFlags {
+  return {
+    enforceSso: form.get("enforce") === "on",
+    allowJitProvisioning: form.get("jit") === "on",
+    isActive: form.get("active") === "on",
+  };
+}
+
+function ProviderChecks({ provider }: { provider: ProviderFlags | undefined }) {
+  return (
+    <>
+      <Check
+        label="Create accounts on first sign-in"
+        name="jit"
+        defaultChecked={provider?.allowJitProvisioning}
+      />
+      <Check
+        label="Enforce SSO for the workspace's domains"
+        name="enforce"
+        defaultChecked={provider?.enforceSso}
+      />
+      <Check label="Active" name="active" defaultChecked={provider?.isActive ?? true} />
+    </>
   );
 }
 
