@@ -23,6 +23,7 @@ import type { DaemonStreamHost, HeldControlStream } from "../src/daemons/stream-
 import type { EventPayload } from "../src/events/event-bus.js";
 import type { Owner } from "./support/access.js";
 import { enrolledDaemon, type TestDaemon } from "./support/daemons.js";
+import { messageQueue } from "./support/message-queue.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 
 const method = DaemonControlService.method.connect;
@@ -60,27 +61,12 @@ function memoryHost(keepaliveMs = 3_600_000) {
 
 /** The client's side of the stream: messages sent as the test says. */
 function clientMessages() {
-  const queue: ConnectRequest[] = [];
-  let wake: (() => void) | undefined;
-  let failure: unknown;
-  const messages = (async function* () {
-    for (;;) {
-      const message = queue.shift();
-      if (message !== undefined) yield message;
-      else if (failure !== undefined) throw failure;
-      else await new Promise<void>((resolve) => (wake = resolve));
-    }
-  })();
+  const queue = messageQueue<ConnectRequest>();
   return {
-    messages,
-    send(message: MessageInitShape<typeof ConnectRequestSchema>["msg"]) {
-      queue.push(create(ConnectRequestSchema, { msg: message }));
-      wake?.();
-    },
-    fail(error: unknown) {
-      failure = error;
-      wake?.();
-    },
+    messages: queue.messages,
+    send: (message: MessageInitShape<typeof ConnectRequestSchema>["msg"]) =>
+      queue.send(create(ConnectRequestSchema, { msg: message })),
+    fail: queue.fail,
   };
 }
 

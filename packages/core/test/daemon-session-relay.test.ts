@@ -4,7 +4,6 @@
  * sweep closes sessions whose relaying instance lost its lease.
  */
 
-import { DaemonService } from "@wap/api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { DaemonCaller } from "../src/context.js";
 import { sessionTopic } from "../src/daemons/events.js";
@@ -17,7 +16,7 @@ import {
   sessionRelayOf,
 } from "../src/sessions/lifecycle.js";
 import type { Owner } from "./support/access.js";
-import { type TestDaemon, terminalReadyDaemon } from "./support/daemons.js";
+import { createdSession, type TestDaemon, terminalReadyDaemon } from "./support/daemons.js";
 import { createTestPlatform, type TestPlatform } from "./support.js";
 
 let t: TestPlatform;
@@ -33,14 +32,7 @@ afterEach(() => t.platform.close());
 
 const instanceA = { instanceId: "instance-a", url: "http://10.0.0.5:8080" };
 
-async function created(): Promise<string> {
-  const res = await t.call(ada.caller, DaemonService.method.createSession, {
-    workspaceId: ada.workspaceId,
-    daemonId: d.id,
-    username: "ubuntu",
-  });
-  return res.session!.sessionId;
-}
+const created = () => createdSession(t, ada, d);
 
 const ready = (sessionId: string) => ({ sessionId, username: "ubuntu", userId: ada.caller.userId });
 const leaseFor = (instanceId: string, seconds: number) =>

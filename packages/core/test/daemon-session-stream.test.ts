@@ -4,7 +4,7 @@
  * handshake, the claim, what flows each way, and how the stream ends.
  */
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { DaemonService, DaemonSessionService, type SessionRequest, SessionRequestSchema } from "@wap/api";
+import { DaemonSessionService, type SessionRequest, SessionRequestSchema } from "@wap/api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createCallContext, type DaemonCaller } from "../src/context.js";
 import { daemonSideEndReasons } from "../src/daemons/session-stream.js";
@@ -13,7 +13,8 @@ import type { BidiStreamOptions } from "../src/events/streaming-operation.js";
 import { endSession, sessionRelayOf } from "../src/sessions/lifecycle.js";
 import type { DaemonSessionRecord } from "../src/storage/daemon-sessions.js";
 import type { Owner } from "./support/access.js";
-import { type TestDaemon, terminalReadyDaemon } from "./support/daemons.js";
+import { createdSession, type TestDaemon, terminalReadyDaemon } from "./support/daemons.js";
+import { messageQueue } from "./support/message-queue.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 
 const method = DaemonSessionService.method.session;
@@ -89,26 +90,12 @@ function memoryRelays() {
 
 /** The daemon's side of the stream: messages sent as the test says. */
 function daemonMessages() {
-  const queue: Array<SessionRequest | "end"> = [];
-  let wake: (() => void) | undefined;
-  const messages = (async function* () {
-    for (;;) {
-      const message = queue.shift();
-      if (message === "end") return;
-      if (message !== undefined) yield message;
-      else await new Promise<void>((resolve) => (wake = resolve));
-    }
-  })();
+  const queue = messageQueue<SessionRequest>();
   return {
-    messages,
-    send(message: MessageInitShape<typeof SessionRequestSchema>["msg"]) {
-      queue.push(create(SessionRequestSchema, { msg: message }));
-      wake?.();
-    },
-    end() {
-      queue.push("end");
-      wake?.();
-    },
+    messages: queue.messages,
+    send: (message: MessageInitShape<typeof SessionRequestSchema>["msg"]) =>
+      queue.send(create(SessionRequestSchema, { msg: message })),
+    end: queue.end,
   };
 }
 
@@ -126,14 +113,7 @@ async function setUp(options: { host?: boolean } = {}) {
 }
 afterEach(() => t.platform.close());
 
-async function created(): Promise<string> {
-  const res = await t.call(ada.caller, DaemonService.method.createSession, {
-    workspaceId: ada.workspaceId,
-    daemonId: d.id,
-    username: "ubuntu",
-  });
-  return res.session!.sessionId;
-}
+const created = () => createdSession(t, ada, d);
 
 /** Opens the stream as the daemon. */
 function openStream(options: BidiStreamOptions = {}) {

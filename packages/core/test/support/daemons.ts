@@ -161,3 +161,13 @@ export async function terminalReadyDaemon(
   });
   return { daemon, self };
 }
+
+/** A terminal session the owner opens on the daemon as `ubuntu`: its id. */
+export async function createdSession(t: TestPlatform, owner: Owner, daemon: TestDaemon): Promise<string> {
+  const res = await t.call(owner.caller, DaemonService.method.createSession, {
+    workspaceId: owner.workspaceId,
+    daemonId: daemon.id,
+    username: "ubuntu",
+  });
+  return res.session!.sessionId;
+}
