@@ -149,17 +149,17 @@ export interface Platform {
     options?: { readonly onReady?: () => void },
   ): AsyncIterable<MessageShape<O>>;
   /**
-   * Runs one bidirectional RPC (the daemon's streams): admits the caller by the stream's declared
-   * access on the first read, then yields the operation's messages as it reads `requests`, until
-   * it is done or `ctx.signal` (the client going away) ends it. Refusals are
-   * {@link PlatformError}s; what else ends the stream is for the transport to answer.
+   * Opens one bidirectional RPC (the daemon's streams): admits the caller by the stream's declared
+   * access, then resolves with the operation's messages, yielded as it reads `requests` until it
+   * is done or `ctx.signal` (the client going away) ends it. A refusal rejects with its
+   * {@link PlatformError}; what else ends the stream is for the transport to answer.
    */
   bidiStream<I extends DescMessage, O extends DescMessage>(
     method: DescMethodBiDiStreaming<I, O>,
     ctx: CallContext,
     requests: AsyncIterable<MessageShape<I>>,
     options?: BidiStreamOptions,
-  ): AsyncIterable<MessageInitShape<O>>;
+  ): Promise<AsyncIterable<MessageInitShape<O>>>;
   /**
    * This platform, with its bidirectional streams held by `hosts`: what a server instance
    * serving a platform built before it (or shared with other instances) gives it. Every other
@@ -225,13 +225,7 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
   const publisher = createPublisher(services.events, options.onPublishError);
 
   function bidiStreamOver(services: Services): Platform["bidiStream"] {
-    /** Admits the caller and opens the stream: a function of its own, so the stream does not keep its locals. */
-    async function open<I extends DescMessage, O extends DescMessage>(
-      method: DescMethodBiDiStreaming<I, O>,
-      ctx: CallContext,
-      requests: AsyncIterable<MessageShape<I>>,
-      options: BidiStreamOptions,
-    ): Promise<AsyncIterable<MessageInitShape<O>>> {
+    return async (method, ctx, requests, options = {}) => {
       const operation = bidiStreams.get(procedureOf(method));
       if (!operation) {
         throw notImplemented(method);
@@ -239,10 +233,9 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
       const prepared = await translateFaults(() =>
         prepareCall(services, operation, ctx, create(method.input)),
       );
-      return operation.run({ ...prepared, requests, ...options }) as AsyncIterable<MessageInitShape<O>>;
-    }
-    return async function* (method, ctx, requests, options = {}) {
-      yield* await open(method, ctx, requests, options);
+      return operation.run({ ...prepared, requests, ...options }) as AsyncIterable<
+        MessageInitShape<typeof method.output>
+      >;
     };
   }
 

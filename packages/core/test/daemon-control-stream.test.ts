@@ -23,7 +23,7 @@ import type { DaemonStreamHost, HeldControlStream } from "../src/daemons/stream-
 import type { EventPayload } from "../src/events/event-bus.js";
 import type { Owner } from "./support/access.js";
 import { enrolledDaemon, type TestDaemon } from "./support/daemons.js";
-import { messageQueue } from "./support/message-queue.js";
+import { messageQueue, whenOpened } from "./support/message-queue.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 
 const method = DaemonControlService.method.connect;
@@ -91,16 +91,16 @@ function openStream(client = clientMessages(), platform = t.platform) {
   let online: () => void = () => undefined;
   const isOnline = new Promise<void>((resolve) => (online = resolve));
   const events: string[] = [];
-  const answers = platform
-    .bidiStream(method, createCallContext(self, { signal: gone.signal }), client.messages, {
+  const answers = whenOpened(
+    platform.bidiStream(method, createCallContext(self, { signal: gone.signal }), client.messages, {
       observer: {
         event(name) {
           events.push(name);
           if (name === "daemon.online") online();
         },
       },
-    })
-    [Symbol.asyncIterator]();
+    }),
+  );
   const read = async (): Promise<ConnectResponseInit> => {
     const next = await answers.next();
     if (next.done) throw new Error("the stream ended");
@@ -135,7 +135,7 @@ describe("the daemon's control stream, run by the platform", () => {
     stream.client.send({ case: "heartbeat", value: {} });
     expect(await next).toEqual(heartbeatAck);
     stream.gone.abort();
-    await stream.answers.return?.();
+    await stream.answers.return(undefined);
   });
 
   it("greets a rejected daemon with STATUS REJECTED, then relays its topic", async () => {
@@ -148,7 +148,7 @@ describe("the daemon's control stream, run by the platform", () => {
     await publish(notify(d.id, "SYNC_REQUEST"));
     expect(await stream.read()).toEqual(notification("SYNC_REQUEST"));
     stream.gone.abort();
-    await stream.answers.return?.();
+    await stream.answers.return(undefined);
   });
 
   it("ends with unauthenticated DAEMON_DELETED when the daemon is deleted, and marks it offline", async () => {
@@ -215,7 +215,7 @@ describe("the daemon's control stream, run by the platform", () => {
           stream.client.send({ case: "heartbeat", value: {} });
           expect(await stream.read()).toEqual(heartbeatAck);
           stream.gone.abort();
-          await stream.answers.return?.();
+          await stream.answers.return(undefined);
         } else {
           // What was queued still goes out, then the stream ends and the daemon reconnects.
           expect(delivered).toBe(max);
@@ -272,7 +272,7 @@ describe("an idle control stream", () => {
     // Nothing else is sent on this stream: the next message can only be the keepalive.
     expect(await stream.read()).toEqual(heartbeatAck);
     stream.gone.abort();
-    await stream.answers.return?.();
+    await stream.answers.return(undefined);
   });
 });
 

@@ -14,7 +14,7 @@ import { endSession, sessionRelayOf } from "../src/sessions/lifecycle.js";
 import type { DaemonSessionRecord } from "../src/storage/daemon-sessions.js";
 import type { Owner } from "./support/access.js";
 import { createdSession, type TestDaemon, terminalReadyDaemon } from "./support/daemons.js";
-import { messageQueue } from "./support/message-queue.js";
+import { messageQueue, whenOpened } from "./support/message-queue.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 
 const method = DaemonSessionService.method.session;
@@ -120,12 +120,12 @@ function openStream(options: BidiStreamOptions = {}) {
   const daemon = daemonMessages();
   const gone = new AbortController();
   const events: string[] = [];
-  const answers = t.platform
-    .bidiStream(method, createCallContext(self, { signal: gone.signal }), daemon.messages, {
+  const answers = whenOpened(
+    t.platform.bidiStream(method, createCallContext(self, { signal: gone.signal }), daemon.messages, {
       observer: { event: (name) => void events.push(name) },
       ...options,
-    })
-    [Symbol.asyncIterator]();
+    }),
+  );
   const read = async () => {
     const next = await answers.next();
     return next.done ? "ended" : next.value;

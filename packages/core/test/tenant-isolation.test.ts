@@ -55,6 +55,7 @@ import { PlatformError } from "../src/errors.js";
 import type { AnyBidiStreamingOperation } from "../src/events/streaming-operation.js";
 import { createPlatform, type Platform } from "../src/platform.js";
 import { createManualClock } from "../src/runtime.js";
+import { whenOpened } from "./support/message-queue.js";
 
 // --- the seeded world ------------------------------------------------------------------------
 
@@ -423,11 +424,11 @@ async function outcomeOf(run: () => Promise<unknown>): Promise<Outcome> {
 
 /** Opens a bidirectional stream with no client messages and reads its first answer. */
 async function firstMessage(platform: Platform, op: AnyBidiStreamingOperation, ctx: CallContext) {
-  const answers = platform.bidiStream(op.method, ctx, noRequests())[Symbol.asyncIterator]();
+  const answers = whenOpened(platform.bidiStream(op.method, ctx, noRequests()));
   try {
     return (await answers.next()).value;
   } finally {
-    await answers.return?.();
+    await answers.return(undefined);
   }
 }
 

@@ -43,3 +43,8 @@ export function messageQueue<T>(): MessageQueue<T> {
     },
   };
 }
+
+/** The messages of a stream being opened, read as one iterator: its refusal comes on the first read. */
+export async function* whenOpened<T>(opening: Promise<AsyncIterable<T>>): AsyncGenerator<T> {
+  yield* await opening;
+}

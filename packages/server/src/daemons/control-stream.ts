@@ -31,7 +31,7 @@ export function controlStreamHandler(settings: EdgeSettings) {
   ): AsyncGenerator<ConnectResponseInit> {
     const edge = requireEdge(context);
     try {
-      yield* controlStream(settings, edge, context.signal, requests);
+      yield* await controlStream(settings, edge, context.signal, requests);
       // The stream returns only once its client has gone.
       edge.code = "canceled";
     } catch (error) {
@@ -47,16 +47,17 @@ export function controlStreamHandler(settings: EdgeSettings) {
 }
 
 /**
- * One control stream, whatever carries it: the platform's messages to send, in order. Returns
- * once the client has gone (`clientGone` fired); otherwise throws why the stream ends (a
- * PlatformError or ConnectError, for the transport to answer).
+ * One control stream, whatever carries it, once the platform has admitted the daemon (else the
+ * refusal): the messages to send, in order. They end once the client has gone (`clientGone`
+ * fired); otherwise reading them throws why the stream ends (a PlatformError or ConnectError, for
+ * the transport to answer).
  */
-export function controlStream(
+export async function controlStream(
   settings: EdgeSettings,
   edge: EdgeRequest,
   clientGone: AbortSignal,
   requests: AsyncIterable<ConnectRequest>,
-): AsyncIterable<ConnectResponseInit> {
+): Promise<AsyncIterable<ConnectResponseInit>> {
   edge.rpc = procedure;
   return settings.platform.bidiStream(method, callContextOf(edge, settings, method, clientGone), requests, {
     ...(edge.streamSpan && { observer: edge.streamSpan }),

@@ -27,7 +27,7 @@ export function sessionStreamHandler(settings: EdgeSettings) {
     edge.rpc = procedureOf(method);
     try {
       const ctx = callContextOf(edge, settings, method, context.signal);
-      yield* settings.platform.bidiStream(method, ctx, requests, {
+      yield* await settings.platform.bidiStream(method, ctx, requests, {
         timeLeftMs: () => context.timeoutMs(),
         observer: {
           event: (name) => edge.streamSpan?.event(name),

@@ -73,7 +73,7 @@ async function serve(req: Request, res: Response, edge: EdgeRequest, settings: E
   });
   const writer = new MessageWriter(res, clientGone.signal);
   try {
-    for await (const message of controlStream(settings, edge, clientGone.signal, requestsOf(req))) {
+    for await (const message of await controlStream(settings, edge, clientGone.signal, requestsOf(req))) {
       await writer.message(message);
     }
     // The stream returns only once its client has gone.
