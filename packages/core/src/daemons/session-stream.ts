@@ -28,13 +28,16 @@ import {
   UnimplementedError,
 } from "../errors.js";
 import type { BidiStreamingCall } from "../events/streaming-operation.js";
-import { claimSession } from "../sessions/lifecycle.js";
+import { claimSession, sessionReadyTimeoutSeconds } from "../sessions/lifecycle.js";
 import { admittedDaemon } from "./admitted-daemon.js";
 import { parseSessionEvent, sessionTopic } from "./events.js";
 import type { SessionStreamMessage, TerminalRelay } from "./stream-hosts.js";
 
-/** How long a session stream may stay silent before its `ready`. */
-const readyTimeoutMs = 30_000;
+/**
+ * How long a session stream may stay silent before its `ready`: as long as the session it names
+ * waits for it, after which it could not be claimed anyway.
+ */
+const readyTimeoutMs = sessionReadyTimeoutSeconds * 1000;
 
 /** Why a session ended on the daemon's side without a word from it. */
 export const daemonSideEndReasons = {
