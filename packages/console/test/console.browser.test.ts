@@ -545,8 +545,16 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
       await grace.getByText("Your organisation signs you in through its identity provider.").waitFor();
       expect(await grace.getByLabel("Password", { exact: true }).count()).toBe(0);
       await grace.getByRole("link", { name: "Continue with Corporate IdP" }).click();
-      // The server's own page names the provider's host before the browser leaves for it.
-      await grace.locator("a#continue").click();
+      // The server's own page names the provider's host before the browser leaves for it; when it
+      // shows something else (an error page), say what.
+      const continueLink = grace.locator("a#continue");
+      await continueLink.waitFor().catch(async (error: unknown) => {
+        const shown = await grace.locator("body").textContent();
+        throw new Error(`no link to the identity provider at ${grace.url()}; the page says: ${shown}`, {
+          cause: error,
+        });
+      });
+      await continueLink.click();
       // The provider's development sign-in and consent forms.
       await grace.locator('input[name="login"]').fill("grace");
       await grace.locator('input[name="password"]').fill("any");
