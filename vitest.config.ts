@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 import { projects } from "./vitest.workspace.js";
 
@@ -9,6 +10,8 @@ export default defineConfig({
   ssr: { resolve: { conditions: ["dev-source"], externalConditions: ["dev-source"] } },
   test: {
     projects,
+    // Before the first test: the programs the suite drives, installed or asked for (one list).
+    globalSetup: [fileURLToPath(new URL("packages/test-kit/src/global-setup.ts", import.meta.url))],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // better-sqlite3 and node:crypto keys work in forks; worker threads would share OpenSSL locks.

@@ -14,6 +14,7 @@ const packages = [
   "console",
   "cli",
   "agent",
+  "test-kit",
 ] as const;
 
 export const projects = [
