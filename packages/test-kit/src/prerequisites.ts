@@ -7,7 +7,7 @@
 import { execFile } from "node:child_process";
 import { access, constants, readdir } from "node:fs/promises";
 import { delimiter, join } from "node:path";
-import { findOrInstallSshd } from "./sshd-binary.js";
+import { findOrInstallSshd, OPENSSH_CACHE_DIR } from "./sshd-binary.js";
 
 export interface Prerequisite {
   /** What is looked for, as a person would check it. */
@@ -247,7 +247,22 @@ export async function preparePrerequisites(options: PrepareOptions = {}): Promis
       );
     }
   }
-  if (options.checkOnly !== true) await findOrInstallSshd();
+  if (options.checkOnly !== true) {
+    if (!(await sshdPresent(path))) {
+      log(
+        `openssh-server: sshd, because logins are judged by a real sshd; unpacking Debian's package into ${OPENSSH_CACHE_DIR} (not installed: that would start a system service)`,
+      );
+    }
+    await findOrInstallSshd();
+  }
+}
+
+async function sshdPresent(path: string): Promise<boolean> {
+  return (
+    (process.env.WAP_SSHD ?? "") !== "" ||
+    (await onPath("sshd", `${path}${delimiter}/usr/sbin${delimiter}/usr/local/sbin`)) ||
+    (await isExecutable(join(OPENSSH_CACHE_DIR, "root", "usr", "sbin", "sshd")))
+  );
 }
 
 async function aptListsPresent(): Promise<boolean> {
