@@ -57,7 +57,25 @@ export interface PlatformErrorOptions<C extends ErrorCode = ErrorCode> {
 }
 
 /** The base class of every error an operation reports to its caller. */
+/**
+ * Marks every PlatformError, whichever copy of this module made it: an application that ends up
+ * with two copies of @wap/core (two versions, or source and build) still recognises the other's
+ * errors, which a bare `instanceof` would not.
+ */
+const BRAND = Symbol.for("@wap/core.PlatformError");
+
 export class PlatformError<C extends ErrorCode = ErrorCode> extends Error {
+  /**
+   * `instanceof PlatformError` holds for any copy's PlatformError; `instanceof` a subclass holds
+   * for that copy's subclass, or another copy's error of the same class name.
+   */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
+    if (typeof value !== "object" || value === null || !(BRAND in value)) return false;
+    return this === PlatformError || (value as { name?: unknown }).name === this.name;
+  }
+
+  readonly [BRAND] = true;
   readonly code: ErrorCode;
   readonly reason: ErrorReason;
   readonly violations: readonly FieldViolation[];
@@ -148,7 +166,7 @@ export class UnimplementedError extends PlatformError<"unimplemented"> {
   }
 }
 
-/** True when `value` is an error the caller may see as it is. */
+/** True when `value` is an error the caller may see as it is (made by any copy of @wap/core). */
 export function isPlatformError(value: unknown): value is PlatformError {
   return value instanceof PlatformError;
 }
