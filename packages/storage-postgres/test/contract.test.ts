@@ -26,6 +26,37 @@ runStorageContract({
 });
 
 describe("postgres adapter", () => {
+  it("starts while another installation's schema is dropped in the same database", async () => {
+    // Kysely's Migrator introspects every schema; a drop elsewhere used to fail our start.
+    let churning = true;
+    const tables = Array.from(
+      { length: 20 },
+      (_, i) => `create table %s.t${i} (id int primary key, v text);`,
+    );
+    const churner = async () => {
+      let rounds = 0;
+      while (churning || rounds < 3) {
+        const other = `wap_other_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
+        await admin(async (c) => {
+          await c.query(`create schema ${other}; ${tables.join("").replaceAll("%s", other)}`);
+          await c.query(`drop schema ${other} cascade`);
+        });
+        rounds++;
+      }
+      return rounds;
+    };
+    const churns = [churner(), churner(), churner()];
+    try {
+      for (let i = 0; i < 12; i++) {
+        const storage = await createPostgresStorage({ connectionString: await freshSchema() });
+        await storage.close();
+      }
+    } finally {
+      churning = false;
+    }
+    for (const rounds of await Promise.all(churns)) expect(rounds).toBeGreaterThanOrEqual(3);
+  }, 120_000);
+
   it("declares multiInstance; concurrent starts on a new schema migrate it exactly once", async () => {
     const fresh = await freshSchema();
     const storages = await Promise.all(
