@@ -96,7 +96,7 @@ function guard<C extends object>(client: C): C {
  * installation in the same database, removed at that moment). Such a failure says nothing about
  * ours: the attempt is made again, a few times.
  */
-async function migrateRetryingOthersDrops(run: () => Promise<void>, schema: string): Promise<void> {
+async function migrateRetryingOthersDrops<T>(run: () => Promise<T>, schema: string): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await run();
