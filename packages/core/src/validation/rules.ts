@@ -25,6 +25,7 @@ export function codePointLength(value: string): number {
  * and print it to terminals, where these characters start a new directive, an escape sequence or
  * a reordering of what is shown.
  */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
 export const controlCharacters = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/u;
 
 /** Whether `value` holds any of {@link controlCharacters}. */
