@@ -40,7 +40,12 @@ export type Bound =
   /** A whole number between `min` and `max` inclusive (`null`: unbounded on that side). */
   | { readonly kind: "integer"; readonly min: number | null; readonly max: number | null }
   /** A repeated field of `min` to `max` items, each bounded by `item` when it has a bound. */
-  | { readonly kind: "count"; readonly min: number; readonly max: number | null; readonly item?: Bound };
+  | {
+      readonly kind: "count";
+      readonly min: number;
+      readonly max: number | null;
+      readonly item?: Bound & { readonly refined?: true };
+    };
 
 /** Where the rules of `rules.ts` record their bounds. Clones of a schema (`.refine`) keep them. */
 export const boundRegistry = z.registry<Bound>();

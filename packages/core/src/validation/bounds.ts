@@ -75,11 +75,13 @@ export const workspaceDomain = text({
   pattern: /^([a-z0-9]+(-[a-z0-9]+)*\.)+[a-z]{2,}$/,
   patternHint: "must be a lower-case domain name such as example.com",
 });
+/** A Unix login name: a lower-case letter or '_', then [a-z0-9_-], optionally a final '$'. */
+export const loginNamePattern = /^[a-z_][a-z0-9_-]*\$?$/;
 /** Principal usernames (SetPrincipals): Unix login names of 1 to 32 characters, optionally ending in '$'. */
 export const principalUsername = text({
   min: 1,
   max: 32,
-  pattern: /^[a-z_][a-z0-9_-]*\$?$/,
+  pattern: loginNamePattern,
   patternHint:
     "must be a Unix login name: a lower-case letter or '_', then [a-z0-9_-], optionally a final '$'",
 });
