@@ -5,8 +5,10 @@
  * Text from the server (names, descriptions, error messages) is written by whoever administers a
  * workspace, so everything printed for people shows control characters as escapes (`\x1b`,
  * `\u{202e}`): no server string can move the cursor, recolour or clear the terminal, set its
- * title, or reorder what is shown. Only the line breaks of the command's own layout pass; a table
- * cell or an error shows every control character, line breaks included, escaped. `--json` output
+ * title, or reorder what is shown. Commands put server strings into their sentences through
+ * {@link printable}, and the whole text is escaped again here, so only the line breaks of the
+ * command's own layout pass; a table cell or an error shows every control character, line breaks
+ * included, escaped. `--json` output
  * is exact JSON: the characters JSON leaves raw (DEL, C1, bidirectional controls) are written as
  * `\uXXXX` escapes, which parse to the same strings.
  *

@@ -643,6 +643,13 @@ describe("wap facing a hostile workspace", { timeout: 180_000 }, () => {
     expect(rawControls(json.stdout)).toBe(false);
     expect(JSON.parse(json.stdout).map((w: { name: string }) => w.name)).toContain(hostileName());
 
+    // A name inside a sentence stays on the sentence's line.
+    const used = await asMember(["workspace", "use", sharedId]);
+    expect(used.code, used.stderr).toBe(0);
+    expect(used.stdout).toBe(
+      `Now using workspace x\\x0aHost *\\x0a  ProxyCommand touch ${marker}\\x0a#\\x1b]0;owned\\x07\\x1b[2J\\x9b31m\\u{202e}.\n`,
+    );
+
     const error = await asMember(["--workspace", "nope", "targets"]);
     expect(error.code).toBe(1);
     expect(rawControls(error.stderr)).toBe(false);

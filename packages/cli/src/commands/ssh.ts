@@ -9,6 +9,7 @@ import { findTarget, type Reachable, reachableTargets, subjectAccess } from "../
 import type { ConfigStore } from "../config.js";
 import { CliError, ExitCode } from "../exit-codes.js";
 import { selfCommand, shellQuote } from "../invocation.js";
+import { printable } from "../output.js";
 import { RpcError } from "../rpc-errors.js";
 import { type CommandContext, type Session, withSession } from "../session.js";
 import { firstReachable, runSsh, sshArguments } from "../ssh/run-ssh.js";
@@ -185,7 +186,9 @@ export async function configSsh(ctx: CommandContext, options: ConfigSshOptions):
         access = await subjectAccess(session, workspace.id);
       } catch (error) {
         if (error instanceof RpcError && error.exitCode !== ExitCode.notSignedIn) {
-          ctx.out.note(`warning: skipping workspace ${workspace.name}: ${error.message}`);
+          ctx.out.note(
+            `warning: skipping workspace ${printable(workspace.name)}: ${printable(error.message)}`,
+          );
           continue;
         }
         throw error;
@@ -201,7 +204,7 @@ export async function configSsh(ctx: CommandContext, options: ConfigSshOptions):
         const problem = configProblem(workspace, reachable);
         if (problem !== undefined) {
           ctx.out.note(
-            `warning: leaving out target ${JSON.stringify(reachable.target.name)} of workspace ${workspace.name}: ${problem}`,
+            `warning: leaving out target ${JSON.stringify(reachable.target.name)} of workspace ${printable(workspace.name)}: ${printable(problem)}`,
           );
           continue;
         }
