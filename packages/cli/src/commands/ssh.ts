@@ -29,8 +29,12 @@ import { listWorkspaces, resolveWorkspace } from "../workspaces.js";
 /** How long before expiry a certificate is replaced, unless told otherwise. */
 export const defaultRenewBeforeMs = 5 * 60_000;
 
-export const knownHostsPath = (store: ConfigStore, workspaceId: string) =>
-  join(store.sshDir, `known_hosts-${workspaceId}`);
+export function knownHostsPath(store: ConfigStore, workspaceId: string): string {
+  // The id names a file: only ever a UUID, never a path.
+  if (!isId(workspaceId))
+    throw new CliError(`the server named a workspace ${JSON.stringify(workspaceId)}, which is not an id`);
+  return join(store.sshDir, `known_hosts-${workspaceId}`);
+}
 
 /** Writes the workspace's known_hosts file (its host CAs) and returns its path. */
 async function writeKnownHosts(store: ConfigStore, workspaceId: string, access: GetSubjectAccessResponse) {

@@ -10,10 +10,12 @@ import { hasControlCharacters } from "@wap/core/ssh-keys";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Reachable } from "../access.js";
-import { aliasesFor, configProblem, hostBlock, parseDestination } from "../commands/ssh.js";
+import { aliasesFor, configProblem, hostBlock, knownHostsPath, parseDestination } from "../commands/ssh.js";
+import type { ConfigStore } from "../config.js";
 import { sshArguments } from "./run-ssh.js";
 import { renderSshConfig } from "./ssh-config.js";
 import { endpointOf, knownHostsFile, knownHostsName, targetProblem } from "./targets.js";
+import { certificatePaths } from "./user-certificates.js";
 
 const run = promisify(execFile);
 let scratch: string;
@@ -304,5 +306,17 @@ describe("targets wap hands to ssh", () => {
     );
     expect(targetProblem(target({ name: "a\nb" }))).toBe('its name "a\\nb" is not a target name');
     expect(targetProblem(target({ id: "x" }))).toBe('its id "x" is not a UUID');
+  });
+});
+
+describe("files named by server ids", () => {
+  it("are named only by UUIDs, never by a path", () => {
+    const store = { sshDir: "/home/ada/.config/wap/ssh" } as ConfigStore;
+    expect(certificatePaths(store, caId).privateKey).toBe(`/home/ada/.config/wap/ssh/${caId}`);
+    expect(knownHostsPath(store, caId)).toBe(`/home/ada/.config/wap/ssh/known_hosts-${caId}`);
+    for (const id of ["../../.bashrc", "/etc/passwd", "", `${caId}/x`]) {
+      expect(() => certificatePaths(store, id)).toThrow(/is not an id/);
+      expect(() => knownHostsPath(store, id)).toThrow(/is not an id/);
+    }
   });
 });
