@@ -11,6 +11,7 @@ import { cas, sessions, targets, useWorkspace, workspaces } from "./commands/lis
 import { configSsh, defaultRenewBeforeMs, ssh } from "./commands/ssh.js";
 import { parseDuration } from "./duration.js";
 import { CliError, ExitCode } from "./exit-codes.js";
+import { printable } from "./output.js";
 import { explainRpcError } from "./rpc-errors.js";
 import { type CommandContext, commandContext, type GlobalOptions } from "./session.js";
 import { cliVersion } from "./version.js";
@@ -237,7 +238,7 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv = proc
       return error.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
     }
     const explained = error instanceof CliError ? error : explainUnexpected(error, env);
-    process.stderr.write(`wap: ${explained.message}\n`);
+    process.stderr.write(`wap: ${printable(explained.message)}\n`);
     return explained.exitCode;
   }
 }

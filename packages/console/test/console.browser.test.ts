@@ -284,6 +284,21 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
 
   it("grants a login on the target and opens a terminal that runs a command", async () => {
     await go(`${workspaceUrl}/targets`);
+    // The endpoint form is said in words, and the server's refusal names the field and the form.
+    const endpoints = page.getByLabel("Endpoints", { exact: true });
+    const hint = await endpoints.getAttribute("aria-describedby");
+    expect(await page.locator(`[id="${hint}"]`).textContent()).toMatch(
+      /^Host names or IP addresses, each with an optional port/,
+    );
+    const form = page.getByRole("form", { name: "Add target" });
+    await form.getByLabel("Name", { exact: true }).fill("bad-endpoint");
+    await endpoints.fill("-oProxyCommand=touch /tmp/x");
+    await form.getByRole("button", { name: "Add target" }).click();
+    await form
+      .getByRole("alert")
+      .filter({ hasText: "endpoints.0: must be a host name or an IP address with an optional port" })
+      .waitFor();
+    expect(await page.getByRole("cell", { name: /bad-endpoint/ }).count()).toBe(0);
     await page
       .getByRole("button", { name: /^Access to / })
       .first()

@@ -20,6 +20,7 @@ import { readSshCertificate, type SshCertificateInfo } from "@wap/core/ssh-keys"
 import { chooseAuthority, subjectAccess } from "../access.js";
 import { formatDuration } from "../duration.js";
 import { CliError, usageError } from "../exit-codes.js";
+import { printable } from "../output.js";
 import { type CommandContext, withSession } from "../session.js";
 import { currentCertificate, ensureCertificate } from "../ssh/user-certificates.js";
 import { resolveWorkspace } from "../workspaces.js";
@@ -229,7 +230,7 @@ export async function certTls(ctx: CommandContext, options: CertTlsOptions): Pro
     ctx.out.result({ ...files, ca: ca.name, caId: ca.id, expiresAt }, () =>
       [
         `Wrote ${[files.certificate, files.key, files.caChain].filter((f) => f !== undefined).join(", ")}`,
-        `Signed by ${ca.name}; expires ${expiresAt ?? "(unknown)"}.`,
+        `Signed by ${printable(ca.name)}; expires ${expiresAt ?? "(unknown)"}.`,
       ].join("\n"),
     );
   });

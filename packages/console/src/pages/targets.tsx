@@ -227,14 +227,25 @@ export function TargetsPage() {
       )}
       <Section title="Add a target">
         <ActionForm action={create} submit="Add target">
-          <Field label="Name" name="name" required pattern="[a-zA-Z0-9][a-zA-Z0-9\-_]*" />
+          <Field
+            label="Name"
+            name="name"
+            required
+            pattern="[a-zA-Z0-9][a-zA-Z0-9\-_]*"
+            title="Letters, digits, - and _, starting with a letter or digit"
+            hint="Letters, digits, - and _."
+          />
           <Field label="Description" name="description" />
           <Select
             label="Certificate authority"
             name="caId"
             options={(cas.data?.certificateAuthorities ?? []).map((c) => [c.id, c.name] as const)}
           />
-          <Field label="Endpoints (host:port, space-separated)" name="endpoints" />
+          <Field
+            label="Endpoints"
+            name="endpoints"
+            hint="Host names or IP addresses, each with an optional port, separated by spaces; an IPv6 address with a port in brackets: web-01.internal 10.0.0.5:4022 [fd00::5]:4022"
+          />
         </ActionForm>
       </Section>
     </Page>
@@ -327,6 +338,7 @@ function TargetAccess({ target }: { target: Target }) {
           name="username"
           required
           pattern="[a-z_][a-z0-9\-_]*\$?"
+          title="A Unix login name: a lower-case letter or _, then lower-case letters, digits, - and _, optionally a final $"
           maxLength={32}
         />
       </ActionForm>

@@ -383,6 +383,7 @@ export function ServiceAccountsPage() {
             name="name"
             required
             pattern="[a-zA-Z0-9][a-zA-Z0-9\-_]*"
+            title="Letters, digits, - and _, starting with a letter or digit"
             hint="Letters, digits, - and _."
           />
           <Field label="Description" name="description" />

@@ -158,7 +158,7 @@ export const enrollDaemon = defineOperation({
     // No uuid rule in the contract: "" (sent explicitly by the daemon) means the default.
     caId: text({ max: 64 }).optional(),
     authMethod: z.enum(daemonAuthMethods, { message: "must be 'tpm' or 'soft'" }),
-    authPubkey: text({ min: 1, max: maxPublicKeyPem }),
+    authPubkey: text({ min: 1, max: maxPublicKeyPem, controlCharacters: "allowed" }),
   }),
   async run({ input, services, now, audit, ctx }) {
     // A daemon proving who it is is enrolled already, whatever it sends.

@@ -18,7 +18,6 @@
  *
  * @module
  */
-import { isIP } from "node:net";
 import { DaemonService } from "@wap/api";
 import * as z from "zod";
 import { UnauthenticatedError } from "../errors.js";
@@ -26,6 +25,7 @@ import { defineOperation } from "../operations/operation.js";
 import { loginsOf } from "../principals/subjects.js";
 import type { Repositories } from "../storage/storage.js";
 import { endpointLimits } from "../validation/bounds.js";
+import { parseEndpoint } from "../validation/endpoint.js";
 import { text } from "../validation/rules.js";
 import { statusToWire } from "./operations.js";
 
@@ -45,23 +45,10 @@ export const defaultSshPort = 22;
 
 /** `ip:port` (IPv6 in brackets) from `ip`, `ip:port`, `[ip6]` or `[ip6]:port`; null if it is none. */
 export function normalizeEndpoint(value: string): string | null {
-  let host = value;
-  let port = String(defaultSshPort);
-  const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(value);
-  if (bracketed) {
-    host = bracketed[1]!;
-    if (bracketed[2] !== undefined) port = bracketed[2];
-    if (isIP(host) !== 6) return null;
-  } else if (isIP(value) === 0) {
-    const colon = value.lastIndexOf(":");
-    if (colon <= 0) return null;
-    host = value.slice(0, colon);
-    port = value.slice(colon + 1);
-    if (isIP(host) !== 4 || !/^\d{1,5}$/.test(port)) return null;
-  }
-  const number = Number(port);
-  if (number < 1 || number > 65_535) return null;
-  return isIP(host) === 6 ? `[${host}]:${number}` : `${host}:${number}`;
+  const parts = parseEndpoint(value);
+  if (parts === null || parts.kind === "hostname") return null;
+  const port = parts.port ?? defaultSshPort;
+  return parts.kind === "ipv6" ? `[${parts.host}]:${port}` : `${parts.host}:${port}`;
 }
 
 const endpoint = text({ min: 1, max: syncLimits.endpointLength }).transform((value, ctx) => {

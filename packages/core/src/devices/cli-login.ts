@@ -44,7 +44,7 @@ import type { Services } from "../operations/services.js";
 import type { Random } from "../runtime.js";
 import type { CliLoginRecord } from "../storage/devices.js";
 import { parseRequest } from "../validation/parse.js";
-import { text, uuid } from "../validation/rules.js";
+import { controlCharacters, text, uuid } from "../validation/rules.js";
 import { readP256PublicKey } from "./challenge.js";
 
 /** A StreamCLILogin request, with the headers the transport read. */
@@ -83,9 +83,12 @@ export interface PendingCliLogin {
 
 const requestSchema = z.object({
   authMethod: z.enum(["tpm", "soft"], { message: "must be 'tpm' or 'soft'" }),
-  authPubkey: text({ min: 1, max: 4096 }).refine((pem) => readP256PublicKey(pem) !== null, {
-    message: "must be a PEM public key (SPKI) of an ECDSA P-256 key",
-  }),
+  authPubkey: text({ min: 1, max: 4096, controlCharacters: "allowed" }).refine(
+    (pem) => readP256PublicKey(pem) !== null,
+    {
+      message: "must be a PEM public key (SPKI) of an ECDSA P-256 key",
+    },
+  ),
   deviceId: uuid,
 });
 
@@ -130,7 +133,8 @@ function userCodeMatches(loginCode: string, userCode: string, stored: string): b
 
 /** A header value as the login keeps it: without NUL, at most `max` characters (cut, not refused). */
 function headerValue(value: string | undefined, max: number): string {
-  return [...(value ?? "").replaceAll("\u0000", "")].slice(0, max).join("");
+  // The device's name is shown in lists and terminals: no control characters.
+  return [...(value ?? "").replace(new RegExp(controlCharacters.source, "gu"), "")].slice(0, max).join("");
 }
 
 const loginTopic = (loginId: string) => `cli-login:${loginId}`;

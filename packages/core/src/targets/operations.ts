@@ -18,7 +18,7 @@ import { defineOperation } from "../operations/operation.js";
 import { findSubject } from "../principals/subjects.js";
 import { type Repositories, UniqueViolationError } from "../storage/storage.js";
 import type { TargetRecord } from "../storage/targets.js";
-import { description, endpointLimits, resourceName, tagLimits } from "../validation/bounds.js";
+import { description, endpoint, endpointLimits, resourceName, tagLimits } from "../validation/bounds.js";
 import { defaultPage, paging, text, uuid } from "../validation/rules.js";
 import { assertWithinQuota } from "../workspaces/quotas.js";
 import { targetNotFound, toTargetMessage } from "./messages.js";
@@ -28,11 +28,7 @@ const workspaceId = uuid.optional();
 const tags = z
   .array(text({ min: 1, max: tagLimits.length }))
   .max(tagLimits.count, `at most ${tagLimits.count} tags`);
-const endpoints = z
-  .array(
-    text({ min: 1, max: endpointLimits.length, pattern: /^\S+$/, patternHint: "must be host or host:port" }),
-  )
-  .max(endpointLimits.count, `at most ${endpointLimits.count} endpoints`);
+const endpoints = z.array(endpoint).max(endpointLimits.count, `at most ${endpointLimits.count} endpoints`);
 
 const nameTaken = (name: string) =>
   new AlreadyExistsError(`a target named '${name}' already exists in this workspace`, {

@@ -4,6 +4,7 @@
  * @module
  */
 import type * as z from "zod";
+import { endpointForm, isEndpoint } from "./endpoint.js";
 import { looksLikeUuid, text } from "./rules.js";
 
 /**
@@ -53,12 +54,13 @@ const usernameRule = {
   patternHint: "must start and end with a letter or digit and contain only letters, digits, '-' and '_'",
 };
 export const username = notIdShaped(text({ min: 3, max: 32, ...usernameRule }));
-export const newPassword = text({ min: 8, max: 256 });
+// Passwords may hold any character but NUL: they are hashed, never shown or written to a file.
+export const newPassword = text({ min: 8, max: 256, controlCharacters: "allowed" });
 
 /** UpdatePassword and ResetPassword: at least 8, no maximum. */
-export const replacementPassword = text({ min: 8 });
+export const replacementPassword = text({ min: 8, controlCharacters: "allowed" });
 /** The current password (Login, UpdatePassword, DeletePassword): at least 1, no maximum. */
-export const currentPassword = text({ min: 1 });
+export const currentPassword = text({ min: 1, controlCharacters: "allowed" });
 /** UpdateProfile: a username of 3 to 39 characters (GitHub's limit; Register allows 32). */
 export const profileUsername = notIdShaped(text({ min: 3, max: 39, ...usernameRule }));
 /** UpdateProfile's picture: a web address of at most 2048 characters, or empty (no picture). */
@@ -73,11 +75,13 @@ export const workspaceDomain = text({
   pattern: /^([a-z0-9]+(-[a-z0-9]+)*\.)+[a-z]{2,}$/,
   patternHint: "must be a lower-case domain name such as example.com",
 });
+/** A Unix login name: a lower-case letter or '_', then [a-z0-9_-], optionally a final '$'. */
+export const loginNamePattern = /^[a-z_][a-z0-9_-]*\$?$/;
 /** Principal usernames (SetPrincipals): Unix login names of 1 to 32 characters, optionally ending in '$'. */
 export const principalUsername = text({
   min: 1,
   max: 32,
-  pattern: /^[a-z_][a-z0-9_-]*\$?$/,
+  pattern: loginNamePattern,
   patternHint:
     "must be a Unix login name: a lower-case letter or '_', then [a-z0-9_-], optionally a final '$'",
 });
@@ -92,3 +96,9 @@ export const subjectIdCount = { min: 1, max: 50 } as const;
 export const tagLimits = { length: 64, count: 50 } as const;
 export const endpointLimits = { length: 261, count: 32 } as const;
 export const principalsPerTarget = 256;
+/** A target endpoint (endpoint.ts): a host name or an IP address with an optional port. */
+export const endpoint = text({
+  min: 1,
+  max: endpointLimits.length,
+  patternHint: `must be ${endpointForm}`,
+}).refine(isEndpoint, { message: `must be ${endpointForm}` });

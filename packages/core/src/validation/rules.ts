@@ -18,14 +18,47 @@ export function codePointLength(value: string): number {
   return count;
 }
 
-/** A string of `min` to `max` code points (no upper bound without `max`), optionally matching `pattern`. */
-export function text(options: { min?: number; max?: number; pattern?: RegExp; patternHint?: string }) {
+/**
+ * Characters no name or other free text may hold: C0 and C1 controls (NUL, tab, CR, LF, ESC, ...),
+ * DEL, the line and paragraph separators, and the bidirectional embeddings, overrides and
+ * isolates. Clients write such text into files other programs parse (ssh_config, known_hosts)
+ * and print it to terminals, where these characters start a new directive, an escape sequence or
+ * a reordering of what is shown.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
+export const controlCharacters = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/u;
+
+/** Whether `value` holds any of {@link controlCharacters}. */
+export const hasControlCharacters = (value: string) => controlCharacters.test(value);
+
+/**
+ * A string of `min` to `max` code points (no upper bound without `max`), optionally matching
+ * `pattern`, with no control characters ({@link controlCharacters}). Only fields that carry
+ * encoded data rather than text for people (PEM, JSON, passwords) set `controlCharacters:
+ * "allowed"`; NUL is refused everywhere.
+ */
+export function text(options: {
+  min?: number;
+  max?: number;
+  pattern?: RegExp;
+  patternHint?: string;
+  controlCharacters?: "allowed";
+}) {
   const min = options.min ?? 0;
   const max = options.max ?? Number.POSITIVE_INFINITY;
+  const plain = options.controlCharacters !== "allowed";
   let schema = z.string().superRefine((value, ctx) => {
     // NUL cannot be stored in PostgreSQL text, and no name or description needs it.
     if (value.includes("\u0000")) {
       ctx.addIssue({ code: "custom", message: "must not contain NUL characters" });
+      return;
+    }
+    if (plain && hasControlCharacters(value)) {
+      ctx.addIssue({
+        code: "custom",
+        message:
+          "must not contain control characters (line breaks, tabs, escape sequences or bidirectional overrides)",
+      });
       return;
     }
     const length = codePointLength(value);
@@ -53,6 +86,7 @@ export function text(options: { min?: number; max?: number; pattern?: RegExp; pa
     max: options.max ?? null,
     ...(options.pattern && { pattern: options.pattern.source }),
     ...(options.patternHint && { patternHint: options.patternHint }),
+    ...(!plain && { controlCharacters: "allowed" as const }),
   });
 }
 
