@@ -18,7 +18,6 @@
  */
 import { exec } from "node:child_process";
 import { EventEmitter } from "node:events";
-import { readFile } from "node:fs/promises";
 import { create } from "@bufbuild/protobuf";
 import {
   type ConnectRequest,
@@ -30,6 +29,7 @@ import {
   SignSSHCertificateRequest_CertificateType,
 } from "@wap/api";
 import type { DaemonClient } from "@wap/client";
+import { readIfPresent } from "./atomic-file.js";
 import { Backoff, type BackoffOptions } from "./backoff.js";
 import { connect } from "./connection.js";
 import { exitCodes, explain, isUnauthenticated, NotEnrolledError } from "./errors.js";
@@ -212,7 +212,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
   // ---- the host certificate ------------------------------------------------------------------
 
   async function hostKeyLine(): Promise<string | undefined> {
-    const text = await readFile(hostKeyFile, "utf8").catch(() => undefined);
+    const text = (await readIfPresent(hostKeyFile))?.toString("utf8");
     const line = text?.split("\n").find((l) => l.trim() !== "");
     return line === undefined ? undefined : line.trim().split(/\s+/).slice(0, 2).join(" ");
   }
