@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { CertificateAuthoritySchema, TargetSchema } from "@wap/api";
+import { CertificateAuthoritySchema, TargetSchema, TrustedKeyRole } from "@wap/api";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { parseDestination } from "../commands/ssh.js";
@@ -30,7 +30,11 @@ describe("known_hosts", () => {
   it("has one @cert-authority line per CA key, for the names of the targets it signs", () => {
     const ca = create(CertificateAuthoritySchema, {
       id: "ca-1",
-      publicKey: "ssh-ed25519 AAAAnew\nssh-ed25519 AAAAold retired",
+      publicKey: "ssh-ed25519 AAAAnew",
+      trustedKeys: [
+        { role: TrustedKeyRole.CURRENT, publicKey: "ssh-ed25519 AAAAnew" },
+        { role: TrustedKeyRole.RETIRED, publicKey: "ssh-ed25519 AAAAold retired" },
+      ],
     });
     const other = create(CertificateAuthoritySchema, { id: "ca-2", publicKey: "ssh-ed25519 AAAAother" });
     const target = create(TargetSchema, {

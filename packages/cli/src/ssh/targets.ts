@@ -41,7 +41,17 @@ export function knownHostsPatterns(target: Target): string[] {
   return [...new Set(names)];
 }
 
-/** One `@cert-authority` line per SSH authority, for the targets it signs host certificates for. */
+/**
+ * Every key the authority asks clients to trust now (the current key, the next one during a
+ * staged rotation, retired keys whose certificates are still valid), as the server lists them;
+ * the authority's key alone from a server that does not list them.
+ */
+function trustedKeyLines(ca: CertificateAuthority): string[] {
+  const keys = ca.trustedKeys.length > 0 ? ca.trustedKeys.map((key) => key.publicKey) : [ca.publicKey];
+  return keys.flatMap((key) => key.split("\n")).filter((line) => line.trim() !== "");
+}
+
+/** One `@cert-authority` line per SSH authority key, for the targets it signs host certificates for. */
 export function knownHostsFile(
   authorities: readonly CertificateAuthority[],
   targets: readonly Target[],
@@ -50,7 +60,7 @@ export function knownHostsFile(
   for (const ca of authorities) {
     const patterns = [...new Set(targets.filter((t) => t.caId === ca.id).flatMap(knownHostsPatterns))];
     if (patterns.length === 0) continue;
-    for (const key of ca.publicKey.split("\n").filter((l) => l.trim() !== "")) {
+    for (const key of trustedKeyLines(ca)) {
       lines.push(`@cert-authority ${patterns.join(",")} ${withoutComment(key)}`);
     }
   }

@@ -10,7 +10,7 @@
 
 import { TargetService } from "@wap/api";
 import * as z from "zod";
-import { toCertificateAuthorityMessage } from "../certificates/messages.js";
+import { authorityMessage } from "../certificates/messages.js";
 import { actorOf } from "../context.js";
 import { toDaemonMessage } from "../daemons/operations.js";
 import { AlreadyExistsError, FailedPreconditionError, NotFoundError } from "../errors.js";
@@ -237,7 +237,9 @@ export const getSubjectAccess = defineOperation({
     return {
       targets: access.targets.map((t) => toTargetMessage(t, access.principals)),
       daemons: access.daemons.map(toDaemonMessage),
-      certificateAuthorities: access.authorities.map((ca) => toCertificateAuthorityMessage(ca, services)),
+      certificateAuthorities: await Promise.all(
+        access.authorities.map((ca) => authorityMessage(services, services.storage, ca)),
+      ),
     };
   },
 });
