@@ -5,9 +5,9 @@
  *
  * - The request carries no ids: the daemon, its workspace and target come from the credentials.
  * - `privateIps` are `ip:port` strings; an address without a port gets the SSH default 22 (the
- *   daemon always sends its embedded sshd's port, 4022 by default). The daemon's first report
- *   becomes its target's endpoints when the target has none (an administrator approves it by
- *   accepting the daemon), except addresses another target of the workspace claims. Any report
+ *   daemon always sends its embedded sshd's port, 4022 by default). While the target has no
+ *   endpoints (the daemon's first report), the report becomes them (an administrator approves it
+ *   by accepting the daemon), except addresses another target of the workspace claims. Any report
  *   that differs from the target's endpoints after that only waits in `reportedEndpoints` for an
  *   administrator (UpdateTarget): host certificates name approved endpoints only
  *   (targets/host-names.ts). `metadata` replaces the daemon's and the target's metadata.
@@ -102,18 +102,17 @@ export async function principalMapOf(
 }
 
 /**
- * What a report of `endpoints` changes on `target`: on the daemon's first report to a target with
- * none, the endpoints no other target claims become the target's; otherwise a report that
+ * What a report of `endpoints` changes on `target`: while the target has none (the daemon's first
+ * report), the endpoints no other target claims become the target's; otherwise a report that
  * differs from the target's endpoints waits for approval.
  */
 async function reportedEndpointsPatch(
   tx: Repositories,
   target: TargetRecord,
   endpoints: readonly string[],
-  firstReport: boolean,
 ): Promise<Partial<Pick<TargetRecord, "endpoints" | "reportedEndpoints">>> {
   const waiting = target.reportedEndpoints ?? [];
-  if (firstReport) {
+  if (target.endpoints.length === 0) {
     const claimed = await claimedByOtherTargets(tx, target.workspaceId, target.id);
     const adopted = endpoints.filter((endpoint) => !claimedEndpoint(endpoint, claimed));
     const rest = sameEndpoints(adopted, endpoints) ? [] : [...endpoints];
@@ -151,11 +150,8 @@ export const syncDaemon = defineOperation({
       const target =
         daemon.targetId === null ? null : await tx.targets.findById(workspaceId, daemon.targetId);
       if (target) {
-        const firstReport =
-          target.endpoints.length === 0 &&
-          (await tx.daemons.findSync(workspaceId, daemonId))?.syncedAt == null;
         const patch = {
-          ...(await reportedEndpointsPatch(tx, target, endpoints, firstReport)),
+          ...(await reportedEndpointsPatch(tx, target, endpoints)),
           ...(!sameMap(target.metadata, input.metadata) && { metadata: input.metadata }),
         };
         if (Object.keys(patch).length > 0) {

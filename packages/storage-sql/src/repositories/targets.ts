@@ -49,6 +49,12 @@ function targetToRow(t: TargetRecord): Insertable<TargetsTable> {
   };
 }
 
+/** Present only when something waits: a target without a report reads as it was written. */
+function reportedEndpointsOf(column: string): Pick<TargetRecord, "reportedEndpoints"> {
+  const reported = toStringArray(column);
+  return reported.length > 0 ? { reportedEndpoints: reported } : {};
+}
+
 function rowToTarget(r: Selectable<TargetsTable>): TargetRecord {
   return {
     id: r.id,
@@ -59,7 +65,7 @@ function rowToTarget(r: Selectable<TargetsTable>): TargetRecord {
     description: r.description,
     tags: toStringArray(r.tags),
     endpoints: toStringArray(r.endpoints),
-    reportedEndpoints: toStringArray(r.reported_endpoints),
+    ...reportedEndpointsOf(r.reported_endpoints),
     metadata: toStringMap(r.metadata),
     createdAt: toDate(r.created_at),
     updatedAt: toDate(r.updated_at),
