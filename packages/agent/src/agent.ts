@@ -243,9 +243,14 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       certificate.validAfter.getTime() > now ||
       renewalDelay(certificate) <= certificateRetryMs ||
       !certificate.principals.includes(enrolment!.targetId) ||
-      endpointHosts.some((host) => !certificate.principals.includes(host))
+      // Once signed for these addresses, a missing one is the server's decision (it waits for an
+      // administrator's approval, or another target claims it), not a reason to ask again.
+      (!signedThisRun && endpointHosts.some((host) => !certificate.principals.includes(host)))
     );
   }
+
+  /** Whether a host certificate was signed for this process's addresses. */
+  let signedThisRun = false;
 
   async function signHostCertificate(changed: string[]): Promise<SshCertificate | undefined> {
     const publicKey = await hostKeyLine();
@@ -276,6 +281,15 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       if (await files.writeTrustedUserCaKeys(res.caPublicKey)) changed.push("trusted_user_ca_keys");
       if (await files.writeHostCertificate(res.signedCertificate)) changed.push("host_certificate");
       authorityId = res.caId;
+      signedThisRun = true;
+      const unnamed = endpointHosts.filter((host) => !certificate.principals.includes(host));
+      if (unnamed.length > 0) {
+        log({
+          level: "warn",
+          msg: "the host certificate does not name some of this machine's addresses: an administrator approves them on the target (or another target has them)",
+          addresses: unnamed,
+        });
+      }
       log({
         level: "info",
         msg: "host certificate signed",
