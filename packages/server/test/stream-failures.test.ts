@@ -7,8 +7,10 @@
  * The faults are injected into a real SQLite storage: one repository method rejects, on demand,
  * with what a failing driver rejects with (an Error, or a value that is not one).
  */
+
+import { generateKeyPairSync } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { DaemonControlService } from "@wap/api";
+import { AuthService, DaemonControlService } from "@wap/api";
 import type { Storage } from "@wap/core/storage";
 import { createSqliteStorage } from "@wap/storage-sqlite";
 import { clientFor, transportFor } from "@wap/test-kit/clients";
@@ -48,10 +50,11 @@ function withFaults<T extends object>(repos: T): T {
         ]),
       ),
     );
-  const r = repos as unknown as { daemons: object; daemonSessions: object };
+  const r = repos as unknown as { daemons: object; daemonSessions: object; cliLogins: object };
   return through(repos, {
     daemons: faulty("daemons", r.daemons, ["setOnline"]),
     daemonSessions: faulty("daemonSessions", r.daemonSessions, ["open"]),
+    cliLogins: faulty("cliLogins", r.cliLogins, ["findById"]),
     ...("transaction" in repos && {
       transaction: <R>(fn: (tx: object) => Promise<R>) =>
         (repos as unknown as Storage).transaction((tx) => fn(withFaults(tx))),
@@ -217,5 +220,40 @@ describe("a session stream", () => {
       faults.delete("daemonSessions.open");
     }
     target.control.cancel();
+  });
+});
+
+describe("a server stream", () => {
+  it("whose storage fails after its first message (StreamCLILogin) is answered and logged with its request id", async () => {
+    const { publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+    const login = clientFor(AuthService, transportFor("connect-binary-h2", server.url))
+      .streamCLILogin(
+        { authMethod: "soft", authPubkey: publicKey.export({ type: "spki", format: "pem" }).toString() },
+        {
+          headers: {
+            "platform-client-device-id": crypto.randomUUID(),
+            "platform-client-hostname": "ada-laptop",
+          },
+        },
+      )
+      [Symbol.asyncIterator]();
+    faults.set("cliLogins.findById", new Error("I/O error reading cli_logins"));
+    try {
+      expect((await login.next()).value?.userCode).toMatch(/^[A-Z]{4}-[A-Z]{4}$/);
+      const error = await login.next().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(ConnectError.from(error).code).toBe(Code.Internal);
+      const requestId = requestIdIn(error)!;
+      expect(
+        lines().some(
+          (l) => l.level === "error" && l.requestId === requestId && String(l.error).includes("cli_logins"),
+        ),
+      ).toBe(true);
+      expect(await requestLine(requestId)).toMatchObject({ code: "internal" });
+    } finally {
+      faults.delete("cliLogins.findById");
+    }
   });
 });
