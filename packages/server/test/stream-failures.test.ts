@@ -52,7 +52,7 @@ function withFaults<T extends object>(repos: T): T {
     );
   const r = repos as unknown as { daemons: object; daemonSessions: object; cliLogins: object };
   return through(repos, {
-    daemons: faulty("daemons", r.daemons, ["setOnline"]),
+    daemons: faulty("daemons", r.daemons, ["setOnline", "renewInstanceLease"]),
     daemonSessions: faulty("daemonSessions", r.daemonSessions, ["open"]),
     cliLogins: faulty("cliLogins", r.cliLogins, ["findById"]),
     ...("transaction" in repos && {
@@ -254,6 +254,26 @@ describe("a server stream", () => {
       expect(await requestLine(requestId)).toMatchObject({ code: "internal" });
     } finally {
       faults.delete("cliLogins.findById");
+    }
+  });
+});
+
+describe("a background task", () => {
+  it("whose storage call fails (the instance's lease renewal) is logged, and the server goes on", async () => {
+    const storage = await createSqliteStorage({ filename: ":memory:" });
+    const quick = await startTestServer({ storage: withFaults(storage), instanceLeaseSeconds: 0.6 });
+    try {
+      faults.set("daemons.renewInstanceLease", new Error("database is locked"));
+      await until(() =>
+        quick.logs.some(
+          (l) => l.includes('"instance lease tick failed; retrying"') && l.includes("database is locked"),
+        ),
+      );
+      faults.delete("daemons.renewInstanceLease");
+      expect((await fetch(`${quick.url}/healthz`)).status).toBe(200);
+    } finally {
+      faults.delete("daemons.renewInstanceLease");
+      await quick.close();
     }
   });
 });
