@@ -30,6 +30,26 @@ export class NotEnrolledError extends Error {
   }
 }
 
+/**
+ * A file the agent keeps exists but cannot be read (EACCES, EIO, EISDIR...). Only a missing file
+ * means "none yet": anything else stops the agent, which never replaces what it could not read
+ * (its key is its enrolled identity).
+ */
+export class UnreadableFileError extends Error {
+  constructor(
+    readonly path: string,
+    cause: unknown,
+  ) {
+    const reason =
+      (cause as NodeJS.ErrnoException).code ?? (cause instanceof Error ? cause.message : String(cause));
+    super(
+      `cannot read ${path} (${reason}); the agent stops rather than replace it: fix the file or its permissions`,
+      { cause },
+    );
+    this.name = "UnreadableFileError";
+  }
+}
+
 export function isUnauthenticated(error: unknown): boolean {
   return error instanceof ConnectError && error.code === Code.Unauthenticated;
 }

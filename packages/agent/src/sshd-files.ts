@@ -21,9 +21,9 @@
  * @module
  */
 import { existsSync } from "node:fs";
-import { chmod, mkdir, readdir, readFile } from "node:fs/promises";
+import { chmod, mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { removeFile, replaceFile } from "./atomic-file.js";
+import { listIfPresent, readIfPresent, removeFile, replaceFile } from "./atomic-file.js";
 
 /** The usernames a principals file may be named after (and the agent accepts from the server). */
 export const usernamePattern = /^[a-z_][a-z0-9_-]{0,31}$/;
@@ -116,7 +116,7 @@ export class SshdFiles {
   }
 
   async readHostCertificate(): Promise<string | undefined> {
-    return readFile(this.hostCertificate, "utf8").catch(() => undefined);
+    return (await readIfPresent(this.hostCertificate))?.toString("utf8");
   }
 
   /**
@@ -133,7 +133,7 @@ export class SshdFiles {
         .map(([username, ids]) => [username, ids.filter((id) => principalPattern.test(id))] as const)
         .filter(([, ids]) => ids.length > 0),
     );
-    for (const name of await readdir(this.principalsDir).catch(() => [] as string[])) {
+    for (const name of await listIfPresent(this.principalsDir)) {
       if (!wanted.has(name) && !name.startsWith("."))
         changed = (await removeFile(join(this.principalsDir, name))) || changed;
     }
@@ -148,9 +148,9 @@ export class SshdFiles {
   /** The principals map as the files hold it now. */
   async readPrincipals(): Promise<Map<string, string[]>> {
     const map = new Map<string, string[]>();
-    for (const name of await readdir(this.principalsDir).catch(() => [] as string[])) {
+    for (const name of await listIfPresent(this.principalsDir)) {
       if (!usernamePattern.test(name)) continue;
-      const text = await readFile(join(this.principalsDir, name), "utf8").catch(() => "");
+      const text = (await readIfPresent(join(this.principalsDir, name)))?.toString("utf8") ?? "";
       map.set(
         name,
         text.split("\n").filter((line) => line !== ""),

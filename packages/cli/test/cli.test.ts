@@ -8,7 +8,7 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
 import { existsSync } from "node:fs";
-import { cp, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { cp, lstat, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { hostname, tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -394,6 +394,10 @@ describe("wap as a signed-in user", { timeout: 180_000 }, () => {
 
   it("wap cert tls makes a key and CSR for a server certificate; it passes openssl verify", async () => {
     const out = await mkdtemp(join(scratch, "tls-"));
+    // A link planted where the key goes: the key replaces it, never lands in what it points to.
+    const planted = join(out, "planted");
+    await writeFile(planted, "planted\n", { mode: 0o644 });
+    await symlink(planted, join(out, "web-01.key"));
     const result = await asUser([
       "cert",
       "tls",
@@ -414,6 +418,9 @@ describe("wap as a signed-in user", { timeout: 180_000 }, () => {
     expect(written).toMatchObject({ ca: "tls", certificate: join(out, "web-01.crt") });
     expect(Date.parse(written.expiresAt)).toBeGreaterThan(Date.now());
     expect(await mode(written.key)).toBe(0o600);
+    expect((await lstat(written.key)).isFile()).toBe(true);
+    expect(await readFile(planted, "utf8")).toBe("planted\n");
+    expect(await mode(planted)).toBe(0o644);
     const verified = await run("openssl", ["verify", "-CAfile", written.caChain, written.certificate]);
     expect(verified.stdout).toContain(": OK");
     const text = await run("openssl", ["x509", "-in", written.certificate, "-noout", "-text"]);

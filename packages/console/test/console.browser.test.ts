@@ -346,6 +346,25 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
       .waitFor();
   });
 
+  it("shows the addresses a daemon reports for approval, and approves them", async () => {
+    // As a later SyncDaemon leaves it: a changed address waits beside the approved one.
+    const workspaceId = workspaceUrl.split("/").at(-1)!;
+    const { storage } = server.platform.services;
+    const [web] = (await storage.targets.list(workspaceId, { limit: 10, offset: 0 })).items.filter(
+      (t) => t.name === "web-1",
+    );
+    await storage.targets.update(workspaceId, web!.id, { reportedEndpoints: ["127.0.0.2:2222"] }, new Date());
+    await go(`${workspaceUrl}/targets`);
+    const note = page.getByRole("note").filter({ hasText: "Its daemon reports 127.0.0.2:2222" });
+    await note.waitFor();
+    expect(await note.textContent()).toContain("its host certificate names 127.0.0.1:2222 until you approve");
+    await page.getByRole("button", { name: "Approve the addresses of web-1" }).click();
+    await note.waitFor({ state: "detached" });
+    expect((await storage.targets.findById(workspaceId, web!.id))?.endpoints).toEqual(["127.0.0.2:2222"]);
+    // Back as it was, for what follows.
+    await storage.targets.update(workspaceId, web!.id, { endpoints: ["127.0.0.1:2222"] }, new Date());
+  });
+
   it("plays the session's recording in the page and downloads it as .cast", async () => {
     await go(`${workspaceUrl}/recordings`);
     await page

@@ -1,6 +1,7 @@
 /**
  * The Hono app: everything that is not a Connect procedure path. Health probes, the public CRLs
- * of X.509 authorities (crl-routes.ts), and the REST
+ * of X.509 authorities (crl-routes.ts), what each authority asks relying parties to trust
+ * (trust-routes.ts), and the REST
  * paths of the google.api.http annotations, transcoded by `./rest/` and run through the same edge
  * and `platform.invoke` as Connect (server streams: `platform.stream`, as NDJSON).
  *
@@ -38,6 +39,7 @@ import { readJsonBodyText } from "./read-body.js";
 import { buildRequest, createRestRoutes, type RestRoutes, writeResponse } from "./rest/index.js";
 import { ssoRoutes } from "./sso-routes.js";
 import { parseTimeoutMs } from "./timeout.js";
+import { trustRoutes } from "./trust-routes.js";
 
 export interface AppSettings {
   readonly edge: EdgeSettings;
@@ -87,6 +89,7 @@ export function createApp(
   app.route("/", ssoRoutes(settings));
   app.route("/", billingWebhookRoutes(settings));
   app.route("/", crlRoutes(settings));
+  app.route("/", trustRoutes(settings));
 
   app.all("*", async (c) => {
     const edge = edgeOf(c.env.incoming);

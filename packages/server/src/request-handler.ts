@@ -29,6 +29,7 @@ import { createUnaryConnectPath } from "./lean/unary-connect.js";
 import type { NodeHandler } from "./listener.js";
 import type { Logger } from "./logger.js";
 import type { RequestProtocol, ServerMetrics } from "./metrics.js";
+import { isProcedurePath } from "./procedure-path.js";
 import { createRestRoutes, type RestRoutes } from "./rest/index.js";
 import { sendStreamHeadersEarly } from "./stream-headers.js";
 import { attachStreamSpan, streamSpanOpener } from "./stream-spans.js";
@@ -38,6 +39,11 @@ import { answerUnknownProcedure } from "./unknown-procedure.js";
 
 /** Every service served, as health checking and reflection name them. */
 const discoverable = [...platformServices, Health, ServerReflection, serverReflectionV1alpha];
+
+/** The procedures this port serves: the only paths a request's `rpc` (a metrics label) may be. */
+const servedProcedures: ReadonlySet<string> = new Set(
+  discoverable.flatMap((service) => service.methods.map(procedureOf)),
+);
 
 /** Builds the handler the listener serves. */
 
@@ -116,7 +122,7 @@ export function createRequestHandler(settings: AppSettings): NodeHandler {
     try {
       const edge = await admitRequest(req, res, settings.edge, resolveProcedure);
       // Named here too, for requests that connect-node refuses before any handler runs.
-      if (procedurePath.test(path)) edge.rpc = path;
+      if (servedProcedures.has(path)) edge.rpc = path;
       if (streamSpan) attachStreamSpan(edge, streamSpan);
       // Daemon control streams as the agent opens them take a leaner path (lean/control-connect.ts).
       if (path === controlStreamPath && serveControlStream(req, res, edge, settings.edge)) return;
@@ -310,14 +316,12 @@ function workspaceOf(caller: Caller | undefined): string | undefined {
 
 /** Which wire protocol a request spoke: gRPC and gRPC-Web by content type, Connect by path. */
 function protocolOf(req: Parameters<NodeHandler>[0], path: string): RequestProtocol {
-  if (!procedurePath.test(path)) return "rest";
+  if (!isProcedurePath(path)) return "rest";
   const type = req.headers["content-type"];
   if (type?.startsWith("application/grpc-web")) return "grpc_web";
   if (type?.startsWith("application/grpc")) return "grpc";
   return "connect";
 }
-
-const procedurePath = /^\/platform\.v1\.[A-Za-z]+\/[A-Za-z]+$/;
 
 /** The RPC a REST path is routed to, for the `Platform` challenges signed over its procedure. */
 function restProcedureResolver(routes: RestRoutes): ProcedureResolver {

@@ -183,7 +183,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
         metrics,
         ready: () => platform.services.storage.ping(),
       });
-      stopLagProbe = await startLagProbe(platform, metrics, instance.id);
+      stopLagProbe = await startLagProbe(platform, metrics, instance.id, logger);
     }
   } catch (error) {
     await opened?.close(0);
@@ -393,7 +393,7 @@ const lagProbeIntervalMs = 5_000;
  * Every instance publishes a probe on the event bus every few seconds with its clock's time, and
  * every instance observes how long each probe took to reach it.
  */
-async function startLagProbe(platform: Platform, metrics: ServerMetrics, instanceId: string) {
+async function startLagProbe(platform: Platform, metrics: ServerMetrics, instanceId: string, logger: Logger) {
   const { events, clock } = platform.services;
   const unsubscribe = await events.subscribe(lagProbeTopic, (payload) => {
     const sentAt = (payload as { sentAt?: unknown } | null)?.sentAt;
@@ -402,7 +402,10 @@ async function startLagProbe(platform: Platform, metrics: ServerMetrics, instanc
   const publish = () =>
     void events
       .publish(lagProbeTopic, { sentAt: clock.now().getTime(), from: instanceId })
-      .catch(() => undefined);
+      .catch((error: unknown) =>
+        // The next probe tries again; the lag series shows the gap.
+        logger.warn("event bus lag probe not published", { instanceId, error: String(error) }),
+      );
   publish();
   const timer = setInterval(publish, lagProbeIntervalMs);
   timer.unref();

@@ -6,7 +6,7 @@
  */
 import "reflect-metadata";
 import { webcrypto } from "node:crypto";
-import { chmod, writeFile } from "node:fs/promises";
+import { chmod, rm, writeFile } from "node:fs/promises";
 import { isIP } from "node:net";
 import { basename, join, resolve } from "node:path";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
@@ -221,7 +221,10 @@ export async function certTls(ctx: CommandContext, options: CertTlsOptions): Pro
       caChain: join(options.out, `${name}-ca.crt`),
     };
     if (key !== undefined) {
-      await writeFile(files.key!, key, { mode: 0o600 });
+      // A new file, created 0600: an existing one (readable by others, or a link elsewhere) is
+      // replaced, never written through.
+      await rm(files.key!, { force: true });
+      await writeFile(files.key!, key, { mode: 0o600, flag: "wx" });
       await chmod(files.key!, 0o600);
     }
     await writeFile(files.certificate, ensureNewline(signed.certificate), { mode: 0o644 });

@@ -5,7 +5,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { create } from "@bufbuild/protobuf";
-import { CertificateAuthoritySchema, TargetSchema, type Workspace, WorkspaceSchema } from "@wap/api";
+import {
+  CertificateAuthoritySchema,
+  TargetSchema,
+  TrustedKeyRole,
+  type Workspace,
+  WorkspaceSchema,
+} from "@wap/api";
 import { hasControlCharacters } from "@wap/core/ssh-keys";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -58,7 +64,11 @@ describe("known_hosts", () => {
   it("has one @cert-authority line per CA key, for the names of the targets it signs", () => {
     const ca = create(CertificateAuthoritySchema, {
       id: caId,
-      publicKey: "ssh-ed25519 AAAAnew\nssh-ed25519 AAAAold retired",
+      publicKey: "ssh-ed25519 AAAAnew",
+      trustedKeys: [
+        { role: TrustedKeyRole.CURRENT, publicKey: "ssh-ed25519 AAAAnew" },
+        { role: TrustedKeyRole.RETIRED, publicKey: "ssh-ed25519 AAAAold retired" },
+      ],
     });
     const other = create(CertificateAuthoritySchema, { id: "ca-2", publicKey: "ssh-ed25519 AAAAother" });
     const target = create(TargetSchema, {

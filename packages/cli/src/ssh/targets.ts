@@ -79,9 +79,19 @@ export function knownHostsPatterns(target: Target): string[] {
 const keyLine = /^[a-z][a-z0-9@.-]* [A-Za-z0-9+/]+={0,3}$/;
 
 /**
- * One `@cert-authority` line per SSH authority, for the targets it signs host certificates for.
- * Targets and key lines not of the server's forms are left out, so no name can become a pattern
- * such as `*` or a second entry.
+ * Every key the authority asks clients to trust now (the current key, the next one during a
+ * staged rotation, retired keys whose certificates are still valid), as the server lists them;
+ * the authority's key alone from a server that does not list them.
+ */
+function trustedKeyLines(ca: CertificateAuthority): string[] {
+  const keys = ca.trustedKeys.length > 0 ? ca.trustedKeys.map((key) => key.publicKey) : [ca.publicKey];
+  return keys.flatMap((key) => key.split("\n")).filter((line) => line.trim() !== "");
+}
+
+/**
+ * One `@cert-authority` line per trusted key of each SSH authority, for the targets it signs host
+ * certificates for. Targets and key lines not of the server's forms are left out, so no name can
+ * become a pattern such as `*` or a second entry.
  */
 export function knownHostsFile(
   authorities: readonly CertificateAuthority[],
@@ -92,7 +102,7 @@ export function knownHostsFile(
   for (const ca of authorities) {
     const patterns = [...new Set(usable.filter((t) => t.caId === ca.id).flatMap(knownHostsPatterns))];
     if (patterns.length === 0) continue;
-    for (const key of ca.publicKey.split("\n").map(withoutComment)) {
+    for (const key of trustedKeyLines(ca).map(withoutComment)) {
       if (keyLine.test(key)) lines.push(`@cert-authority ${patterns.join(",")} ${key}`);
     }
   }

@@ -188,6 +188,11 @@ export function TargetsPage() {
         .filter(Boolean),
     }),
   );
+  // What a daemon reports that differs from its target's endpoints waits for an administrator:
+  // host certificates name only approved addresses.
+  const approve = useAction((t: Target) =>
+    api.targets.updateTarget({ workspaceId: ws, id: t.id, endpoints: t.reportedEndpoints }),
+  );
   const online = new Map(daemons.data?.daemons.map((d) => [d.id, d.online]));
   return (
     <Page title="Targets">
@@ -204,6 +209,15 @@ export function TargetsPage() {
                 <td>
                   {t.name}
                   <div className="muted">{t.description}</div>
+                  {t.reportedEndpoints.length > 0 && (
+                    <div role="note">
+                      Its daemon reports {t.reportedEndpoints.join(", ")}; its host certificate names{" "}
+                      {t.endpoints.join(", ") || "no address"} until you approve.{" "}
+                      <button type="button" onClick={() => void approve.act(t)} disabled={approve.busy}>
+                        Approve the addresses of {t.name}
+                      </button>
+                    </div>
+                  )}
                 </td>
                 <td>{t.daemonId ? <Online online={online.get(t.daemonId) ?? false} /> : "none"}</td>
                 <td>{t.principals.map((p) => p.username).join(", ") || "—"}</td>
@@ -222,6 +236,7 @@ export function TargetsPage() {
           </Table>
         )}
       </QueryState>
+      <ErrorNote error={approve.error} />
       {open && targets.data?.targets.find((t) => t.id === open) && (
         <TargetAccess target={targets.data.targets.find((t) => t.id === open)!} />
       )}

@@ -5,8 +5,12 @@
  *
  * - The request carries no ids: the daemon, its workspace and target come from the credentials.
  * - `privateIps` are `ip:port` strings; an address without a port gets the SSH default 22 (the
- *   daemon always sends its embedded sshd's port, 4022 by default). They replace the target's
- *   endpoints; `metadata` replaces the daemon's and the target's metadata.
+ *   daemon always sends its embedded sshd's port, 4022 by default). While the target has no
+ *   endpoints (the daemon's first report), the report becomes them (an administrator approves it
+ *   by accepting the daemon), except addresses another target of the workspace claims. Any report
+ *   that differs from the target's endpoints after that only waits in `reportedEndpoints` for an
+ *   administrator (UpdateTarget): host certificates name approved endpoints only
+ *   (targets/host-names.ts). `metadata` replaces the daemon's and the target's metadata.
  * - The map lists, for each principal of the target, the user ids granted directly or through a
  *   team and the service-account ids. It is what the daemon then enforces, so it is stored as
  *   "last sent" (CreateSession pushes only pairs the daemon has).
@@ -24,6 +28,8 @@ import { UnauthenticatedError } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
 import { loginsOf } from "../principals/subjects.js";
 import type { Repositories } from "../storage/storage.js";
+import type { TargetRecord } from "../storage/targets.js";
+import { claimedByOtherTargets, claimedEndpoint, sameEndpoints } from "../targets/host-names.js";
 import { endpointLimits } from "../validation/bounds.js";
 import { parseEndpoint } from "../validation/endpoint.js";
 import { text } from "../validation/rules.js";
@@ -82,6 +88,28 @@ export async function principalMapOf(
   return new Map([...logins].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
+/**
+ * What a report of `endpoints` changes on `target`: while the target has none (the daemon's first
+ * report), the endpoints no other target claims become the target's; otherwise a report that
+ * differs from the target's endpoints waits for approval.
+ */
+async function reportedEndpointsPatch(
+  tx: Repositories,
+  target: TargetRecord,
+  endpoints: readonly string[],
+): Promise<Partial<Pick<TargetRecord, "endpoints" | "reportedEndpoints">>> {
+  const waiting = target.reportedEndpoints ?? [];
+  if (target.endpoints.length === 0) {
+    const claimed = await claimedByOtherTargets(tx, target.workspaceId, target.id);
+    const adopted = endpoints.filter((endpoint) => !claimedEndpoint(endpoint, claimed));
+    const rest = sameEndpoints(adopted, endpoints) ? [] : [...endpoints];
+    if (adopted.length === 0 && sameEndpoints(rest, waiting)) return {};
+    return { endpoints: adopted, reportedEndpoints: rest };
+  }
+  const pending = sameEndpoints(target.endpoints, endpoints) ? [] : [...endpoints];
+  return sameEndpoints(pending, waiting) ? {} : { reportedEndpoints: pending };
+}
+
 export const syncDaemon = defineOperation({
   method: DaemonService.method.syncDaemon,
   access: { kind: "caller", callers: ["daemon"] },
@@ -108,9 +136,15 @@ export const syncDaemon = defineOperation({
       }
       const target =
         daemon.targetId === null ? null : await tx.targets.findById(workspaceId, daemon.targetId);
-      if (target && (!sameList(target.endpoints, endpoints) || !sameMap(target.metadata, input.metadata))) {
-        await tx.targets.update(workspaceId, target.id, { endpoints, metadata: input.metadata }, now);
-        changed = true;
+      if (target) {
+        const patch = {
+          ...(await reportedEndpointsPatch(tx, target, endpoints)),
+          ...(!sameMap(target.metadata, input.metadata) && { metadata: input.metadata }),
+        };
+        if (Object.keys(patch).length > 0) {
+          await tx.targets.update(workspaceId, target.id, patch, now);
+          changed = true;
+        }
       }
       // A report that changes what others see of the daemon or its target is audited; the
       // periodic report that changes nothing is not (it would flood the log).

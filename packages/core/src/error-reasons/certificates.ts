@@ -122,4 +122,9 @@ export const certificateReasons = {
     code: "not_found",
     description: "No certificate revocation list is published at this path; check the authority's CRL URL.",
   },
+  TRUST_NOT_FOUND: {
+    code: "not_found",
+    description:
+      "Nothing is published at this path: no such authority, or a document of the other kind of authority (user_ca_keys and known_hosts are SSH, bundle.pem X.509); check the authority's trust URL.",
+  },
 } as const satisfies ReasonTable;

@@ -10,7 +10,7 @@
 
 import { TargetService } from "@wap/api";
 import * as z from "zod";
-import { toCertificateAuthorityMessage } from "../certificates/messages.js";
+import { authorityMessage } from "../certificates/messages.js";
 import { actorOf } from "../context.js";
 import { toDaemonMessage } from "../daemons/operations.js";
 import { AlreadyExistsError, FailedPreconditionError, NotFoundError } from "../errors.js";
@@ -21,6 +21,7 @@ import type { TargetRecord } from "../storage/targets.js";
 import { description, endpoint, endpointLimits, resourceName, tagLimits } from "../validation/bounds.js";
 import { defaultPage, paging, text, uuid } from "../validation/rules.js";
 import { assertWithinQuota } from "../workspaces/quotas.js";
+import { sameEndpoints } from "./host-names.js";
 import { targetNotFound, toTargetMessage } from "./messages.js";
 import { subjectAccess } from "./subject-access.js";
 
@@ -168,7 +169,8 @@ export const updateTarget = defineOperation({
   async run({ input, workspace, services, now, audit }) {
     try {
       const target = await services.storage.transaction(async (tx) => {
-        if (!(await tx.targets.findById(workspace.workspaceId, input.id))) throw targetNotFound(input.id);
+        const current = await tx.targets.findById(workspace.workspaceId, input.id);
+        if (!current) throw targetNotFound(input.id);
         const caId =
           input.caId === undefined
             ? undefined
@@ -180,8 +182,14 @@ export const updateTarget = defineOperation({
             ...(caId !== undefined && { caId }),
             ...(input.name !== undefined && { name: input.name }),
             ...(input.description !== undefined && { description: input.description }),
-            // Lists have no presence on the wire: an empty list leaves them as they are.
-            ...(input.endpoints.length > 0 && { endpoints: input.endpoints }),
+            // Lists have no presence on the wire: an empty list leaves them as they are. Endpoints
+            // set to what the daemon reported approve its report.
+            ...(input.endpoints.length > 0 && {
+              endpoints: input.endpoints,
+              reportedEndpoints: sameEndpoints(current.reportedEndpoints ?? [], input.endpoints)
+                ? []
+                : (current.reportedEndpoints ?? []),
+            }),
             ...(input.tags.length > 0 && { tags: input.tags }),
           },
           now,
@@ -233,7 +241,9 @@ export const getSubjectAccess = defineOperation({
     return {
       targets: access.targets.map((t) => toTargetMessage(t, access.principals)),
       daemons: access.daemons.map(toDaemonMessage),
-      certificateAuthorities: access.authorities.map((ca) => toCertificateAuthorityMessage(ca, services)),
+      certificateAuthorities: await Promise.all(
+        access.authorities.map((ca) => authorityMessage(services, services.storage, ca)),
+      ),
     };
   },
 });

@@ -161,6 +161,24 @@ export const plainRoutes: readonly PlainRoute[] = [
       "404": errorResponse("No X.509 authority with that id"),
     },
   },
+  {
+    method: "get",
+    path: "/v1/trust/:caId/:document",
+    tag: "CertificateService",
+    summary:
+      "What an authority asks relying parties to trust, no credentials: `user_ca_keys` (sshd TrustedUserCAKeys lines) and `known_hosts` (`@cert-authority` lines for the patterns of the `hosts` query, `*` by default) for SSH, `bundle.pem` for X.509",
+    responses: {
+      "200": {
+        description: "Every key trusted now, the signer of host certificates first",
+        content: {
+          "text/plain": { schema: { type: "string" } },
+          "application/pem-certificate-chain": { schema: { type: "string" } },
+        },
+      },
+      "400": errorResponse("`hosts` is not a list of known_hosts patterns"),
+      "404": errorResponse("No authority of that id and kind"),
+    },
+  },
 ];
 
 /** `{workspace_id}` for a template variable, `{name}` for a Hono `:name`; the verb stays. */
