@@ -8,6 +8,9 @@
  * - plain `ssh` with the same certificate and options: sshd's own work, and ssh's, the baseline;
  * - the CLI's own start-up (`wap --version`) next to `node -e 0`.
  *
+ * BENCH_WAP_SSH_RUNS (default 100) sets the runs of each series; BENCH_WAP_SSH_PROFILE=<dir> also
+ * writes a V8 CPU profile of one run of each (`--version`, cached, issued) under <dir>.
+ *
  * The CLI runs built (one JavaScript file of the CLI and the workspace packages it uses, the npm
  * dependencies beside it), as when installed, signed in with a device key as `wap login` leaves it.
  * Run alone:
@@ -18,7 +21,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -45,12 +48,15 @@ const runs = Number(process.env.BENCH_WAP_SSH_RUNS ?? 100);
 const packageDir = fileURLToPath(new URL("../packages/cli/", import.meta.url));
 
 /**
- * Builds `wap` from the sources into one file, as `pnpm build` would with the workspace packages
- * inlined. It sits one level below package.json, as the published `dist/bin.js` does.
+ * Builds `wap` from the sources as `pnpm build` does (ES modules split at dynamic imports, npm
+ * dependencies beside it), with the workspace packages it uses inlined. It sits one level below
+ * package.json, as the published `dist/bin.js` does.
  */
 async function buildCli(): Promise<string> {
   const { build } = await import("tsup");
   const outDir = join(packageDir, "dist");
+  for (const file of await readdir(outDir).catch(() => [] as string[]))
+    if (file.startsWith("wap-bench")) await rm(join(outDir, file), { force: true });
   await build({
     entry: { "wap-bench": join(packageDir, "src/bin.ts") },
     format: ["esm"],
@@ -58,7 +64,7 @@ async function buildCli(): Promise<string> {
     outDir,
     dts: false,
     sourcemap: false,
-    splitting: false,
+    splitting: true,
     clean: false,
     silent: true,
     config: false,
@@ -68,6 +74,7 @@ async function buildCli(): Promise<string> {
     external: ["commander", "open", "@peculiar/x509", "reflect-metadata"],
     esbuildOptions(options) {
       options.conditions = ["dev-source"];
+      options.chunkNames = "wap-bench-[hash]";
     },
   });
   return join(outDir, "wap-bench.js");
@@ -244,6 +251,21 @@ export async function runWapSshBench(): Promise<BenchSection> {
         ],
         w.env,
       );
+
+    if (process.env.HOLD) {
+      console.log("HOLD", JSON.stringify({ env: w.env, wap, cert: w.certificate }));
+      await new Promise((r) => setTimeout(r, Number(process.env.HOLD)));
+    }
+    const profiles = process.env.BENCH_WAP_SSH_PROFILE;
+    if (profiles) {
+      // One run of each under the V8 profiler: <dir>/<kind>/*.cpuprofile (open in Chrome DevTools).
+      const profiled = (kind: string, args: string[]) =>
+        timed(node, ["--cpu-prof", `--cpu-prof-dir=${join(profiles, kind)}`, wap, ...args], w.env);
+      await profiled("version", ["--version"]);
+      await profiled("cached", ["ssh", "web-01", "--", "true"]);
+      await rm(w.certificate, { force: true });
+      await profiled("issued", ["ssh", "web-01", "--", "true"]);
+    }
 
     const measured: Array<[string, number[]]> = [];
     const measure = async (label: string, before: () => Promise<void>, run: () => Promise<number>) => {

@@ -11,14 +11,12 @@ import { CliError, ExitCode } from "../exit-codes.js";
 import { selfCommand, shellQuote } from "../invocation.js";
 import { RpcError } from "../rpc-errors.js";
 import { type CommandContext, type Session, withSession } from "../session.js";
+import { defaultRenewBeforeMs } from "../ssh/renewal.js";
 import { firstReachable, runSsh } from "../ssh/run-ssh.js";
 import { configValue, type HostBlock, type RenewalHook, renderSshConfig } from "../ssh/ssh-config.js";
 import { knownHostsFile, parseEndpoint, sshSettings } from "../ssh/targets.js";
 import { ensureCertificate } from "../ssh/user-certificates.js";
 import { listWorkspaces, resolveWorkspace } from "../workspaces.js";
-
-/** How long before expiry a certificate is replaced, unless told otherwise. */
-export const defaultRenewBeforeMs = 5 * 60_000;
 
 export const knownHostsPath = (store: ConfigStore, workspaceId: string) =>
   join(store.sshDir, `known_hosts-${workspaceId}`);
@@ -82,7 +80,9 @@ export async function ssh(
   });
   const { reachable, login, certificate, knownHosts } = prepared;
   const endpoints = reachable.target.endpoints.map(parseEndpoint);
-  const endpoint = (await firstReachable(endpoints)) ?? endpoints[0]!;
+  // With one address there is nothing to choose: ssh connects (and says why it cannot) itself,
+  // and sshd is not made to start a connection only to have it dropped.
+  const endpoint = (endpoints.length > 1 ? await firstReachable(endpoints) : undefined) ?? endpoints[0]!;
   const settings = sshSettings(
     {
       identityFile: certificate.identityFile,
