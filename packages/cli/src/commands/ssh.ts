@@ -24,7 +24,9 @@ export const knownHostsPath = (store: ConfigStore, workspaceId: string) =>
 /** Writes the workspace's known_hosts file (its host CAs) and returns its path. */
 async function writeKnownHosts(store: ConfigStore, workspaceId: string, access: GetSubjectAccessResponse) {
   const path = knownHostsPath(store, workspaceId);
-  await store.writeFile(path, knownHostsFile(access.certificateAuthorities, access.targets));
+  const text = knownHostsFile(access.certificateAuthorities, access.targets);
+  // Usually unchanged since the last command: one read instead of a rewrite.
+  if ((await store.readFile(path)) !== text) await store.writeFile(path, text);
   return path;
 }
 
