@@ -1,6 +1,7 @@
 /**
  * The Node request handler of the one port: every request passes the edge, then goes to
- * connect-node (procedure paths: Connect, gRPC, gRPC-Web) or, for anything else, to the Hono app
+ * connect-node (procedure paths: Connect, gRPC, gRPC-Web; gRPC-Web text is turned into binary
+ * gRPC-Web on arrival, grpc-web-text.ts) or, for anything else, to the Hono app
  * (REST, probes). Hono must not sit in front of gRPC, whose trailers its fetch adapter
  * drops. Each request is logged as one JSON line when its response closes.
  *
