@@ -52,11 +52,18 @@ const packageDir = fileURLToPath(new URL("../packages/cli/", import.meta.url));
  * dependencies beside it), with the workspace packages it uses inlined. It sits one level below
  * package.json, as the published `dist/bin.js` does.
  */
+const cliOutDir = join(packageDir, "dist");
+
+/** Removes the build below, which must not ship with the package. */
+async function removeCliBuild(): Promise<void> {
+  for (const file of await readdir(cliOutDir).catch(() => [] as string[]))
+    if (file.startsWith("wap-bench")) await rm(join(cliOutDir, file), { force: true });
+}
+
 async function buildCli(): Promise<string> {
   const { build } = await import("tsup");
-  const outDir = join(packageDir, "dist");
-  for (const file of await readdir(outDir).catch(() => [] as string[]))
-    if (file.startsWith("wap-bench")) await rm(join(outDir, file), { force: true });
+  const outDir = cliOutDir;
+  await removeCliBuild();
   await build({
     entry: { "wap-bench": join(packageDir, "src/bin.ts") },
     format: ["esm"],
@@ -370,6 +377,7 @@ export async function runWapSshBench(): Promise<BenchSection> {
   } finally {
     await w.close();
     await rm(dir, { recursive: true, force: true });
+    await removeCliBuild();
   }
   return {
     title: "wap ssh end to end",
