@@ -33,6 +33,7 @@ import {
   edgeOf,
   untilClosing,
 } from "./edge.js";
+import { admitted } from "./endpoint-edge.js";
 import { refusalResponse } from "./error-responses.js";
 import { ndjsonStream } from "./ndjson-stream.js";
 import { readJsonBodyText } from "./read-body.js";
@@ -78,12 +79,15 @@ export function createApp(
     }
   });
 
-  app.get("/openapi.json", (c) =>
-    c.body(openApiDocument(), 200, {
+  app.get("/openapi.json", (c) => {
+    // Past the edge like the API itself: counted against the rate limit, and refused over it.
+    const { edge, refusal } = admitted(c);
+    if (refusal) return refusalResponse(edge, refusal, settings.edge.logger);
+    return c.body(openApiDocument(), 200, {
       "Content-Type": "application/json",
       "Cache-Control": "public, max-age=300",
-    }),
-  );
+    });
+  });
 
   // Browser and provider endpoints that are not RPCs: SSO sign-in, the billing webhook.
   app.route("/", ssoRoutes(settings));

@@ -1,6 +1,7 @@
 /**
  * The Node request handler of the one port: every request passes the edge, then goes to
- * connect-node (procedure paths: Connect, gRPC, gRPC-Web) or, for anything else, to the Hono app
+ * connect-node (procedure paths: Connect, gRPC, gRPC-Web; gRPC-Web text is turned into binary
+ * gRPC-Web on arrival, grpc-web-text.ts) or, for anything else, to the Hono app
  * (REST, probes). Hono must not sit in front of gRPC, whose trailers its fetch adapter
  * drops. Each request is logged as one JSON line when its response closes.
  *
@@ -24,6 +25,7 @@ import { admitRequest, type EdgeRequest, edgeOf, type ProcedureResolver, subject
 import { errorStatusJson, publicError } from "./error-responses.js";
 import { registerHealth } from "./grpc-services/health.js";
 import { registerReflection, serverReflectionV1alpha } from "./grpc-services/reflection.js";
+import { isGrpcWebText, serveAsGrpcWebBinary } from "./grpc-web-text.js";
 import { controlStreamPath, serveControlStream } from "./lean/control-connect.js";
 import { createUnaryConnectPath } from "./lean/unary-connect.js";
 import type { NodeHandler } from "./listener.js";
@@ -151,6 +153,8 @@ export function createRequestHandler(settings: AppSettings): NodeHandler {
       if (req.httpVersionMajor === 1) keepUnreadBodyDrainable(req as http.IncomingMessage, res);
       // A client stream's body is the stream itself: it has no end to wait for.
       if (!clientStreams.has(path)) boundBodyTime(req, res, bodyTimeoutMs, logger);
+      // gRPC-Web text is served as binary gRPC-Web from here on, its answers encoded back.
+      if (isGrpcWebText(req.headers["content-type"])) serveAsGrpcWebBinary(req, res);
     }
     if (applyCors(req, res as Parameters<typeof applyCors>[1], settings.edge.allowedOrigins)) return;
     if (probe && req.method === "GET") {

@@ -12,6 +12,7 @@ import { selfCommand, shellQuote } from "../invocation.js";
 import { printable } from "../output.js";
 import { RpcError } from "../rpc-errors.js";
 import { type CommandContext, type Session, withSession } from "../session.js";
+import { defaultRenewBeforeMs } from "../ssh/renewal.js";
 import { firstReachable, runSsh, sshArguments } from "../ssh/run-ssh.js";
 import { configValue, type HostBlock, type RenewalHook, renderSshConfig } from "../ssh/ssh-config.js";
 import {
@@ -26,9 +27,6 @@ import {
 import { ensureCertificate } from "../ssh/user-certificates.js";
 import { listWorkspaces, resolveWorkspace } from "../workspaces.js";
 
-/** How long before expiry a certificate is replaced, unless told otherwise. */
-export const defaultRenewBeforeMs = 5 * 60_000;
-
 export function knownHostsPath(store: ConfigStore, workspaceId: string): string {
   // The id names a file: only ever a UUID, never a path.
   if (!isId(workspaceId))
@@ -39,7 +37,9 @@ export function knownHostsPath(store: ConfigStore, workspaceId: string): string 
 /** Writes the workspace's known_hosts file (its host CAs) and returns its path. */
 async function writeKnownHosts(store: ConfigStore, workspaceId: string, access: GetSubjectAccessResponse) {
   const path = knownHostsPath(store, workspaceId);
-  await store.writeFile(path, knownHostsFile(access.certificateAuthorities, access.targets));
+  const text = knownHostsFile(access.certificateAuthorities, access.targets);
+  // Usually unchanged since the last command: one read instead of a rewrite.
+  if ((await store.readFile(path)) !== text) await store.writeFile(path, text);
   return path;
 }
 
@@ -101,7 +101,9 @@ export async function ssh(
     return { reachable, login, certificate, knownHosts, endpoints };
   });
   const { reachable, login, certificate, knownHosts, endpoints } = prepared;
-  const endpoint = (await firstReachable(endpoints)) ?? endpoints[0]!;
+  // With one address there is nothing to choose: ssh connects (and says why it cannot) itself,
+  // and sshd is not made to start a connection only to have it dropped.
+  const endpoint = (endpoints.length > 1 ? await firstReachable(endpoints) : undefined) ?? endpoints[0]!;
   const settings = sshSettings(
     {
       identityFile: certificate.identityFile,
