@@ -5,6 +5,7 @@
  */
 const packages = [
   "api",
+  "ssh-wire",
   "core",
   "storage-sql",
   "storage-sqlite",

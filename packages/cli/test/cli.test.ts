@@ -25,7 +25,7 @@ import {
   SignSSHCertificateRequest_CertificateType,
   UserService,
 } from "@wap/api";
-import { sshPublicKeyLine } from "@wap/core/ssh-keys";
+import { sshPublicKeyLine } from "@wap/ssh-wire";
 import { bearer, clientFor, transportFor } from "@wap/test-kit/clients";
 import { signUpWithWorkspace } from "@wap/test-kit/http";
 import { startTestServer, type TestServer } from "@wap/test-kit/server";

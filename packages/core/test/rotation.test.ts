@@ -10,10 +10,10 @@ import {
   SignSSHCertificateRequest_CertificateType as CertType,
   RotationPhase,
 } from "@wap/api";
+import { sshPublicKeyLine } from "@wap/ssh-wire";
 import { type RunningSshd, startSshd } from "@wap/test-kit/sshd";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateKeyPair } from "../src/crypto/generate-key.js";
-import { sshPublicKeyLine } from "../src/crypto/ssh/public-key.js";
 import {
   createAuthority,
   identityFileText,

@@ -24,7 +24,7 @@ import {
 import { createServer } from "node:net";
 import { tmpdir, userInfo } from "node:os";
 import { delimiter, join } from "node:path";
-import { opensshPrivateKey, sshPublicKeyLine } from "@wap/core/ssh-keys";
+import { opensshPrivateKey, sshPublicKeyLine } from "@wap/ssh-wire";
 
 /** Where the unpacked openssh-server package is kept between runs. */
 export const OPENSSH_CACHE_DIR = join(tmpdir(), "wap-openssh");
