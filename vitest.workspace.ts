@@ -34,4 +34,9 @@ export const projects = [
     extends: true as const,
     test: { name: "bench", root: "bench", include: ["*.test.ts"] },
   },
+  {
+    // `pnpm release` and installs of what it writes (npm tarballs, Debian packages).
+    extends: true as const,
+    test: { name: "release", root: "scripts", include: ["*.test.ts"] },
+  },
 ];

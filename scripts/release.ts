@@ -160,7 +160,8 @@ function stage(app: App, into: string): Manifest {
     "--prod",
     into,
   ]);
-  for (const file of ["pnpm-lock.yaml", "pnpm-workspace.yaml", ".npmrc"]) rmSync(join(into, file), { force: true });
+  for (const file of ["pnpm-lock.yaml", "pnpm-workspace.yaml", ".npmrc"])
+    rmSync(join(into, file), { force: true });
   const modules = join(into, "node_modules");
   for (const entry of [".pnpm", ".bin", ".modules.yaml", ".pnpm-workspace-state-v1.json"]) {
     rmSync(join(modules, entry), { recursive: true, force: true });
@@ -197,7 +198,8 @@ function pruneUnreachable(root: string, manifest: Manifest): void {
         if (!reached.has(dir)) rmSync(dir, { recursive: true, force: true });
         else removeUnreached(join(dir, "node_modules"));
       }
-      if (scoped && readdirSync(join(modules, entry)).length === 0) rmSync(join(modules, entry), { recursive: true });
+      if (scoped && readdirSync(join(modules, entry)).length === 0)
+        rmSync(join(modules, entry), { recursive: true });
     }
   };
   removeUnreached(join(root, "node_modules"));
@@ -219,19 +221,22 @@ function resolvePackage(root: string, from: string, name: string): string | unde
 function pruneBuildLeftovers(modules: string): void {
   for (const pkg of packageDirs(modules)) {
     if (!existsSync(join(pkg, "binding.gyp"))) continue;
-    if (!existsSync(join(pkg, "build", "Release"))) throw new Error(`${pkg}: a native addon that was never built`);
+    if (!existsSync(join(pkg, "build", "Release")))
+      throw new Error(`${pkg}: a native addon that was never built`);
     for (const entry of ["deps", "src", "build/Release/obj.target", "build/Release/.deps", "build/deps"]) {
       rmSync(join(pkg, entry), { recursive: true, force: true });
     }
     const release = join(pkg, "build", "Release");
     if (existsSync(release)) {
       for (const file of readdirSync(release)) {
-        if (!file.endsWith(".node") || file.startsWith("test_")) rmSync(join(release, file), { recursive: true });
+        if (!file.endsWith(".node") || file.startsWith("test_"))
+          rmSync(join(release, file), { recursive: true });
       }
     }
     const build = join(pkg, "build");
     if (existsSync(build)) {
-      for (const file of readdirSync(build)) if (file !== "Release") rmSync(join(build, file), { recursive: true });
+      for (const file of readdirSync(build))
+        if (file !== "Release") rmSync(join(build, file), { recursive: true });
     }
   }
 }
@@ -240,7 +245,9 @@ function* packageDirs(modules: string): Generator<string> {
   if (!existsSync(modules)) return;
   for (const entry of readdirSync(modules)) {
     if (entry.startsWith(".")) continue;
-    const names = entry.startsWith("@") ? readdirSync(join(modules, entry)).map((n) => join(entry, n)) : [entry];
+    const names = entry.startsWith("@")
+      ? readdirSync(join(modules, entry)).map((n) => join(entry, n))
+      : [entry];
     for (const name of names) {
       yield join(modules, name);
       yield* packageDirs(join(modules, name, "node_modules"));
@@ -365,7 +372,9 @@ function debian(app: App, staged: string, version: string, workDir: string, out:
   for (const doc of docFiles[app.deb] ?? []) cpSync(join(repoRoot, "docs", doc), join(docs, doc));
   if (conffiles.length > 0) writeFileSync(join(control, "conffiles"), `${conffiles.join("\n")}\n`);
 
-  const installedKb = Math.ceil(Number(execFileSync("du", ["-sk", "--apparent-size", root], { encoding: "utf8" }).split("\t")[0]));
+  const installedKb = Math.ceil(
+    Number(execFileSync("du", ["-sk", "--apparent-size", root], { encoding: "utf8" }).split("\t")[0]),
+  );
   const architecture = debArchitecture(app);
   writeFileSync(
     join(control, "control"),
@@ -410,7 +419,9 @@ function sha256(file: string): string {
 }
 
 function writeSums(dir: string): void {
-  const files = readdirSync(dir).filter((f) => /\.(tgz|deb)$/.test(f)).sort();
+  const files = readdirSync(dir)
+    .filter((f) => /\.(tgz|deb)$/.test(f))
+    .sort();
   writeFileSync(join(dir, "SHA256SUMS"), files.map((f) => `${sha256(join(dir, f))}  ${f}\n`).join(""));
 }
 
@@ -437,7 +448,8 @@ function main(): void {
     const npmFile = join(out, `${manifest.name.replace(/^@/, "").replace("/", "-")}-${manifest.version}.tgz`);
     tarball(staged, npmFile);
     const debFile = debian(app, staged, manifest.version, work, out);
-    if (app !== apps.server) for (const file of [npmFile, debFile]) cpSync(file, join(served, relative(out, file)));
+    if (app !== apps.server)
+      for (const file of [npmFile, debFile]) cpSync(file, join(served, relative(out, file)));
     process.stdout.write(`${relative(repoRoot, npmFile)}\n${relative(repoRoot, debFile)}\n`);
   }
   rmSync(work, { recursive: true, force: true });

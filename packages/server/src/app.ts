@@ -23,6 +23,7 @@ import type { Storage } from "@wap/core/storage";
 import { Hono } from "hono";
 import { billingWebhookRoutes } from "./billing-webhook.js";
 import type { ConsoleAssets } from "./console-assets.js";
+import type { InstallFiles } from "./install-files.js";
 import { crlRoutes } from "./crl-routes.js";
 import {
   callerFor,
@@ -50,6 +51,8 @@ export interface AppSettings {
   readonly shutdownSignal: AbortSignal;
   /** The web console's files, served for every GET that is not an API path; absent: no console. */
   readonly console?: ConsoleAssets | undefined;
+  /** The release's packages and the agent's install script, under /install/. */
+  readonly install?: InstallFiles | undefined;
 }
 
 type Env = { Bindings: HttpBindings | Http2Bindings };
