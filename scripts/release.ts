@@ -115,7 +115,7 @@ function run(command: string, args: readonly string[], cwd = repoRoot): void {
 }
 
 /** Whether `dir`'s dist/ is at least as new as everything it is built from. */
-export function builtFromCurrentSources(dir: string): boolean {
+function builtFromCurrentSources(dir: string): boolean {
   const built = walkTimes(join(dir, "dist"), Math.min);
   if (built === undefined) return false;
   const inputs = ["src", "package.json", "tsup.config.ts", "tsconfig.json"].map((p) => join(dir, p));
@@ -152,12 +152,15 @@ function buildStale(): void {
  */
 function stage(app: App, into: string): Manifest {
   rmSync(into, { recursive: true, force: true });
+  // Without install scripts: native addons come from this repository's own install (below),
+  // never compiled again here.
   run("pnpm", [
     "--filter",
     `./packages/${app.dir}`,
     "--config.node-linker=hoisted",
     "deploy",
     "--prod",
+    "--ignore-scripts",
     into,
   ]);
   for (const file of ["pnpm-lock.yaml", "pnpm-workspace.yaml", ".npmrc"])
@@ -168,8 +171,37 @@ function stage(app: App, into: string): Manifest {
   }
   const manifest = readManifest(into);
   pruneUnreachable(into, manifest);
+  copyWorkspaceAddons(modules);
   pruneBuildLeftovers(modules);
   return manifest;
+}
+
+/**
+ * Each native addon as this repository's install built it (`npm_config_nodedir=/usr pnpm
+ * install`, what the tests run on): the same package at the same version, from pnpm's virtual
+ * store, its `build/Release/*.node` copied in.
+ */
+function copyWorkspaceAddons(modules: string): void {
+  const store = join(repoRoot, "node_modules", ".pnpm");
+  for (const pkg of packageDirs(modules)) {
+    if (!existsSync(join(pkg, "binding.gyp"))) continue;
+    const { name, version } = readManifest(pkg);
+    const prefix = `${name.replace("/", "+")}@${version}`;
+    const built = readdirSync(store)
+      .filter((entry) => entry === prefix || entry.startsWith(`${prefix}_`))
+      .map((entry) => join(store, entry, "node_modules", name, "build", "Release"))
+      .find((dir) => existsSync(dir) && readdirSync(dir).some((file) => file.endsWith(".node")));
+    if (built === undefined) {
+      throw new Error(
+        `${name}@${version} is not built in this checkout: run npm_config_nodedir=/usr pnpm install`,
+      );
+    }
+    const release = join(pkg, "build", "Release");
+    mkdirSync(release, { recursive: true });
+    for (const file of readdirSync(built)) {
+      if (file.endsWith(".node") && !file.startsWith("test_")) cpSync(join(built, file), join(release, file));
+    }
+  }
 }
 
 /** Removes every package in `root`'s node_modules that its dependencies do not reach. */

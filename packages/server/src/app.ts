@@ -23,7 +23,6 @@ import type { Storage } from "@wap/core/storage";
 import { Hono } from "hono";
 import { billingWebhookRoutes } from "./billing-webhook.js";
 import type { ConsoleAssets } from "./console-assets.js";
-import type { InstallFiles } from "./install-files.js";
 import { crlRoutes } from "./crl-routes.js";
 import {
   callerFor,
@@ -34,6 +33,7 @@ import {
   untilClosing,
 } from "./edge.js";
 import { refusalResponse } from "./error-responses.js";
+import type { InstallFiles } from "./install-files.js";
 import { ndjsonStream } from "./ndjson-stream.js";
 import { readJsonBodyText } from "./read-body.js";
 import { buildRequest, createRestRoutes, type RestRoutes, writeResponse } from "./rest/index.js";

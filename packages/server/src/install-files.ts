@@ -114,7 +114,8 @@ export async function loadInstallFiles(options: { dir?: string; serverUrl: strin
         "Content-Length": String(file.body.length),
         "Cache-Control": file.cacheControl,
       });
-      res.end(req.method === "HEAD" ? undefined : file.body);
+      if (req.method === "HEAD") res.end();
+      else res.end(file.body);
     },
   };
 }

@@ -18,13 +18,13 @@ import {
 import type { Storage } from "@wap/core/storage";
 import { defaultConfig, type ServerConfig } from "./config.js";
 import { type ConsoleAssets, loadConsoleAssets } from "./console-assets.js";
-import { loadInstallFiles } from "./install-files.js";
 import { normalizeOrigins } from "./csrf.js";
 import { createServerInstance } from "./daemons/instance.js";
 import { createSessionRelayHub } from "./daemons/relay-hub.js";
 import { createTerminalEndpoint } from "./daemons/terminal-endpoint.js";
 import { type DiagnosticsListener, listenDiagnostics, parseListenAddress } from "./diagnostics.js";
 import type { EdgeSettings } from "./edge.js";
+import { loadInstallFiles } from "./install-files.js";
 import { loadIntegrations } from "./integrations-config.js";
 import { type Listener, listen, type TlsFiles } from "./listener.js";
 import { createJsonLogger, type Logger } from "./logger.js";

@@ -64,7 +64,7 @@ describe("the install files", () => {
         expect((await fetch(`${url}/install/${refused}`)).status, refused).toBe(404);
       }
       const script = await (await fetch(`${url}/install/agent.sh`)).text();
-      expect(script).toContain('WAP_SERVER="${WAP_SERVER:-https://wap.example.com}"');
+      expect(script).toContain(`WAP_SERVER="\${WAP_SERVER:-https://wap.example.com}"`);
       expect(script).not.toContain("@WAP_SERVER_URL@");
       const head = await fetch(`${url}/install/wap-cli-1.0.0.tgz`, { method: "HEAD" });
       expect(head.headers.get("content-length")).toBe("9");

@@ -93,9 +93,9 @@ export function DaemonsPage() {
     <Page title="Daemons" actions={<span className="muted">{live ? "live" : "not live"}</span>}>
       <Section title="Enrol a machine">
         <p>
-          Paste the command into a shell on the machine: it installs the agent from this server, checks
-          what it downloads, and enrols the machine. The token travels in the environment, never on a
-          command line. A new token ends the previous one.
+          Paste the command into a shell on the machine: it installs the agent from this server, checks what
+          it downloads, and enrols the machine. The token travels in the environment, never on a command line.
+          A new token ends the previous one.
         </p>
         {token.result && (
           <>
