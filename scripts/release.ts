@@ -460,8 +460,13 @@ function writeSums(dir: string): void {
 function main(): void {
   const { values } = parseArgs({ options: { out: { type: "string", default: "release" } } });
   const out = resolve(repoRoot, values.out);
-  rmSync(out, { recursive: true, force: true });
   mkdirSync(out, { recursive: true });
+  // Only what an earlier release wrote goes: --out may name a folder that holds other things.
+  for (const entry of readdirSync(out)) {
+    if (/\.(tgz|deb)$/.test(entry) || entry === "SHA256SUMS" || entry === ".work") {
+      rmSync(join(out, entry), { recursive: true, force: true });
+    }
+  }
   const work = join(out, ".work");
   buildStale();
 
