@@ -103,6 +103,23 @@ describe("pnpm release", () => {
     expect((await run("wap-agent", ["--version"], { env })).stdout.trim()).toBe(version);
     expect((await run("wap", ["--version"], { env })).stdout.trim()).toBe(version);
     expect((await run("wap-server", ["--version"], { env })).stdout.trim()).toBe(`wap-server ${version}`);
+    // The bundled native addons load: the agent's pty runs a program, the server's PKCS#11 binding opens.
+    const installed = (app: string, dependency: string) =>
+      JSON.stringify(join(prefix, "lib", "node_modules", "@wap", app, "node_modules", dependency));
+    const echoed = await run(process.execPath, [
+      "-e",
+      `const pty = require(${installed("agent", "@lydell/node-pty")});
+       let out = "";
+       const shell = pty.spawn("/bin/echo", ["from a pty"], {});
+       shell.onData((d) => (out += d));
+       shell.onExit(() => console.log(out.trim()));`,
+    ]);
+    expect(echoed.stdout.trim()).toBe("from a pty");
+    const pkcs11 = await run(process.execPath, [
+      "-e",
+      `const { PKCS11 } = require(${installed("server", "pkcs11js")}); console.log(typeof new PKCS11().load);`,
+    ]);
+    expect(pkcs11.stdout.trim()).toBe("function");
   });
 
   it("installs the CLI light: no native code, no install scripts, none of the server's dependencies", () => {
