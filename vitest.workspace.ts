@@ -7,11 +7,13 @@
  *   process). Tests keep their state in the platforms and servers they make, never in modules.
  * - `own-process`: files that need a process of their own (PKCS#11 loads SoftHSM2 once per
  *   process, with the configuration of the first token it sees).
- * - `release`: what users install and run as they would (packed packages installed with npm,
- *   the server's worker processes, the console in Debian's chromium), each file in its own process.
+ * - `release`: what users install and run as they would (`pnpm release`'s npm tarballs and
+ *   Debian packages installed, the server's worker processes, the console and a gRPC-Web client
+ *   in Debian's chromium), each file in its own process.
  */
 const packages = [
   "api",
+  "ssh-wire",
   "core",
   "storage-sql",
   "storage-sqlite",
@@ -33,9 +35,10 @@ const ownProcess = [
 
 /** Release checks, by path from the repository's root. */
 const release = [
-  "packages/server/test/package-install.test.ts",
+  "scripts/release.test.ts",
   "packages/server/test/workers.test.ts",
   "packages/console/test/console.browser.test.ts",
+  "packages/console/test/grpc-web.browser.test.ts",
 ];
 
 const inPackage = (name: string) => (path: string) => path.startsWith(`packages/${name}/`);

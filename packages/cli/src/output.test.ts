@@ -1,4 +1,4 @@
-import { hasControlCharacters } from "@wap/core/ssh-keys";
+import { hasControlCharacters } from "@wap/ssh-wire/forms";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { createOutput, printable, table } from "./output.js";

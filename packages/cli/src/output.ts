@@ -14,7 +14,7 @@
  *
  * @module
  */
-import { controlCharacters } from "@wap/core/ssh-keys";
+import { controlCharacters } from "@wap/ssh-wire/forms";
 
 const everyControl = new RegExp(controlCharacters.source, "gu");
 

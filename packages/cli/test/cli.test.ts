@@ -29,7 +29,8 @@ import {
   UserService,
   WorkspaceService,
 } from "@wap/api";
-import { hasControlCharacters, sshPublicKeyLine } from "@wap/core/ssh-keys";
+import { sshPublicKeyLine } from "@wap/ssh-wire";
+import { hasControlCharacters } from "@wap/ssh-wire/forms";
 import { bearer, clientFor, transportFor } from "@wap/test-kit/clients";
 import { signUpWithWorkspace } from "@wap/test-kit/http";
 import { startTestServer, type TestServer } from "@wap/test-kit/server";

@@ -256,12 +256,15 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await go(`${workspaceUrl}/daemons`);
     await page.getByRole("button", { name: "Create enrolment token" }).click();
     const command = await page.getByRole("textbox", { name: "Enrolment command", exact: true }).inputValue();
-    const match = /^wap-agent enroll --server (\S+) --token (\S+)$/.exec(command.trim());
-    expect(match?.[1]).toBe(base);
+    const match =
+      /^export WAP_ENROLL_TOKEN=(\S+); curl -fsSL (\S+)\/install\/agent\.sh \| sudo --preserve-env=WAP_ENROLL_TOKEN sh$/.exec(
+        command.trim(),
+      );
+    expect(match?.[2]).toBe(base);
     // The real host agent (the library behind `wap-agent`), enrolled with the copied token.
     const hostKey = join(stateDir, "host_key");
     execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", hostKey]);
-    await enroll({ server: server.url, token: match![2]!, stateDir: join(stateDir, "state"), name: "web-1" });
+    await enroll({ server: server.url, token: match![1]!, stateDir: join(stateDir, "state"), name: "web-1" });
     daemon = await startAgent({
       stateDir: join(stateDir, "state"),
       sshdDir: join(stateDir, "sshd"),

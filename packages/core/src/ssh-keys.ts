@@ -1,15 +1,8 @@
 /**
- * @wap/core/ssh-keys: what a client writing files for `ssh` and `ssh-add` needs from the core,
- * without loading the rest of it: the OpenSSH key encodings, and the server's own rules for the
- * strings it hands to ssh (endpoints, login and target names, control characters), so a client
- * checks again what a server sent before any of it reaches ssh or a terminal.
+ * @wap/core/ssh-keys: the OpenSSH key encodings for clients, kept for code that imported them
+ * from the core. They live in @wap/ssh-wire, which is what clients should depend on.
  *
  * @module
  */
-export { opensshPrivateKey, sshPublicKeyLine } from "./crypto/ssh/public-key.js";
-export type { SshCertificateInfo } from "./crypto/ssh/read-certificate.js";
-export { readSshCertificate } from "./crypto/ssh/read-certificate.js";
-export { loginNamePattern, resourceNamePattern } from "./validation/bounds.js";
-export type { EndpointParts } from "./validation/endpoint.js";
-export { endpointForm, parseEndpoint } from "./validation/endpoint.js";
-export { controlCharacters, hasControlCharacters } from "./validation/rules.js";
+export type { SshCertificateInfo } from "@wap/ssh-wire";
+export { opensshPrivateKey, readSshCertificate, sshPublicKeyLine } from "@wap/ssh-wire";

@@ -13,10 +13,10 @@ import {
   DaemonStatus,
   TargetService,
 } from "@wap/api";
+import { sshPublicKeyLine } from "@wap/ssh-wire";
 import { type RunningSshd, startSshd } from "@wap/test-kit/sshd";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateKeyPair } from "../src/crypto/generate-key.js";
-import { sshPublicKeyLine } from "../src/crypto/ssh/public-key.js";
 import type { Owner } from "./support/access.js";
 import { identityFileText, scratch, sshKeygenList, subjectKey } from "./support/certificates.js";
 import { callAsDaemon, enrolledDaemon, type TestDaemon } from "./support/daemons.js";

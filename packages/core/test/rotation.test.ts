@@ -11,11 +11,11 @@ import {
   RotationPhase,
   TrustedKeyRole,
 } from "@wap/api";
+import { sshPublicKeyLine } from "@wap/ssh-wire";
 import { type RunningSshd, startSshd } from "@wap/test-kit/sshd";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { publishedTrust } from "../src/certificates/publication.js";
 import { generateKeyPair } from "../src/crypto/generate-key.js";
-import { sshPublicKeyLine } from "../src/crypto/ssh/public-key.js";
 import {
   createAuthority,
   identityFileText,

@@ -35,6 +35,7 @@ import {
 } from "./edge.js";
 import { admitted } from "./endpoint-edge.js";
 import { refusalResponse } from "./error-responses.js";
+import type { InstallFiles } from "./install-files.js";
 import { ndjsonStream } from "./ndjson-stream.js";
 import { readJsonBodyText } from "./read-body.js";
 import { buildRequest, createRestRoutes, type RestRoutes, writeResponse } from "./rest/index.js";
@@ -53,6 +54,8 @@ export interface AppSettings {
   readonly shutdownSignal: AbortSignal;
   /** The web console's files, served for every GET that is not an API path; absent: no console. */
   readonly console?: ConsoleAssets | undefined;
+  /** The release's packages and the agent's install script, under /install/. */
+  readonly install?: InstallFiles | undefined;
 }
 
 type Env = { Bindings: HttpBindings | Http2Bindings };

@@ -161,6 +161,11 @@ export function createRequestHandler(settings: AppSettings): NodeHandler {
       void fallback(req, res);
       return;
     }
+    // What a machine installs from: anonymous (it has no credentials yet), before the edge.
+    if (settings.install && (req.method === "GET" || req.method === "HEAD") && path.startsWith("/install/")) {
+      settings.install.serve(req, res, path);
+      return;
+    }
     // The console's pages and files: before the edge, so they cost no rate-limit budget.
     if (settings.console && (req.method === "GET" || req.method === "HEAD") && !isApiPath(path)) {
       settings.console.serve(req, res, path);

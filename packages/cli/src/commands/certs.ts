@@ -16,7 +16,7 @@ import {
   SignSSHCertificateRequest_CertificateType,
   SignX509CertificateRequest_X509Usage,
 } from "@wap/api";
-import { readSshCertificate, type SshCertificateInfo } from "@wap/core/ssh-keys";
+import { readSshCertificate, type SshCertificateInfo } from "@wap/ssh-wire";
 import { chooseAuthority, subjectAccess } from "../access.js";
 import { formatDuration } from "../duration.js";
 import { CliError, usageError } from "../exit-codes.js";

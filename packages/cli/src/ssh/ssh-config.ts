@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { hasControlCharacters } from "@wap/core/ssh-keys";
+import { hasControlCharacters } from "@wap/ssh-wire/forms";
 import { CliError } from "../exit-codes.js";
 import { printable } from "../output.js";
 

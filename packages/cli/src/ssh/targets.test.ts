@@ -12,7 +12,7 @@ import {
   type Workspace,
   WorkspaceSchema,
 } from "@wap/api";
-import { hasControlCharacters } from "@wap/core/ssh-keys";
+import { hasControlCharacters } from "@wap/ssh-wire/forms";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Reachable } from "../access.js";

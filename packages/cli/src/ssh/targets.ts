@@ -6,7 +6,7 @@
  * @module
  */
 import type { CertificateAuthority, Target } from "@wap/api";
-import { endpointForm, loginNamePattern, parseEndpoint, resourceNamePattern } from "@wap/core/ssh-keys";
+import { endpointForm, loginNamePattern, parseEndpoint, resourceNamePattern } from "@wap/ssh-wire/forms";
 import { CliError } from "../exit-codes.js";
 import { withoutComment } from "./agent.js";
 

@@ -21,7 +21,7 @@ import {
   readSshCertificate,
   type SshCertificateInfo,
   sshPublicKeyLine,
-} from "@wap/core/ssh-keys";
+} from "@wap/ssh-wire";
 import type { ConfigStore } from "../config.js";
 import { CliError } from "../exit-codes.js";
 import type { Session } from "../session.js";

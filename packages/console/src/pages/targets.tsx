@@ -92,12 +92,16 @@ export function DaemonsPage() {
   return (
     <Page title="Daemons" actions={<span className="muted">{live ? "live" : "not live"}</span>}>
       <Section title="Enrol a machine">
-        <p>Run the agent on the machine with a fresh enrolment token. A new token ends the previous one.</p>
+        <p>
+          Paste the command into a shell on the machine: it installs the agent from this server, checks what
+          it downloads, and enrols the machine. The token travels in the environment, never on a command line.
+          A new token ends the previous one.
+        </p>
         {token.result && (
           <>
             <Copyable
               label="Enrolment command"
-              text={`wap-agent enroll --server ${serverUrl} --token ${token.result.token}`}
+              text={`export WAP_ENROLL_TOKEN=${token.result.token}; curl -fsSL ${serverUrl}/install/agent.sh | sudo --preserve-env=WAP_ENROLL_TOKEN sh`}
             />
             <p className="muted">The token is valid until {when(token.result.expiresAt)}.</p>
           </>

@@ -17,8 +17,11 @@ function notIdShaped<S extends z.ZodType<string>>(schema: S) {
   });
 }
 
-/** `^[a-zA-Z0-9][a-zA-Z0-9-_]*$`: service-account and target names. */
-export const resourceNamePattern = /^[a-zA-Z0-9][a-zA-Z0-9_-]*$/;
+// `^[a-zA-Z0-9][a-zA-Z0-9-_]*$` (service-account and target names) and Unix login names: the
+// forms the clients check again, defined with them.
+import { loginNamePattern, resourceNamePattern } from "@wap/ssh-wire/forms";
+
+export { loginNamePattern, resourceNamePattern };
 
 export const workspaceName = text({ min: 3, max: 256 });
 /** Team, certificate authority names. */
@@ -75,8 +78,6 @@ export const workspaceDomain = text({
   pattern: /^([a-z0-9]+(-[a-z0-9]+)*\.)+[a-z]{2,}$/,
   patternHint: "must be a lower-case domain name such as example.com",
 });
-/** A Unix login name: a lower-case letter or '_', then [a-z0-9_-], optionally a final '$'. */
-export const loginNamePattern = /^[a-z_][a-z0-9_-]*\$?$/;
 /** Principal usernames (SetPrincipals): Unix login names of 1 to 32 characters, optionally ending in '$'. */
 export const principalUsername = text({
   min: 1,

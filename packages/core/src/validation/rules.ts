@@ -18,18 +18,12 @@ export function codePointLength(value: string): number {
   return count;
 }
 
-/**
- * Characters no name or other free text may hold: C0 and C1 controls (NUL, tab, CR, LF, ESC, ...),
- * DEL, the line and paragraph separators, and the bidirectional embeddings, overrides and
- * isolates. Clients write such text into files other programs parse (ssh_config, known_hosts)
- * and print it to terminals, where these characters start a new directive, an escape sequence or
- * a reordering of what is shown.
- */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
-export const controlCharacters = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/u;
+// Characters no name or other free text may hold; clients write such text into files other
+// programs parse (ssh_config, known_hosts) and print it to terminals. Defined with the other forms
+// the clients check again.
+import { hasControlCharacters } from "@wap/ssh-wire/forms";
 
-/** Whether `value` holds any of {@link controlCharacters}. */
-export const hasControlCharacters = (value: string) => controlCharacters.test(value);
+export { controlCharacters, hasControlCharacters } from "@wap/ssh-wire/forms";
 
 /**
  * A string of `min` to `max` code points (no upper bound without `max`), optionally matching
