@@ -270,3 +270,143 @@ export function download(data: BlobPart, filename: string, type: string) {
 export function text(form: FormData, name: string): string {
   return String(form.get(name) ?? "").trim();
 }
+
+/** The question in the page before a change: what changes, the button that makes it, Cancel. */
+function Confirmation({
+  question,
+  confirm,
+  onConfirm,
+  onCancel,
+}: {
+  question: string;
+  confirm: string;
+  onConfirm: () => void;
+  onCancel: () => void;
+}) {
+  return (
+    <fieldset
+      className="confirm"
+      onKeyDown={(e) => {
+        if (e.key === "Escape") onCancel();
+      }}
+    >
+      <legend>{question}</legend>
+      <div className="row">
+        <button type="button" className="danger" onClick={onConfirm}>
+          {confirm}
+        </button>
+        {/* biome-ignore lint/a11y/noAutofocus: the question just appeared where the pressed button was. */}
+        <button type="button" className="secondary" autoFocus onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+    </fieldset>
+  );
+}
+
+/**
+ * A button for a change that cannot simply be undone: the first press shows, in the page, what
+ * will change and asks again; only the second button acts. Escape or Cancel steps back.
+ */
+export function ConfirmButton({
+  label,
+  question,
+  confirm,
+  onConfirm,
+  disabled,
+  className = "danger",
+}: {
+  /** Names the row or thing it acts on ("Remove Bob Babbage"). */
+  label: string;
+  /** What changes, in a sentence. */
+  question: string;
+  /** The label of the button that acts ("Yes, remove Bob Babbage"). */
+  confirm: string;
+  onConfirm: () => unknown;
+  disabled?: boolean;
+  className?: string;
+}) {
+  const [asking, setAsking] = useState(false);
+  if (!asking) {
+    return (
+      <button type="button" className={className} disabled={disabled} onClick={() => setAsking(true)}>
+        {label}
+      </button>
+    );
+  }
+  return (
+    <Confirmation
+      question={question}
+      confirm={confirm}
+      onCancel={() => setAsking(false)}
+      onConfirm={() => {
+        setAsking(false);
+        void onConfirm();
+      }}
+    />
+  );
+}
+
+/**
+ * A choice that changes nothing until its button is pressed: a select (keyboard arrows only move
+ * the choice) next to the button that applies it. With `question`, the button asks in the page
+ * first.
+ */
+export function ChooseAndApply({
+  label,
+  options,
+  initial = "",
+  apply,
+  onApply,
+  question,
+  disabled,
+}: {
+  label: string;
+  options: readonly (readonly [string, string])[];
+  initial?: string;
+  /** The button's label ("Grant login as root", "Change role of Bob Babbage"). */
+  apply: string;
+  onApply: (value: string) => unknown;
+  /** When set, the button asks this about the chosen value before applying it. */
+  question?: (value: string, text: string) => string;
+  disabled?: boolean;
+}) {
+  const [value, setValue] = useState(initial);
+  const [asking, setAsking] = useState(false);
+  const chosen = options.find(([v]) => v === value);
+  const unchanged = !value || value === initial || !chosen;
+  const run = () => {
+    setAsking(false);
+    void Promise.resolve(onApply(value)).then(() => setValue(initial));
+  };
+  return (
+    <div className="row choose">
+      <Select
+        label={label}
+        options={options}
+        value={value}
+        disabled={disabled}
+        onChange={(e) => {
+          setValue(e.target.value);
+          setAsking(false);
+        }}
+      />
+      {asking && chosen && question ? (
+        <Confirmation
+          question={question(value, chosen[1])}
+          confirm={`Yes, ${apply.charAt(0).toLowerCase()}${apply.slice(1)}`}
+          onConfirm={run}
+          onCancel={() => setAsking(false)}
+        />
+      ) : (
+        <button
+          type="button"
+          disabled={disabled || unchanged}
+          onClick={() => (question ? setAsking(true) : run())}
+        >
+          {apply}
+        </button>
+      )}
+    </div>
+  );
+}

@@ -92,6 +92,28 @@ async function untilAsync(check: () => Promise<boolean>) {
   while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 50));
 }
 
+/**
+ * The RPCs among `methods` the page sent while `act` ran (a change handler sends at once, so two
+ * animation frames after the keys are enough to see a call the keys started).
+ */
+async function callsDuring(methods: string[], act: () => Promise<void>, target: Page = page) {
+  const sent: string[] = [];
+  const seen = (request: { url: () => string }) => {
+    const method = request.url().split("/").pop() ?? "";
+    if (methods.includes(method)) sent.push(method);
+  };
+  target.on("request", seen);
+  try {
+    await act();
+    await target.evaluate(
+      "new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))",
+    );
+  } finally {
+    target.off("request", seen);
+  }
+  return sent;
+}
+
 async function go(path: string) {
   await page.goto(`${base}${path}`);
 }
@@ -249,7 +271,7 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
       .getByRole("textbox", { name: "Service account token", exact: true })
       .inputValue();
     expect(token.length).toBeGreaterThan(20);
-    await page.getByRole("cell", { name: /deploy-bot/ }).waitFor();
+    await page.getByRole("cell", { name: /^deploy-bot/ }).waitFor();
   });
 
   it("enrols the daemon with the copied command, accepts it and sees it online", async () => {
@@ -292,8 +314,9 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await page.getByRole("button", { name: "Add username" }).click();
     await page.getByRole("heading", { name: `as ${login}` }).waitFor();
     await page
-      .getByLabel(new RegExp(`^Grant ${login} on `))
+      .getByLabel(new RegExp(`^Member to log in to .+ as ${login}$`))
       .selectOption({ label: `${ada.name} (${ada.email})` });
+    await page.getByRole("button", { name: `Grant login as ${login}`, exact: true }).click();
     await page.getByRole("button", { name: new RegExp(`^Revoke Ada Lovelace as ${login}`) }).waitFor();
     await shot("targets");
 
@@ -331,6 +354,65 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
       .waitFor();
   });
 
+  it("changes access, roles and ownership only with their buttons; arrow keys on a select change nothing", async () => {
+    const keys = ["ArrowDown", "ArrowDown", "ArrowUp", "ArrowDown", "End", "Home"];
+    await go(`${workspaceUrl}/targets`);
+    await page
+      .getByRole("button", { name: /^Access to / })
+      .first()
+      .click();
+    const grantSelect = page.getByLabel(new RegExp(`^Member to log in to .+ as ${login}$`));
+    expect(
+      await callsDuring(["AddSubjectsToPrincipal"], async () => {
+        await grantSelect.focus();
+        for (const key of keys) await page.keyboard.press(key);
+      }),
+    ).toEqual([]);
+    await grantSelect.selectOption({ label: "Bob Babbage (bob@example.com)" });
+    await page.getByRole("button", { name: `Grant login as ${login}`, exact: true }).click();
+    const revokeBob = page.getByRole("button", { name: `Revoke Bob Babbage as ${login}`, exact: true });
+    await revokeBob.click();
+    const question = page.getByRole("group", {
+      name: new RegExp(`^Revoke Bob Babbage's login to .+ as ${login}\\?$`),
+    });
+    await question.waitFor();
+    await shot("confirm-revoke");
+    await question.getByRole("button", { name: "Cancel" }).click();
+    await revokeBob.click();
+    await question.getByRole("button", { name: `Yes, revoke Bob Babbage as ${login}` }).click();
+    await revokeBob.waitFor({ state: "detached" });
+
+    await go(`${workspaceUrl}/members`);
+    const role = page.getByLabel("Role of Bob Babbage", { exact: true });
+    await role.waitFor();
+    const before = await role.inputValue();
+    expect(
+      await callsDuring(
+        ["UpdateWorkspaceMember", "UpdateWorkspaceOwner", "RemoveWorkspaceMember"],
+        async () => {
+          await role.focus();
+          for (const key of keys) await page.keyboard.press(key);
+        },
+      ),
+    ).toEqual([]);
+    await role.selectOption(before);
+    expect(await page.getByRole("button", { name: "Change role of Bob Babbage" }).isDisabled()).toBe(true);
+    await role.selectOption("editor");
+    await page.getByRole("button", { name: "Change role of Bob Babbage" }).click();
+    const change = page.getByRole("group", { name: `Make Bob Babbage an editor instead of a ${before}?` });
+    await change.getByRole("button", { name: "Yes, change role of Bob Babbage" }).click();
+    await change.waitFor({ state: "detached" });
+    await untilAsync(async () => (await role.inputValue()) === "editor");
+    await page.getByRole("button", { name: "Remove Bob Babbage", exact: true }).click();
+    await page
+      .getByRole("group", {
+        name: "Remove Bob Babbage (bob@example.com) from the workspace? They lose every login granted here.",
+      })
+      .getByRole("button", { name: "Cancel" })
+      .click();
+    await page.getByRole("button", { name: "Make Bob Babbage owner", exact: true }).waitFor();
+  });
+
   it("plays the session's recording in the page and downloads it as .cast", async () => {
     await go(`${workspaceUrl}/recordings`);
     await page
@@ -340,7 +422,10 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await page.locator(".ap-player").waitFor();
     const [download] = await Promise.all([
       page.waitForEvent("download"),
-      page.getByRole("button", { name: "Download .cast" }).first().click(),
+      page
+        .getByRole("button", { name: /^Download recording / })
+        .first()
+        .click(),
     ]);
     expect(download.suggestedFilename()).toMatch(/\.cast$/);
     const cast = await readFile((await download.path())!, "utf8");
@@ -463,7 +548,16 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await heading("Teams");
     await page.getByLabel("Name", { exact: true }).fill("Engines");
     await page.getByRole("button", { name: "Create team" }).click();
-    await page.getByLabel("Add a member to Engines", { exact: true }).selectOption({ label: ada.name });
+    const addToTeam = page.getByLabel("Add a member to Engines", { exact: true });
+    expect(
+      await callsDuring(["AddTeamMember"], async () => {
+        await addToTeam.focus();
+        for (const key of ["ArrowDown", "ArrowDown", "ArrowUp", "End", "Home"])
+          await page.keyboard.press(key);
+      }),
+    ).toEqual([]);
+    await addToTeam.selectOption({ label: ada.name });
+    await page.getByRole("button", { name: "Add to Engines", exact: true }).click();
     await page.getByRole("button", { name: `Remove ${ada.name} from Engines` }).waitFor();
 
     await go(`${workspaceUrl}/domains`);

@@ -7,6 +7,7 @@ import { api, when } from "../api";
 import { useMe, useSignedIn } from "../session";
 import {
   ActionForm,
+  ConfirmButton,
   Copyable,
   Empty,
   ErrorNote,
@@ -40,8 +41,6 @@ export function AccountPage() {
     return true;
   });
   const remove = useAction(async () => {
-    if (!window.confirm("Delete your account for good? Workspaces you own must be handed over first."))
-      return;
     await api.users.deleteAccount({});
     await signedIn();
     await navigate({ to: "/sign-in" });
@@ -93,9 +92,12 @@ export function AccountPage() {
       <BackupCodes />
       <Devices />
       <Section title="Delete account">
-        <button type="button" className="danger" onClick={() => void remove.act()}>
-          Delete my account
-        </button>
+        <ConfirmButton
+          label="Delete my account"
+          question={`Delete the account ${user.email} for good? Workspaces you own must be handed over first.`}
+          confirm="Yes, delete my account"
+          onConfirm={() => remove.act()}
+        />
         <ErrorNote error={remove.error} />
       </Section>
     </Page>
@@ -135,9 +137,12 @@ function Passkeys() {
                   <button type="button" className="secondary" onClick={() => void rename.act(p.id, p.name)}>
                     Rename {p.name}
                   </button>
-                  <button type="button" className="danger" onClick={() => void remove.act(p.id)}>
-                    Delete {p.name}
-                  </button>
+                  <ConfirmButton
+                    label={`Delete ${p.name}`}
+                    question={`Delete the passkey ${p.name}? It can no longer sign you in.`}
+                    confirm={`Yes, delete ${p.name}`}
+                    onConfirm={() => remove.act(p.id)}
+                  />
                 </td>
               </tr>
             ))}
@@ -170,9 +175,12 @@ function BackupCodes() {
         <button type="button" onClick={() => void create.act()}>
           {unused ? "Make new codes" : "Create backup codes"}
         </button>
-        <button type="button" className="danger" onClick={() => void remove.act()}>
-          Delete codes
-        </button>
+        <ConfirmButton
+          label="Delete codes"
+          question="Delete your backup codes? None of them signs you in any more."
+          confirm="Yes, delete the codes"
+          onConfirm={() => remove.act()}
+        />
       </div>
       <ErrorNote error={create.error ?? remove.error ?? codes.error} />
     </Section>

@@ -5,6 +5,7 @@ import { api, Code, isCode, when } from "../api";
 import {
   ActionForm,
   Check,
+  ConfirmButton,
   Copyable,
   Empty,
   ErrorNote,
@@ -71,11 +72,14 @@ export function DomainsPage() {
                     className="secondary"
                     onClick={() => void regenerate.act(domain.domain)}
                   >
-                    New token
+                    New token for {domain.domain}
                   </button>
-                  <button type="button" className="danger" onClick={() => void remove.act(domain.domain)}>
-                    Remove
-                  </button>
+                  <ConfirmButton
+                    label={`Remove ${domain.domain}`}
+                    question={`Remove ${domain.domain}? People with addresses there no longer find this workspace's single sign-on.`}
+                    confirm={`Yes, remove ${domain.domain}`}
+                    onConfirm={() => remove.act(domain.domain)}
+                  />
                 </div>
               </Section>
             ))}
@@ -244,10 +248,9 @@ export function BillingPage() {
     const { url } = await api.billing.createPortal({ workspaceId: ws });
     window.location.assign(url);
   });
-  const cancel = useAction(async () => {
-    if (window.confirm("Cancel the subscription at the end of the period?"))
-      await api.billing.cancelSubscription({ workspaceId: ws, immediate: false, reason: "" });
-  });
+  const cancel = useAction(() =>
+    api.billing.cancelSubscription({ workspaceId: ws, immediate: false, reason: "" }),
+  );
   const b = billing.data;
   return (
     <Page title="Billing and licence">
@@ -292,9 +295,12 @@ export function BillingPage() {
                 <button type="button" className="secondary" onClick={() => void portal.act()}>
                   Manage billing
                 </button>
-                <button type="button" className="danger" onClick={() => void cancel.act()}>
-                  Cancel subscription
-                </button>
+                <ConfirmButton
+                  label="Cancel subscription"
+                  question="Cancel the subscription at the end of the current period?"
+                  confirm="Yes, cancel the subscription"
+                  onConfirm={() => cancel.act()}
+                />
               </div>
             )}
             <ErrorNote error={checkout.error ?? portal.error ?? cancel.error} />

@@ -6,6 +6,7 @@ import { api, when } from "../api";
 import {
   ActionForm,
   Check,
+  ConfirmButton,
   Copyable,
   Empty,
   ErrorNote,
@@ -137,11 +138,7 @@ function AuthorityDetails({ id }: { id: string }) {
       keyBits: Number(text(form, "keyBits") || "0"),
     }),
   );
-  const remove = useAction(async () => {
-    if (window.confirm("Delete this authority? Certificates it issued stop being trusted.")) {
-      await api.certificates.deleteCertificateAuthority({ workspaceId: ws, id });
-    }
-  });
+  const remove = useAction(() => api.certificates.deleteCertificateAuthority({ workspaceId: ws, id }));
   return (
     <QueryState query={ca}>
       {({ certificateAuthority: a }) => {
@@ -174,24 +171,37 @@ function AuthorityDetails({ id }: { id: string }) {
               <Copyable label="CA certificate" text={a!.certificate.trim() || key} />
             )}
             <div className="row">
-              <button
-                type="button"
-                className="secondary"
-                onClick={() => void toggle.act({ isActive: !a!.isActive })}
-              >
-                {a!.isActive ? "Deactivate" : "Activate"}
-              </button>
+              {a!.isActive ? (
+                <ConfirmButton
+                  className="secondary"
+                  label={`Deactivate ${a!.name}`}
+                  question={`Deactivate ${a!.name}? It signs no certificate until it is activated again.`}
+                  confirm={`Yes, deactivate ${a!.name}`}
+                  onConfirm={() => toggle.act({ isActive: false })}
+                />
+              ) : (
+                <button
+                  type="button"
+                  className="secondary"
+                  onClick={() => void toggle.act({ isActive: true })}
+                >
+                  Activate {a!.name}
+                </button>
+              )}
               <button
                 type="button"
                 className="secondary"
                 disabled={a!.isDefault}
                 onClick={() => void toggle.act({ isDefault: true })}
               >
-                {a!.isDefault ? "Default authority" : "Make default"}
+                {a!.isDefault ? `${a!.name} is the default` : `Make ${a!.name} the default`}
               </button>
-              <button type="button" className="danger" onClick={() => void remove.act()}>
-                Delete
-              </button>
+              <ConfirmButton
+                label={`Delete ${a!.name}`}
+                question={`Delete the authority ${a!.name}? Certificates it issued stop being trusted and targets using it cannot be reached.`}
+                confirm={`Yes, delete ${a!.name}`}
+                onConfirm={() => remove.act()}
+              />
             </div>
             <ErrorNote error={toggle.error ?? remove.error} />
             <h3>Roll over the key</h3>

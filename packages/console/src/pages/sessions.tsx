@@ -7,6 +7,7 @@ import { api, when } from "../api";
 import { recordingText } from "../recordings";
 import {
   ActionForm,
+  ConfirmButton,
   download,
   Empty,
   ErrorNote,
@@ -188,11 +189,14 @@ export function RecordingsPage() {
                       className="secondary"
                       onClick={() => void downloadRecording(ws, r.id)}
                     >
-                      Download .cast
+                      Download recording {r.id.slice(0, 8)} (.cast)
                     </button>
-                    <button type="button" className="danger" onClick={() => void remove.act(r.id)}>
-                      Delete
-                    </button>
+                    <ConfirmButton
+                      label={`Delete recording ${r.id.slice(0, 8)}`}
+                      question={`Delete the recording of ${r.username}'s session started ${when(r.startedAt)}? It cannot be played again.`}
+                      confirm={`Yes, delete recording ${r.id.slice(0, 8)}`}
+                      onConfirm={() => remove.act(r.id)}
+                    />
                   </td>
                 </tr>
               ))}

@@ -16,6 +16,8 @@ import { api, serverUrl, when } from "../api";
 import {
   ActionForm,
   Check,
+  ChooseAndApply,
+  ConfirmButton,
   Copyable,
   Empty,
   ErrorNote,
@@ -79,10 +81,7 @@ export function DaemonsPage() {
       config: { recordSessions: patch.recordSessions ?? daemon.config?.recordSessions ?? false },
     }),
   );
-  const remove = useAction(async (daemon: Daemon) => {
-    if (window.confirm(`Delete the daemon ${daemon.name}?`))
-      await api.daemons.deleteDaemon({ workspaceId: ws, id: daemon.id });
-  });
+  const remove = useAction((daemon: Daemon) => api.daemons.deleteDaemon({ workspaceId: ws, id: daemon.id }));
   const token = useAction(() => api.daemons.refreshEnrollToken({ workspaceId: ws }));
   const revoke = useAction(async () => {
     await api.daemons.revokeEnrollToken({ workspaceId: ws });
@@ -106,9 +105,12 @@ export function DaemonsPage() {
           <button type="button" onClick={() => void token.act()} disabled={token.busy}>
             {token.result ? "New enrolment token" : "Create enrolment token"}
           </button>
-          <button type="button" className="danger" onClick={() => void revoke.act()}>
-            Revoke token
-          </button>
+          <ConfirmButton
+            label="Revoke token"
+            question="Revoke the enrolment token? Machines not yet enrolled with it cannot enrol; enrolled daemons stay."
+            confirm="Yes, revoke the token"
+            onConfirm={() => revoke.act()}
+          />
         </div>
         <ErrorNote error={token.error ?? revoke.error} />
       </Section>
@@ -122,13 +124,12 @@ export function DaemonsPage() {
                 <button type="button" onClick={() => void update.act(d, { status: DaemonStatus.ACCEPTED })}>
                   Accept {d.name}
                 </button>
-                <button
-                  type="button"
-                  className="danger"
-                  onClick={() => void update.act(d, { status: DaemonStatus.REJECTED })}
-                >
-                  Reject {d.name}
-                </button>
+                <ConfirmButton
+                  label={`Reject ${d.name}`}
+                  question={`Reject ${d.name}? It is refused and serves no login.`}
+                  confirm={`Yes, reject ${d.name}`}
+                  onConfirm={() => update.act(d, { status: DaemonStatus.REJECTED })}
+                />
               </li>
             ))}
           </ul>
@@ -157,9 +158,12 @@ export function DaemonsPage() {
                 </td>
                 <td>{when(daemon.updatedAt)}</td>
                 <td>
-                  <button type="button" className="danger" onClick={() => void remove.act(daemon)}>
-                    Delete
-                  </button>
+                  <ConfirmButton
+                    label={`Delete ${daemon.name}`}
+                    question={`Delete the daemon ${daemon.name}? Its targets lose their daemon and nobody can log in through it.`}
+                    confirm={`Yes, delete ${daemon.name}`}
+                    onConfirm={() => remove.act(daemon)}
+                  />
                 </td>
               </tr>
             ))}
@@ -278,7 +282,7 @@ function TargetAccess({ target }: { target: Target }) {
     }),
   );
   const memberOptions = [
-    ["", "Grant to…"] as const,
+    ["", "Choose a member…"] as const,
     ...(members.data?.members ?? []).map((m) => [m.id, `${m.name} (${m.email})`] as const),
   ];
   return (
@@ -296,9 +300,13 @@ function TargetAccess({ target }: { target: Target }) {
             {p.userIds.map((id) => (
               <li key={id}>
                 {names.get(id) ?? id}{" "}
-                <button type="button" className="link" onClick={() => void revoke.act(p.id, id)}>
-                  Revoke {names.get(id) ?? id} as {p.username}
-                </button>
+                <ConfirmButton
+                  className="link"
+                  label={`Revoke ${names.get(id) ?? id} as ${p.username}`}
+                  question={`Revoke ${names.get(id) ?? id}'s login to ${target.name} as ${p.username}?`}
+                  confirm={`Yes, revoke ${names.get(id) ?? id} as ${p.username}`}
+                  onConfirm={() => revoke.act(p.id, id)}
+                />
               </li>
             ))}
             {p.teamIds.map((id) => (
@@ -309,15 +317,18 @@ function TargetAccess({ target }: { target: Target }) {
             ))}
           </ul>
           <div className="row">
-            <Select
-              label={`Grant ${p.username} on ${target.name}`}
+            <ChooseAndApply
+              label={`Member to log in to ${target.name} as ${p.username}`}
               options={memberOptions}
-              value=""
-              onChange={(e) => e.target.value && void grant.act(p.id, e.target.value)}
+              apply={`Grant login as ${p.username}`}
+              onApply={(userId) => grant.act(p.id, userId)}
             />
-            <button type="button" className="danger" onClick={() => void removeUsername.act(p.username)}>
-              Remove username {p.username}
-            </button>
+            <ConfirmButton
+              label={`Remove username ${p.username}`}
+              question={`Remove ${p.username} from ${target.name}? Everyone granted it loses that login.`}
+              confirm={`Yes, remove ${p.username}`}
+              onConfirm={() => removeUsername.act(p.username)}
+            />
           </div>
         </div>
       ))}

@@ -9,6 +9,8 @@ import { useMe } from "../session";
 import {
   ActionForm,
   Check,
+  ChooseAndApply,
+  ConfirmButton,
   Copyable,
   Empty,
   ErrorNote,
@@ -88,7 +90,6 @@ export function OverviewPage() {
     }),
   );
   const remove = useAction(async () => {
-    if (!window.confirm("Delete this workspace and everything in it?")) return;
     await api.workspaces.deleteWorkspace({ workspaceId: ws });
     await navigate({ to: "/" });
   });
@@ -134,9 +135,12 @@ export function OverviewPage() {
             </p>
           </Section>
           <Section title="Danger zone">
-            <button type="button" className="danger" onClick={() => void remove.act()}>
-              Delete workspace
-            </button>
+            <ConfirmButton
+              label="Delete workspace"
+              question={`Delete ${w!.name} with its members' access, authorities, targets, daemons and recordings? This cannot be undone.`}
+              confirm={`Yes, delete ${w!.name}`}
+              onConfirm={() => remove.act()}
+            />
             <ErrorNote error={remove.error} />
           </Section>
         </Page>
@@ -144,6 +148,8 @@ export function OverviewPage() {
     </QueryState>
   );
 }
+
+const article = (word: string) => (/^[aeiou]/.test(word) ? "an" : "a");
 
 function useRoles(kind: "user" | "sa") {
   const roles = useQuery(UtilService.method.listRoles, {});
@@ -165,14 +171,12 @@ export function MembersPage() {
   const setRole = useAction((userId: string, roleName: string) =>
     api.workspaces.updateWorkspaceMember({ workspaceId: ws, userId, roleName }),
   );
-  const remove = useAction(async (userId: string, name: string) => {
-    if (window.confirm(`Remove ${name} from the workspace?`))
-      await api.workspaces.removeWorkspaceMember({ workspaceId: ws, userId });
-  });
-  const transfer = useAction(async (userId: string, name: string) => {
-    if (window.confirm(`Make ${name} the owner? You become an administrator.`))
-      await api.workspaces.updateWorkspaceOwner({ workspaceId: ws, newOwner: userId });
-  });
+  const remove = useAction((userId: string) =>
+    api.workspaces.removeWorkspaceMember({ workspaceId: ws, userId }),
+  );
+  const transfer = useAction((userId: string) =>
+    api.workspaces.updateWorkspaceOwner({ workspaceId: ws, newOwner: userId }),
+  );
   const invite = useAction(() => api.invitations.refreshInviteToken({ workspaceId: ws }));
   const revoke = useAction(async () => {
     await api.invitations.revokeInviteToken({ workspaceId: ws });
@@ -192,9 +196,13 @@ export function MembersPage() {
           <button type="button" onClick={() => void invite.act()} disabled={invite.busy}>
             {invite.result ? "Make a new link" : "Create invitation link"}
           </button>
-          <button type="button" className="danger" onClick={() => void revoke.act()} disabled={revoke.busy}>
-            Revoke link
-          </button>
+          <ConfirmButton
+            label="Revoke link"
+            question="Revoke the invitation link? Nobody can join with it any more; members who joined stay."
+            confirm="Yes, revoke the link"
+            disabled={revoke.busy}
+            onConfirm={() => revoke.act()}
+          />
         </div>
         <ErrorNote error={invite.error ?? revoke.error} />
       </Section>
@@ -216,27 +224,35 @@ export function MembersPage() {
                   {m.roleName === "owner" ? (
                     "owner"
                   ) : (
-                    <Select
+                    <ChooseAndApply
+                      key={m.roleName}
                       label={`Role of ${m.name}`}
                       options={roles.length ? roles : [[m.roleName, m.roleName]]}
-                      value={m.roleName}
-                      onChange={(e) => void setRole.act(m.id, e.target.value)}
+                      initial={m.roleName}
+                      apply={`Change role of ${m.name}`}
+                      question={(role) =>
+                        `Make ${m.name} ${article(role)} ${role} instead of ${article(m.roleName)} ${m.roleName}?`
+                      }
+                      onApply={(role) => setRole.act(m.id, role)}
                     />
                   )}
                 </td>
                 <td className="row">
                   {m.id !== me.user?.id && m.roleName !== "owner" && (
                     <>
-                      <button
-                        type="button"
+                      <ConfirmButton
                         className="secondary"
-                        onClick={() => void transfer.act(m.id, m.name)}
-                      >
-                        Make owner
-                      </button>
-                      <button type="button" className="danger" onClick={() => void remove.act(m.id, m.name)}>
-                        Remove
-                      </button>
+                        label={`Make ${m.name} owner`}
+                        question={`Make ${m.name} the owner of the workspace? You become an administrator.`}
+                        confirm={`Yes, make ${m.name} owner`}
+                        onConfirm={() => transfer.act(m.id)}
+                      />
+                      <ConfirmButton
+                        label={`Remove ${m.name}`}
+                        question={`Remove ${m.name} (${m.email}) from the workspace? They lose every login granted here.`}
+                        confirm={`Yes, remove ${m.name}`}
+                        onConfirm={() => remove.act(m.id)}
+                      />
                     </>
                   )}
                 </td>
@@ -287,26 +303,29 @@ export function TeamsPage() {
                   {t.members.map((m) => (
                     <li key={m.id}>
                       {m.name}{" "}
-                      <button
-                        type="button"
+                      <ConfirmButton
                         className="link"
-                        onClick={() => void removeMember.act(t.id, m.id)}
-                      >
-                        Remove {m.name} from {t.name}
-                      </button>
+                        label={`Remove ${m.name} from ${t.name}`}
+                        question={`Remove ${m.name} from ${t.name}? They lose the logins granted to the team.`}
+                        confirm={`Yes, remove ${m.name} from ${t.name}`}
+                        onConfirm={() => removeMember.act(t.id, m.id)}
+                      />
                     </li>
                   ))}
                 </ul>
                 <div className="row">
-                  <Select
+                  <ChooseAndApply
                     label={`Add a member to ${t.name}`}
                     options={options}
-                    value=""
-                    onChange={(e) => e.target.value && void addMember.act(t.id, e.target.value)}
+                    apply={`Add to ${t.name}`}
+                    onApply={(userId) => addMember.act(t.id, userId)}
                   />
-                  <button type="button" className="danger" onClick={() => void remove.act(t.id)}>
-                    Delete team
-                  </button>
+                  <ConfirmButton
+                    label={`Delete team ${t.name}`}
+                    question={`Delete the team ${t.name}? Its members lose the logins granted to the team.`}
+                    confirm={`Yes, delete ${t.name}`}
+                    onConfirm={() => remove.act(t.id)}
+                  />
                 </div>
               </Section>
             ))}
@@ -335,10 +354,7 @@ export function ServiceAccountsPage() {
       roleName: text(form, "role"),
     }),
   );
-  const remove = useAction(async (id: string, name: string) => {
-    if (window.confirm(`Delete the service account ${name}? Its token stops working.`))
-      await api.serviceAccounts.deleteServiceAccount({ workspaceId: ws, id });
-  });
+  const remove = useAction((id: string) => api.serviceAccounts.deleteServiceAccount({ workspaceId: ws, id }));
   return (
     <Page title="Service accounts">
       {create.result && (
@@ -367,9 +383,12 @@ export function ServiceAccountsPage() {
                 <td>{when(sa.lastUsedAt)}</td>
                 <td>{when(sa.createdAt)}</td>
                 <td>
-                  <button type="button" className="danger" onClick={() => void remove.act(sa.id, sa.name)}>
-                    Delete
-                  </button>
+                  <ConfirmButton
+                    label={`Delete ${sa.name}`}
+                    question={`Delete the service account ${sa.name}? Its token stops working at once.`}
+                    confirm={`Yes, delete ${sa.name}`}
+                    onConfirm={() => remove.act(sa.id)}
+                  />
                 </td>
               </tr>
             ))}
