@@ -263,6 +263,70 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await page.getByRole("cell", { name: "bob@example.com" }).waitFor();
   });
 
+  it("shows a viewer what a viewer can do, and says who can do the rest", async () => {
+    const other = await browser.newContext();
+    try {
+      const bob = await other.newPage();
+      await bob.goto(`${base}${workspaceUrl}`);
+      await heading("Sign in", bob);
+      await signIn(bob, "bob@example.com");
+      await heading("Analytical Engines", bob);
+      const viewer = "your role here is viewer.";
+      await bob.getByText(`You cannot delete the workspace. Only owners can do this; ${viewer}`).waitFor();
+      await bob
+        .getByText(`You cannot change the workspace's settings. Owners and admins can do this; ${viewer}`)
+        .waitFor();
+      expect(await bob.getByRole("button", { name: "Delete workspace" }).count()).toBe(0);
+      expect(await bob.getByRole("button", { name: /^Save/ }).count()).toBe(0);
+      const nav = bob.getByRole("navigation", { name: "Workspace" });
+      await nav.getByRole("link", { name: "Targets" }).waitFor();
+      for (const hidden of ["Audit log", "Single sign-on", "Billing"])
+        expect(await nav.getByRole("link", { name: hidden }).count(), hidden).toBe(0);
+      await shot("viewer-overview", bob);
+
+      await nav.getByRole("link", { name: "Members" }).click();
+      await heading("Members", bob);
+      await bob.getByRole("cell", { name: "ada@example.com" }).waitFor();
+      await bob.getByText(`You cannot invite people. Owners and admins can do this; ${viewer}`).waitFor();
+      expect(
+        await bob.getByRole("button", { name: /invitation link|Remove |Make .* owner|Change role/ }).count(),
+      ).toBe(0);
+      expect(await bob.getByRole("combobox", { name: /^Role of / }).count()).toBe(0);
+
+      await nav.getByRole("link", { name: "Daemons" }).click();
+      await heading("Daemons", bob);
+      await bob
+        .getByText(
+          `You cannot enrol machines, accept or delete daemons. Owners, admins and editors can do this; ${viewer}`,
+        )
+        .waitFor();
+      expect(await bob.getByRole("button", { name: /enrolment token/ }).count()).toBe(0);
+
+      await nav.getByRole("link", { name: "Targets" }).click();
+      await heading("Targets", bob);
+      await bob.getByText(/^You cannot add targets\./).waitFor();
+      expect(await bob.getByRole("button", { name: "Add target" }).count()).toBe(0);
+
+      await nav.getByRole("link", { name: "Certificates" }).click();
+      await bob.getByRole("button", { name: "Details of ssh-users" }).click();
+      await bob.getByRole("textbox", { name: "Public key", exact: true }).waitFor();
+      await bob.getByText(/^You cannot create or change authorities\./).waitFor();
+      expect(
+        await bob
+          .getByRole("button", { name: /Delete ssh-users|Deactivate|Roll over|Create authority/ })
+          .count(),
+      ).toBe(0);
+
+      await bob.goto(`${base}${workspaceUrl}/audit`);
+      await bob
+        .getByText(`You cannot read the audit log. Owners and admins can do this; ${viewer}`)
+        .waitFor();
+      await shot("viewer-audit", bob);
+    } finally {
+      await other.close();
+    }
+  });
+
   it("creates a service account and shows its token once", async () => {
     await go(`${workspaceUrl}/service-accounts`);
     await page.getByLabel("Name", { exact: true }).fill("deploy-bot");
@@ -695,6 +759,20 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
 });
 
 describe("the console's build", () => {
+  it("names only permissions of the server's role table", async () => {
+    const { permissions } = await import("@wap/core");
+    const sources = join(consoleRoot, "src");
+    const named = new Set<string>();
+    for (const file of await readdir(sources, { recursive: true })) {
+      if (!/\.tsx?$/.test(file)) continue;
+      const code = await readFile(join(sources, file), "utf8");
+      for (const m of code.matchAll(/(?:need=|can\()"([a-z_]+\.[a-z_]+)"|"([a-z_]+\.[a-z_]+)"\]/g))
+        named.add(m[1] ?? m[2]!);
+    }
+    expect(named.size).toBeGreaterThan(10);
+    expect([...named].filter((p) => !(permissions as readonly string[]).includes(p))).toEqual([]);
+  });
+
   it("loads at most 300 kB of gzipped JavaScript up front; xterm and the player are separate chunks", async () => {
     const dist = join(consoleRoot, "dist");
     const html = await readFile(join(dist, "index.html"), "utf8");

@@ -3,6 +3,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { useQuery } from "@connectrpc/connect-query";
 import { ExportAuditLogsRequest_Format, UtilService } from "@wap/api";
 import { useState } from "react";
+import { Can, useAccess } from "../access";
 import { api, when } from "../api";
 import { download, Empty, ErrorNote, Field, Page, QueryState, Table, useAction } from "../ui";
 import { Pager } from "./sessions";
@@ -18,6 +19,20 @@ function dateBound(value: string, endOfDay: boolean) {
 
 export function AuditPage() {
   const ws = useWs();
+  const access = useAccess(ws);
+  if (access.ready && !access.can("audit.read")) {
+    return (
+      <Page title="Audit log">
+        <Can access={access} need="audit.read" doing="read the audit log">
+          {null}
+        </Can>
+      </Page>
+    );
+  }
+  return <AuditLog ws={ws} />;
+}
+
+function AuditLog({ ws }: { ws: string }) {
   const [search, setSearch] = useState("");
   const [actor, setActor] = useState("");
   const [action, setAction] = useState("");

@@ -2,6 +2,7 @@
 import { useQuery } from "@connectrpc/connect-query";
 import { AuthorityType, CertificateKeyType, CertificateService } from "@wap/api";
 import { useState } from "react";
+import { Can, useAccess } from "../access";
 import { api, when } from "../api";
 import {
   ActionForm,
@@ -34,6 +35,7 @@ const kindName = (t: AuthorityType) => (t === AuthorityType.X509 ? "X.509" : "SS
 export function AuthoritiesPage() {
   const ws = useWs();
   const list = useQuery(CertificateService.method.listCertificateAuthorities, { workspaceId: ws });
+  const access = useAccess(ws);
   const [selected, setSelected] = useState<string>();
   const create = useAction(async (form: FormData) => {
     const keyType = Number(text(form, "keyType")) as CertificateKeyType;
@@ -91,26 +93,28 @@ export function AuthoritiesPage() {
       </QueryState>
       {selected && <AuthorityDetails id={selected} />}
       <Section title="Create an authority">
-        <ActionForm action={create} submit="Create authority">
-          <Field label="Name" name="name" required maxLength={256} />
-          <Field label="Description" name="description" maxLength={1000} />
-          <Select
-            label="Kind"
-            name="authorityType"
-            options={[
-              [String(AuthorityType.SSH), "SSH (user and host certificates)"],
-              [String(AuthorityType.X509), "X.509 (TLS client and server certificates)"],
-            ]}
-          />
-          <Select label="Key type" name="keyType" options={keyTypes} />
-          <Field
-            label="Key size (bits; RSA 2048 or 4096, ECDSA 256 or 384)"
-            name="keyBits"
-            type="number"
-            min={0}
-          />
-          <Check label="Default authority of the workspace" name="isDefault" />
-        </ActionForm>
+        <Can access={access} need="certificate_authorities.manage" doing="create or change authorities">
+          <ActionForm action={create} submit="Create authority">
+            <Field label="Name" name="name" required maxLength={256} />
+            <Field label="Description" name="description" maxLength={1000} />
+            <Select
+              label="Kind"
+              name="authorityType"
+              options={[
+                [String(AuthorityType.SSH), "SSH (user and host certificates)"],
+                [String(AuthorityType.X509), "X.509 (TLS client and server certificates)"],
+              ]}
+            />
+            <Select label="Key type" name="keyType" options={keyTypes} />
+            <Field
+              label="Key size (bits; RSA 2048 or 4096, ECDSA 256 or 384)"
+              name="keyBits"
+              type="number"
+              min={0}
+            />
+            <Check label="Default authority of the workspace" name="isDefault" />
+          </ActionForm>
+        </Can>
       </Section>
     </Page>
   );
@@ -119,6 +123,7 @@ export function AuthoritiesPage() {
 function AuthorityDetails({ id }: { id: string }) {
   const ws = useWs();
   const ca = useQuery(CertificateService.method.getCertificateAuthority, { workspaceId: ws, id });
+  const access = useAccess(ws);
   const toggle = useAction((patch: { isActive?: boolean; isDefault?: boolean }) => {
     const current = ca.data!.certificateAuthority!;
     return api.certificates.updateCertificateAuthority({
@@ -170,62 +175,64 @@ function AuthorityDetails({ id }: { id: string }) {
             ) : (
               <Copyable label="CA certificate" text={a!.certificate.trim() || key} />
             )}
-            <div className="row">
-              {a!.isActive ? (
-                <ConfirmButton
-                  className="secondary"
-                  label={`Deactivate ${a!.name}`}
-                  question={`Deactivate ${a!.name}? It signs no certificate until it is activated again.`}
-                  confirm={`Yes, deactivate ${a!.name}`}
-                  onConfirm={() => toggle.act({ isActive: false })}
-                />
-              ) : (
+            <Can access={access} need="certificate_authorities.manage" doing="" quiet>
+              <div className="row">
+                {a!.isActive ? (
+                  <ConfirmButton
+                    className="secondary"
+                    label={`Deactivate ${a!.name}`}
+                    question={`Deactivate ${a!.name}? It signs no certificate until it is activated again.`}
+                    confirm={`Yes, deactivate ${a!.name}`}
+                    onConfirm={() => toggle.act({ isActive: false })}
+                  />
+                ) : (
+                  <button
+                    type="button"
+                    className="secondary"
+                    onClick={() => void toggle.act({ isActive: true })}
+                  >
+                    Activate {a!.name}
+                  </button>
+                )}
                 <button
                   type="button"
                   className="secondary"
-                  onClick={() => void toggle.act({ isActive: true })}
+                  disabled={a!.isDefault}
+                  onClick={() => void toggle.act({ isDefault: true })}
                 >
-                  Activate {a!.name}
+                  {a!.isDefault ? `${a!.name} is the default` : `Make ${a!.name} the default`}
                 </button>
-              )}
-              <button
-                type="button"
-                className="secondary"
-                disabled={a!.isDefault}
-                onClick={() => void toggle.act({ isDefault: true })}
-              >
-                {a!.isDefault ? `${a!.name} is the default` : `Make ${a!.name} the default`}
-              </button>
-              <ConfirmButton
-                label={`Delete ${a!.name}`}
-                question={`Delete the authority ${a!.name}? Certificates it issued stop being trusted and targets using it cannot be reached.`}
-                confirm={`Yes, delete ${a!.name}`}
-                onConfirm={() => remove.act()}
-              />
-            </div>
-            <ErrorNote error={toggle.error ?? remove.error} />
-            <h3>Roll over the key</h3>
-            <p>
-              A new key signs from now on. The old key stays trusted until every certificate it signed has
-              expired: agents pick up both keys at their next sync and renew their host certificates, and
-              clients keep working with certificates from either key. Update sshd or known_hosts files you
-              manage yourself with the new key before the old one is dropped.
-            </p>
-            <ActionForm action={rollover} submit="Roll over">
-              <Select
-                label="New key type"
-                name="keyType"
-                options={[["0", "Keep the current type"], ...keyTypes]}
-              />
-              <Field
-                label="New key size (0 keeps it)"
-                name="keyBits"
-                type="number"
-                min={0}
-                defaultValue={0}
-              />
-            </ActionForm>
-            {rollover.result && <Notice>Rolled over: the new public key is shown above.</Notice>}
+                <ConfirmButton
+                  label={`Delete ${a!.name}`}
+                  question={`Delete the authority ${a!.name}? Certificates it issued stop being trusted and targets using it cannot be reached.`}
+                  confirm={`Yes, delete ${a!.name}`}
+                  onConfirm={() => remove.act()}
+                />
+              </div>
+              <ErrorNote error={toggle.error ?? remove.error} />
+              <h3>Roll over the key</h3>
+              <p>
+                A new key signs from now on. The old key stays trusted until every certificate it signed has
+                expired: agents pick up both keys at their next sync and renew their host certificates, and
+                clients keep working with certificates from either key. Update sshd or known_hosts files you
+                manage yourself with the new key before the old one is dropped.
+              </p>
+              <ActionForm action={rollover} submit="Roll over">
+                <Select
+                  label="New key type"
+                  name="keyType"
+                  options={[["0", "Keep the current type"], ...keyTypes]}
+                />
+                <Field
+                  label="New key size (0 keeps it)"
+                  name="keyBits"
+                  type="number"
+                  min={0}
+                  defaultValue={0}
+                />
+              </ActionForm>
+              {rollover.result && <Notice>Rolled over: the new public key is shown above.</Notice>}
+            </Can>
           </Section>
         );
       }}

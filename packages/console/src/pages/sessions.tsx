@@ -3,6 +3,7 @@ import { useQuery } from "@connectrpc/connect-query";
 import { Link, useNavigate, useParams } from "@tanstack/react-router";
 import { DaemonService, DaemonStatus, RecordingService, TargetService } from "@wap/api";
 import { lazy, Suspense, useState } from "react";
+import { Can, useAccess } from "../access";
 import { api, when } from "../api";
 import { recordingText } from "../recordings";
 import {
@@ -156,6 +157,7 @@ export function RecordingsPage() {
   const ws = useWs();
   const [offset, setOffset] = useState(0);
   const recordings = useQuery(RecordingService.method.listRecordings, { workspaceId: ws, limit: 25, offset });
+  const access = useAccess(ws);
   const remove = useAction((recordingId: string) =>
     api.recordings.deleteRecording({ workspaceId: ws, recordingId }),
   );
@@ -191,12 +193,14 @@ export function RecordingsPage() {
                     >
                       Download recording {r.id.slice(0, 8)} (.cast)
                     </button>
-                    <ConfirmButton
-                      label={`Delete recording ${r.id.slice(0, 8)}`}
-                      question={`Delete the recording of ${r.username}'s session started ${when(r.startedAt)}? It cannot be played again.`}
-                      confirm={`Yes, delete recording ${r.id.slice(0, 8)}`}
-                      onConfirm={() => remove.act(r.id)}
-                    />
+                    <Can access={access} need="recordings.delete" doing="" quiet>
+                      <ConfirmButton
+                        label={`Delete recording ${r.id.slice(0, 8)}`}
+                        question={`Delete the recording of ${r.username}'s session started ${when(r.startedAt)}? It cannot be played again.`}
+                        confirm={`Yes, delete recording ${r.id.slice(0, 8)}`}
+                        onConfirm={() => remove.act(r.id)}
+                      />
+                    </Can>
                   </td>
                 </tr>
               ))}

@@ -12,6 +12,7 @@ import {
   WorkspaceService,
 } from "@wap/api";
 import { useEffect, useState } from "react";
+import { Can, useAccess } from "../access";
 import { api, serverUrl, when } from "../api";
 import {
   ActionForm,
@@ -73,6 +74,8 @@ export function DaemonsPage() {
   const ws = useWs();
   const live = useWorkspaceEvents(ws);
   const daemons = useQuery(DaemonService.method.listDaemons, { workspaceId: ws, limit: 100 });
+  const access = useAccess(ws);
+  const manage = access.can("daemons.manage");
   const update = useAction((daemon: Daemon, patch: { status?: DaemonStatus; recordSessions?: boolean }) =>
     api.daemons.updateDaemon({
       workspaceId: ws,
@@ -91,30 +94,32 @@ export function DaemonsPage() {
   return (
     <Page title="Daemons" actions={<span className="muted">{live ? "live" : "not live"}</span>}>
       <Section title="Enrol a machine">
-        <p>Run the agent on the machine with a fresh enrolment token. A new token ends the previous one.</p>
-        {token.result && (
-          <>
-            <Copyable
-              label="Enrolment command"
-              text={`wap-agent enroll --server ${serverUrl} --token ${token.result.token}`}
+        <Can access={access} need="daemons.manage" doing="enrol machines, accept or delete daemons">
+          <p>Run the agent on the machine with a fresh enrolment token. A new token ends the previous one.</p>
+          {token.result && (
+            <>
+              <Copyable
+                label="Enrolment command"
+                text={`wap-agent enroll --server ${serverUrl} --token ${token.result.token}`}
+              />
+              <p className="muted">The token is valid until {when(token.result.expiresAt)}.</p>
+            </>
+          )}
+          <div className="row">
+            <button type="button" onClick={() => void token.act()} disabled={token.busy}>
+              {token.result ? "New enrolment token" : "Create enrolment token"}
+            </button>
+            <ConfirmButton
+              label="Revoke token"
+              question="Revoke the enrolment token? Machines not yet enrolled with it cannot enrol; enrolled daemons stay."
+              confirm="Yes, revoke the token"
+              onConfirm={() => revoke.act()}
             />
-            <p className="muted">The token is valid until {when(token.result.expiresAt)}.</p>
-          </>
-        )}
-        <div className="row">
-          <button type="button" onClick={() => void token.act()} disabled={token.busy}>
-            {token.result ? "New enrolment token" : "Create enrolment token"}
-          </button>
-          <ConfirmButton
-            label="Revoke token"
-            question="Revoke the enrolment token? Machines not yet enrolled with it cannot enrol; enrolled daemons stay."
-            confirm="Yes, revoke the token"
-            onConfirm={() => revoke.act()}
-          />
-        </div>
-        <ErrorNote error={token.error ?? revoke.error} />
+          </div>
+          <ErrorNote error={token.error ?? revoke.error} />
+        </Can>
       </Section>
-      {pending.length > 0 && (
+      {pending.length > 0 && manage && (
         <Section title="Waiting for approval">
           <ul className="stack">
             {pending.map((d) => (
@@ -153,17 +158,20 @@ export function DaemonsPage() {
                   <Check
                     label={`Record sessions on ${daemon.name}`}
                     checked={daemon.config?.recordSessions ?? false}
+                    disabled={!manage}
                     onChange={(e) => void update.act(daemon, { recordSessions: e.target.checked })}
                   />
                 </td>
                 <td>{when(daemon.updatedAt)}</td>
                 <td>
-                  <ConfirmButton
-                    label={`Delete ${daemon.name}`}
-                    question={`Delete the daemon ${daemon.name}? Its targets lose their daemon and nobody can log in through it.`}
-                    confirm={`Yes, delete ${daemon.name}`}
-                    onConfirm={() => remove.act(daemon)}
-                  />
+                  <Can access={access} need="daemons.manage" doing="" quiet>
+                    <ConfirmButton
+                      label={`Delete ${daemon.name}`}
+                      question={`Delete the daemon ${daemon.name}? Its targets lose their daemon and nobody can log in through it.`}
+                      confirm={`Yes, delete ${daemon.name}`}
+                      onConfirm={() => remove.act(daemon)}
+                    />
+                  </Can>
                 </td>
               </tr>
             ))}
@@ -180,6 +188,7 @@ export function TargetsPage() {
   const targets = useQuery(TargetService.method.listTargets, { workspaceId: ws, limit: 100 });
   const daemons = useQuery(DaemonService.method.listDaemons, { workspaceId: ws, limit: 100 });
   const cas = useQuery(CertificateService.method.listCertificateAuthorities, { workspaceId: ws });
+  const access = useAccess(ws);
   const [open, setOpen] = useState<string>();
   const create = useAction((form: FormData) =>
     api.targets.createTarget({
@@ -230,16 +239,18 @@ export function TargetsPage() {
         <TargetAccess target={targets.data.targets.find((t) => t.id === open)!} />
       )}
       <Section title="Add a target">
-        <ActionForm action={create} submit="Add target">
-          <Field label="Name" name="name" required pattern="[a-zA-Z0-9][a-zA-Z0-9\-_]*" />
-          <Field label="Description" name="description" />
-          <Select
-            label="Certificate authority"
-            name="caId"
-            options={(cas.data?.certificateAuthorities ?? []).map((c) => [c.id, c.name] as const)}
-          />
-          <Field label="Endpoints (host:port, space-separated)" name="endpoints" />
-        </ActionForm>
+        <Can access={access} need="targets.manage" doing="add targets">
+          <ActionForm action={create} submit="Add target">
+            <Field label="Name" name="name" required pattern="[a-zA-Z0-9][a-zA-Z0-9\-_]*" />
+            <Field label="Description" name="description" />
+            <Select
+              label="Certificate authority"
+              name="caId"
+              options={(cas.data?.certificateAuthorities ?? []).map((c) => [c.id, c.name] as const)}
+            />
+            <Field label="Endpoints (host:port, space-separated)" name="endpoints" />
+          </ActionForm>
+        </Can>
       </Section>
     </Page>
   );
@@ -250,6 +261,7 @@ function TargetAccess({ target }: { target: Target }) {
   const ws = useWs();
   const members = useQuery(WorkspaceService.method.listWorkspaceMembers, { workspaceId: ws, limit: 100 });
   const names = new Map(members.data?.members.map((m) => [m.id, m.name]));
+  const access = useAccess(ws);
   const usernames = target.principals.map((p) => p.username);
   const addUsername = useAction((form: FormData) =>
     api.principals.setPrincipals({
@@ -287,6 +299,9 @@ function TargetAccess({ target }: { target: Target }) {
   ];
   return (
     <Section title={`Who may log in to ${target.name}`}>
+      <Can access={access} need="principals.manage" doing="grant or revoke logins">
+        {null}
+      </Can>
       <ErrorNote error={grant.error ?? revoke.error ?? removeUsername.error} />
       {target.principals.length === 0 && (
         <Empty>No username yet: add the Unix account people log in as.</Empty>
@@ -300,13 +315,15 @@ function TargetAccess({ target }: { target: Target }) {
             {p.userIds.map((id) => (
               <li key={id}>
                 {names.get(id) ?? id}{" "}
-                <ConfirmButton
-                  className="link"
-                  label={`Revoke ${names.get(id) ?? id} as ${p.username}`}
-                  question={`Revoke ${names.get(id) ?? id}'s login to ${target.name} as ${p.username}?`}
-                  confirm={`Yes, revoke ${names.get(id) ?? id} as ${p.username}`}
-                  onConfirm={() => revoke.act(p.id, id)}
-                />
+                <Can access={access} need="principals.manage" doing="" quiet>
+                  <ConfirmButton
+                    className="link"
+                    label={`Revoke ${names.get(id) ?? id} as ${p.username}`}
+                    question={`Revoke ${names.get(id) ?? id}'s login to ${target.name} as ${p.username}?`}
+                    confirm={`Yes, revoke ${names.get(id) ?? id} as ${p.username}`}
+                    onConfirm={() => revoke.act(p.id, id)}
+                  />
+                </Can>
               </li>
             ))}
             {p.teamIds.map((id) => (
@@ -316,31 +333,35 @@ function TargetAccess({ target }: { target: Target }) {
               <li key={id}>service account {id}</li>
             ))}
           </ul>
-          <div className="row">
-            <ChooseAndApply
-              label={`Member to log in to ${target.name} as ${p.username}`}
-              options={memberOptions}
-              apply={`Grant login as ${p.username}`}
-              onApply={(userId) => grant.act(p.id, userId)}
-            />
-            <ConfirmButton
-              label={`Remove username ${p.username}`}
-              question={`Remove ${p.username} from ${target.name}? Everyone granted it loses that login.`}
-              confirm={`Yes, remove ${p.username}`}
-              onConfirm={() => removeUsername.act(p.username)}
-            />
-          </div>
+          <Can access={access} need="principals.manage" doing="" quiet>
+            <div className="row">
+              <ChooseAndApply
+                label={`Member to log in to ${target.name} as ${p.username}`}
+                options={memberOptions}
+                apply={`Grant login as ${p.username}`}
+                onApply={(userId) => grant.act(p.id, userId)}
+              />
+              <ConfirmButton
+                label={`Remove username ${p.username}`}
+                question={`Remove ${p.username} from ${target.name}? Everyone granted it loses that login.`}
+                confirm={`Yes, remove ${p.username}`}
+                onConfirm={() => removeUsername.act(p.username)}
+              />
+            </div>
+          </Can>
         </div>
       ))}
-      <ActionForm action={addUsername} submit="Add username">
-        <Field
-          label="Unix username"
-          name="username"
-          required
-          pattern="[a-z_][a-z0-9\-_]*\$?"
-          maxLength={32}
-        />
-      </ActionForm>
+      <Can access={access} need="principals.manage" doing="" quiet>
+        <ActionForm action={addUsername} submit="Add username">
+          <Field
+            label="Unix username"
+            name="username"
+            required
+            pattern="[a-z_][a-z0-9\-_]*\$?"
+            maxLength={32}
+          />
+        </ActionForm>
+      </Can>
       {grant.result && <Notice>Granted. The daemon learns it at once.</Notice>}
     </Section>
   );

@@ -4,6 +4,7 @@ import { useQuery } from "@connectrpc/connect-query";
 import { Link, useNavigate, useParams } from "@tanstack/react-router";
 import { ServiceAccountService, TeamService, UtilService, WorkspaceService } from "@wap/api";
 import { useState } from "react";
+import { Can, useAccess } from "../access";
 import { api, when } from "../api";
 import { useMe } from "../session";
 import {
@@ -74,6 +75,7 @@ export function OverviewPage() {
   const ws = useWs();
   const navigate = useNavigate();
   const workspace = useQuery(WorkspaceService.method.getWorkspace, { workspaceId: ws });
+  const access = useAccess(ws);
   const update = useAction((form: FormData) =>
     api.workspaces.updateWorkspace({
       workspaceId: ws,
@@ -99,48 +101,59 @@ export function OverviewPage() {
         <Page title={w!.name}>
           <p className="muted">{w!.description}</p>
           <Section title="Settings">
-            <ActionForm action={update} submit="Save" key={`n${w!.updatedAt?.seconds}`}>
-              <Field label="Name" name="name" defaultValue={w!.name} required minLength={3} />
-              <Field label="Description" name="description" defaultValue={w!.description} />
-            </ActionForm>
+            <Can access={access} need="workspace.update" doing="change the workspace's settings">
+              <ActionForm action={update} submit="Save" key={`n${w!.updatedAt?.seconds}`}>
+                <Field label="Name" name="name" defaultValue={w!.name} required minLength={3} />
+                <Field label="Description" name="description" defaultValue={w!.description} />
+              </ActionForm>
+            </Can>
           </Section>
           <Section title="Enrolment and invitations">
-            <ActionForm action={settings} submit="Save settings">
-              <Check
-                label="Accept enrolled daemons without review"
-                name="auto"
-                defaultChecked={w!.settings?.enrollAutoApprove}
-              />
-              <Field
-                label="Enrolment token lifetime (hours)"
-                name="enroll"
-                type="number"
-                min={1}
-                max={720}
-                defaultValue={24}
-              />
-              <Field
-                label="Invitation link lifetime (hours)"
-                name="invite"
-                type="number"
-                min={1}
-                max={720}
-                defaultValue={168}
-              />
-            </ActionForm>
-            {settings.result && <Notice>Saved.</Notice>}
+            <Can
+              access={access}
+              need="workspace.update"
+              doing="change how machines enrol and people join"
+              quiet
+            >
+              <ActionForm action={settings} submit="Save settings">
+                <Check
+                  label="Accept enrolled daemons without review"
+                  name="auto"
+                  defaultChecked={w!.settings?.enrollAutoApprove}
+                />
+                <Field
+                  label="Enrolment token lifetime (hours)"
+                  name="enroll"
+                  type="number"
+                  min={1}
+                  max={720}
+                  defaultValue={24}
+                />
+                <Field
+                  label="Invitation link lifetime (hours)"
+                  name="invite"
+                  type="number"
+                  min={1}
+                  max={720}
+                  defaultValue={168}
+                />
+              </ActionForm>
+              {settings.result && <Notice>Saved.</Notice>}
+            </Can>
             <p className="muted">
               Current enrolment token expires {when(w!.settings?.enrollExpiresAt)}; invitation link{" "}
               {when(w!.settings?.inviteExpiresAt)}.
             </p>
           </Section>
           <Section title="Danger zone">
-            <ConfirmButton
-              label="Delete workspace"
-              question={`Delete ${w!.name} with its members' access, authorities, targets, daemons and recordings? This cannot be undone.`}
-              confirm={`Yes, delete ${w!.name}`}
-              onConfirm={() => remove.act()}
-            />
+            <Can access={access} need="workspace.delete" doing="delete the workspace">
+              <ConfirmButton
+                label="Delete workspace"
+                question={`Delete ${w!.name} with its members' access, authorities, targets, daemons and recordings? This cannot be undone.`}
+                confirm={`Yes, delete ${w!.name}`}
+                onConfirm={() => remove.act()}
+              />
+            </Can>
             <ErrorNote error={remove.error} />
           </Section>
         </Page>
@@ -168,6 +181,8 @@ export function MembersPage() {
     query,
   });
   const roles = useRoles("user");
+  const access = useAccess(ws);
+  const manage = access.can("members.manage");
   const setRole = useAction((userId: string, roleName: string) =>
     api.workspaces.updateWorkspaceMember({ workspaceId: ws, userId, roleName }),
   );
@@ -185,27 +200,34 @@ export function MembersPage() {
   return (
     <Page title="Members">
       <Section title="Invitation link">
-        <p>Anyone with the link can join as a member until it expires. Making a new link ends the old one.</p>
-        {invite.result && (
-          <>
-            <Copyable text={invite.result.link} label="Invitation link" />
-            <p className="muted">Valid until {when(invite.result.expiresAt)}.</p>
-          </>
-        )}
-        <div className="row">
-          <button type="button" onClick={() => void invite.act()} disabled={invite.busy}>
-            {invite.result ? "Make a new link" : "Create invitation link"}
-          </button>
-          <ConfirmButton
-            label="Revoke link"
-            question="Revoke the invitation link? Nobody can join with it any more; members who joined stay."
-            confirm="Yes, revoke the link"
-            disabled={revoke.busy}
-            onConfirm={() => revoke.act()}
-          />
-        </div>
-        <ErrorNote error={invite.error ?? revoke.error} />
+        <Can access={access} need="invitations.manage" doing="invite people">
+          <p>
+            Anyone with the link can join as a member until it expires. Making a new link ends the old one.
+          </p>
+          {invite.result && (
+            <>
+              <Copyable text={invite.result.link} label="Invitation link" />
+              <p className="muted">Valid until {when(invite.result.expiresAt)}.</p>
+            </>
+          )}
+          <div className="row">
+            <button type="button" onClick={() => void invite.act()} disabled={invite.busy}>
+              {invite.result ? "Make a new link" : "Create invitation link"}
+            </button>
+            <ConfirmButton
+              label="Revoke link"
+              question="Revoke the invitation link? Nobody can join with it any more; members who joined stay."
+              confirm="Yes, revoke the link"
+              disabled={revoke.busy}
+              onConfirm={() => revoke.act()}
+            />
+          </div>
+          <ErrorNote error={invite.error ?? revoke.error} />
+        </Can>
       </Section>
+      <Can access={access} need="members.manage" doing="change members' roles or remove members">
+        {null}
+      </Can>
       <Field label="Search members" type="search" value={query} onChange={(e) => setQuery(e.target.value)} />
       <ErrorNote error={setRole.error ?? remove.error ?? transfer.error} />
       <QueryState
@@ -221,8 +243,8 @@ export function MembersPage() {
                 </td>
                 <td>{m.email}</td>
                 <td>
-                  {m.roleName === "owner" ? (
-                    "owner"
+                  {m.roleName === "owner" || !manage ? (
+                    m.roleName
                   ) : (
                     <ChooseAndApply
                       key={m.roleName}
@@ -240,19 +262,23 @@ export function MembersPage() {
                 <td className="row">
                   {m.id !== me.user?.id && m.roleName !== "owner" && (
                     <>
-                      <ConfirmButton
-                        className="secondary"
-                        label={`Make ${m.name} owner`}
-                        question={`Make ${m.name} the owner of the workspace? You become an administrator.`}
-                        confirm={`Yes, make ${m.name} owner`}
-                        onConfirm={() => transfer.act(m.id)}
-                      />
-                      <ConfirmButton
-                        label={`Remove ${m.name}`}
-                        question={`Remove ${m.name} (${m.email}) from the workspace? They lose every login granted here.`}
-                        confirm={`Yes, remove ${m.name}`}
-                        onConfirm={() => remove.act(m.id)}
-                      />
+                      <Can access={access} need="workspace.transfer" doing="" quiet>
+                        <ConfirmButton
+                          className="secondary"
+                          label={`Make ${m.name} owner`}
+                          question={`Make ${m.name} the owner of the workspace? You become an administrator.`}
+                          confirm={`Yes, make ${m.name} owner`}
+                          onConfirm={() => transfer.act(m.id)}
+                        />
+                      </Can>
+                      <Can access={access} need="members.manage" doing="" quiet>
+                        <ConfirmButton
+                          label={`Remove ${m.name}`}
+                          question={`Remove ${m.name} (${m.email}) from the workspace? They lose every login granted here.`}
+                          confirm={`Yes, remove ${m.name}`}
+                          onConfirm={() => remove.act(m.id)}
+                        />
+                      </Can>
                     </>
                   )}
                 </td>
@@ -268,6 +294,7 @@ export function MembersPage() {
 export function TeamsPage() {
   const ws = useWs();
   const teams = useQuery(TeamService.method.listTeams, { workspaceId: ws, limit: 100 });
+  const access = useAccess(ws);
   const members = useQuery(WorkspaceService.method.listWorkspaceMembers, { workspaceId: ws, limit: 100 });
   const create = useAction((form: FormData) =>
     api.teams.createTeam({
@@ -289,6 +316,9 @@ export function TeamsPage() {
   ];
   return (
     <Page title="Teams">
+      <Can access={access} need="teams.manage" doing="create, change or delete teams">
+        {null}
+      </Can>
       <ErrorNote error={addMember.error ?? removeMember.error ?? remove.error} />
       <QueryState
         query={teams}
@@ -303,41 +333,47 @@ export function TeamsPage() {
                   {t.members.map((m) => (
                     <li key={m.id}>
                       {m.name}{" "}
-                      <ConfirmButton
-                        className="link"
-                        label={`Remove ${m.name} from ${t.name}`}
-                        question={`Remove ${m.name} from ${t.name}? They lose the logins granted to the team.`}
-                        confirm={`Yes, remove ${m.name} from ${t.name}`}
-                        onConfirm={() => removeMember.act(t.id, m.id)}
-                      />
+                      <Can access={access} need="teams.manage" doing="" quiet>
+                        <ConfirmButton
+                          className="link"
+                          label={`Remove ${m.name} from ${t.name}`}
+                          question={`Remove ${m.name} from ${t.name}? They lose the logins granted to the team.`}
+                          confirm={`Yes, remove ${m.name} from ${t.name}`}
+                          onConfirm={() => removeMember.act(t.id, m.id)}
+                        />
+                      </Can>
                     </li>
                   ))}
                 </ul>
-                <div className="row">
-                  <ChooseAndApply
-                    label={`Add a member to ${t.name}`}
-                    options={options}
-                    apply={`Add to ${t.name}`}
-                    onApply={(userId) => addMember.act(t.id, userId)}
-                  />
-                  <ConfirmButton
-                    label={`Delete team ${t.name}`}
-                    question={`Delete the team ${t.name}? Its members lose the logins granted to the team.`}
-                    confirm={`Yes, delete ${t.name}`}
-                    onConfirm={() => remove.act(t.id)}
-                  />
-                </div>
+                <Can access={access} need="teams.manage" doing="" quiet>
+                  <div className="row">
+                    <ChooseAndApply
+                      label={`Add a member to ${t.name}`}
+                      options={options}
+                      apply={`Add to ${t.name}`}
+                      onApply={(userId) => addMember.act(t.id, userId)}
+                    />
+                    <ConfirmButton
+                      label={`Delete team ${t.name}`}
+                      question={`Delete the team ${t.name}? Its members lose the logins granted to the team.`}
+                      confirm={`Yes, delete ${t.name}`}
+                      onConfirm={() => remove.act(t.id)}
+                    />
+                  </div>
+                </Can>
               </Section>
             ))}
           </div>
         )}
       </QueryState>
-      <Section title="Create a team">
-        <ActionForm action={create} submit="Create team">
-          <Field label="Name" name="name" required />
-          <Field label="Description" name="description" />
-        </ActionForm>
-      </Section>
+      <Can access={access} need="teams.manage" doing="" quiet>
+        <Section title="Create a team">
+          <ActionForm action={create} submit="Create team">
+            <Field label="Name" name="name" required />
+            <Field label="Description" name="description" />
+          </ActionForm>
+        </Section>
+      </Can>
     </Page>
   );
 }
@@ -346,6 +382,7 @@ export function ServiceAccountsPage() {
   const ws = useWs();
   const list = useQuery(ServiceAccountService.method.listServiceAccounts, { workspaceId: ws, limit: 100 });
   const roles = useRoles("sa");
+  const access = useAccess(ws);
   const create = useAction((form: FormData) =>
     api.serviceAccounts.createServiceAccount({
       workspaceId: ws,
@@ -357,6 +394,9 @@ export function ServiceAccountsPage() {
   const remove = useAction((id: string) => api.serviceAccounts.deleteServiceAccount({ workspaceId: ws, id }));
   return (
     <Page title="Service accounts">
+      <Can access={access} need="service_accounts.manage" doing="create or delete service accounts">
+        {null}
+      </Can>
       {create.result && (
         <Section title={`Token of ${create.result.serviceAccount?.name}`}>
           <Notice>Copy the token now: it is shown only this once.</Notice>
@@ -383,42 +423,46 @@ export function ServiceAccountsPage() {
                 <td>{when(sa.lastUsedAt)}</td>
                 <td>{when(sa.createdAt)}</td>
                 <td>
-                  <ConfirmButton
-                    label={`Delete ${sa.name}`}
-                    question={`Delete the service account ${sa.name}? Its token stops working at once.`}
-                    confirm={`Yes, delete ${sa.name}`}
-                    onConfirm={() => remove.act(sa.id)}
-                  />
+                  <Can access={access} need="service_accounts.manage" doing="" quiet>
+                    <ConfirmButton
+                      label={`Delete ${sa.name}`}
+                      question={`Delete the service account ${sa.name}? Its token stops working at once.`}
+                      confirm={`Yes, delete ${sa.name}`}
+                      onConfirm={() => remove.act(sa.id)}
+                    />
+                  </Can>
                 </td>
               </tr>
             ))}
           </Table>
         )}
       </QueryState>
-      <Section title="Create a service account">
-        <ActionForm action={create} submit="Create service account">
-          <Field
-            label="Name"
-            name="name"
-            required
-            pattern="[a-zA-Z0-9][a-zA-Z0-9\-_]*"
-            hint="Letters, digits, - and _."
-          />
-          <Field label="Description" name="description" />
-          <Select
-            label="Role"
-            name="role"
-            options={
-              roles.length
-                ? roles
-                : [
-                    ["viewer", "viewer"],
-                    ["editor", "editor"],
-                  ]
-            }
-          />
-        </ActionForm>
-      </Section>
+      <Can access={access} need="service_accounts.manage" doing="" quiet>
+        <Section title="Create a service account">
+          <ActionForm action={create} submit="Create service account">
+            <Field
+              label="Name"
+              name="name"
+              required
+              pattern="[a-zA-Z0-9][a-zA-Z0-9\-_]*"
+              hint="Letters, digits, - and _."
+            />
+            <Field label="Description" name="description" />
+            <Select
+              label="Role"
+              name="role"
+              options={
+                roles.length
+                  ? roles
+                  : [
+                      ["viewer", "viewer"],
+                      ["editor", "editor"],
+                    ]
+              }
+            />
+          </ActionForm>
+        </Section>
+      </Can>
     </Page>
   );
 }
