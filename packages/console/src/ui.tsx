@@ -122,12 +122,21 @@ export function Select({
   );
 }
 
-export function Check({ label, ...input }: { label: string } & React.InputHTMLAttributes<HTMLInputElement>) {
+export function Check({
+  label,
+  hint,
+  ...input
+}: { label: string; hint?: string } & React.InputHTMLAttributes<HTMLInputElement>) {
   const id = useId();
   return (
     <div className="check">
-      <input id={id} type="checkbox" {...input} />
+      <input id={id} type="checkbox" aria-describedby={hint ? `${id}-hint` : undefined} {...input} />
       <label htmlFor={id}>{label}</label>
+      {hint && (
+        <small id={`${id}-hint`} className="muted">
+          {hint}
+        </small>
+      )}
     </div>
   );
 }

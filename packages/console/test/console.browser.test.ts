@@ -218,8 +218,9 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await go(`${workspaceUrl}/authorities`);
     await page.getByText("No certificate authority yet").waitFor();
     await page.getByLabel("Name", { exact: true }).fill("ssh-users");
-    await page.getByLabel("Default authority of the workspace", { exact: true }).check();
+    // The first authority of its kind becomes the default without being asked.
     await page.getByRole("button", { name: "Create authority" }).click();
+    await page.getByRole("cell", { name: "active, default" }).waitFor();
     await page.getByRole("textbox", { name: "Public key", exact: true }).waitFor();
     expect(await page.getByRole("textbox", { name: "Public key", exact: true }).inputValue()).toMatch(
       /^ssh-ed25519 AAAA/,

@@ -112,7 +112,11 @@ export function AuthoritiesPage() {
               type="number"
               min={0}
             />
-            <Check label="Default authority of the workspace" name="isDefault" />
+            <Check
+              label="Make it the default authority of its kind"
+              name="isDefault"
+              hint="The first authority of each kind is the default whether or not this is checked; the default signs when a call names no authority."
+            />
           </ActionForm>
         </Can>
       </Section>
