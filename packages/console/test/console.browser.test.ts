@@ -66,7 +66,9 @@ const decoded = (raw: string) =>
 /** The first link to `path` in a mail to `to` in the outbox, waiting for the mail. */
 async function mailedLink(to: string, path: string): Promise<string> {
   const outbox = join(dataDir, "outbox");
-  const pattern = new RegExp(`${base.replace(/[.:/]/g, "\\$&")}${path}\\?token=[A-Za-z0-9_-]+`);
+  const pattern = new RegExp(
+    `${base.replace(/[.:/]/g, "\\$&")}${path}\\?token=[A-Za-z0-9_-]+(?:&next=[A-Za-z0-9%._~-]+)?`,
+  );
   for (;;) {
     for (const file of await readdir(outbox).catch(() => [] as string[])) {
       const mail = decoded(await readFile(join(outbox, file), "utf8"));
@@ -193,7 +195,11 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
 
     await page.goto(await mailedLink(ada.email, "/verify-email"));
     await page.getByText("Your email address is verified.").waitFor();
-    await page.getByRole("link", { name: "Sign in" }).click();
+    // Signed in since the sign-up, in this browser.
+    await page.getByRole("link", { name: "Continue", exact: true }).click();
+    await heading("Workspaces");
+    await page.getByRole("button", { name: "Sign out", exact: true }).click();
+    await heading("Sign in");
     await signIn(page, ada.email);
     await heading("Workspaces");
     await page.getByText("No workspace yet").waitFor();
@@ -262,6 +268,41 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     }
     await go(`${workspaceUrl}/members`);
     await page.getByRole("cell", { name: "bob@example.com" }).waitFor();
+  });
+
+  it("keeps an invitation through sign-up, the mailed verification link and back", async () => {
+    await go(`${workspaceUrl}/members`);
+    await page.getByRole("button", { name: /^(Create invitation link|Make a new link)$/ }).click();
+    const link = await page.getByRole("textbox", { name: "Invitation link", exact: true }).inputValue();
+    const invitePath = new URL(link).pathname;
+    const fresh = await browser.newContext();
+    try {
+      const carol = await fresh.newPage();
+      await carol.goto(link);
+      await carol.getByText("You are invited to join Analytical Engines.").waitFor();
+      await carol.getByRole("link", { name: "Sign in" }).click();
+      await heading("Sign in", carol);
+      await carol.getByRole("link", { name: "Create an account" }).click();
+      await heading("Create an account", carol);
+      expect(new URL(carol.url()).searchParams.get("next")).toBe(invitePath);
+      await carol.getByLabel("Name", { exact: true }).fill("Carol Shaw");
+      await carol.getByLabel("Email", { exact: true }).fill("carol@example.com");
+      await carol.getByLabel("Username", { exact: true }).fill("carol");
+      await carol.getByLabel("Password", { exact: true }).fill(password);
+      await carol.getByRole("button", { name: "Create account" }).click();
+      await heading("Check your mail", carol);
+      await carol.getByText("The link brings you back to your invitation.").waitFor();
+
+      const verification = await mailedLink("carol@example.com", "/verify-email");
+      expect(new URL(verification).searchParams.get("next")).toBe(invitePath);
+      await carol.goto(verification);
+      await carol.getByText("Your email address is verified.").waitFor();
+      await carol.getByRole("link", { name: "Continue to your invitation" }).click();
+      await carol.getByRole("button", { name: "Join Analytical Engines" }).click();
+      await heading("Analytical Engines", carol);
+    } finally {
+      await fresh.close();
+    }
   });
 
   it("shows a viewer what a viewer can do, and says who can do the rest", async () => {

@@ -202,6 +202,17 @@ export const email = text({ max: 256 })
   .refine((value) => emailPattern.test(value), { message: "must be an email address" })
   .register(boundRegistry, { kind: "email", max: 256 });
 
+/**
+ * A path on this site to return to (`/invites/…`): one leading slash, since "//host" and "/\host"
+ * are other sites to a browser, and no control characters (a header split in a redirect).
+ */
+export const sitePath = text({
+  min: 1,
+  max: 2048,
+  pattern: /^\/(?![/\\])[^\u0000-\u001f\u007f]*$/,
+  patternHint: "must be a path on this site: one leading / (not // or /\\) and no control characters",
+});
+
 /** A paging limit (1 to 100) and offset (at least 0), each checked only when sent. */
 export const paging = {
   limit: z
