@@ -612,17 +612,42 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     }
   });
 
-  it("shows the audit log and exports it as CSV and JSON", async () => {
+  it("shows the audit log with people and things by name, filters it, and exports it as CSV and JSON", async () => {
     await go(`${workspaceUrl}/audit`);
-    await page.getByRole("table", { name: "Audit events" }).waitFor();
+    const table = page.getByRole("table", { name: "Audit events" });
+    await table.waitFor();
     expect(await page.getByRole("row").count()).toBeGreaterThan(3);
+    // The authority's creation: by Ada, named with her email, about ssh-users.
+    const created = table.getByRole("row").filter({ hasText: "certificate_authority.create" });
+    await expect.poll(() => created.first().textContent()).toContain(`${ada.name}${ada.email}`);
+    expect(await created.first().textContent()).toContain("ssh-userscertificate authority");
     await shot("audit");
+
+    await created.first().getByRole("button", { name: "ssh-users" }).click();
+    await expect
+      .poll(() => page.getByLabel("Resource", { exact: true }).inputValue())
+      .toMatch(/^certificate_authority:/);
+    await untilAsync(async () => {
+      const rows = await table.getByRole("row").allTextContents();
+      return rows.length > 1 && rows.slice(1).every((r) => r.includes("ssh-users"));
+    });
+    await page.getByRole("button", { name: "Clear the actor, action and resource filters" }).click();
+    await page.getByLabel("Actor", { exact: true }).selectOption({ label: "Bob Babbage (bob@example.com)" });
+    await untilAsync(async () => {
+      const rows = await table.getByRole("row").allTextContents();
+      return rows.length > 1 && rows.slice(1).every((r) => r.includes("Bob Babbagebob@example.com"));
+    });
+    await page.getByRole("button", { name: "Clear the actor, action and resource filters" }).click();
     const [csv] = await Promise.all([
       page.waitForEvent("download"),
       page.getByRole("button", { name: "Export CSV" }).click(),
     ]);
     const csvText = await readFile((await csv.path())!, "utf8");
     expect(csvText.split("\n").length).toBeGreaterThan(3);
+    expect(csvText.split("\r\n")[0]).toBe(
+      "id,workspaceId,actorId,actorType,action,ipAddress,userAgent,statusCode,timestamp,resource,actorName,actorEmail,resourceName",
+    );
+    expect(csvText).toMatch(/,certificate_authority\.create,.*,Ada Lovelace,ada@example\.com,ssh-users\r\n/);
     const [json] = await Promise.all([
       page.waitForEvent("download"),
       page.getByRole("button", { name: "Export JSON" }).click(),
