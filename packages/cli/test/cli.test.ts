@@ -123,7 +123,7 @@ async function signIn(configDir: string, accessToken = owner.accessToken): Promi
   const url = /(https?:\/\/\S+\/cli-login\?\S+)/.exec(printed)?.[1];
   expect(url, printed).toBeDefined();
   const loginCode = new URL(url!).searchParams.get("code")!;
-  const userCode = /shows this code: (\S+)/.exec(printed)?.[1] ?? "";
+  const userCode = /Type this code on the page, then approve: (\S+)/.exec(printed)?.[1] ?? "";
   await clientFor(AuthService, transportFor("connect-json-h1", server.url)).verifyCLILogin(
     { loginCode, userCode },
     bearer(accessToken),

@@ -57,12 +57,6 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** Quoted-printable soft breaks and escapes undone (nodemailer uses QP for long lines). */
-const decoded = (raw: string) =>
-  raw
-    .replace(/=\r?\n/g, "")
-    .replace(/=([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
-
 /** The first link to `path` in a mail to `to` in the outbox, waiting for the mail. */
 async function mailedLink(to: string, path: string): Promise<string> {
   const outbox = join(dataDir, "outbox");
@@ -71,7 +65,8 @@ async function mailedLink(to: string, path: string): Promise<string> {
   );
   for (;;) {
     for (const file of await readdir(outbox).catch(() => [] as string[])) {
-      const mail = decoded(await readFile(join(outbox, file), "utf8"));
+      // The outbox keeps each link on one line, as a person copies it.
+      const mail = await readFile(join(outbox, file), "utf8");
       const link = mail.includes(`To: ${to}`) ? pattern.exec(mail)?.[0] : undefined;
       if (link) return link;
     }
@@ -593,7 +588,7 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
       });
       const url = /(https?:\/\/\S+\/cli-login\?\S+)/.exec(stderr)?.[1];
       expect(url, stderr).toMatch(new RegExp(`^${base}/cli-login\\?code=`));
-      const userCode = /shows this code: (\S+)/.exec(stderr)?.[1];
+      const userCode = /Type this code on the page, then approve: (\S+)/.exec(stderr)?.[1];
       expect(userCode, stderr).toBeDefined();
 
       await page.goto(url!);
