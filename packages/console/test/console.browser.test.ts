@@ -233,6 +233,28 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
       "TrustedUserCAKeys",
     );
     await shot("certificates");
+
+    // Key sizes: none to choose for Ed25519; RSA offers what the server takes, 3072 by default.
+    expect(await page.getByLabel("Key size", { exact: true }).count()).toBe(0);
+    await page.getByLabel("Key type", { exact: true }).selectOption({ label: "RSA" });
+    expect(await page.getByLabel("Key size", { exact: true }).locator("option").allTextContents()).toEqual([
+      "3072 bits (the default)",
+      "2048 bits",
+      "4096 bits (slow to make and to sign with)",
+    ]);
+    await page.getByLabel("Key type", { exact: true }).selectOption({ label: "Ed25519" });
+    // The first X.509 authority is the default of its kind too, beside the SSH one.
+    await page.getByLabel("Name", { exact: true }).fill("mtls");
+    await page
+      .getByLabel("Kind", { exact: true })
+      .selectOption({ label: "X.509 (TLS client and server certificates)" });
+    await page.getByRole("button", { name: "Create authority" }).click();
+    await expect.poll(() => page.getByRole("cell", { name: "active, default" }).count()).toBe(2);
+    // Its details open on creation.
+    await page
+      .getByText("Add the new CA certificate (shown above after the rollover) to every trust store")
+      .waitFor();
+    expect(await page.getByText(/sshd/).count()).toBe(0);
   });
 
   it("invites a second person, who signs in through the link and joins", async () => {
@@ -411,6 +433,10 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
       .getByRole("button", { name: /^Access to / })
       .first()
       .click();
+    // Targets trust SSH authorities only: the X.509 one is not offered.
+    expect(
+      await page.getByLabel("SSH certificate authority", { exact: true }).locator("option").allTextContents(),
+    ).toEqual(["ssh-users (default)"]);
     await page.getByLabel("Unix username", { exact: true }).fill(login);
     await page.getByRole("button", { name: "Add username" }).click();
     await page.getByRole("heading", { name: `as ${login}` }).waitFor();
@@ -441,7 +467,7 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
       if (opened) break;
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
-    await heading("Terminal");
+    await heading(`Terminal: ${login} on web-1`);
     await page.getByTestId("terminal-state").filter({ hasText: "Connected" }).waitFor();
     await page.locator(".xterm").click();
     await page.keyboard.type("echo hello-$((6*7))\n");
@@ -591,8 +617,22 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
       const userCode = /Type this code on the page, then approve: (\S+)/.exec(stderr)?.[1];
       expect(userCode, stderr).toBeDefined();
 
+      // A link whose login does not exist offers nothing to approve.
+      await page.goto(`${base}/cli-login?code=bogus`);
+      await page.getByRole("alert").waitFor();
+      expect(await page.getByRole("button", { name: "Approve" }).count()).toBe(0);
+
       await page.goto(url!);
       await heading("Approve a CLI sign-in");
+      // A wrong code says how many tries are left before the login is cancelled.
+      await page
+        .getByLabel("Code shown by the CLI", { exact: true })
+        .fill(userCode === "BBBB-BBBB" ? "CCCC-CCCC" : "BBBB-BBBB");
+      await page.getByRole("button", { name: "Approve" }).click();
+      await page
+        .getByRole("alert")
+        .filter({ hasText: "3 wrong codes cancel the login (2 more tries left)" })
+        .waitFor();
       await page.getByText(hostname()).first().waitFor();
       await page.getByLabel("Code shown by the CLI", { exact: true }).fill(userCode!);
       await shot("cli-login");
@@ -613,7 +653,10 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await table.waitFor();
     expect(await page.getByRole("row").count()).toBeGreaterThan(3);
     // The authority's creation: by Ada, named with her email, about ssh-users.
-    const created = table.getByRole("row").filter({ hasText: "certificate_authority.create" });
+    const created = table
+      .getByRole("row")
+      .filter({ hasText: "certificate_authority.create" })
+      .filter({ hasText: "ssh-users" });
     await expect.poll(() => created.first().textContent()).toContain(`${ada.name}${ada.email}`);
     expect(await created.first().textContent()).toContain("ssh-userscertificate authority");
     await shot("audit");

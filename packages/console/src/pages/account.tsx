@@ -20,6 +20,7 @@ import {
   text,
   useAction,
 } from "../ui";
+import { describeUserAgent } from "../user-agent";
 
 export function AccountPage() {
   const me = useMe();
@@ -201,13 +202,13 @@ function Devices() {
           <Table caption="Devices" head={["Name", "Kind", "Last used", "Expires", ""]}>
             {d.devices.map((device) => (
               <tr key={device.id}>
-                <td>{device.name}</td>
+                <td title={device.name}>{describeUserAgent(device.name)}</td>
                 <td>{device.kind}</td>
                 <td>{when(device.lastUsedAt)}</td>
                 <td>{when(device.expiresAt)}</td>
                 <td>
                   <button type="button" className="danger" onClick={() => void remove.act(device.id)}>
-                    Sign out {device.name}
+                    Sign out {describeUserAgent(device.name)}
                   </button>
                 </td>
               </tr>

@@ -29,6 +29,31 @@ const keyTypes = [
   [String(CertificateKeyType.RSA), "RSA"],
 ] as const;
 
+/**
+ * The sizes offered for each key type, the server's default first ("0" asks for it); the
+ * server checks the size it is sent. Ed25519 has one size, so no choice.
+ */
+const keySizes: Partial<Record<CertificateKeyType, readonly (readonly [string, string])[]>> = {
+  [CertificateKeyType.RSA]: [
+    ["0", "3072 bits (the default)"],
+    ["2048", "2048 bits"],
+    ["4096", "4096 bits (slow to make and to sign with)"],
+  ],
+  [CertificateKeyType.ECDSA]: [
+    ["0", "P-256 (the default)"],
+    ["384", "P-384"],
+    ["521", "P-521"],
+  ],
+};
+
+/** The key size choice for a key type, or nothing for Ed25519. */
+function KeySize({ keyType, label, keep }: { keyType: CertificateKeyType; label: string; keep?: boolean }) {
+  const sizes = keySizes[keyType];
+  if (!sizes) return null;
+  const options = keep ? [["0", "Keep the current size"] as const, ...sizes.slice(1)] : sizes;
+  return <Select key={keyType} label={label} name="keyBits" options={options} />;
+}
+
 export const keyTypeName = (t: CertificateKeyType) => CertificateKeyType[t] ?? "unknown";
 const kindName = (t: AuthorityType) => (t === AuthorityType.X509 ? "X.509" : "SSH");
 
@@ -37,6 +62,7 @@ export function AuthoritiesPage() {
   const list = useQuery(CertificateService.method.listCertificateAuthorities, { workspaceId: ws });
   const access = useAccess(ws);
   const [selected, setSelected] = useState<string>();
+  const [keyType, setKeyType] = useState(CertificateKeyType.ED25519);
   const create = useAction(async (form: FormData) => {
     const keyType = Number(text(form, "keyType")) as CertificateKeyType;
     const bits = Number(text(form, "keyBits") || "0");
@@ -105,13 +131,14 @@ export function AuthoritiesPage() {
                 [String(AuthorityType.X509), "X.509 (TLS client and server certificates)"],
               ]}
             />
-            <Select label="Key type" name="keyType" options={keyTypes} />
-            <Field
-              label="Key size (bits; RSA 2048 or 4096, ECDSA 256 or 384)"
-              name="keyBits"
-              type="number"
-              min={0}
+            <Select
+              label="Key type"
+              name="keyType"
+              options={keyTypes}
+              value={String(keyType)}
+              onChange={(e) => setKeyType(Number(e.target.value) as CertificateKeyType)}
             />
+            <KeySize keyType={keyType} label="Key size" />
             <Check
               label="Make it the default authority of its kind"
               name="isDefault"
@@ -139,6 +166,7 @@ function AuthorityDetails({ id }: { id: string }) {
       isDefault: patch.isDefault ?? current.isDefault,
     });
   });
+  const [newType, setNewType] = useState<CertificateKeyType>(CertificateKeyType.UNSPECIFIED);
   const rollover = useAction((form: FormData) =>
     api.certificates.rolloverCertificateAuthority({
       workspaceId: ws,
@@ -215,24 +243,33 @@ function AuthorityDetails({ id }: { id: string }) {
               </div>
               <ErrorNote error={toggle.error ?? remove.error} />
               <h3>Roll over the key</h3>
-              <p>
-                A new key signs from now on. The old key stays trusted until every certificate it signed has
-                expired: agents pick up both keys at their next sync and renew their host certificates, and
-                clients keep working with certificates from either key. Update sshd or known_hosts files you
-                manage yourself with the new key before the old one is dropped.
-              </p>
+              {ssh ? (
+                <p>
+                  A new key signs from now on. The old key stays trusted until every certificate it signed has
+                  expired: agents pick up both keys at their next sync and renew their host certificates, and
+                  clients keep working with certificates from either key. Update sshd or known_hosts files you
+                  manage yourself with the new key before the old one is dropped.
+                </p>
+              ) : (
+                <p>
+                  A new key and CA certificate sign from now on; certificates signed before stay valid until
+                  they expire. Add the new CA certificate (shown above after the rollover) to every trust
+                  store that checks them (servers verifying clients, clients verifying servers) before the old
+                  certificates run out, and renew those certificates.
+                </p>
+              )}
               <ActionForm action={rollover} submit="Roll over">
                 <Select
                   label="New key type"
                   name="keyType"
                   options={[["0", "Keep the current type"], ...keyTypes]}
+                  value={String(newType)}
+                  onChange={(e) => setNewType(Number(e.target.value) as CertificateKeyType)}
                 />
-                <Field
-                  label="New key size (0 keeps it)"
-                  name="keyBits"
-                  type="number"
-                  min={0}
-                  defaultValue={0}
+                <KeySize
+                  keyType={newType === CertificateKeyType.UNSPECIFIED ? a!.keyType : newType}
+                  label="New key size"
+                  keep={newType === CertificateKeyType.UNSPECIFIED}
                 />
               </ActionForm>
               {rollover.result && <Notice>Rolled over: the new public key is shown above.</Notice>}

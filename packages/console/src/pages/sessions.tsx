@@ -131,9 +131,14 @@ export function TerminalPage() {
   const close = useAction(() =>
     api.daemons.closeSession({ workspaceId: ws, daemonId: daemon, sessionId: session }),
   );
+  // Who and where, remembered once seen: the session leaves the list when it ends.
+  const live = useQuery(DaemonService.method.listSessions, { workspaceId: ws, daemonId: daemon });
+  const [named, setNamed] = useState<string>();
+  const found = live.data?.sessions.find((s) => s.sessionId === session);
+  if (found && named === undefined) setNamed(`${found.username} on ${live.data?.daemonName || "the daemon"}`);
   return (
     <Page
-      title="Terminal"
+      title={named ? `Terminal: ${named}` : "Terminal"}
       actions={
         <div className="row">
           <button type="button" className="danger" onClick={() => void close.act()}>

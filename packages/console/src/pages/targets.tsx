@@ -2,6 +2,7 @@
 import { useQuery } from "@connectrpc/connect-query";
 import { useQueryClient } from "@tanstack/react-query";
 import {
+  AuthorityType,
   CertificateService,
   type Daemon,
   DaemonService,
@@ -202,6 +203,9 @@ export function TargetsPage() {
     }),
   );
   const online = new Map(daemons.data?.daemons.map((d) => [d.id, d.online]));
+  const sshAuthorities = (cas.data?.certificateAuthorities ?? [])
+    .filter((c) => c.authorityType !== AuthorityType.X509)
+    .sort((a, b) => Number(b.isDefault) - Number(a.isDefault));
   return (
     <Page title="Targets">
       <QueryState
@@ -244,9 +248,12 @@ export function TargetsPage() {
             <Field label="Name" name="name" required pattern="[a-zA-Z0-9][a-zA-Z0-9\-_]*" />
             <Field label="Description" name="description" />
             <Select
-              label="Certificate authority"
+              label="SSH certificate authority"
               name="caId"
-              options={(cas.data?.certificateAuthorities ?? []).map((c) => [c.id, c.name] as const)}
+              // Targets trust SSH authorities only; the workspace's default comes first.
+              options={sshAuthorities.map(
+                (c) => [c.id, c.isDefault ? `${c.name} (default)` : c.name] as const,
+              )}
             />
             <Field label="Endpoints (host:port, space-separated)" name="endpoints" />
           </ActionForm>
