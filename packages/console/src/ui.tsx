@@ -1,7 +1,14 @@
 /** Small building blocks every page uses: forms, states, tables, copying. */
 import { useQueryClient } from "@tanstack/react-query";
-import { type FormEvent, type ReactNode, useId, useState } from "react";
+import { type FormEvent, type ReactNode, useEffect, useId, useState } from "react";
 import { errorMessage } from "./api";
+
+/** The browser tab's title: the page's, then the product's. */
+export function useDocumentTitle(title: string) {
+  useEffect(() => {
+    document.title = `${title} · Workspace Access Platform`;
+  }, [title]);
+}
 
 export function Page({
   title,
@@ -12,6 +19,7 @@ export function Page({
   children: ReactNode;
   actions?: ReactNode;
 }) {
+  useDocumentTitle(title);
   return (
     <section className="page" aria-labelledby="page-title">
       <header className="page-head">

@@ -215,6 +215,22 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     expect(names).toContain("session");
   });
 
+  it("serves a robots.txt that keeps crawlers out, and describes and titles each page", async () => {
+    const robots = await fetch(`${base}/robots.txt`);
+    expect(robots.headers.get("content-type")).toBe("text/plain; charset=utf-8");
+    const rules = (await robots.text()).split("\n").filter((l) => l !== "" && !l.startsWith("#"));
+    expect(rules).toEqual(["User-agent: *", "Disallow: /"]);
+
+    const description = () => page.locator('meta[name="description"]').getAttribute("content");
+    await go(`${workspaceUrl}/targets`);
+    await heading("Targets");
+    await expect.poll(description).toBe("Machines to log in to, and who may log in as which account.");
+    expect(await page.title()).toBe("Targets · Workspace Access Platform");
+    await go(`${workspaceUrl}/audit`);
+    await heading("Audit log");
+    await expect.poll(description).toBe("Who did what, to what, and when: filter and export.");
+  });
+
   it("creates an SSH authority and shows its public key and the sshd and known_hosts lines", async () => {
     await go(`${workspaceUrl}/authorities`);
     await page.getByText("No certificate authority yet").waitFor();

@@ -5,9 +5,10 @@ import { SSOProvider_Type } from "@wap/api";
 import { useEffect, useState } from "react";
 import { api, errorMessage } from "../api";
 import { safeNext, signInWithPasskey, useMe, useSignedIn } from "../session";
-import { ActionForm, ErrorNote, Field, Loading, Notice, text, useAction } from "../ui";
+import { ActionForm, ErrorNote, Field, Loading, Notice, text, useAction, useDocumentTitle } from "../ui";
 
 function AuthCard({ title, children }: { title: string; children: React.ReactNode }) {
+  useDocumentTitle(title);
   return (
     <main className="auth" id="main">
       <div className="auth-card">

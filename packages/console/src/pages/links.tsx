@@ -5,9 +5,10 @@ import { AuthService, InvitationService } from "@wap/api";
 import { useState } from "react";
 import { api, Code, isCode, when } from "../api";
 import { currentPath, useMe } from "../session";
-import { ErrorNote, Field, Loading, Notice, useAction } from "../ui";
+import { ErrorNote, Field, Loading, Notice, useAction, useDocumentTitle } from "../ui";
 
 function LinkCard({ title, children }: { title: string; children: React.ReactNode }) {
+  useDocumentTitle(title);
   return (
     <main className="auth" id="main">
       <div className="auth-card">
