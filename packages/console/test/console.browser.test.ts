@@ -205,6 +205,16 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await heading("Analytical Engines");
     workspaceUrl = new URL(page.url()).pathname;
     expect(workspaceUrl).toMatch(/^\/w\/[0-9a-f-]{36}$/);
+    // The overview says what is set up and what comes next.
+    const setup = page.getByRole("region", { name: "Getting started" });
+    await setup.getByText("Next step: Create an SSH certificate authority. 0 of 4 done.").waitFor();
+    expect(await setup.getByRole("listitem").allTextContents()).toEqual([
+      expect.stringMatching(/^To do Create an SSH certificate authority/),
+      expect.stringMatching(/^To do Enrol a machine and accept it/),
+      expect.stringMatching(/^To do Grant a login/),
+      expect.stringMatching(/^To do Log in/),
+    ]);
+    await shot("overview");
   });
 
   it("keeps the session past the access token with the refresh cookie", async () => {
@@ -348,6 +358,14 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
       await heading("Analytical Engines", bob);
       const viewer = "your role here is viewer.";
       await bob.getByText(`You cannot delete the workspace. Only owners can do this; ${viewer}`).waitFor();
+      const setup = bob.getByRole("region", { name: "Getting started" });
+      await setup.getByText("Next step: Enrol a machine and accept it. 1 of 4 done.").waitFor();
+      expect(await setup.getByRole("listitem").nth(1).textContent()).toContain(
+        `Owners, admins and editors can do this; ${viewer}`,
+      );
+      expect(await setup.getByRole("listitem").nth(3).textContent()).toMatch(
+        /^Not shown to your role Log in/,
+      );
       await bob
         .getByText(`You cannot change the workspace's settings. Owners and admins can do this; ${viewer}`)
         .waitFor();
@@ -490,6 +508,9 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await page.locator(".xterm-rows", { hasText: "hello-42" }).waitFor();
     await shot("terminal");
 
+    await go(workspaceUrl);
+    await page.getByText("Everything is set up: people can log in.").waitFor();
+    await page.goBack();
     await page.getByRole("button", { name: "Close session" }).click();
     await page
       .getByTestId("terminal-state")
@@ -887,7 +908,9 @@ describe("the console's build", () => {
     for (const file of await readdir(sources, { recursive: true })) {
       if (!/\.tsx?$/.test(file)) continue;
       const code = await readFile(join(sources, file), "utf8");
-      for (const m of code.matchAll(/(?:need=|can\()"([a-z_]+\.[a-z_]+)"|"([a-z_]+\.[a-z_]+)"\]/g))
+      for (const m of code.matchAll(
+        /(?:need=|can\(|whoCan\(|reason\()"([a-z_]+\.[a-z_]+)"|\["[^"]*", "[^"]*", "([a-z_]+\.[a-z_]+)"\]/g,
+      ))
         named.add(m[1] ?? m[2]!);
     }
     expect(named.size).toBeGreaterThan(10);

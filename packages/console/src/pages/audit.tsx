@@ -32,10 +32,25 @@ export function AuditPage() {
   return <AuditLog ws={ws} />;
 }
 
+/** Kinds whose name in words is not their prefix's. */
+const kindWords: Readonly<Record<string, string>> = {
+  user: "person",
+  member: "person",
+  principal: "login",
+  session: "terminal session",
+  recording: "session recording",
+};
+
 /** What kind of thing a resource is, from its prefix ("target:…"), in words. */
 function resourceKind(resource: string): string {
   const kind = resource.slice(0, Math.max(0, resource.indexOf(":")));
-  return kind.replaceAll("_", " ") || resource;
+  return kindWords[kind] ?? (kind.replaceAll("_", " ") || resource);
+}
+
+/** A resource without a name: its kind and the start of its id ("terminal session 01a222cc"). */
+function unnamed(resource: string): string {
+  const at = resource.indexOf(":");
+  return at < 0 ? resource : `${resourceKind(resource)} ${resource.slice(at + 1, at + 9)}`;
 }
 
 function AuditLog({ ws }: { ws: string }) {
@@ -185,9 +200,9 @@ function AuditLog({ ws }: { ws: string }) {
                           type="button"
                           className="link"
                           onClick={() => set(setResource)(log.resource)}
-                          title="Show only this resource"
+                          title={`Show only ${log.resource}`}
                         >
-                          {log.resourceName || log.resource}
+                          {log.resourceName || unnamed(log.resource)}
                         </button>
                         {log.resourceName && <div className="muted">{resourceKind(log.resource)}</div>}
                       </>

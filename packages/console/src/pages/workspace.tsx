@@ -25,6 +25,7 @@ import {
   text,
   useAction,
 } from "../ui";
+import { SetupProgress } from "./setup";
 
 export function useWs(): string {
   return (useParams({ strict: false }) as { ws: string }).ws;
@@ -100,6 +101,7 @@ export function OverviewPage() {
       {({ workspace: w }) => (
         <Page title={w!.name}>
           <p className="muted">{w!.description}</p>
+          <SetupProgress ws={ws} access={access} />
           <Section title="Settings">
             <Can access={access} need="workspace.update" doing="change the workspace's settings">
               <ActionForm action={update} submit="Save" key={`n${w!.updatedAt?.seconds}`}>

@@ -39,6 +39,9 @@ export function createAuditNamer(storage: Repositories, workspaceId: string): Au
     certificate_authority: async (id) => storage.certificateAuthorities.findById(workspaceId, id),
     workspace: async (id) => (id === workspaceId ? storage.workspaces.findById(id) : null),
     domain: async (domain) => ({ name: domain }),
+    // A terminal session, and its recording (the same id): who logged in as what, where.
+    session: async (id) => sessionName(await storage.daemonSessions.findById(workspaceId, id)),
+    recording: async (id) => sessionName(await storage.recordings.findById(workspaceId, id)),
     principal: async (id) => {
       const principal = await storage.principals.findById(workspaceId, id);
       if (!principal) return null;
@@ -46,6 +49,11 @@ export function createAuditNamer(storage: Repositories, workspaceId: string): Au
       return { name: `${principal.username} on ${target?.name ?? "a deleted target"}` };
     },
   };
+  async function sessionName(session: { daemonId: string; username: string } | null): Promise<Named | null> {
+    if (!session) return null;
+    const daemon = await storage.daemons.findById(workspaceId, session.daemonId);
+    return { name: `${session.username} on ${daemon?.name ?? "a deleted daemon"}` };
+  }
   const known = new Map<string, Promise<Named | null>>();
   const uuidLike = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
