@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const sources = [
   join(root, "src"),
-    join(root, "index.html"),
+  join(root, "index.html"),
   join(root, "public"),
   join(root, "vite.config.ts"),
   join(root, "package.json"),

@@ -134,7 +134,9 @@ describe("outbox mailer", () => {
     // The long link is one line of the file, not quoted-printable pieces.
     expect(text).toContain(`\n${link}\n`);
     expect(text).toMatch(/^Content-Transfer-Encoding: 8bit$/m);
-    expect(lines[0]).toMatch(/^mail to ada@example.com \("Reset"\) written to .*\.eml: https:\/\/x\.test\/reset-password\?token=a+&next=/);
+    expect(lines[0]).toMatch(
+      /^mail to ada@example.com \("Reset"\) written to .*\.eml: https:\/\/x\.test\/reset-password\?token=a+&next=/,
+    );
   });
 });
 

@@ -37,7 +37,9 @@ export interface OutboxWrite {
 
 /** A header value: printable ASCII as is, anything else (or a line break) as an RFC 2047 word. */
 function headerValue(value: string): string {
-  return /^[\x20-\x7e]*$/.test(value) ? value : `=?UTF-8?B?${Buffer.from(value, "utf8").toString("base64")}?=`;
+  return /^[\x20-\x7e]*$/.test(value)
+    ? value
+    : `=?UTF-8?B?${Buffer.from(value, "utf8").toString("base64")}?=`;
 }
 
 /** The message as RFC 5322 text with MIME bodies in 8-bit UTF-8 (lines kept whole). */
