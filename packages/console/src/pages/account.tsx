@@ -207,9 +207,12 @@ function Devices() {
                 <td>{when(device.lastUsedAt)}</td>
                 <td>{when(device.expiresAt)}</td>
                 <td>
-                  <button type="button" className="danger" onClick={() => void remove.act(device.id)}>
-                    Sign out {describeUserAgent(device.name)}
-                  </button>
+                  <ConfirmButton
+                    label={`Sign out ${describeUserAgent(device.name)}`}
+                    question={`Sign out ${describeUserAgent(device.name)}? It must sign in again to be used.`}
+                    confirm={`Yes, sign out ${describeUserAgent(device.name)}`}
+                    onConfirm={() => remove.act(device.id)}
+                  />
                 </td>
               </tr>
             ))}
