@@ -182,7 +182,10 @@ export function createProgram(runner: Runner, env: NodeJS.ProcessEnv = process.e
     .command("tls")
     .description("get an X.509 certificate: writes <name>.crt, <name>.key (with --cn) and <name>-ca.crt")
     .option("--csr <file>", "a PEM certificate request to have signed")
-    .option("--cn <name>", "make an Ed25519 key and a request for this common name")
+    .option(
+      "--cn <name>",
+      "make an Ed25519 key and a request for this common name (default for a client certificate: your id)",
+    )
     .option(
       "--san <name>",
       "a subject alternative name: DNS name, IP, email or URI (repeatable; default for a server: the CN)",

@@ -128,7 +128,7 @@ async function signIn(configDir: string, accessToken = owner.accessToken): Promi
   const url = /(https?:\/\/\S+\/cli-login\?\S+)/.exec(printed)?.[1];
   expect(url, printed).toBeDefined();
   const loginCode = new URL(url!).searchParams.get("code")!;
-  const userCode = /shows this code: (\S+)/.exec(printed)?.[1] ?? "";
+  const userCode = /Type this code on the page, then approve: (\S+)/.exec(printed)?.[1] ?? "";
   await clientFor(AuthService, transportFor("connect-json-h1", server.url)).verifyCLILogin(
     { loginCode, userCode },
     bearer(accessToken),
@@ -427,6 +427,20 @@ describe("wap as a signed-in user", { timeout: 180_000 }, () => {
     const text = await run("openssl", ["x509", "-in", written.certificate, "-noout", "-text"]);
     expect(text.stdout).toMatch(/DNS:web-01/);
     expect(text.stdout).toMatch(/IP Address:127\.0\.0\.1/);
+  });
+
+  it("wap cert tls without --cn makes a client certificate naming the caller by id, and says so", async () => {
+    const out = await mkdtemp(join(scratch, "tls-client-"));
+    const result = await asUser(["cert", "tls", "--out", out, "--json"]);
+    expect(result.code, result.stderr).toBe(0);
+    const written = JSON.parse(result.stdout);
+    const subject = await run("openssl", ["x509", "-in", written.certificate, "-noout", "-subject"]);
+    const cn = /CN\s*=\s*(\S+)/.exec(subject.stdout)?.[1];
+    expect(result.stderr).toContain(`CN=${cn} (a client certificate carries the caller's id)`);
+    expect(cn).toMatch(/^[0-9a-f-]{36}$/);
+    const server = await asUser(["cert", "tls", "--usage", "server", "--out", out]);
+    expect(server.code).toBe(2);
+    expect(server.stderr).toContain("a server certificate names a host");
   });
 
   it("wap logout removes the device on the server: a copy of its state is refused (exit 3)", async () => {

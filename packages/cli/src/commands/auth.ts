@@ -65,7 +65,11 @@ export async function login(ctx: CommandContext, options: LoginOptions): Promise
     ctx.out.note(
       `To sign in, open this page in a browser where you are signed in to ${server}:\n\n  ${url}\n`,
     );
-    if (userCode !== "") ctx.out.note(`Check that the page shows this code: ${userCode}\n`);
+    if (userCode !== "") {
+      ctx.out.note(
+        `Type this code on the page, then approve: ${userCode}\n(three wrong codes cancel the sign-in)\n`,
+      );
+    }
     if (options.browser && canOpenBrowser(ctx.env)) {
       // A browser that fails to start leaves the URL above to copy.
       const { default: open } = await import("open");

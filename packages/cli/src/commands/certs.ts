@@ -176,30 +176,39 @@ const fileNameOf = (name: string) =>
   name.replace(/[^A-Za-z0-9._-]/g, "_").replace(/^\.+/, "_") || "certificate";
 
 export async function certTls(ctx: CommandContext, options: CertTlsOptions): Promise<void> {
-  if ((options.csr === undefined) === (options.cn === undefined)) {
-    throw usageError("give either --csr <file> or --cn <name>");
+  if (options.csr !== undefined && options.cn !== undefined) {
+    throw usageError("give either --csr <file> or --cn <name>, not both");
+  }
+  // A client certificate always names the caller by id: with neither, that is its CN.
+  if (options.csr === undefined && options.cn === undefined && options.usage !== "client") {
+    throw usageError("give --csr <file> or --cn <name> (a server certificate names a host)");
   }
   if (options.csr !== undefined && options.san.length > 0) {
     throw usageError("--san goes with --cn; a CSR carries its own names");
   }
-  let csr: string;
-  let key: string | undefined;
-  let name: string;
-  if (options.csr !== undefined) {
-    const text = await ctx.store.readFile(resolve(options.csr));
-    if (text === undefined) throw new CliError(`no CSR at ${options.csr}`);
-    csr = text;
-    name = fileNameOf(basename(options.csr).replace(/\.(csr|pem|req)$/i, ""));
-  } else {
-    const commonName = options.cn!;
-    // A server certificate names its host; a client certificate carries only its CN.
-    const sans = options.san.length > 0 || options.usage === "client" ? options.san : [commonName];
-    const generated = await keyAndCsr(commonName, sans);
-    csr = generated.csr;
-    key = generated.key;
-    name = fileNameOf(commonName);
-  }
   await withSession(ctx, async (session) => {
+    let csr: string;
+    let key: string | undefined;
+    let name: string;
+    if (options.csr !== undefined) {
+      const text = await ctx.store.readFile(resolve(options.csr));
+      if (text === undefined) throw new CliError(`no CSR at ${options.csr}`);
+      csr = text;
+      name = fileNameOf(basename(options.csr).replace(/\.(csr|pem|req)$/i, ""));
+    } else {
+      const commonName = options.cn ?? session.subjectId;
+      if (options.cn === undefined) {
+        ctx.out.note(
+          `The certificate names you: CN=${commonName} (a client certificate carries the caller's id).`,
+        );
+      }
+      // A server certificate names its host; a client certificate carries only its CN.
+      const sans = options.san.length > 0 || options.usage === "client" ? options.san : [commonName];
+      const generated = await keyAndCsr(commonName, sans);
+      csr = generated.csr;
+      key = generated.key;
+      name = fileNameOf(commonName);
+    }
     const workspace = await resolveWorkspace(ctx, session);
     const { certificateAuthorities } = await session.clients.certificates.listCertificateAuthorities({
       workspaceId: workspace.id,

@@ -30,6 +30,7 @@ import { UniqueViolationError } from "../storage/storage.js";
 import { caLifetimeBounds, certificateTtlBounds, description, plainName } from "../validation/bounds.js";
 import { durationSeconds, enumValue, uuid } from "../validation/rules.js";
 import { createAuthorityKey } from "./authority-keys.js";
+import { becomesDefault } from "./default-authority.js";
 import { keyStorageOf } from "./key-storage.js";
 import { getIssuedCertificate, listIssuedCertificates } from "./ledger.js";
 import { authorityMessage, keyAlgorithmFromWire } from "./messages.js";
@@ -132,8 +133,7 @@ export const createCertificateAuthority = defineOperation({
       throwIfCancelled(ctx);
       const created = await withDefaultRetry(services, async (tx) => {
         const existing = await tx.certificateAuthorities.list(workspace.workspaceId);
-        const firstOfKind = !existing.some((ca) => ca.authorityType === kind);
-        const isDefault = input.isDefault ?? firstOfKind;
+        const isDefault = becomesDefault(existing, kind, input.isDefault);
         if (isDefault) await tx.certificateAuthorities.clearDefault(workspace.workspaceId, kind, now);
         const record: CertificateAuthorityRecord = {
           id,

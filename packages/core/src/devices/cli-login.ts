@@ -354,7 +354,13 @@ export const getCliLogin = defineOperation({
 /** What VerifyCLILogin decided, told after its transaction (a refusal must commit before it throws). */
 type Decision =
   | { readonly kind: "approved" | "denied"; readonly login: CliLoginRecord }
-  | { readonly kind: "wrong_code"; readonly login: CliLoginRecord; readonly cancelled: boolean }
+  | {
+      readonly kind: "wrong_code";
+      readonly login: CliLoginRecord;
+      readonly cancelled: boolean;
+      /** Wrong codes still allowed before the login is cancelled. */
+      readonly left: number;
+    }
   | { readonly kind: "device_elsewhere"; readonly login: CliLoginRecord }
   | { readonly kind: "unknown"; readonly expired?: CliLoginRecord };
 
@@ -388,7 +394,7 @@ export const verifyCliLogin = defineOperation({
         const cancelled =
           failures >= maxUserCodeFailures && (await tx.cliLogins.deny(login.id, now)) !== null;
         if (cancelled) await audit("user.device.login_cancel");
-        return { kind: "wrong_code", login, cancelled };
+        return { kind: "wrong_code", login, cancelled, left: Math.max(0, maxUserCodeFailures - failures) };
       }
       if (input.deny) {
         if ((await tx.cliLogins.deny(login.id, now)) === null) return { kind: "unknown" };
@@ -445,8 +451,8 @@ export const verifyCliLogin = defineOperation({
     if (decided) await services.events.publish(loginTopic(decision.login.id), null).catch(() => undefined);
     if (decision.kind === "wrong_code") {
       const what = decision.cancelled
-        ? "does not match; entered wrong too often, the login is cancelled: run the login again"
-        : "does not match the code the CLI shows";
+        ? `does not match; ${maxUserCodeFailures} wrong codes cancel the login, so it is cancelled: run the login again`
+        : `does not match the code the CLI shows; ${maxUserCodeFailures} wrong codes cancel the login (${decision.left} more ${decision.left === 1 ? "try" : "tries"} left)`;
       throw new InvalidArgumentError(`invalid request: userCode: ${what}`, {
         reason: decision.cancelled ? "CLI_LOGIN_CANCELLED" : "INVALID_USER_CODE",
         violations: [{ field: "userCode", description: what }],

@@ -10,6 +10,7 @@
 
 import { TargetService } from "@wap/api";
 import * as z from "zod";
+import { defaultAuthority } from "../certificates/default-authority.js";
 import { authorityMessage } from "../certificates/messages.js";
 import { actorOf } from "../context.js";
 import { toDaemonMessage } from "../daemons/operations.js";
@@ -43,15 +44,10 @@ async function trustedAuthority(
   caId: string | undefined,
 ): Promise<string> {
   if (caId === undefined) {
-    const fallback = await repos.certificateAuthorities.findDefault(workspaceId, "ssh");
-    if (!fallback) {
-      throw new FailedPreconditionError(
-        "the workspace has no default SSH certificate authority: create one or send caId",
-        {
-          reason: "NO_DEFAULT_SSH_CA",
-        },
-      );
-    }
+    const fallback = await defaultAuthority(repos, workspaceId, "ssh", {
+      reason: "NO_DEFAULT_SSH_CA",
+      nameOne: "name one (caId)",
+    });
     return fallback.id;
   }
   const ca = await repos.certificateAuthorities.findById(workspaceId, caId);
