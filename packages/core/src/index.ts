@@ -16,6 +16,8 @@ export type { Permission, RoleDefinition } from "./access/permissions.js";
 export { permissions, roleAllows, roles } from "./access/permissions.js";
 export type { AuditAction } from "./audit/actions.js";
 export { auditActions } from "./audit/actions.js";
+export type { ChainBreak, ChainLink } from "./audit/chain.js";
+export { auditEntryContent, chainedFields, chainHash, findChainBreak, genesisHash } from "./audit/chain.js";
 export type { AuditExport, AuditExportFormat, AuditExportOptions } from "./audit/export.js";
 export { defaultAuditExportOptions, exportAuditLog } from "./audit/export.js";
 export type { AccountConfig } from "./auth/account-config.js";
