@@ -646,8 +646,12 @@ export {
 
 export type {
   EventLog,
+  ExportAuditChainRequest,
+  ExportAuditChainResponse,
   ExportAuditLogsRequest,
   ExportAuditLogsResponse,
+  GetAuditSigningKeyRequest,
+  GetAuditSigningKeyResponse,
   GetVersionRequest,
   GetVersionResponse,
   ListAuditLogsRequest,
@@ -658,11 +662,15 @@ export type {
 } from "./gen/platform/v1/util_pb.js";
 export {
   EventLogSchema,
+  ExportAuditChainRequestSchema,
+  ExportAuditChainResponseSchema,
   ExportAuditLogsRequest_Format,
   ExportAuditLogsRequest_FormatSchema,
   ExportAuditLogsRequestSchema,
   ExportAuditLogsResponseSchema,
   file_platform_v1_util,
+  GetAuditSigningKeyRequestSchema,
+  GetAuditSigningKeyResponseSchema,
   GetVersionRequestSchema,
   GetVersionResponseSchema,
   ListAuditLogsRequestSchema,

@@ -10,6 +10,7 @@
 export const auditActions = [
   "access.revoke_all",
   "audit.export",
+  "audit.export_chain",
   "billing.checkout.create",
   "billing.portal.create",
   "billing.subscription.cancel",

@@ -68,7 +68,8 @@ export interface ChainBreak {
   readonly index: number;
   readonly position: number;
   readonly id: string;
-  readonly problem: "edited" | "missing_before" | "out_of_place";
+  /** `edited`: its hash is not that of its content; `unlinked`: it does not follow the one before. */
+  readonly problem: "edited" | "unlinked";
 }
 
 /** What {@link findChainBreak} checks of each entry. */
@@ -86,9 +87,9 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
 
 /**
  * The first entry of `entries` that breaks the chain started at `start` (the position and hash
- * of the entry before the first): one whose hash is not that of its content (edited), one
- * whose previous hash is not the hash before it (an entry missing, or entries reordered), or
- * one at another position than the next.
+ * of the entry before the first): one whose hash is not that of its content (edited), or one
+ * whose previous hash is not the hash before it or whose position is not the next (unlinked: an
+ * entry missing, entries reordered, or the one before rewritten).
  */
 export function findChainBreak(
   start: { readonly position: number; readonly hash: Uint8Array },
@@ -100,10 +101,9 @@ export function findChainBreak(
     const at = { index, position: entry.position, id: entry.id };
     const expected = chainHash(entry.previousHash, entry.position, auditEntryContent(entry));
     if (!sameBytes(expected, entry.hash)) return { ...at, problem: "edited" };
-    if (!sameBytes(entry.previousHash, previous)) {
-      return { ...at, problem: entry.position > position + 1 ? "missing_before" : "out_of_place" };
+    if (!sameBytes(entry.previousHash, previous) || entry.position !== position + 1) {
+      return { ...at, problem: "unlinked" };
     }
-    if (entry.position !== position + 1) return { ...at, problem: "out_of_place" };
     position = entry.position;
     previous = entry.hash;
   }

@@ -138,6 +138,8 @@ export interface AuditCheckpointRepository {
   add(checkpoint: AuditCheckpointRecord): Promise<void>;
   /** The newest checkpoint of the workspace, or null. */
   latest(workspaceId: string): Promise<AuditCheckpointRecord | null>;
+  /** Heads of chains that moved past their newest checkpoint (or have none), at most `limit`. */
+  unsignedHeads(limit: number): Promise<Array<AuditChainHead & { readonly workspaceId: string }>>;
   /** Checkpoints at positions in `range`, oldest first (at most `limit`). */
   list(workspaceId: string, range: AuditChainRange, limit: number): Promise<AuditCheckpointRecord[]>;
 }

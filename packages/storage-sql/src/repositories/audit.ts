@@ -432,6 +432,33 @@ export function createAuditCheckpointRepository(run: QueryRunner): AuditCheckpoi
       );
       return row === undefined ? null : rowToCheckpoint(row);
     },
+    async unsignedHeads(limit) {
+      const rows = await run.read((db) =>
+        db
+          .selectFrom("audit_chain_heads as h")
+          .select(["h.workspace_id", "h.position", "h.hash"])
+          .where("h.position", ">", 0)
+          .where((eb) =>
+            eb.not(
+              eb.exists(
+                eb
+                  .selectFrom("audit_checkpoints as c")
+                  .select("c.position")
+                  .whereRef("c.workspace_id", "=", "h.workspace_id")
+                  .whereRef("c.position", ">=", "h.position"),
+              ),
+            ),
+          )
+          .orderBy("h.workspace_id")
+          .limit(limit)
+          .execute(),
+      );
+      return rows.map((r) => ({
+        workspaceId: r.workspace_id,
+        position: toNumber(r.position),
+        hash: toBytes(r.hash),
+      }));
+    },
     async list(workspaceId, range, limit) {
       const rows = await run.read((db) =>
         db
