@@ -9,6 +9,7 @@ const entries = [
   "packages/core/src/storage/index\\.ts",
   "packages/core/src/testing/index\\.ts",
   "packages/core/src/ssh-keys\\.ts",
+  "packages/core/src/audit-chain\\.ts",
   "packages/client/src/index(\\.browser)?\\.ts",
   "packages/storage-sql/src/index\\.ts",
   "packages/storage-sqlite/src/index\\.ts",

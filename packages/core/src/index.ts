@@ -18,20 +18,7 @@ export type { AuditAction } from "./audit/actions.js";
 export { auditActions } from "./audit/actions.js";
 export type { ChainBreak, ChainLink } from "./audit/chain.js";
 export { auditEntryContent, chainedFields, chainHash, findChainBreak, genesisHash } from "./audit/chain.js";
-export type { ChainFile, ChainFileCheckpoint, ChainFileEntry, ChainVerdict } from "./audit/chain-file.js";
-export {
-  ChainFileError,
-  chainFileCheckpointMessage,
-  readChainFile,
-  verifyChainFile,
-  writeChainFile,
-} from "./audit/chain-file.js";
-export {
-  auditPublicKeyPem,
-  checkpointMessage,
-  rawAuditPublicKey,
-  signAuditCheckpoints,
-} from "./audit/checkpoints.js";
+export { signAuditCheckpoints } from "./audit/checkpoints.js";
 export type { AuditExport, AuditExportFormat, AuditExportOptions } from "./audit/export.js";
 export { defaultAuditExportOptions, exportAuditLog } from "./audit/export.js";
 export type { AccountConfig } from "./auth/account-config.js";

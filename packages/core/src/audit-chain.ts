@@ -1,0 +1,15 @@
+/**
+ * @wap/core/audit-chain: reading and verifying an audit chain export offline (`wap audit
+ * verify`), with nothing but the workspace's public key, without loading the rest of the core.
+ *
+ * @module
+ */
+export type { ChainFile, ChainFileCheckpoint, ChainFileEntry, ChainVerdict } from "./audit/chain-file.js";
+export {
+  ChainFileError,
+  chainFileCheckpointMessage,
+  readChainFile,
+  verifyChainFile,
+  writeChainFile,
+} from "./audit/chain-file.js";
+export { rawAuditPublicKey } from "./audit/checkpoints.js";
