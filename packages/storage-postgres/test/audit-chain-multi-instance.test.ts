@@ -3,9 +3,17 @@
  * PostgreSQL schema: one chain, no fork, no entry left out of it.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { AuthService, TeamService, WorkspaceService } from "@wap/api";
+import {
+  AuthService,
+  ExportAuditLogsRequest_Format,
+  TeamService,
+  UtilService,
+  WorkspaceService,
+} from "@wap/api";
 import { type Caller, findChainBreak } from "@wap/core";
+import { rawAuditPublicKey, readChainFile, verifyChainFile } from "@wap/core/audit-chain";
 import { genesisHash } from "@wap/core/storage";
+import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { call, twoInstancesOverOnePostgres } from "./support/two-instances.js";
 
@@ -94,4 +102,50 @@ describe("the audit chain across two instances (PostgreSQL)", () => {
       });
     }
   }, 120_000);
+
+  it("an entry deleted or edited with SQL directly is named by the offline verification", async () => {
+    const owner = await signUp();
+    const created = (await call(instances.a, owner, WorkspaceService.method.createWorkspace, {
+      name: "tampered",
+    })) as unknown as { workspace: { id: string } };
+    const workspaceId = created.workspace.id;
+    for (let i = 0; i < 6; i++) {
+      await call(i % 2 ? instances.a : instances.b, owner, TeamService.method.createTeam, {
+        workspaceId,
+        name: `t${i}`,
+        tags: [],
+      });
+    }
+    const { publicKeyPem } = (await call(instances.b, owner, UtilService.method.getAuditSigningKey, {
+      workspaceId,
+    })) as unknown as { publicKeyPem: string };
+    const verdict = async () => {
+      const { data } = (await call(instances.a, owner, UtilService.method.exportAuditChain, {
+        workspaceId,
+        format: ExportAuditLogsRequest_Format.JSON,
+      })) as unknown as { data: Uint8Array };
+      return verifyChainFile(readChainFile(new TextDecoder().decode(data)), rawAuditPublicKey(publicKeyPem)!);
+    };
+    expect(await verdict()).toMatchObject({ ok: true });
+    const sql = new pg.Client({ connectionString: instances.connectionString });
+    await sql.connect();
+    try {
+      const at = async (position: number) =>
+        (
+          await sql.query<{ id: string }>(
+            "select id from audit_events where workspace_id = $1 and chain_position = $2",
+            [workspaceId, position],
+          )
+        ).rows[0]!.id;
+      const edited = await at(5);
+      await sql.query("update audit_events set ip_address = '192.0.2.66' where id = $1", [edited]);
+      expect(await verdict()).toMatchObject({ ok: false, problem: "edited", position: 5, id: edited });
+      await sql.query("delete from audit_events where workspace_id = $1 and chain_position = 3", [
+        workspaceId,
+      ]);
+      expect(await verdict()).toMatchObject({ ok: false, problem: "missing", position: 3 });
+    } finally {
+      await sql.end();
+    }
+  }, 60_000);
 });
