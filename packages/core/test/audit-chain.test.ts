@@ -3,7 +3,7 @@
  * call them), checkpoints checked by the real `openssl pkeyutl`, and `verifyChainFile` naming the
  * first bad entry of logs tampered with in the database directly and of exported files edited.
  */
-import { writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ExportAuditLogsRequest_Format, TeamService, UtilService } from "@wap/api";
 import { createSqliteStorage } from "@wap/storage-sqlite";
@@ -150,6 +150,15 @@ describe("the audit signing key and the chain export", () => {
     expect(new TextDecoder().decode(chainFileCheckpointMessage(file, checkpoint))).toBe(
       `wap-audit-checkpoint-v1\nworkspace: ${ada.workspaceId}\nposition: ${checkpoint.position}\nhash: ${checkpoint.hash}\nsigned-at: ${checkpoint.signedAt}\n`,
     );
+    // The documented shell commands (docs/audit.md), with jq and openssl, on a JSON export.
+    const doc = await readFile(new URL("../../../docs/audit.md", import.meta.url), "utf8");
+    const script = /From a JSON export, with `jq`:\n\n```sh\n([\s\S]*?)```/
+      .exec(doc)![1]!
+      .replace(/^wap audit key.*\n/m, "");
+    await writeFile(join(files.dir, "audit.json"), await exportChain("json"));
+    await writeFile(join(files.dir, "audit-key.pem"), publicKeyPem);
+    const shell = await run("sh", ["-euc", script], { cwd: files.dir });
+    expect(shell.stdout).toMatch(/Signature Verified Successfully/);
     // One byte of the message changed: openssl refuses it.
     await writeFile(
       message,
