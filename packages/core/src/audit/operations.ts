@@ -150,12 +150,11 @@ export const getAuditSigningKey = defineOperation({
   },
 });
 
-export const exportAuditChainInput = exportAuditLogsInput;
-
 export const exportAuditChainOperation = defineOperation({
   method: UtilService.method.exportAuditChain,
   access: { kind: "workspace", permission: "audit.read" },
-  input: exportAuditChainInput,
+  // The same window and format as the log's export.
+  input: exportAuditLogsInput,
   async run(call) {
     const { input, services, workspace, now } = call;
     const format = input.format === ExportAuditLogsRequest_Format.JSON ? "json" : "csv";
