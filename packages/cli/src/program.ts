@@ -250,9 +250,17 @@ export function createProgram(runner: Runner, env: NodeJS.ProcessEnv = process.e
     .description("check an export offline: every hash, link and checkpoint; names the first bad entry")
     .argument("<file>", "a file from `wap audit export`")
     .requiredOption("--key <file>", "the workspace's audit public key (PEM, from `wap audit key`)")
+    .option(
+      "--recording <file>",
+      "a session recording file to check against the chain (repeatable)",
+      collect,
+      [],
+    )
     .addHelpText("after", "\nExits 0 when everything verifies, 1 naming the first problem otherwise.")
     .action(
-      action(async (ctx, file: string, options: { key: string }) => auditVerify(ctx, file, options.key)),
+      action(async (ctx, file: string, options: { key: string; recording: string[] }) =>
+        auditVerify(ctx, file, options.key, options.recording),
+      ),
     );
 
   // Every subcommand reports usage errors through the same exit path.

@@ -437,6 +437,12 @@ describe("wap as a signed-in user", { timeout: 180_000 }, () => {
       await asUser(["audit", "export", "--format", "csv", "--since", since, "-o", window]),
     ).toMatchObject({ code: 0 });
     expect(await asUser(["audit", "verify", window, "--key", key])).toMatchObject({ code: 0 });
+    // A recording file that no completed recording of the chain has.
+    const cast = join(scratch, "session.cast");
+    await writeFile(cast, '{"version":2,"width":80,"height":24}\n');
+    const foreign = await asUser(["audit", "verify", all, "--key", key, "--recording", cast]);
+    expect(foreign.code, foreign.stderr).toBe(1);
+    expect(foreign.stdout).toMatch(/^FAILED: recording .*session\.cast matches no completed recording/);
     // One byte of one entry changed in the file.
     const text = await readFile(all, "utf8");
     const line = text.split("\n").find((l) => l.includes('"position":2,'))!;

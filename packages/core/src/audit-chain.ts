@@ -4,10 +4,17 @@
  *
  * @module
  */
-export type { ChainFile, ChainFileCheckpoint, ChainFileEntry, ChainVerdict } from "./audit/chain-file.js";
+export type {
+  ChainFile,
+  ChainFileCheckpoint,
+  ChainFileEntry,
+  ChainVerdict,
+  RecordingMatch,
+} from "./audit/chain-file.js";
 export {
   ChainFileError,
   chainFileCheckpointMessage,
+  findRecording,
   readChainFile,
   verifyChainFile,
   writeChainFile,

@@ -3,6 +3,8 @@
  * call them), checkpoints checked by the real `openssl pkeyutl`, and `verifyChainFile` naming the
  * first bad entry of logs tampered with in the database directly and of exported files edited.
  */
+
+import { createHash } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ExportAuditLogsRequest_Format, TeamService, UtilService } from "@wap/api";
@@ -13,13 +15,16 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import {
   type ChainFile,
   chainFileCheckpointMessage,
+  findRecording,
   readChainFile,
   verifyChainFile,
   writeChainFile,
 } from "../src/audit/chain-file.js";
 import { rawAuditPublicKey, signAuditCheckpoints } from "../src/audit/checkpoints.js";
+import { startSessionRecording } from "../src/recordings/recorder.js";
 import { memberWithRole, type Owner } from "./support/access.js";
 import { run, scratch } from "./support/certificates.js";
+import { insertAcceptedDaemon } from "./support/daemons.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 
 let t: TestPlatform;
@@ -349,5 +354,49 @@ describe("verification names the first bad entry", () => {
     const unsigned: ChainFile = { ...original, checkpoints: [] };
     expect(verifyChainFile(unsigned, key)).toMatchObject({ ok: false, problem: "unsigned" });
     expect(verifyChainFile(original, key)).toMatchObject({ ok: true });
+  });
+});
+
+describe("session recordings in the chain", () => {
+  it("a completed recording's SHA-256 is in the chain; a file edited by one byte matches nothing", async () => {
+    const daemonId = await insertAcceptedDaemon(t, {
+      workspaceId: ada.workspaceId,
+      targetId: null,
+      name: "host-rec",
+      recordSessions: true,
+    });
+    const now = t.clock.now();
+    const session = {
+      id: crypto.randomUUID(),
+      workspaceId: ada.workspaceId,
+      daemonId,
+      userId: ada.caller.userId,
+      username: "deploy",
+      state: "open" as const,
+      createdAt: now,
+      openedAt: now,
+      closedAt: null,
+      closeReason: "",
+    };
+    await t.storage.daemonSessions.insert(session);
+    const recorder = (await startSessionRecording(t.platform.services, session, { width: 80, height: 24 }))!;
+    recorder.output(new TextEncoder().encode("$ uptime\r\n up 3 days\r\n"));
+    await recorder.close();
+    const chunks = await t.storage.recordings.scanChunks(ada.workspaceId, session.id, { limit: 100 });
+    const bytes = Buffer.concat(chunks.map((c) => c.data));
+    const text = await exportChain("json");
+    expect(await verify(text)).toMatchObject({ ok: true });
+    const file = readChainFile(text);
+    const sha = (data: Uint8Array) => createHash("sha256").update(data).digest("hex");
+    const match = findRecording(file, sha(bytes));
+    expect(match).toMatchObject({ recordingId: session.id });
+    expect(file.entries.find((e) => e.position === match!.position)).toMatchObject({
+      action: "recording.complete",
+      actorId: ada.caller.userId,
+      resource: `recording:${session.id} sha256=${sha(bytes)} bytes=${bytes.byteLength} truncated=false`,
+    });
+    const edited = Buffer.from(bytes);
+    edited[edited.length - 3] = edited[edited.length - 3]! ^ 1;
+    expect(findRecording(file, sha(edited))).toBeNull();
   });
 });

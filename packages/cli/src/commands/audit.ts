@@ -5,10 +5,17 @@
  *
  * @module
  */
+import { createHash } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { ExportAuditLogsRequest_Format } from "@wap/api";
-import { ChainFileError, rawAuditPublicKey, readChainFile, verifyChainFile } from "@wap/core/audit-chain";
+import {
+  ChainFileError,
+  findRecording,
+  rawAuditPublicKey,
+  readChainFile,
+  verifyChainFile,
+} from "@wap/core/audit-chain";
 import { CliError, ExitCode, usageError } from "../exit-codes.js";
 import { type CommandContext, withSession } from "../session.js";
 import { resolveWorkspace } from "../workspaces.js";
@@ -68,10 +75,16 @@ export async function auditExport(ctx: CommandContext, options: AuditExportOptio
 }
 
 /**
- * Checks `file` against the public key in `keyFile`. Returns the exit status: 0 when everything
- * verifies, 1 (the first problem printed) when not.
+ * Checks `file` against the public key in `keyFile`, and each of `recordings` (session recording
+ * files) against the SHA-256 the chain recorded when it completed. Returns the exit status: 0
+ * when everything verifies, 1 (the first problem printed) when not.
  */
-export async function auditVerify(ctx: CommandContext, path: string, keyFile: string): Promise<number> {
+export async function auditVerify(
+  ctx: CommandContext,
+  path: string,
+  keyFile: string,
+  recordings: readonly string[] = [],
+): Promise<number> {
   const [text, pem] = await Promise.all([readText(path), readText(keyFile)]);
   const key = rawAuditPublicKey(pem);
   if (key === null)
@@ -86,10 +99,27 @@ export async function auditVerify(ctx: CommandContext, path: string, keyFile: st
   }
   const verdict = verifyChainFile(file, key);
   if (verdict.ok) {
+    for (const recording of recordings) {
+      const sha256 = createHash("sha256")
+        .update(
+          await readFile(recording).catch(() => Promise.reject(new CliError(`cannot read ${recording}`))),
+        )
+        .digest("hex");
+      const match = findRecording(file, sha256);
+      if (match === null) {
+        const message = `recording ${recording} matches no completed recording of the chain: edited, or not in this export`;
+        ctx.out.result(
+          { ok: false, problem: "recording_mismatch", file: recording, message },
+          () => `FAILED: ${message}`,
+        );
+        return ExitCode.error;
+      }
+    }
     ctx.out.result({ ...verdict, workspaceId: file.workspaceId }, () =>
       verdict.entries === 0
         ? `OK: ${path} holds no entries.`
-        : `OK: entries ${file.start.position + 1} to ${verdict.last} of workspace ${file.workspaceId} verify; ${verdict.checkpoints} checkpoint(s) signed by the key.`,
+        : `OK: entries ${file.start.position + 1} to ${verdict.last} of workspace ${file.workspaceId} verify; ${verdict.checkpoints} checkpoint(s) signed by the key.` +
+          (recordings.length > 0 ? ` ${recordings.length} recording file(s) match the chain.` : ""),
     );
     return ExitCode.ok;
   }

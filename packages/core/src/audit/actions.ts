@@ -45,6 +45,7 @@ export const auditActions = [
   "principal.grant",
   "principal.revoke",
   "principal.set",
+  "recording.complete",
   "recording.delete",
   "recording.play",
   "security.permission_denied",

@@ -401,3 +401,23 @@ export function chainFileCheckpointMessage(file: ChainFile, checkpoint: ChainFil
     signedAt: new Date(checkpoint.signedAt),
   });
 }
+
+/** The `recording.complete` entry of a file whose SHA-256 is `sha256` (hex), if any. */
+export interface RecordingMatch {
+  readonly position: number;
+  readonly entryId: string;
+  readonly recordingId: string;
+}
+
+/**
+ * Finds the entry that completed a recording with this SHA-256 (its `resource` is
+ * `recording:<id> sha256=<hex> …`). Trust it only once the file verified.
+ */
+export function findRecording(file: ChainFile, sha256: string): RecordingMatch | null {
+  for (const entry of file.entries) {
+    if (entry.action !== "recording.complete") continue;
+    const match = /^recording:(\S+) sha256=([0-9a-f]{64}) /.exec(entry.resource);
+    if (match?.[2] === sha256) return { position: entry.position, entryId: entry.id, recordingId: match[1]! };
+  }
+  return null;
+}
