@@ -4,7 +4,7 @@
  * first bad entry of logs tampered with in the database directly and of exported files edited.
  */
 
-import { createHash } from "node:crypto";
+import { createHash, createPrivateKey } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ExportAuditLogsRequest_Format, TeamService, UtilService } from "@wap/api";
@@ -21,6 +21,8 @@ import {
   writeChainFile,
 } from "../src/audit/chain-file.js";
 import { rawAuditPublicKey, signAuditCheckpoints } from "../src/audit/checkpoints.js";
+import { createMasterKeyStore, generateMasterKey } from "../src/crypto/key-store.js";
+import { resealSecrets } from "../src/maintenance/reseal-secrets.js";
 import { startSessionRecording } from "../src/recordings/recorder.js";
 import { memberWithRole, type Owner } from "./support/access.js";
 import { run, scratch } from "./support/certificates.js";
@@ -100,6 +102,19 @@ describe("the audit signing key and the chain export", () => {
       (await t.call(bob.caller, UtilService.method.getAuditSigningKey, { workspaceId: bob.workspaceId }))
         .publicKeyPem,
     ).not.toBe(adaKey.publicKeyPem);
+  });
+
+  it("a master key rotation re-seals the audit key: the same public key, opened by the new master key", async () => {
+    const before = await publicKey();
+    const next = createMasterKeyStore({ masterKey: generateMasterKey() });
+    const { resealed } = await resealSecrets(t.storage, t.platform.services.keyStore, next);
+    expect(resealed.audit_key).toBe(1);
+    const stored = (await t.storage.auditCheckpoints.findKey(ada.workspaceId))!;
+    expect(stored.publicKey).toEqual(before);
+    const der = await next.open(stored.sealedPrivateKey, `audit-key:${ada.workspaceId}`);
+    expect(createPrivateKey({ key: Buffer.from(der), format: "der", type: "pkcs8" }).asymmetricKeyType).toBe(
+      "ed25519",
+    );
   });
 
   it("bad input is refused naming the field, and changes nothing", async () => {
