@@ -39,12 +39,13 @@ export const insertAuditEvent = prepareInsert("audit_events");
 
 // --- the hash chain --------------------------------------------------------------------------
 //
-// An entry of a workspace joins its chain in two statements, run in the transaction that commits
-// it: the first moves the workspace's head one position on (an upsert of one row: on PostgreSQL
-// its row lock makes the writers of a workspace take turns until they commit, across instances),
-// the second inserts the entry with the head's position and hashes. `wap_chain_hash(previous,
-// position, content)` is SHA-256 over the three (a PostgreSQL function from the migration; a
-// function each SQLite connection registers), `content` the entry's bytes from audit/chain.ts.
+// An entry of a workspace joins its chain in two steps, run in the transaction that commits it:
+// the first moves the workspace's head one position on (an upsert of one row: on PostgreSQL its
+// row lock makes the writers of a workspace take turns until they commit, across instances), the
+// second inserts the entry with the head's position and hashes (on PostgreSQL both are one
+// statement). `wap_chain_hash(previous, position, content)` is SHA-256 over the three (a
+// PostgreSQL function from the migration; a function each SQLite connection registers), `content`
+// the entry's bytes from audit/chain.ts.
 
 const genesis = fromBytes(genesisHash);
 
@@ -110,6 +111,41 @@ const insertChainedEvent = prepare(
     ),
 );
 
+/** PostgreSQL runs both steps as one statement (one round trip): the head's upsert feeds the insert. */
+const appendChainedEvent = prepare(
+  (
+    db,
+    workspaceId: string,
+    start: Uint8Array,
+    content: Uint8Array,
+    id: string,
+    actorId: string,
+    actorType: string,
+    action: string,
+    resource: string,
+    ipAddress: string,
+    userAgent: string,
+    statusCode: string,
+    requestId: string,
+    occurredAt: number,
+  ) =>
+    statement(
+      db,
+      sql`with "head" as (
+      insert into "audit_chain_heads" ("workspace_id", "position", "previous_hash", "hash")
+      values (${workspaceId}, 1, ${start}, wap_chain_hash(${start}, 1, ${content}))
+      on conflict ("workspace_id") do update set
+        "position" = "audit_chain_heads"."position" + 1,
+        "previous_hash" = "audit_chain_heads"."hash",
+        "hash" = wap_chain_hash("audit_chain_heads"."hash", "audit_chain_heads"."position" + 1, ${content})
+      returning "workspace_id", "position", "previous_hash", "hash")
+    insert into "audit_events" ("id", "workspace_id", "actor_id", "actor_type", "action", "resource",
+      "ip_address", "user_agent", "status_code", "request_id", "occurred_at", "chain_position", "previous_hash", "hash")
+    select ${id}, "workspace_id", ${actorId}, ${actorType}, ${action}, ${resource}, ${ipAddress}, ${userAgent},
+      ${statusCode}, ${requestId}, cast(${occurredAt} as bigint), "position", "previous_hash", "hash" from "head"`,
+    ),
+);
+
 /**
  * The statements that append `event`: chained when it belongs to a workspace (to run together,
  * in one transaction), a plain insert otherwise.
@@ -121,6 +157,27 @@ export function auditEventStatements(
 ): CompiledQuery[] {
   if (event.workspaceId === null) return [insertAuditEvent.compile(db, dialect, auditEventToRow(event))];
   const content = fromBytes(auditEntryContent(event));
+  if (dialect === "postgres") {
+    return [
+      appendChainedEvent.compile(
+        db,
+        dialect,
+        event.workspaceId,
+        genesis,
+        content,
+        event.id,
+        event.actorId,
+        event.actorType,
+        event.action,
+        event.resource,
+        event.ipAddress,
+        event.userAgent,
+        event.statusCode,
+        event.requestId,
+        fromDate(event.timestamp),
+      ),
+    ];
+  }
   return [
     advanceChainHead.compile(db, dialect, event.workspaceId, genesis, content),
     insertChainedEvent.compile(
