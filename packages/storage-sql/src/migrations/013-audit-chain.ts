@@ -85,7 +85,7 @@ export function auditChainMigration(dialect: SqlDialectName): Migration {
           language sql immutable strict parallel safe
           as 'select sha256(previous || int8send(entry_position) || content)'`.execute(db);
       }
-      await chainExisting(db);
+      await chainExisting(db, dialect);
     },
   };
 }
@@ -93,11 +93,12 @@ export function auditChainMigration(dialect: SqlDialectName): Migration {
 const bytes = (value: Uint8Array) => Buffer.from(value.buffer, value.byteOffset, value.byteLength);
 
 /** Chains the entries already logged, workspace by workspace, in the order they were appended. */
-async function chainExisting(db: Kysely<unknown>): Promise<void> {
+async function chainExisting(db: Kysely<unknown>, dialect: SqlDialectName): Promise<void> {
   const { rows: workspaces } = await sql<{ workspace_id: string }>`
     select distinct workspace_id from audit_events where workspace_id is not null`.execute(db);
   for (const { workspace_id: workspaceId } of workspaces) {
     let previous = genesisHash;
+    let before = genesisHash;
     let position = 0;
     let after: number | string = -1;
     for (;;) {
@@ -105,6 +106,7 @@ async function chainExisting(db: Kysely<unknown>): Promise<void> {
         select * from audit_events where workspace_id = ${workspaceId} and seq > ${after}
         order by seq limit 1000`.execute(db);
       if (rows.length === 0) break;
+      const links: Link[] = [];
       for (const row of rows) {
         position += 1;
         const hash = chainHash(
@@ -124,19 +126,43 @@ async function chainExisting(db: Kysely<unknown>): Promise<void> {
             timestamp: new Date(Number(row.occurred_at)),
           }),
         );
-        await sql`update audit_events set chain_position = ${position}, previous_hash = ${bytes(previous)}, hash = ${bytes(hash)}
-          where seq = ${row.seq}`.execute(db);
+        links.push({ seq: row.seq, position, previous, hash });
+        before = previous;
         previous = hash;
         after = row.seq;
       }
+      await writeLinks(db, dialect, links);
     }
-    const last = await sql<{ previous_hash: Uint8Array }>`
-      select previous_hash from audit_events where workspace_id = ${workspaceId} and chain_position = ${position}`.execute(
-      db,
-    );
     await sql`insert into audit_chain_heads (workspace_id, position, previous_hash, hash)
-      values (${workspaceId}, ${position}, ${last.rows[0]?.previous_hash ?? bytes(genesisHash)}, ${bytes(previous)})`.execute(
-      db,
-    );
+      values (${workspaceId}, ${position}, ${bytes(before)}, ${bytes(previous)})`.execute(db);
+  }
+}
+
+interface Link {
+  readonly seq: number | string;
+  readonly position: number;
+  readonly previous: Uint8Array;
+  readonly hash: Uint8Array;
+}
+
+/** One statement per page on PostgreSQL (a round trip per row would take long on a large log). */
+async function writeLinks(
+  db: Kysely<unknown>,
+  dialect: SqlDialectName,
+  links: readonly Link[],
+): Promise<void> {
+  if (dialect === "postgres") {
+    await sql`update audit_events as a
+      set chain_position = v.position, previous_hash = v.previous, hash = v.hash
+      from (select unnest(${links.map((l) => String(l.seq))}::bigint[]) as seq,
+                   unnest(${links.map((l) => l.position)}::bigint[]) as position,
+                   unnest(${links.map((l) => bytes(l.previous))}::bytea[]) as previous,
+                   unnest(${links.map((l) => bytes(l.hash))}::bytea[]) as hash) as v
+      where a.seq = v.seq`.execute(db);
+    return;
+  }
+  for (const l of links) {
+    await sql`update audit_events set chain_position = ${l.position}, previous_hash = ${bytes(l.previous)},
+      hash = ${bytes(l.hash)} where seq = ${l.seq}`.execute(db);
   }
 }
