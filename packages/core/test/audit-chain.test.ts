@@ -213,6 +213,14 @@ describe("the audit signing key and the chain export", () => {
     expect(file.start.position).toBeGreaterThan(0);
     expect(file.entries.map((e) => e.action)).toEqual(Array(4).fill("team.create"));
     expect(await verify(text)).toMatchObject({ ok: true, entries: 4 });
+    // A window without entries is an empty file that verifies, in both formats.
+    const later = new Date(t.clock.now().getTime() + 86_400_000);
+    for (const format of ["json", "csv"] as const) {
+      expect(await verify(await exportChain(format, { startDate: later }))).toMatchObject({
+        ok: true,
+        entries: 0,
+      });
+    }
     // The stored checkpoint from the interval is in the full export with the export's own.
     const all = readChainFile(await exportChain("csv"));
     expect(all.checkpoints.length).toBeGreaterThanOrEqual(2);

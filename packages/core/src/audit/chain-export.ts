@@ -11,7 +11,7 @@ import { ResourceExhaustedError } from "../errors.js";
 import type { Services } from "../operations/services.js";
 import type { AuditChainRange, ChainedAuditEventRecord } from "../storage/audit.js";
 import { genesisHash } from "./chain.js";
-import type { ChainFile, ChainFileCheckpoint, ChainFileEntry } from "./chain-file.js";
+import { type ChainFileCheckpoint, type ChainFileEntry, chainFileWriter } from "./chain-file.js";
 import { signCheckpoint } from "./checkpoints.js";
 import { defaultAuditExportOptions } from "./export.js";
 
@@ -51,15 +51,21 @@ function fileCheckpoint(c: { position: number; hash: Uint8Array; signedAt: Date;
 /** Most checkpoints one export carries besides its own (the newest of the stretch are kept). */
 const maxCheckpoints = 10_000;
 
-/** The file of the workspace's chain over `[since, until)` (all of it without a window). */
+/**
+ * The file of the workspace's chain over `[since, until)` (all of it without a window), in
+ * `format`. Entries are read and written a page at a time: what it holds is about the file's
+ * text, never every entry as an object.
+ */
 export async function exportAuditChain(
   services: Pick<Services, "storage" | "keyStore" | "clock">,
   workspaceId: string,
   window: { readonly since?: Date; readonly until?: Date },
+  format: "json" | "csv",
   limits: { readonly maxRows?: number; readonly pageSize?: number } = {},
-): Promise<{ readonly file: ChainFile; readonly range: AuditChainRange | null }> {
+): Promise<{ readonly text: string; readonly range: AuditChainRange | null }> {
   const { maxRows, pageSize } = { ...defaultAuditExportOptions, ...limits };
   const { storage } = services;
+  const writer = chainFileWriter(format);
   const head = await storage.auditEvents.chainHead(workspaceId);
   let range: AuditChainRange | null = null;
   if (head !== null) {
@@ -71,10 +77,8 @@ export async function exportAuditChain(
     }
   }
   if (head === null || range === null) {
-    return {
-      file: { workspaceId, start: { position: 0, hash: hex(genesisHash) }, entries: [], checkpoints: [] },
-      range: null,
-    };
+    const start = { position: 0, hash: hex(genesisHash) };
+    return { text: writer.head(workspaceId, start) + writer.tail(workspaceId, []), range: null };
   }
   if (range.last - range.first + 1 > maxRows) {
     throw new ResourceExhaustedError(
@@ -82,36 +86,41 @@ export async function exportAuditChain(
       { reason: "AUDIT_EXPORT_TOO_LARGE" },
     );
   }
-  const entries: ChainedAuditEventRecord[] = [];
+  const parts: string[] = [];
+  let count = 0;
+  let firstPrevious: Uint8Array | undefined;
+  let lastHash: Uint8Array | undefined;
   for (let from = range.first; from <= range.last; ) {
     const page = await storage.auditEvents.scanChain(workspaceId, { from, to: range.last, limit: pageSize });
-    entries.push(...page);
+    let text = "";
+    for (const entry of page) {
+      firstPrevious ??= entry.previousHash;
+      if (entry.position === range.last) lastHash = entry.hash;
+      text += writer.entry(fileEntry(entry), count++ === 0);
+    }
+    parts.push(text);
     if (page.length < pageSize) break;
     from = page[page.length - 1]!.position + 1;
   }
   // The hash it starts from; an entry missing before the stretch leaves only what its first claims.
   const startHash =
-    (await storage.auditEvents.chainHashAt(workspaceId, range.first - 1)) ??
-    entries[0]?.previousHash ??
-    genesisHash;
+    (await storage.auditEvents.chainHashAt(workspaceId, range.first - 1)) ?? firstPrevious ?? genesisHash;
   const stored = await storage.auditCheckpoints.list(
     workspaceId,
     { first: range.first - 1, last: range.last },
     maxCheckpoints,
   );
-  const endHash =
-    range.last === head.position ? head.hash : entries.find((e) => e.position === range.last)?.hash;
+  const endHash = range.last === head.position ? head.hash : lastHash;
   const own =
     endHash === undefined
       ? []
       : [await signCheckpoint(services, workspaceId, { position: range.last, hash: endHash })];
+  const start = { position: range.first - 1, hash: hex(startHash) };
   return {
-    file: {
-      workspaceId,
-      start: { position: range.first - 1, hash: hex(startHash) },
-      entries: entries.map(fileEntry),
-      checkpoints: [...stored, ...own].map(fileCheckpoint),
-    },
+    text:
+      writer.head(workspaceId, start) +
+      parts.join("") +
+      writer.tail(workspaceId, [...stored, ...own].map(fileCheckpoint)),
     range,
   };
 }

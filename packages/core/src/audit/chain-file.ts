@@ -69,25 +69,48 @@ function csvLine(values: Partial<Record<(typeof chainCsvColumns)[number], string
   return `${chainCsvColumns.map((c) => csvField(String(values[c] ?? ""))).join(",")}\r\n`;
 }
 
+/**
+ * Writes a file piece by piece (the export writes its entries a page at a time, never holding
+ * them all): `head`, then each entry, then `tail` with the checkpoints.
+ */
+export interface ChainFileWriter {
+  head(workspaceId: string, start: ChainFile["start"]): string;
+  /** `first`: the file's first entry. */
+  entry(entry: ChainFileEntry, first: boolean): string;
+  tail(workspaceId: string, checkpoints: readonly ChainFileCheckpoint[]): string;
+}
+
+const csvWriter: ChainFileWriter = {
+  head: (workspaceId, start) =>
+    `${chainCsvColumns.join(",")}\r\n${csvLine({ record: "start", workspaceId, ...start })}`,
+  entry: (entry) => csvLine({ record: "entry", ...entry }),
+  tail: (workspaceId, checkpoints) =>
+    checkpoints.map((c) => csvLine({ record: "checkpoint", workspaceId, ...c })).join(""),
+};
+
+// One entry or checkpoint per line: a JSON document that line-oriented tools can also split.
+const jsonWriter: ChainFileWriter = {
+  head: (workspaceId, start) =>
+    `{\n  "format": ${JSON.stringify(chainFileFormat)},\n` +
+    `  "workspaceId": ${JSON.stringify(workspaceId)},\n` +
+    `  "start": ${JSON.stringify(start)},\n  "entries": [`,
+  entry: (entry, first) => `${first ? "\n" : ",\n"}    ${JSON.stringify(entry)}`,
+  tail: (_workspaceId, checkpoints) =>
+    `\n  ],\n  "checkpoints": [\n${checkpoints.map((c) => `    ${JSON.stringify(c)}`).join(",\n")}\n  ]\n}\n`,
+};
+
+export function chainFileWriter(format: "json" | "csv"): ChainFileWriter {
+  return format === "csv" ? csvWriter : jsonWriter;
+}
+
 /** The file's text, in `format`. */
 export function writeChainFile(file: ChainFile, format: "json" | "csv"): string {
-  if (format === "csv") {
-    let text = `${chainCsvColumns.join(",")}\r\n`;
-    text += csvLine({ record: "start", workspaceId: file.workspaceId, ...file.start });
-    for (const entry of file.entries) text += csvLine({ record: "entry", ...entry });
-    for (const c of file.checkpoints)
-      text += csvLine({ record: "checkpoint", workspaceId: file.workspaceId, ...c });
-    return text;
-  }
-  // One entry or checkpoint per line: a JSON document that line-oriented tools can also split.
-  const lines = (items: readonly unknown[]) => items.map((item) => `    ${JSON.stringify(item)}`).join(",\n");
-  return (
-    `{\n  "format": ${JSON.stringify(chainFileFormat)},\n` +
-    `  "workspaceId": ${JSON.stringify(file.workspaceId)},\n` +
-    `  "start": ${JSON.stringify(file.start)},\n` +
-    `  "entries": [\n${lines(file.entries)}\n  ],\n` +
-    `  "checkpoints": [\n${lines(file.checkpoints)}\n  ]\n}\n`
-  );
+  const writer = chainFileWriter(format);
+  let text = writer.head(file.workspaceId, file.start);
+  file.entries.forEach((entry, i) => {
+    text += writer.entry(entry, i === 0);
+  });
+  return text + writer.tail(file.workspaceId, file.checkpoints);
 }
 
 // --- reading -----------------------------------------------------------------------------------

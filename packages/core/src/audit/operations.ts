@@ -17,7 +17,6 @@ import { defineOperation } from "../operations/operation.js";
 import type { AuditEventRecord } from "../storage/audit.js";
 import { defaultPage, enumValue, paging, text, timestamp, uuid } from "../validation/rules.js";
 import { exportAuditChain } from "./chain-export.js";
-import { writeChainFile } from "./chain-file.js";
 import { auditPublicKeyPem, auditSigningKey } from "./checkpoints.js";
 import { exportAuditLog } from "./export.js";
 
@@ -162,7 +161,7 @@ export const exportAuditChainOperation = defineOperation({
       ...(input.startDate ? { since: input.startDate } : {}),
       ...(input.endDate ? { until: input.endDate } : {}),
     };
-    const { file, range } = await exportAuditChain(services, workspace.workspaceId, window, {
+    const { text, range } = await exportAuditChain(services, workspace.workspaceId, window, format, {
       ...integrationsOf(services).auditExport,
     });
     const stretch = range === null ? "empty" : `${range.first}-${range.last}`;
@@ -172,7 +171,7 @@ export const exportAuditChainOperation = defineOperation({
     const from = input.startDate ? compactTime(input.startDate) : "start";
     const until = input.endDate ? compactTime(input.endDate) : compactTime(now);
     return {
-      data: new TextEncoder().encode(writeChainFile(file, format)),
+      data: new TextEncoder().encode(text),
       filename: `audit-chain-${workspace.workspaceId}-${from}-${until}.${format}`,
       contentType: format === "json" ? "application/json" : "text/csv; charset=utf-8",
     };
