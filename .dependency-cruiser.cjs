@@ -6,10 +6,12 @@
 const entries = [
   "packages/api/src/index\\.ts",
   "packages/ssh-wire/src/(index|encoding|forms)\\.ts",
+  "packages/audit-chain/src/index\\.ts",
   "packages/core/src/index\\.ts",
   "packages/core/src/storage/index\\.ts",
   "packages/core/src/testing/index\\.ts",
   "packages/core/src/ssh-keys\\.ts",
+  "packages/core/src/audit-chain\\.ts",
   "packages/client/src/index(\\.browser)?\\.ts",
   "packages/storage-sql/src/index\\.ts",
   "packages/storage-sqlite/src/index\\.ts",
@@ -62,6 +64,14 @@ module.exports = {
         "@wap/ssh-wire is what the CLI and the agent install for SSH formats: Node built-ins only, nothing else.",
       from: { path: "^packages/ssh-wire/src", pathNot: "\\.test\\.ts$" },
       to: { pathNot: "^packages/ssh-wire/src/", dependencyTypesNot: ["core"] },
+    },
+    {
+      name: "audit-chain-stands-alone",
+      severity: "error",
+      comment:
+        "@wap/audit-chain is what an auditor's `wap audit verify` runs: Node built-ins only, nothing else.",
+      from: { path: "^packages/audit-chain/src", pathNot: "\\.test\\.ts$" },
+      to: { pathNot: "^packages/audit-chain/src/", dependencyTypesNot: ["core"] },
     },
     {
       name: "cli-and-agent-import-no-core",

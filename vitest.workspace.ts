@@ -14,6 +14,7 @@
 const packages = [
   "api",
   "ssh-wire",
+  "audit-chain",
   "core",
   "storage-sql",
   "storage-sqlite",

@@ -83,6 +83,7 @@ const apps = {
 const builtPackages = [
   "api",
   "ssh-wire",
+  "audit-chain",
   "client",
   "core",
   "storage-sql",

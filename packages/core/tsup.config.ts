@@ -1,7 +1,13 @@
 import { defineConfig } from "tsup";
 
 export default defineConfig({
-  entry: ["src/index.ts", "src/storage/index.ts", "src/testing/index.ts", "src/ssh-keys.ts"],
+  entry: [
+    "src/index.ts",
+    "src/storage/index.ts",
+    "src/testing/index.ts",
+    "src/ssh-keys.ts",
+    "src/audit-chain.ts",
+  ],
   format: ["esm"],
   target: "node20",
   dts: true,

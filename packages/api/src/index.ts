@@ -650,8 +650,12 @@ export {
 
 export type {
   EventLog,
+  ExportAuditChainRequest,
+  ExportAuditChainResponse,
   ExportAuditLogsRequest,
   ExportAuditLogsResponse,
+  GetAuditSigningKeyRequest,
+  GetAuditSigningKeyResponse,
   GetVersionRequest,
   GetVersionResponse,
   ListAuditLogsRequest,
@@ -662,11 +666,15 @@ export type {
 } from "./gen/platform/v1/util_pb.js";
 export {
   EventLogSchema,
+  ExportAuditChainRequestSchema,
+  ExportAuditChainResponseSchema,
   ExportAuditLogsRequest_Format,
   ExportAuditLogsRequest_FormatSchema,
   ExportAuditLogsRequestSchema,
   ExportAuditLogsResponseSchema,
   file_platform_v1_util,
+  GetAuditSigningKeyRequestSchema,
+  GetAuditSigningKeyResponseSchema,
   GetVersionRequestSchema,
   GetVersionResponseSchema,
   ListAuditLogsRequestSchema,

@@ -40,11 +40,21 @@ const collect = (value: string, previous: string[]) => [...previous, value];
  * neither the X.509 library nor the browser launcher, `--version` and `--help` need no client).
  */
 const commands = {
+  audit: () => import("./commands/audit.js"),
   auth: () => import("./commands/auth.js"),
   certs: () => import("./commands/certs.js"),
   lists: () => import("./commands/lists.js"),
   ssh: () => import("./commands/ssh.js"),
 };
+
+function instant(value: string): Date {
+  const date = /^\d{4}-\d{2}-\d{2}([T ][0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(value)
+    ? new Date(value)
+    : undefined;
+  if (date === undefined || Number.isNaN(date.getTime()))
+    throw new InvalidArgumentError("expected a date or time such as 2026-11-01 or 2026-11-01T12:00:00Z");
+  return date;
+}
 
 interface Runner {
   /** The exit status a command asked for (wap ssh passes ssh's on). */
@@ -227,6 +237,50 @@ export function createProgram(runner: Runner, env: NodeJS.ProcessEnv = process.e
             ...(options.ca === undefined ? {} : { ca: options.ca }),
             out: options.out,
           }),
+      ),
+    );
+
+  const audit = program
+    .command("audit")
+    .description("the workspace's verifiable audit log: export it, verify it offline");
+  audit
+    .command("key")
+    .description("print (or write) the public key that signs the workspace's audit checkpoints")
+    .option("-o, --output <file>", "write the PEM to this file")
+    .action(
+      action(async (ctx, options: { output?: string }) => (await commands.audit()).auditKey(ctx, options)),
+    );
+  audit
+    .command("export")
+    .description("write the audit chain (all of it, or a time window) with its signed checkpoints")
+    .addOption(new Option("--format <format>", "the file's format").choices(["json", "csv"]).default("json"))
+    .option("--since <time>", "from the first entry at or after this time", instant)
+    .option("--until <time>", "to the last entry before this time", instant)
+    .requiredOption("-o, --output <file>", "the file to write")
+    .addHelpText(
+      "after",
+      "\nExample:\n  wap audit export --since 2026-11-01 -o audit.json && wap audit key -o audit.pem",
+    )
+    .action(
+      action(async (ctx, options: { format: "json" | "csv"; since?: Date; until?: Date; output: string }) =>
+        (await commands.audit()).auditExport(ctx, options),
+      ),
+    );
+  audit
+    .command("verify")
+    .description("check an export offline: every hash, link and checkpoint; names the first bad entry")
+    .argument("<file>", "a file from `wap audit export`")
+    .requiredOption("--key <file>", "the workspace's audit public key (PEM, from `wap audit key`)")
+    .option(
+      "--recording <file>",
+      "a session recording file to check against the chain (repeatable)",
+      collect,
+      [],
+    )
+    .addHelpText("after", "\nExits 0 when everything verifies, 1 naming the first problem otherwise.")
+    .action(
+      action(async (ctx, file: string, options: { key: string; recording: string[] }) =>
+        (await commands.audit()).auditVerify(ctx, file, options.key, options.recording),
       ),
     );
 

@@ -443,6 +443,53 @@ describe("wap as a signed-in user", { timeout: 180_000 }, () => {
     expect(server.stderr).toContain("a server certificate names a host");
   });
 
+  it("wap audit export and verify: the chain verifies offline; an edited file and a deleted row are named", async () => {
+    const key = join(scratch, "audit.pem");
+    expect(await asUser(["audit", "key", "-o", key])).toMatchObject({ code: 0 });
+    expect(await readFile(key, "utf8")).toMatch(/^-----BEGIN PUBLIC KEY-----/);
+    const all = join(scratch, "audit.json");
+    const exported = await asUser(["audit", "export", "-o", all]);
+    expect(exported, exported.stderr).toMatchObject({ code: 0 });
+    expect(exported.stdout).toMatch(
+      /^Wrote .*audit\.json: entries 1 to \d+ of .* audit chain, 1 checkpoint\(s\)\.\n$/,
+    );
+    const verified = await asUser(["audit", "verify", all, "--key", key]);
+    expect(verified, verified.stderr).toMatchObject({ code: 0 });
+    expect(verified.stdout).toMatch(/^OK: entries 1 to \d+ of workspace /);
+    // A window verifies on its own, in CSV too.
+    const since = new Date(Date.now() - 60_000).toISOString();
+    const window = join(scratch, "audit-window.csv");
+    expect(
+      await asUser(["audit", "export", "--format", "csv", "--since", since, "-o", window]),
+    ).toMatchObject({ code: 0 });
+    expect(await asUser(["audit", "verify", window, "--key", key])).toMatchObject({ code: 0 });
+    // A recording file that no completed recording of the chain has.
+    const cast = join(scratch, "session.cast");
+    await writeFile(cast, '{"version":2,"width":80,"height":24}\n');
+    const foreign = await asUser(["audit", "verify", all, "--key", key, "--recording", cast]);
+    expect(foreign.code, foreign.stderr).toBe(1);
+    expect(foreign.stdout).toMatch(/^FAILED: recording .*session\.cast matches no completed recording/);
+    // One byte of one entry changed in the file.
+    const text = await readFile(all, "utf8");
+    const line = text.split("\n").find((l) => l.includes('"position":2,'))!;
+    const edited = join(scratch, "audit-edited.json");
+    await writeFile(edited, text.replace(line, line.replace('"actorType":"user"', '"actorType":"usex"')));
+    const failed = await asUser(["audit", "verify", edited, "--key", key]);
+    expect(failed.code).toBe(1);
+    expect(failed.stdout).toMatch(/^FAILED: entry 2 \(.*\) was edited/);
+    // A row deleted in the database directly.
+    await run("sqlite3", [
+      join(server.dataDir, "wap.db"),
+      `delete from audit_events where workspace_id = '${owner.workspaceId}' and chain_position = 2`,
+    ]);
+    const after = join(scratch, "audit-after.json");
+    expect(await asUser(["audit", "export", "--json", "-o", after])).toMatchObject({ code: 0 });
+    const missing = await asUser(["audit", "verify", after, "--key", key, "--json"]);
+    expect(missing.code).toBe(1);
+    expect(JSON.parse(missing.stdout)).toMatchObject({ ok: false, problem: "missing", position: 2 });
+    expect((await asUser(["audit", "export", "--since", "yesterday", "-o", after])).code).toBe(2);
+  });
+
   it("wap logout removes the device on the server: a copy of its state is refused (exit 3)", async () => {
     const copy = join(scratch, "copied-config");
     await cp(configDir, copy, { recursive: true });

@@ -1,5 +1,5 @@
 /**
- * CA private keys are sealed under the master key: a dump of the whole SQLite database (main
+ * CA private keys (and the workspaces' audit keys) are sealed under the master key: a dump of the whole SQLite database (main
  * file, WAL and shared memory, while open and after close) holds none of them in plaintext, in
  * any encoding, after authorities of every type were created, used and rolled over.
  */
@@ -11,6 +11,7 @@ import {
   AuthorityType,
   CertificateService,
   SignSSHCertificateRequest_CertificateType as CertType,
+  UtilService,
 } from "@wap/api";
 import { createSqliteStorage } from "@wap/storage-sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -64,6 +65,10 @@ beforeAll(async () => {
   for (const ca of await storage.certificateAuthorities.list(workspaceId)) {
     plaintextKeys.push(await keyStore.open(ca.sealedPrivateKey, caKeyContext(ca.id, ca.keyVersion)));
   }
+  // The workspace's audit key, made and used by a chain export (which signs a checkpoint).
+  await t.call(ada.caller, UtilService.method.exportAuditChain, { workspaceId });
+  const auditKey = await storage.auditCheckpoints.findKey(workspaceId);
+  plaintextKeys.push(await keyStore.open(auditKey!.sealedPrivateKey, `audit-key:${workspaceId}`));
   for (const name of ["access-token-signing-key", "service-account-token-signing-key"]) {
     const signing = await storage.secrets.find(name);
     plaintextKeys.push(await keyStore.open(signing!.sealed, `secret:${name}`));
@@ -129,8 +134,8 @@ function leaks(bytes: Buffer): string[] {
 
 describe("secrets at rest", () => {
   it("the test itself can see a key where there is one", () => {
-    // A CA key per spec and authority type, and the two token signing keys.
-    expect(plaintextKeys.length).toBe(specs.length * 2 + 2);
+    // A CA key per spec and authority type, the workspace's audit key and the two token signing keys.
+    expect(plaintextKeys.length).toBe(specs.length * 2 + 3);
     const planted = Buffer.concat([Buffer.from("xx"), Buffer.from(plaintextKeys[0]!), Buffer.from("yy")]);
     expect(leaks(planted).length).toBeGreaterThan(0);
     for (const key of plaintextKeys) {

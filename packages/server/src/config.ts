@@ -56,6 +56,8 @@ export interface ServerConfig extends IntegrationConfig {
   readonly logLevel: LogLevel;
   /** How long a shutdown waits for open requests before cutting them. */
   readonly shutdownGraceSeconds: number;
+  /** How often the heads of the audit chains that moved are signed (docs/audit.md); 0: never. */
+  readonly auditCheckpointSeconds: number;
   /**
    * Where users reach the web app (links in mails, the CLI's verification URL, the passkey
    * origin); unset means `http(s)://localhost:<port>`.
@@ -124,6 +126,7 @@ export const defaultConfig: ServerConfig = {
   trustProxyHops: 0,
   logLevel: "info",
   shutdownGraceSeconds: 10,
+  auditCheckpointSeconds: 300,
   publicUrl: undefined,
   internalUrl: undefined,
   smtpUrl: undefined,
@@ -525,6 +528,14 @@ export const settings: readonly Setting[] = [
     defaultText: "10",
     help: "On SIGTERM/SIGINT, how long open requests may run before they are cut.",
     apply: assign("shutdownGraceSeconds", wholeNumber(0, 3600)),
+  },
+  {
+    env: "WAP_AUDIT_CHECKPOINT_INTERVAL",
+    flag: "--audit-checkpoint-interval",
+    value: "<seconds>",
+    defaultText: "300",
+    help: "How often the heads of the workspaces' audit chains that moved are signed (0: only on export).",
+    apply: assign("auditCheckpointSeconds", wholeNumber(0, 86_400)),
   },
 ];
 

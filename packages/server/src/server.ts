@@ -14,6 +14,7 @@ import {
   type Platform,
   type PlatformOptions,
   SealedDataError,
+  signAuditCheckpoints,
 } from "@wap/core";
 import type { Storage } from "@wap/core/storage";
 import { defaultConfig, type ServerConfig } from "./config.js";
@@ -176,6 +177,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
   let opened: Listener | undefined;
   let diagnostics: DiagnosticsListener | undefined;
   let stopLagProbe: (() => void) | undefined;
+  const stopCheckpoints = startAuditCheckpoints(platform, config.auditCheckpointSeconds, logger);
   try {
     await instance.start();
     opened = await listen({
@@ -199,6 +201,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
   } catch (error) {
     await opened?.close(0);
     stopLagProbe?.();
+    await stopCheckpoints();
     await instance.stop();
     if (ownsPlatform) await platform.close();
     await backend?.release();
@@ -252,6 +255,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
         // After the last request: no signature is under way.
         built?.pkcs11Token?.close();
         stopLagProbe?.();
+        await stopCheckpoints();
         await diagnostics?.close();
         await built?.lock?.release();
         await tracing?.shutdown();
@@ -423,6 +427,28 @@ async function startLagProbe(platform: Platform, metrics: ServerMetrics, instanc
   return () => {
     clearInterval(timer);
     unsubscribe();
+  };
+}
+
+/**
+ * Signs the heads of the audit chains that moved, every `seconds` (every instance does; a head
+ * signed twice is harmless). Resolves, when stopped, once a round under way has ended.
+ */
+function startAuditCheckpoints(platform: Platform, seconds: number, logger: Logger): () => Promise<void> {
+  if (seconds === 0) return async () => {};
+  let round: Promise<void> = Promise.resolve();
+  const timer = setInterval(() => {
+    round = round.then(() =>
+      signAuditCheckpoints(platform.services).then(
+        () => undefined,
+        (error: unknown) => logger.warn("audit checkpoints not signed", { error: String(error) }),
+      ),
+    );
+  }, seconds * 1000);
+  timer.unref();
+  return async () => {
+    clearInterval(timer);
+    await round;
   };
 }
 

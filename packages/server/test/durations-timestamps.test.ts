@@ -427,7 +427,10 @@ describe("upgrade repair", () => {
         script,
         `update certificate_authorities set user_default_ttl_seconds = 3600.5, host_max_ttl_seconds = 7200.25 where id = '${id}';
          alter table targets drop column reported_endpoints;
-         delete from wap_schema_migration where name >= '012_whole_second_durations';`,
+         delete from wap_schema_migration where name >= '012_whole_second_durations';
+         drop table audit_chain_heads; drop table audit_checkpoints; drop table audit_signing_keys;
+         drop index audit_events_chain_key; alter table audit_events drop column chain_position;
+         alter table audit_events drop column previous_hash; alter table audit_events drop column hash;`,
       );
       execFileSync("sqlite3", [db, `.read ${script}`]);
       server = await start();

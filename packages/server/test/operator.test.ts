@@ -243,7 +243,9 @@ describe("rotate-master-key on SQLite (key file, server stopped)", () => {
 
       const rotated = await wapServer(["rotate-master-key"], env);
       expect(rotated.code, rotated.stderr).toBe(0);
-      expect(rotated.stdout).toContain("re-sealed 1 CA keys, 2 server secrets and 0 OIDC client secrets");
+      expect(rotated.stdout).toContain(
+        "re-sealed 1 CA keys, 2 server secrets, 0 OIDC client secrets and 0 audit signing keys",
+      );
       const newKey = (await readFile(join(dataDir, "master.key"), "utf8")).trim();
       expect(newKey).not.toBe(oldKey);
       expect((await stat(join(dataDir, "master.key"))).mode & 0o777).toBe(0o600);

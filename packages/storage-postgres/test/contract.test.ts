@@ -100,6 +100,12 @@ describe("postgres adapter", () => {
       await c.query(
         `alter table ${schema}.cli_logins drop column user_code_hash, drop column code_failures, drop column denied_at, drop column client_os, drop column client_version`,
       );
+      await c.query(
+        `drop table ${schema}.audit_chain_heads, ${schema}.audit_checkpoints, ${schema}.audit_signing_keys; drop function ${schema}.wap_chain_hash; drop index ${schema}.audit_events_chain_key`,
+      );
+      await c.query(
+        `alter table ${schema}.audit_events drop column chain_position, drop column previous_hash, drop column hash`,
+      );
       await c.query(`delete from ${schema}.wap_schema_migration where name >= '011_account_security'`);
       const insert = `insert into ${schema}.users (id, name, username, email, email_verified, picture, password_hash, enable_email_recovery, created_at, updated_at) values ($1, 'n', $2, $3, 0, '', null, 0, 0, 0)`;
       await c.query(insert, [a, "Ada", `${a}@example.com`]);

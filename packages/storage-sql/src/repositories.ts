@@ -7,7 +7,7 @@
 import type { Repositories } from "@wap/core/storage";
 import type { Kysely } from "kysely";
 import type { SqlDialectTraits } from "./dialect.js";
-import { createAuditEventRepository } from "./repositories/audit.js";
+import { createAuditCheckpointRepository, createAuditEventRepository } from "./repositories/audit.js";
 import { createBackupCodeRepository } from "./repositories/backup-codes.js";
 import { createBillingAccountRepository, createWorkspaceUsageRepository } from "./repositories/billing.js";
 import {
@@ -51,6 +51,12 @@ import type { Database } from "./schema.js";
 export interface QueryRunner {
   read<T>(fn: (db: Kysely<Database>) => Promise<T>): Promise<T>;
   write<T>(fn: (db: Kysely<Database>) => Promise<T>): Promise<T>;
+  /**
+   * Writes `step` just before the current transaction commits (in a transaction of its own when
+   * there is none). The steps of one transaction run ordered by `key` (each key's steps in the
+   * order they came), so transactions touching several keys take their locks in one order.
+   */
+  atCommit(key: string, step: (db: Kysely<Database>) => Promise<void>): Promise<void>;
 }
 
 /** Builds the repositories over a runner. */
@@ -84,6 +90,7 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
     daemonSessions: createDaemonSessionRepository(run),
     recordings: createRecordingRepository(run),
     auditEvents: createAuditEventRepository(run, dialect),
+    auditCheckpoints: createAuditCheckpointRepository(run),
     oidcProviders: createOidcProviderRepository(run),
     samlProviders: createSamlProviderRepository(run),
     ssoLoginStates: createSsoLoginStateRepository(run),

@@ -156,6 +156,33 @@ export interface AuditEventsTable {
   status_code: string;
   request_id: string;
   occurred_at: MillisColumn;
+  /** Set by the chain step at commit; null for events outside any workspace. */
+  chain_position: ColumnType<number | string | bigint | null, number | null | undefined, number | null>;
+  previous_hash: ColumnType<Uint8Array | null, Uint8Array | null | undefined, Uint8Array | null>;
+  hash: ColumnType<Uint8Array | null, Uint8Array | null | undefined, Uint8Array | null>;
+}
+
+/** The last entry of each workspace's audit chain, with the hash before it. */
+export interface AuditChainHeadsTable {
+  workspace_id: string;
+  position: number | string | bigint;
+  previous_hash: Uint8Array;
+  hash: Uint8Array;
+}
+
+export interface AuditSigningKeysTable {
+  workspace_id: string;
+  public_key: Uint8Array;
+  sealed_private_key: Uint8Array;
+  created_at: MillisColumn;
+}
+
+export interface AuditCheckpointsTable {
+  workspace_id: string;
+  position: number | string | bigint;
+  hash: Uint8Array;
+  signed_at: MillisColumn;
+  signature: Uint8Array;
 }
 
 export interface SecretsTable {
@@ -234,6 +261,9 @@ export interface Database
   service_accounts: ServiceAccountsTable;
   daemons: DaemonsTable;
   audit_events: AuditEventsTable;
+  audit_chain_heads: AuditChainHeadsTable;
+  audit_signing_keys: AuditSigningKeysTable;
+  audit_checkpoints: AuditCheckpointsTable;
   secrets: SecretsTable;
   targets: TargetsTable;
   issued_certificates: IssuedCertificatesTable;

@@ -28,13 +28,17 @@ import { type DirectExecutor, registerDirectExecutor } from "./lib/direct.js";
 import { translateError } from "./lib/errors.js";
 import { Mutex } from "./lib/mutex.js";
 import { savepointStatements } from "./lib/savepoints.js";
-import { auditEventToRow, insertAuditEvent } from "./repositories/audit.js";
+import { auditEventStatements, lockChainHeadStatements } from "./repositories/audit.js";
 import { insertIssuedCertificate, issuedCertificateToRow } from "./repositories/certificates.js";
 import { createRepositories, type QueryRunner } from "./repositories.js";
 import type { Database } from "./schema.js";
 
-/** The statements of one `append` unit, in order. */
-export type AppendStatements = readonly CompiledQuery[];
+/**
+ * The statements of one `append` unit, in order, and the audit chains (workspaces) they extend:
+ * a batch locks those first, all in one order, so that writers never wait on each other in a
+ * circle.
+ */
+export type AppendStatements = readonly CompiledQuery[] & { readonly chains?: readonly string[] };
 
 export interface SqlStorageOptions {
   /** Owned by the storage from now on: `close()` destroys it. */
@@ -77,6 +81,19 @@ interface Frame {
   /** Serialises the statements of this level, so savepoints never interleave. */
   readonly lock: Mutex;
   done: boolean;
+  /** What runs just before the commit (`QueryRunner.atCommit`); a savepoint's pass to its parent. */
+  readonly atCommit: CommitStep[];
+}
+
+interface CommitStep {
+  readonly key: string;
+  readonly run: (db: Kysely<Database>) => Promise<void>;
+}
+
+/** Runs the steps ordered by key, each key's in the order they came (Array.sort is stable). */
+async function runCommitSteps(trx: Kysely<Database>, steps: readonly CommitStep[]): Promise<void> {
+  const ordered = [...steps].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  for (const step of ordered) await step.run(trx);
 }
 
 interface RootState {
@@ -161,6 +178,19 @@ export function createSqlStorage(options: SqlStorageOptions): Storage {
     return {
       read: (fn) => exec(false, fn),
       write: (fn) => exec(true, fn),
+      async atCommit(key, run) {
+        if (closed) throw new Error("storage: closed");
+        const frame = frameFor(bound);
+        if (frame !== undefined) {
+          frame.atCommit.push({ key, run });
+          return;
+        }
+        try {
+          await db.transaction().execute((trx) => run(trx));
+        } catch (error) {
+          throw translate(error);
+        }
+      },
     };
   }
 
@@ -171,10 +201,12 @@ export function createSqlStorage(options: SqlStorageOptions): Storage {
     for (const entry of unit.issuedCertificates ?? []) {
       statements.push(insertIssuedCertificate.compile(db, dialect.name, issuedCertificateToRow(entry)));
     }
+    const chains: string[] = [];
     for (const event of unit.auditEvents ?? []) {
-      statements.push(insertAuditEvent.compile(db, dialect.name, auditEventToRow(event)));
+      statements.push(...auditEventStatements(db, dialect.name, event));
+      if (event.workspaceId !== null) chains.push(event.workspaceId);
     }
-    return statements;
+    return chains.length === 0 ? statements : Object.assign(statements, { chains });
   }
 
   /**
@@ -186,6 +218,13 @@ export function createSqlStorage(options: SqlStorageOptions): Storage {
   async function commitOnDb(units: readonly AppendStatements[]): Promise<unknown[]> {
     try {
       await db.transaction().execute(async (trx) => {
+        for (const statement of lockChainHeadStatements(
+          db,
+          dialect.name,
+          units.flatMap((u) => u.chains ?? []),
+        )) {
+          await trx.executeQuery(statement);
+        }
         for (const statements of units) for (const statement of statements) await trx.executeQuery(statement);
       });
       return units.map(() => undefined);
@@ -199,6 +238,13 @@ export function createSqlStorage(options: SqlStorageOptions): Storage {
   async function commitApart(units: readonly AppendStatements[]): Promise<unknown[]> {
     const outcomes: unknown[] = [];
     await db.transaction().execute(async (trx) => {
+      for (const statement of lockChainHeadStatements(
+        db,
+        dialect.name,
+        units.flatMap((u) => u.chains ?? []),
+      )) {
+        await trx.executeQuery(statement);
+      }
       for (const statements of units) {
         await trx.executeQuery(savepointStatements.begin);
         try {
@@ -241,12 +287,21 @@ export function createSqlStorage(options: SqlStorageOptions): Storage {
     // The parent's lock is held for the whole nested run: statements of the parent level issued
     // meanwhile wait, so a rollback to this savepoint can only undo the nested work.
     return parent.lock.run(async () => {
-      const child: Frame = { trx: parent.trx, parent, root: parent.root, lock: new Mutex(), done: false };
+      const child: Frame = {
+        trx: parent.trx,
+        parent,
+        root: parent.root,
+        lock: new Mutex(),
+        done: false,
+        atCommit: [],
+      };
       parent.root.innermost = child;
       try {
-        return await withSavepointTranslated(child, () =>
+        const result = await withSavepointTranslated(child, () =>
           current.run(child, () => fn(repositoriesOf(rootFrame(child)))),
         );
+        parent.atCommit.push(...child.atCommit);
+        return result;
       } finally {
         child.done = true;
         parent.root.innermost = parent;
@@ -291,15 +346,19 @@ export function createSqlStorage(options: SqlStorageOptions): Storage {
             root: { savepoints: 0 },
             lock: new Mutex(),
             done: false,
+            atCommit: [],
           };
+          let result: T;
           try {
-            return await current.run(frame, () => fn(repositoriesOf(frame)));
+            result = await current.run(frame, () => fn(repositoriesOf(frame)));
           } catch (error) {
             failure = { error };
             throw error;
           } finally {
             frame.done = true;
           }
+          await runCommitSteps(trx, frame.atCommit);
+          return result;
         });
       } catch (error) {
         // The callback's own error is rethrown untouched; BEGIN/COMMIT/ROLLBACK failures are ours.
@@ -360,5 +419,9 @@ export function createSqlRepositories(db: Kysely<Database>, dialect: SqlDialectT
       throw translateError(dialect, error);
     }
   };
-  return createRepositories({ read: exec, write: exec }, dialect);
+  // The caller's transaction is the one to commit in: steps for its commit run at once.
+  return createRepositories(
+    { read: exec, write: exec, atCommit: (_key, step) => exec(() => step(db)) },
+    dialect,
+  );
 }

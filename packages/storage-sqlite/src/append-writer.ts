@@ -48,6 +48,14 @@ db.pragma("journal_mode = WAL");
 db.pragma("synchronous = FULL");
 db.pragma("foreign_keys = ON");
 db.pragma("busy_timeout = " + workerData.busyTimeoutMs);
+// The audit chain's step: SHA-256 of the previous hash, the position (uint64, big-endian) and the
+// entry's content, as the main connection's (@wap/core's chainHash) computes it.
+const { createHash } = require("node:crypto");
+db.function("wap_chain_hash", { deterministic: true }, (previous, position, content) => {
+  const at = Buffer.alloc(8);
+  at.writeBigUInt64BE(BigInt(position));
+  return createHash("sha256").update(previous).update(at).update(content).digest();
+});
 const statements = new Map();
 function statement(source) {
   let prepared = statements.get(source);

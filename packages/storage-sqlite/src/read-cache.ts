@@ -25,8 +25,11 @@ export const entryLifetimeMs = 1000;
 const maxCachedRows = 1;
 const maxEntries = 10_000;
 
-/** Tables written on the writer thread's connection: their rows change without a statement here. */
-const appendOnlyTables = /"(audit_events|issued_certificates)"/;
+/**
+ * Tables written on the writer thread's connection: their rows change without a statement here
+ * (the audit chain's heads move with each audit event it appends).
+ */
+const appendOnlyTables = /"(audit_events|issued_certificates|audit_chain_heads)"/;
 const plainSelect = /^\s*select\s/i;
 const appendInsert = /^\s*insert\s+into\s+"(audit_events|issued_certificates)"/i;
 

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { Storage } from "@wap/core/storage";
+import { chainHash, type Storage } from "@wap/core/storage";
 import { createSqlStorage, type Database, migrateToLatest, translateDriverError } from "@wap/storage-sql";
 import BetterSqlite3 from "better-sqlite3";
 import { Kysely, type SqliteDatabase, SqliteDialect, sql } from "kysely";
@@ -19,6 +19,8 @@ export interface SqliteDatabaseLike extends SqliteDatabase {
   pragma(source: string, options?: { simple?: boolean }): unknown;
   /** True while a transaction is open on the connection. */
   readonly inTransaction: boolean;
+  /** Registers an SQL function (the audit chain's hash). */
+  function(name: string, options: { deterministic: boolean }, fn: (...args: never[]) => unknown): unknown;
 }
 
 export type SqliteStorageOptions =
@@ -154,6 +156,13 @@ function configure(database: SqliteDatabaseLike, busyTimeoutMs: number): void {
   // Workspace deletion relies on ON DELETE CASCADE, which SQLite enforces only when asked.
   database.pragma("foreign_keys = ON");
   database.pragma(`busy_timeout = ${busyTimeoutMs}`);
+  // The audit chain's SHA-256 step (the writer thread registers the same one).
+  database.function(
+    "wap_chain_hash",
+    { deterministic: true },
+    (previous: Uint8Array, position: number | bigint, content: Uint8Array) =>
+      Buffer.from(chainHash(previous, Number(position), content)),
+  );
   if (Number(database.pragma("foreign_keys", { simple: true })) !== 1) {
     throw new Error(
       "storage-sqlite: could not enable foreign_keys (is a transaction open on this database?)",

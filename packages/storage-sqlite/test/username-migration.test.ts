@@ -24,6 +24,11 @@ describe("011_account_security on SQLite", () => {
     }
     // The migrations after it go too: Kysely applies only a history without gaps.
     raw.exec("alter table targets drop column reported_endpoints");
+    raw.exec(
+      "drop table audit_chain_heads; drop table audit_checkpoints; drop table audit_signing_keys; drop index audit_events_chain_key",
+    );
+    for (const column of ["chain_position", "previous_hash", "hash"])
+      raw.exec(`alter table audit_events drop column ${column}`);
     raw.prepare(`delete from ${migrationTableName} where name >= '011_account_security'`).run();
     const insert = raw.prepare(
       "insert into users (id, name, username, email, email_verified, picture, password_hash, enable_email_recovery, created_at, updated_at) values (?, 'n', ?, ?, 0, '', null, 0, 0, 0)",

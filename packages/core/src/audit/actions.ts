@@ -10,6 +10,7 @@
 export const auditActions = [
   "access.revoke_all",
   "audit.export",
+  "audit.export_chain",
   "billing.checkout.create",
   "billing.portal.create",
   "billing.subscription.cancel",
@@ -44,6 +45,7 @@ export const auditActions = [
   "principal.grant",
   "principal.revoke",
   "principal.set",
+  "recording.complete",
   "recording.delete",
   "recording.play",
   "security.permission_denied",

@@ -10,12 +10,15 @@
  */
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { ExportAuditLogsRequest_Format, ExportAuditLogsRequest_FormatSchema, UtilService } from "@wap/api";
+import { auditPublicKeyPem } from "@wap/audit-chain";
 import * as z from "zod";
 import { InvalidArgumentError } from "../errors.js";
 import { integrationsOf } from "../operations/integrations.js";
 import { defineOperation } from "../operations/operation.js";
 import type { AuditEventRecord } from "../storage/audit.js";
 import { defaultPage, enumValue, paging, text, timestamp, uuid } from "../validation/rules.js";
+import { exportAuditChain } from "./chain-export.js";
+import { auditSigningKey } from "./checkpoints.js";
 import { exportAuditLog } from "./export.js";
 import { type AuditNames, createAuditNamer } from "./names.js";
 
@@ -141,4 +144,51 @@ export const exportAuditLogs = defineOperation({
   },
 });
 
-export const auditOperations = [listAuditLogs, exportAuditLogs];
+export const getAuditSigningKeyInput = z.object({ workspaceId: uuid.optional() });
+
+export const getAuditSigningKey = defineOperation({
+  method: UtilService.method.getAuditSigningKey,
+  access: { kind: "workspace", permission: "audit.read" },
+  input: getAuditSigningKeyInput,
+  async run({ services, workspace }) {
+    // Made on first use, like the chain's first checkpoint would make it.
+    const key = await auditSigningKey(services, services.storage, workspace.workspaceId);
+    return { publicKeyPem: auditPublicKeyPem(key.publicKey), algorithm: "Ed25519" };
+  },
+});
+
+export const exportAuditChainOperation = defineOperation({
+  method: UtilService.method.exportAuditChain,
+  access: { kind: "workspace", permission: "audit.read" },
+  // The same window and format as the log's export.
+  input: exportAuditLogsInput,
+  async run(call) {
+    const { input, services, workspace, now } = call;
+    const format = input.format === ExportAuditLogsRequest_Format.JSON ? "json" : "csv";
+    const window = {
+      ...(input.startDate ? { since: input.startDate } : {}),
+      ...(input.endDate ? { until: input.endDate } : {}),
+    };
+    const { text, range } = await exportAuditChain(services, workspace.workspaceId, window, format, {
+      ...integrationsOf(services).auditExport,
+    });
+    const stretch = range === null ? "empty" : `${range.first}-${range.last}`;
+    await services.storage.transaction((tx) =>
+      call.audit(tx, { action: "audit.export_chain", resource: `audit_chain_export:${format}:${stretch}` }),
+    );
+    const from = input.startDate ? compactTime(input.startDate) : "start";
+    const until = input.endDate ? compactTime(input.endDate) : compactTime(now);
+    return {
+      data: new TextEncoder().encode(text),
+      filename: `audit-chain-${workspace.workspaceId}-${from}-${until}.${format}`,
+      contentType: format === "json" ? "application/json" : "text/csv; charset=utf-8",
+    };
+  },
+});
+
+export const auditOperations = [
+  listAuditLogs,
+  exportAuditLogs,
+  getAuditSigningKey,
+  exportAuditChainOperation,
+];

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { auditKeyContext } from "../audit/checkpoints.js";
 import { secretContext } from "../auth/signing-keys.js";
 import { caKeyContext } from "../certificates/key-storage.js";
 import type { KeyStore } from "../crypto/key-store.js";
@@ -20,6 +21,8 @@ export function sealedValueContext(ref: SealedValueRef): string {
       return secretContext(ref.name);
     case "oidc_client_secret":
       return clientSecretContext(ref.workspaceId);
+    case "audit_key":
+      return auditKeyContext(ref.workspaceId);
   }
 }
 
@@ -34,7 +37,7 @@ export interface ResealResult {
  */
 export async function resealSecrets(storage: Storage, from: KeyStore, to: KeyStore): Promise<ResealResult> {
   return storage.transaction(async (tx) => {
-    const resealed = { ca_key: 0, secret: 0, oidc_client_secret: 0 };
+    const resealed = { ca_key: 0, secret: 0, oidc_client_secret: 0, audit_key: 0 };
     for (const value of await tx.sealedValues.listAll()) {
       const context = sealedValueContext(value.ref);
       const plaintext = await from.open(value.sealed, context);

@@ -10,10 +10,15 @@
  * bound. The relay never waits for storage: `output` and `resize` return at once.
  *
  * A recording becomes `complete` only when `close()` has written everything; one whose writes
- * failed (storage down, or the recording deleted meanwhile) stays incomplete.
+ * failed (storage down, or the recording deleted meanwhile) stays incomplete. Completing it
+ * appends `recording.complete` to the workspace's audit chain, in the same transaction, with the
+ * SHA-256 of the whole file, its size and what it recorded: an edited file no longer matches the
+ * chain (docs/audit.md).
  *
  * @module
  */
+import { createHash, type Hash } from "node:crypto";
+import { appendAudit, noRequest } from "../audit/record.js";
 import type { Services } from "../operations/services.js";
 import type { DaemonSessionRecord } from "../storage/daemon-sessions.js";
 import type { RecordingRecord } from "../storage/recordings.js";
@@ -91,6 +96,21 @@ export async function startSessionRecording(
   return new SessionRecording(services, recording, size, { ...options, maxBytes: room });
 }
 
+/**
+ * The audit resource of a completed recording: `recording:<id> sha256=<hex> bytes=<n>
+ * truncated=<bool>` and ` target=<id>` when it had one.
+ */
+export function recordingCompleteResource(r: {
+  id: string;
+  sha256: string;
+  bytes: number;
+  truncated: boolean;
+  targetId: string | null;
+}): string {
+  const target = r.targetId === null ? "" : ` target=${r.targetId}`;
+  return `recording:${r.id} sha256=${r.sha256} bytes=${r.bytes} truncated=${r.truncated}${target}`;
+}
+
 /** One recording in progress. Exported for tests, which look at how much it holds. */
 export class SessionRecording implements SessionRecorder {
   readonly #services: Services;
@@ -117,6 +137,9 @@ export class SessionRecording implements SessionRecorder {
   #truncated = false;
   #failed = false;
   #closing: Promise<void> | undefined;
+  /** SHA-256 of the chunks written, in order. */
+  readonly #digest: Hash = createHash("sha256");
+  #writtenBytes = 0;
 
   constructor(
     services: Services,
@@ -174,8 +197,27 @@ export class SessionRecording implements SessionRecorder {
     await this.#writes;
     if (this.#failed) return;
     try {
-      const { workspaceId, id } = this.#recording;
-      await this.#services.storage.recordings.complete(workspaceId, id, this.#services.clock.now());
+      const { workspaceId, id, userId, targetId } = this.#recording;
+      const at = this.#services.clock.now();
+      const sha256 = this.#digest.digest("hex");
+      await this.#services.storage.transaction(async (tx) => {
+        const completed = await tx.recordings.complete(workspaceId, id, at);
+        if (completed === null) return;
+        await appendAudit(tx, this.#services, noRequest, {
+          workspaceId,
+          actorType: "user",
+          actorId: userId,
+          action: "recording.complete",
+          resource: recordingCompleteResource({
+            id,
+            sha256,
+            bytes: this.#writtenBytes,
+            truncated: completed.truncated,
+            targetId,
+          }),
+          at,
+        });
+      });
     } catch (error) {
       this.#onError?.(error);
     }
@@ -261,6 +303,8 @@ export class SessionRecording implements SessionRecorder {
         return;
       }
       this.#nextSeq = seq + 1;
+      this.#digest.update(chunk);
+      this.#writtenBytes += chunk.byteLength;
     } catch (error) {
       this.#fail(error);
     } finally {

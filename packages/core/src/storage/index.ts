@@ -3,12 +3,21 @@
  *
  * @module
  */
+
+// What an entry of the audit hash chain covers: the storage links entries with it.
+export { auditEntryContent, chainHash, genesisHash } from "../audit/chain.js";
 export type {
+  AuditChainHead,
+  AuditChainRange,
+  AuditCheckpointRecord,
+  AuditCheckpointRepository,
   AuditEventFilter,
   AuditEventRecord,
   AuditEventRepository,
   AuditScanPage,
   AuditScanRequest,
+  AuditSigningKeyRecord,
+  ChainedAuditEventRecord,
 } from "./audit.js";
 export type {
   BackupCodeRecord,

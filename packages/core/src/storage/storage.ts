@@ -16,7 +16,7 @@
  *
  * @module
  */
-import type { AuditEventRecord, AuditEventRepository } from "./audit.js";
+import type { AuditCheckpointRepository, AuditEventRecord, AuditEventRepository } from "./audit.js";
 import type { BackupCodeRepository } from "./backup-codes.js";
 import type { BillingAccountRepository, WorkspaceUsageRepository } from "./billing.js";
 import type {
@@ -82,6 +82,7 @@ export interface Repositories {
   readonly daemonSessions: DaemonSessionRepository;
   readonly recordings: RecordingRepository;
   readonly auditEvents: AuditEventRepository;
+  readonly auditCheckpoints: AuditCheckpointRepository;
   readonly oidcProviders: OidcProviderRepository;
   readonly samlProviders: SamlProviderRepository;
   readonly ssoLoginStates: SsoLoginStateRepository;

@@ -12,6 +12,7 @@ import * as fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Repositories, Storage } from "../storage/storage.js";
 import { runAuditContract } from "./contract/audit.js";
+import { runAuditChainContract } from "./contract/audit-chain.js";
 import { runBackupCodeContract } from "./contract/backup-codes.js";
 import { runBillingContract } from "./contract/billing.js";
 import { runCertificateAuthorityContract } from "./contract/certificate-authorities.js";
@@ -116,6 +117,7 @@ export function runStorageContract(options: StorageContractOptions): void {
     runServiceAccountContract(context);
     runDaemonRecordContract(context);
     runAuditContract(context);
+    runAuditChainContract(context);
     runSecretContract(context);
     runOneTimeTokenContract(context);
     runPasskeyContract(context);

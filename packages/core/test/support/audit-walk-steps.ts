@@ -142,6 +142,12 @@ function ownerStep<I extends DescMessage, O extends DescMessage>(
   ];
 }
 
+/** `row` with tables it commits before its entry's transaction. */
+function withCommittedFirst(row: Row, committedFirst: NonNullable<AuditedStep["committedFirst"]>): Row {
+  const [method, step] = row;
+  return [method, { ...(step as AuditedStep), committedFirst }];
+}
+
 /**
  * A call about a fresh account (made by the user unless `arrange` names another caller), leaving
  * one account-level entry of `action` by the user.
@@ -1043,6 +1049,21 @@ const steps: ReadonlyArray<Row> = [
     request: { workspaceId: o.workspaceId },
     resource: ({ data }) => `audit_export:csv:${csvRows(data)}`,
   })),
+
+  withCommittedFirst(
+    ownerStep(Util.exportAuditChain, "audit.export_chain", (_f, o) => ({
+      request: { workspaceId: o.workspaceId },
+      resource: ({ data }) => {
+        // The stretch the file holds: the positions of its first and last entries.
+        const positions = [...new TextDecoder().decode(data).matchAll(/^entry,(\d+),/gm)].map((m) => m[1]);
+        return `audit_chain_export:csv:${positions.length === 0 ? "empty" : `${positions[0]}-${positions.at(-1)}`}`;
+      },
+    })),
+    {
+      tables: ["audit_signing_keys", "audit_checkpoints"],
+      why: "the file's checkpoint signs the chain as it stood when read, before the export's own entry",
+    },
+  ),
 
   // RecordingService
   ownerStep(Rec.deleteRecording, "recording.delete", async (f, o) => {

@@ -266,6 +266,9 @@ const addedRoutes = [
   ["CredentialService", "FinishPasskeyRegistration", "POST", "/v1/credentials/passkeys:finish", "*"],
   ["AuthService", "BeginPasskeyLogin", "POST", "/v1/login/passkey:begin", "*"],
   ["AuthService", "FinishPasskeyLogin", "POST", "/v1/login/passkey:finish", "*"],
+  // docs/audit.md
+  ["UtilService", "GetAuditSigningKey", "GET", "/v1/audit/signing-key", ""],
+  ["UtilService", "ExportAuditChain", "POST", "/v1/audit:exportChain", "*"],
   // docs/recordings.md
   ["RecordingService", "ListRecordings", "GET", "/v1/workspaces/{workspace_id}/recordings", ""],
   ["RecordingService", "GetRecording", "GET", "/v1/workspaces/{workspace_id}/recordings/{recording_id}", ""],

@@ -21,6 +21,8 @@ import { afterAll, beforeAll } from "vitest";
 export interface TwoInstances {
   readonly a: Platform;
   readonly b: Platform;
+  /** The schema both use, for reading or changing rows behind their backs. */
+  readonly connectionString: string;
 }
 
 /**
@@ -29,12 +31,14 @@ export interface TwoInstances {
  * closes them after; read `a` and `b` inside tests, once beforeAll has run.
  */
 export function twoInstancesOverOnePostgres(config?: Partial<PlatformConfig>): TwoInstances {
-  let instances: TwoInstances | undefined;
+  let instances: Omit<TwoInstances, "connectionString"> | undefined;
+  let connectionString: string | undefined;
   let stop: (() => Promise<void>) | undefined;
   beforeAll(async () => {
     const pgServer = await startTestPostgres();
     stop = () => pgServer.stop();
     const url = await pgServer.freshSchema();
+    connectionString = url;
     const keyStore = createMasterKeyStore({ masterKey: generateMasterKey() });
     // Each with its own LISTEN/NOTIFY bus, as each server instance has: what one decides wakes
     // what waits on the other.
@@ -62,6 +66,10 @@ export function twoInstancesOverOnePostgres(config?: Partial<PlatformConfig>): T
     },
     get b() {
       return started().b;
+    },
+    get connectionString() {
+      started();
+      return connectionString!;
     },
   };
 }

@@ -43,7 +43,7 @@ export function createSecretRepository(run: QueryRunner): SecretRepository {
 export function createSealedValueRepository(run: QueryRunner): SealedValueRepository {
   return {
     async listAll() {
-      const [authorities, secrets, providers] = await run.read((db) =>
+      const [authorities, secrets, providers, auditKeys] = await run.read((db) =>
         Promise.all([
           db
             .selectFrom("certificate_authorities")
@@ -58,6 +58,11 @@ export function createSealedValueRepository(run: QueryRunner): SealedValueReposi
             .select(["id", "workspace_id", "sealed_client_secret"])
             .where("sealed_client_secret", "is not", null)
             .orderBy("id")
+            .execute(),
+          db
+            .selectFrom("audit_signing_keys")
+            .select(["workspace_id", "sealed_private_key"])
+            .orderBy("workspace_id")
             .execute(),
         ]),
       );
@@ -74,6 +79,12 @@ export function createSealedValueRepository(run: QueryRunner): SealedValueReposi
         values.push({
           ref: { kind: "oidc_client_secret", providerId: row.id, workspaceId: row.workspace_id },
           sealed: toBytes(row.sealed_client_secret!),
+        });
+      }
+      for (const row of auditKeys) {
+        values.push({
+          ref: { kind: "audit_key", workspaceId: row.workspace_id },
+          sealed: toBytes(row.sealed_private_key),
         });
       }
       return values;
@@ -100,6 +111,12 @@ export function createSealedValueRepository(run: QueryRunner): SealedValueReposi
               .updateTable("oidc_providers")
               .set({ sealed_client_secret: bytes })
               .where("id", "=", ref.providerId)
+              .where("workspace_id", "=", ref.workspaceId)
+              .executeTakeFirst();
+          case "audit_key":
+            return db
+              .updateTable("audit_signing_keys")
+              .set({ sealed_private_key: bytes })
               .where("workspace_id", "=", ref.workspaceId)
               .executeTakeFirst();
         }

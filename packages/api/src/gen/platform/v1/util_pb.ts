@@ -19,7 +19,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file platform/v1/util.proto.
  */
 export const file_platform_v1_util: GenFile = /*@__PURE__*/
-  fileDesc("ChZwbGF0Zm9ybS92MS91dGlsLnByb3RvEgtwbGF0Zm9ybS52MSITChFHZXRWZXJzaW9uUmVxdWVzdCI6ChJHZXRWZXJzaW9uUmVzcG9uc2USDwoHdmVyc2lvbhgBIAEoCRITCgthcGlfdmVyc2lvbhgCIAEoCSISChBMaXN0Um9sZXNSZXF1ZXN0IjUKEUxpc3RSb2xlc1Jlc3BvbnNlEiAKBXJvbGVzGAEgAygLMhEucGxhdGZvcm0udjEuUm9sZSKFAgoUTGlzdEF1ZGl0TG9nc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEg0KBWxpbWl0GAIgASgFEg4KBm9mZnNldBgDIAEoBRIOCgZzZWFyY2gYBCABKAkSEQoJYWN0b3JfaWRzGAUgAygJEhMKC2FjdG9yX3R5cGVzGAYgAygJEg8KB2FjdGlvbnMYByADKAkSLgoKc3RhcnRfZGF0ZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX2RhdGUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXJlc291cmNlcxgKIAMoCSJLChVMaXN0QXVkaXRMb2dzUmVzcG9uc2USIwoEbG9ncxgBIAMoCzIVLnBsYXRmb3JtLnYxLkV2ZW50TG9nEg0KBXRvdGFsGAIgASgFIosCChZFeHBvcnRBdWRpdExvZ3NSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRI6CgZmb3JtYXQYAiABKA4yKi5wbGF0Zm9ybS52MS5FeHBvcnRBdWRpdExvZ3NSZXF1ZXN0LkZvcm1hdBIuCgpzdGFydF9kYXRlGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfZGF0ZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiQQoGRm9ybWF0EhYKEkZPUk1BVF9VTlNQRUNJRklFRBAAEg4KCkZPUk1BVF9DU1YQARIPCgtGT1JNQVRfSlNPThACIk8KF0V4cG9ydEF1ZGl0TG9nc1Jlc3BvbnNlEgwKBGRhdGEYASABKAwSEAoIZmlsZW5hbWUYAiABKAkSFAoMY29udGVudF90eXBlGAMgASgJIoMBCgRSb2xlEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSEwoLcGVybWlzc2lvbnMYAyADKAkSGwoTYXNzaWduYWJsZV90b191c2VycxgEIAEoCBImCh5hc3NpZ25hYmxlX3RvX3NlcnZpY2VfYWNjb3VudHMYBSABKAgioAIKCEV2ZW50TG9nEgoKAmlkGAEgASgJEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRIQCghhY3Rvcl9pZBgDIAEoCRISCgphY3Rvcl90eXBlGAQgASgJEg4KBmFjdGlvbhgFIAEoCRISCgppcF9hZGRyZXNzGAYgASgJEhIKCnVzZXJfYWdlbnQYByABKAkSEwoLc3RhdHVzX2NvZGUYCCABKAkSLQoJdGltZXN0YW1wGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghyZXNvdXJjZRgKIAEoCRISCgphY3Rvcl9uYW1lGAsgASgJEhMKC2FjdG9yX2VtYWlsGAwgASgJEhUKDXJlc291cmNlX25hbWUYDSABKAkyvwMKC1V0aWxTZXJ2aWNlEmUKCkdldFZlcnNpb24SHi5wbGF0Zm9ybS52MS5HZXRWZXJzaW9uUmVxdWVzdBofLnBsYXRmb3JtLnYxLkdldFZlcnNpb25SZXNwb25zZSIWkAIBgtPkkwINEgsvdjEvdmVyc2lvbhJgCglMaXN0Um9sZXMSHS5wbGF0Zm9ybS52MS5MaXN0Um9sZXNSZXF1ZXN0Gh4ucGxhdGZvcm0udjEuTGlzdFJvbGVzUmVzcG9uc2UiFJACAYLT5JMCCxIJL3YxL3JvbGVzEmwKDUxpc3RBdWRpdExvZ3MSIS5wbGF0Zm9ybS52MS5MaXN0QXVkaXRMb2dzUmVxdWVzdBoiLnBsYXRmb3JtLnYxLkxpc3RBdWRpdExvZ3NSZXNwb25zZSIUkAIBgtPkkwILEgkvdjEvYXVkaXQSeQoPRXhwb3J0QXVkaXRMb2dzEiMucGxhdGZvcm0udjEuRXhwb3J0QXVkaXRMb2dzUmVxdWVzdBokLnBsYXRmb3JtLnYxLkV4cG9ydEF1ZGl0TG9nc1Jlc3BvbnNlIhuC0+STAhU6ASoiEC92MS9hdWRpdDpleHBvcnRiCGVkaXRpb25zcOgH", [file_google_api_annotations, file_google_protobuf_timestamp]);
+  fileDesc("ChZwbGF0Zm9ybS92MS91dGlsLnByb3RvEgtwbGF0Zm9ybS52MSITChFHZXRWZXJzaW9uUmVxdWVzdCI6ChJHZXRWZXJzaW9uUmVzcG9uc2USDwoHdmVyc2lvbhgBIAEoCRITCgthcGlfdmVyc2lvbhgCIAEoCSISChBMaXN0Um9sZXNSZXF1ZXN0IjUKEUxpc3RSb2xlc1Jlc3BvbnNlEiAKBXJvbGVzGAEgAygLMhEucGxhdGZvcm0udjEuUm9sZSKFAgoUTGlzdEF1ZGl0TG9nc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEg0KBWxpbWl0GAIgASgFEg4KBm9mZnNldBgDIAEoBRIOCgZzZWFyY2gYBCABKAkSEQoJYWN0b3JfaWRzGAUgAygJEhMKC2FjdG9yX3R5cGVzGAYgAygJEg8KB2FjdGlvbnMYByADKAkSLgoKc3RhcnRfZGF0ZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX2RhdGUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXJlc291cmNlcxgKIAMoCSJLChVMaXN0QXVkaXRMb2dzUmVzcG9uc2USIwoEbG9ncxgBIAMoCzIVLnBsYXRmb3JtLnYxLkV2ZW50TG9nEg0KBXRvdGFsGAIgASgFIosCChZFeHBvcnRBdWRpdExvZ3NSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRI6CgZmb3JtYXQYAiABKA4yKi5wbGF0Zm9ybS52MS5FeHBvcnRBdWRpdExvZ3NSZXF1ZXN0LkZvcm1hdBIuCgpzdGFydF9kYXRlGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfZGF0ZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiQQoGRm9ybWF0EhYKEkZPUk1BVF9VTlNQRUNJRklFRBAAEg4KCkZPUk1BVF9DU1YQARIPCgtGT1JNQVRfSlNPThACIk8KF0V4cG9ydEF1ZGl0TG9nc1Jlc3BvbnNlEgwKBGRhdGEYASABKAwSEAoIZmlsZW5hbWUYAiABKAkSFAoMY29udGVudF90eXBlGAMgASgJIjEKGUdldEF1ZGl0U2lnbmluZ0tleVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJIkcKGkdldEF1ZGl0U2lnbmluZ0tleVJlc3BvbnNlEhYKDnB1YmxpY19rZXlfcGVtGAEgASgJEhEKCWFsZ29yaXRobRgCIAEoCSLJAQoXRXhwb3J0QXVkaXRDaGFpblJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEjoKBmZvcm1hdBgCIAEoDjIqLnBsYXRmb3JtLnYxLkV4cG9ydEF1ZGl0TG9nc1JlcXVlc3QuRm9ybWF0Ei4KCnN0YXJ0X2RhdGUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZF9kYXRlGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJQChhFeHBvcnRBdWRpdENoYWluUmVzcG9uc2USDAoEZGF0YRgBIAEoDBIQCghmaWxlbmFtZRgCIAEoCRIUCgxjb250ZW50X3R5cGUYAyABKAkigwEKBFJvbGUSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRITCgtwZXJtaXNzaW9ucxgDIAMoCRIbChNhc3NpZ25hYmxlX3RvX3VzZXJzGAQgASgIEiYKHmFzc2lnbmFibGVfdG9fc2VydmljZV9hY2NvdW50cxgFIAEoCCKgAgoIRXZlbnRMb2cSCgoCaWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEhAKCGFjdG9yX2lkGAMgASgJEhIKCmFjdG9yX3R5cGUYBCABKAkSDgoGYWN0aW9uGAUgASgJEhIKCmlwX2FkZHJlc3MYBiABKAkSEgoKdXNlcl9hZ2VudBgHIAEoCRITCgtzdGF0dXNfY29kZRgIIAEoCRItCgl0aW1lc3RhbXAYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCHJlc291cmNlGAogASgJEhIKCmFjdG9yX25hbWUYCyABKAkSEwoLYWN0b3JfZW1haWwYDCABKAkSFQoNcmVzb3VyY2VfbmFtZRgNIAEoCTLNBQoLVXRpbFNlcnZpY2USZQoKR2V0VmVyc2lvbhIeLnBsYXRmb3JtLnYxLkdldFZlcnNpb25SZXF1ZXN0Gh8ucGxhdGZvcm0udjEuR2V0VmVyc2lvblJlc3BvbnNlIhaQAgGC0+STAg0SCy92MS92ZXJzaW9uEmAKCUxpc3RSb2xlcxIdLnBsYXRmb3JtLnYxLkxpc3RSb2xlc1JlcXVlc3QaHi5wbGF0Zm9ybS52MS5MaXN0Um9sZXNSZXNwb25zZSIUkAIBgtPkkwILEgkvdjEvcm9sZXMSbAoNTGlzdEF1ZGl0TG9ncxIhLnBsYXRmb3JtLnYxLkxpc3RBdWRpdExvZ3NSZXF1ZXN0GiIucGxhdGZvcm0udjEuTGlzdEF1ZGl0TG9nc1Jlc3BvbnNlIhSQAgGC0+STAgsSCS92MS9hdWRpdBJ5Cg9FeHBvcnRBdWRpdExvZ3MSIy5wbGF0Zm9ybS52MS5FeHBvcnRBdWRpdExvZ3NSZXF1ZXN0GiQucGxhdGZvcm0udjEuRXhwb3J0QXVkaXRMb2dzUmVzcG9uc2UiG4LT5JMCFToBKiIQL3YxL2F1ZGl0OmV4cG9ydBKHAQoSR2V0QXVkaXRTaWduaW5nS2V5EiYucGxhdGZvcm0udjEuR2V0QXVkaXRTaWduaW5nS2V5UmVxdWVzdBonLnBsYXRmb3JtLnYxLkdldEF1ZGl0U2lnbmluZ0tleVJlc3BvbnNlIiCQAgGC0+STAhcSFS92MS9hdWRpdC9zaWduaW5nLWtleRKBAQoQRXhwb3J0QXVkaXRDaGFpbhIkLnBsYXRmb3JtLnYxLkV4cG9ydEF1ZGl0Q2hhaW5SZXF1ZXN0GiUucGxhdGZvcm0udjEuRXhwb3J0QXVkaXRDaGFpblJlc3BvbnNlIiCC0+STAho6ASoiFS92MS9hdWRpdDpleHBvcnRDaGFpbmIIZWRpdGlvbnNw6Ac", [file_google_api_annotations, file_google_protobuf_timestamp]);
 
 /**
  * Request of UtilService.GetVersion.
@@ -298,6 +298,124 @@ export const ExportAuditLogsResponseSchema: GenMessage<ExportAuditLogsResponse> 
   messageDesc(file_platform_v1_util, 7);
 
 /**
+ * Request of UtilService.GetAuditSigningKey.
+ *
+ * @generated from message platform.v1.GetAuditSigningKeyRequest
+ */
+export type GetAuditSigningKeyRequest = Message<"platform.v1.GetAuditSigningKeyRequest"> & {
+  /**
+   * uuid
+   *
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+};
+
+/**
+ * Describes the message platform.v1.GetAuditSigningKeyRequest.
+ * Use `create(GetAuditSigningKeyRequestSchema)` to create a new message.
+ */
+export const GetAuditSigningKeyRequestSchema: GenMessage<GetAuditSigningKeyRequest> = /*@__PURE__*/
+  messageDesc(file_platform_v1_util, 8);
+
+/**
+ * Response of UtilService.GetAuditSigningKey.
+ *
+ * @generated from message platform.v1.GetAuditSigningKeyResponse
+ */
+export type GetAuditSigningKeyResponse = Message<"platform.v1.GetAuditSigningKeyResponse"> & {
+  /**
+   * Ed25519, SubjectPublicKeyInfo in PEM
+   *
+   * @generated from field: string public_key_pem = 1;
+   */
+  publicKeyPem: string;
+
+  /**
+   * "Ed25519"
+   *
+   * @generated from field: string algorithm = 2;
+   */
+  algorithm: string;
+};
+
+/**
+ * Describes the message platform.v1.GetAuditSigningKeyResponse.
+ * Use `create(GetAuditSigningKeyResponseSchema)` to create a new message.
+ */
+export const GetAuditSigningKeyResponseSchema: GenMessage<GetAuditSigningKeyResponse> = /*@__PURE__*/
+  messageDesc(file_platform_v1_util, 9);
+
+/**
+ * Request of UtilService.ExportAuditChain.
+ *
+ * @generated from message platform.v1.ExportAuditChainRequest
+ */
+export type ExportAuditChainRequest = Message<"platform.v1.ExportAuditChainRequest"> & {
+  /**
+   * uuid
+   *
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * defined values only
+   *
+   * @generated from field: platform.v1.ExportAuditLogsRequest.Format format = 2;
+   */
+  format: ExportAuditLogsRequest_Format;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp start_date = 3;
+   */
+  startDate?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp end_date = 4;
+   */
+  endDate?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message platform.v1.ExportAuditChainRequest.
+ * Use `create(ExportAuditChainRequestSchema)` to create a new message.
+ */
+export const ExportAuditChainRequestSchema: GenMessage<ExportAuditChainRequest> = /*@__PURE__*/
+  messageDesc(file_platform_v1_util, 10);
+
+/**
+ * Response of UtilService.ExportAuditChain.
+ *
+ * @generated from message platform.v1.ExportAuditChainResponse
+ */
+export type ExportAuditChainResponse = Message<"platform.v1.ExportAuditChainResponse"> & {
+  /**
+   * the file content
+   *
+   * @generated from field: bytes data = 1;
+   */
+  data: Uint8Array;
+
+  /**
+   * @generated from field: string filename = 2;
+   */
+  filename: string;
+
+  /**
+   * @generated from field: string content_type = 3;
+   */
+  contentType: string;
+};
+
+/**
+ * Describes the message platform.v1.ExportAuditChainResponse.
+ * Use `create(ExportAuditChainResponseSchema)` to create a new message.
+ */
+export const ExportAuditChainResponseSchema: GenMessage<ExportAuditChainResponse> = /*@__PURE__*/
+  messageDesc(file_platform_v1_util, 11);
+
+/**
  * An assignable role.
  *
  * @generated from message platform.v1.Role
@@ -334,7 +452,7 @@ export type Role = Message<"platform.v1.Role"> & {
  * Use `create(RoleSchema)` to create a new message.
  */
 export const RoleSchema: GenMessage<Role> = /*@__PURE__*/
-  messageDesc(file_platform_v1_util, 8);
+  messageDesc(file_platform_v1_util, 12);
 
 /**
  * One audit log entry.
@@ -419,7 +537,7 @@ export type EventLog = Message<"platform.v1.EventLog"> & {
  * Use `create(EventLogSchema)` to create a new message.
  */
 export const EventLogSchema: GenMessage<EventLog> = /*@__PURE__*/
-  messageDesc(file_platform_v1_util, 9);
+  messageDesc(file_platform_v1_util, 13);
 
 /**
  * UtilService: Server version, role catalogue and the audit log.
@@ -466,6 +584,27 @@ export const UtilService: GenService<{
     methodKind: "unary";
     input: typeof ExportAuditLogsRequestSchema;
     output: typeof ExportAuditLogsResponseSchema;
+  },
+  /**
+   * Returns the public key that signs the workspace's audit checkpoints.
+   *
+   * @generated from rpc platform.v1.UtilService.GetAuditSigningKey
+   */
+  getAuditSigningKey: {
+    methodKind: "unary";
+    input: typeof GetAuditSigningKeyRequestSchema;
+    output: typeof GetAuditSigningKeyResponseSchema;
+  },
+  /**
+   * Exports a stretch of the workspace's audit hash chain with signed checkpoints, for offline
+   * verification (`wap audit verify`).
+   *
+   * @generated from rpc platform.v1.UtilService.ExportAuditChain
+   */
+  exportAuditChain: {
+    methodKind: "unary";
+    input: typeof ExportAuditChainRequestSchema;
+    output: typeof ExportAuditChainResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_platform_v1_util, 0);
