@@ -65,8 +65,8 @@ describe("audit entries name their resource", () => {
         ).data,
       );
     const csv = await exported(ExportAuditLogsRequest_Format.CSV);
-    expect(csv.split("\r\n")[0]).toMatch(/,timestamp,resource$/);
-    expect(csv).toContain(`,service_account:${serviceAccount!.id}\r\n`);
+    expect(csv.split("\r\n")[0]).toMatch(/,timestamp,resource,actorName,actorEmail,resourceName$/);
+    expect(csv).toContain(`,service_account:${serviceAccount!.id},`);
     const json = JSON.parse(await exported(ExportAuditLogsRequest_Format.JSON));
     const rows = Array.isArray(json) ? json : (json.logs ?? json.events ?? []);
     expect(JSON.stringify(rows)).toContain(`"resource":"service_account:${serviceAccount!.id}"`);

@@ -19,6 +19,7 @@ import type { DescField, DescMessage } from "@bufbuild/protobuf";
 import { platformServices } from "@wap/api";
 import fc from "fast-check";
 import type { Bound } from "../validation/bound.js";
+import { hasControlCharacters } from "../validation/rules.js";
 import type { FieldBound, RequestBounds } from "../validation/table.js";
 
 /** A request in protobuf JSON form. */
@@ -46,7 +47,8 @@ function validText(bound: Extract<Bound, { kind: "text" }>): fc.Arbitrary<string
   const pattern = new RegExp(bound.pattern);
   return fc.stringMatching(pattern).filter((value) => {
     const length = [...value].length;
-    return length >= bound.min && length <= max;
+    const plain = bound.controlCharacters === "allowed" || !hasControlCharacters(value);
+    return plain && length >= bound.min && length <= max;
   });
 }
 
