@@ -57,7 +57,9 @@ describe("email verification", () => {
         }),
         "invalid_argument",
       );
-      expect(refused.message, next).toMatch(/^invalid request: next: must (be |not contain control characters)/);
+      expect(refused.message, next).toMatch(
+        /^invalid request: next: must (be |not contain control characters)/,
+      );
     }
     expect(await t.storage.users.findByUsername("mallory")).toBeNull();
     await settle();
