@@ -195,6 +195,26 @@ describe("parseConfig", () => {
     expect(() => parseConfig(["--workers", "two"])).toThrow(/--workers must be a whole number/);
   });
 
+  it("never takes the next flag as a flag's value, and reads values given with = or apart", () => {
+    expect(() => parseConfig(["--host", "--port", "8081"])).toThrow(/--host needs a value: --host/);
+    expect(() => parseConfig(["backup", "--to", "--port", "1"])).toThrow(/--to needs a file/);
+    expect(parseConfig(["--host=0.0.0.0", "--port", "8081"]).config).toMatchObject({
+      host: "0.0.0.0",
+      port: 8081,
+    });
+    expect(parseConfig(["--console", "false", "--port", "1"]).config).toMatchObject({
+      console: false,
+      port: 1,
+    });
+    expect(parseConfig(["--console=false"]).config.console).toBe(false);
+    expect(parseConfig(["--console", "--port", "2"]).config).toMatchObject({ console: true, port: 2 });
+    expect(parseConfig(["--trust-proxy"]).config.trustProxyHops).toBe(1);
+    expect(parseConfig(["backup", "--to=/tmp/b.db"]).file).toBe("/tmp/b.db");
+    expect(() => parseConfig(["-x"])).toThrow(/unknown argument "-x"/);
+    expect(() => parseConfig(["--port", "1", "--", "2"])).toThrow(/unknown argument "--"/);
+    expect(parseConfig(["-V"]).version).toBe(true);
+  });
+
   it("recognises --help", () => {
     expect(parseConfig(["--help"]).help).toBe(true);
     expect(parseConfig(["-h"]).help).toBe(true);

@@ -5,6 +5,7 @@
  * @module
  */
 import { availableParallelism } from "node:os";
+import { type ParseArgsConfig, parseArgs } from "node:util";
 import { defaultWorkspaceQuotaConfig, parseNetworks } from "@wap/core";
 import { parseListenAddress } from "./diagnostics.js";
 import {
@@ -563,51 +564,77 @@ export interface ParsedCommandLine {
  * Reads the settings from the environment, then the command line (which wins).
  * @throws ConfigError for an unknown flag or a malformed value.
  */
+/**
+ * The flags as node:util's parseArgs reads them: settings that may stand alone (`--console`)
+ * as booleans, whose value, if any, the loop below reads; every other one takes a value.
+ */
+const argumentOptions: ParseArgsConfig["options"] = {
+  help: { type: "boolean", short: "h" },
+  version: { type: "boolean", short: "V" },
+  ...Object.fromEntries(
+    [...settings, ...Object.values(commandFiles)].map((s) => [
+      s.flag.slice(2),
+      { type: "bare" in s && s.bare !== undefined ? ("boolean" as const) : ("string" as const) },
+    ]),
+  ),
+};
+
 export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}): ParsedCommandLine {
   const config = structuredClone(defaultConfig) as Mutable<ServerConfig>;
   for (const setting of settings) {
     const text = env[setting.env];
     if (text !== undefined && text !== "") setting.apply(config, text.trim(), setting.env);
   }
+  const { tokens } = parseArgs({
+    args: [...argv],
+    options: argumentOptions,
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
   let help = false;
   let version = false;
   let file: string | undefined;
   let command: Command = "serve";
-  let start = 0;
-  const first = argv[0];
-  if (first !== undefined && !first.startsWith("-")) {
-    if (!(commands as readonly string[]).includes(first)) {
-      throw new ConfigError(`unknown command "${first}": use one of ${commands.join(", ")} (see --help)`);
+  const first = tokens[0];
+  if (first?.kind === "positional" && first.index === 0) {
+    if (!(commands as readonly string[]).includes(first.value)) {
+      throw new ConfigError(
+        `unknown command "${first.value}": use one of ${commands.join(", ")} (see --help)`,
+      );
     }
-    command = first as Command;
-    start = 1;
+    command = first.value as Command;
   }
-  for (let i = start; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === "--help" || arg === "-h") {
+  const fileArg = commandFiles[command];
+  for (let i = command === "serve" && first?.kind !== "positional" ? 0 : 1; i < tokens.length; i++) {
+    const token = tokens[i]!;
+    if (token.kind === "option-terminator") throw new ConfigError('unknown argument "--" (see --help)');
+    if (token.kind === "positional") throw new ConfigError(`unknown argument "${token.value}" (see --help)`);
+    if (token.name === "help") {
       help = true;
       continue;
     }
-    if (arg === "--version" || arg === "-V") {
+    if (token.name === "version") {
       version = true;
       continue;
     }
-    const eq = arg.indexOf("=");
-    const flag = eq >= 0 ? arg.slice(0, eq) : arg;
-    const fileArg = commandFiles[command];
+    const flag = token.rawName;
+    // A flag that takes a value never takes the next flag as its value.
+    const given = token.inlineValue === true || !token.value?.startsWith("--") ? token.value : undefined;
     if (fileArg !== undefined && flag === fileArg.flag) {
-      file = eq >= 0 ? arg.slice(eq + 1) : argv[++i];
-      if (file === undefined || file === "")
+      if (given === undefined || given === "")
         throw new ConfigError(`${flag} needs a file: ${flag} ${fileArg.value}`);
+      file = given;
       continue;
     }
     const setting = settings.find((s) => s.flag === flag);
-    if (!setting) throw new ConfigError(`unknown argument "${arg}" (see --help)`);
-    let text: string | undefined = eq >= 0 ? arg.slice(eq + 1) : undefined;
-    if (text === undefined) {
-      const next = argv[i + 1];
-      if (next !== undefined && (!next.startsWith("--") || setting.bare === undefined)) {
-        text = next;
+    if (!setting) throw new ConfigError(`unknown argument "${flag}" (see --help)`);
+    let text = given;
+    if (setting.bare !== undefined && text === undefined) {
+      // `--console false` as well as `--console=false` and a bare `--console`.
+      const next = tokens[i + 1];
+      if (next?.kind === "positional" && next.index === token.index + 1) {
+        text = next.value;
         i++;
       } else text = setting.bare;
     }
@@ -626,7 +653,6 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
   if (tokenProblem !== undefined) throw new ConfigError(tokenProblem);
   const integrationProblem = integrationConfigProblem(config);
   if (integrationProblem !== undefined) throw new ConfigError(integrationProblem);
-  const fileArg = commandFiles[command];
   if (fileArg !== undefined && file === undefined && !help && !version) {
     throw new ConfigError(`${command} needs ${fileArg.flag} ${fileArg.value} (see --help)`);
   }
