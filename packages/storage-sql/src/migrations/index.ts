@@ -3,7 +3,15 @@
  *
  * @module
  */
-import { type Kysely, type Migration, type MigrationProvider, Migrator } from "kysely";
+import {
+  type DatabaseIntrospector,
+  type Kysely,
+  type Migration,
+  type MigrationProvider,
+  Migrator,
+  sql,
+  type TableMetadata,
+} from "kysely";
 import type { SqlDialectName } from "../dialect.js";
 import { initialMigration } from "./001-initial.js";
 import { certificatesMigration } from "./002-certificates.js";
@@ -83,7 +91,7 @@ export async function migrateToLatest(
 
   const provider: MigrationProvider = { getMigrations: async () => migrations };
   const migrator = new Migrator({
-    db,
+    db: options.schema === undefined ? db : withIntrospectionOf(db, options.schema),
     provider,
     migrationTableName,
     migrationLockTableName,
@@ -100,6 +108,32 @@ export async function migrateToLatest(
   return {
     applied: (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName),
   };
+}
+
+/**
+ * `db` whose introspection sees only `schema`. Kysely's Migrator looks for its tables by listing
+ * every table of the database; on PostgreSQL that query fails when another schema is dropped
+ * while it runs (another installation in the same database), and it reads far more than ours.
+ */
+function withIntrospectionOf(db: Kysely<unknown>, schema: string): Kysely<unknown> {
+  const tables = async (): Promise<TableMetadata[]> => {
+    const rows = await sql<{ name: string }>`
+      select table_name as name from information_schema.tables where table_schema = ${schema}`.execute(db);
+    return rows.rows.map((row) => ({ name: row.name, schema, isView: false, columns: [] }));
+  };
+  const introspection: DatabaseIntrospector = {
+    getSchemas: async () => [{ name: schema }],
+    getTables: tables,
+    getMetadata: async () => ({ tables: await tables() }),
+  };
+  return new Proxy(db, {
+    get(target, property) {
+      if (property === "introspection") return introspection;
+      const value = Reflect.get(target, property, target);
+      // Kysely keeps its state in private fields, which only the instance itself can read.
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
 }
 
 async function executedMigrations(db: Kysely<unknown>, schema: string | undefined): Promise<string[]> {
