@@ -64,9 +64,9 @@ function withFaults<T extends object>(repos: T): T {
   >;
   return through(repos, {
     daemons: faulty("daemons", r.daemons, ["setOnline", "renewInstanceLease"]),
-    daemonSessions: faulty("daemonSessions", r.daemonSessions, ["open", "findRelay"]),
+    daemonSessions: faulty("daemonSessions", r.daemonSessions, ["open", "findRelay", "abandonPending"]),
     cliLogins: faulty("cliLogins", r.cliLogins, ["findById"]),
-    recordings: faulty("recordings", r.recordings, ["findById"]),
+    recordings: faulty("recordings", r.recordings, ["findById", "appendChunk"]),
     authSessions: faulty("authSessions", r.authSessions, ["findById"]),
     auditCheckpoints: faulty("auditCheckpoints", r.auditCheckpoints, ["unsignedHeads"]),
     ...("transaction" in repos && {
@@ -421,6 +421,50 @@ describe("a terminal WebSocket", () => {
   });
 });
 
+describe("a session's recording", () => {
+  it("whose write fails is logged with the session stream's request id, and the session goes on", async () => {
+    const target = await world.daemonOnline("recording-fault");
+    await world.admin.updateDaemon(
+      { workspaceId: world.workspaceId, id: target.id, config: { recordSessions: true } },
+      world.auth,
+    );
+    const session = await world.createSession(target);
+    const stream = openSessionStream(target.daemon);
+    stream.ready(session);
+    expect((await stream.next()).msg.case).toBe("resize");
+    const browser = await openTerminal(terminalUrl(server.url, world.workspaceId, session.sessionId), {
+      token: world.accessToken,
+    });
+    const before = lines().length;
+    faults.set("recordings.appendChunk", new Error("disk full writing recording_chunks"));
+    let warned: LogLine | undefined;
+    try {
+      stream.stdout("recorded output\r\n");
+      expect((await browser.readBytes(17)).toString()).toBe("recorded output\r\n");
+      await until(() => {
+        warned = lines()
+          .slice(before)
+          .find((l) => l.level === "warn" && String(l.error).includes("recording_chunks"));
+        return warned !== undefined;
+      });
+    } finally {
+      faults.delete("recordings.appendChunk");
+    }
+    // Not recorded any more, still relayed.
+    stream.stdout("more\r\n");
+    expect((await browser.readBytes(6)).toString()).toBe("more\r\n");
+    browser.close();
+    expect((await stream.nextNotResize()).msg.case).toBe("close");
+    stream.halfClose();
+    await stream.ended();
+    expect(warned!.requestId).toBeDefined();
+    expect(await requestLine(String(warned!.requestId))).toMatchObject({
+      rpc: expect.stringContaining("Session"),
+    });
+    target.control.cancel();
+  });
+});
+
 describe("a background task", () => {
   it("whose storage call fails (the instance's lease renewal) is logged, and the server goes on", async () => {
     const storage = await createSqliteStorage({ filename: ":memory:" });
@@ -438,6 +482,23 @@ describe("a background task", () => {
       faults.delete("daemons.renewInstanceLease");
       await quick.close();
     }
+  });
+
+  it("whose storage call fails (the sweep of stale terminal sessions) is logged, and the server goes on", async () => {
+    const before = lines().length;
+    faults.set("daemonSessions.abandonPending", new Error("database is locked"));
+    try {
+      await until(() =>
+        lines()
+          .slice(before)
+          .some(
+            (l) => l.msg === "terminal session sweep failed; retrying" && String(l.error).includes("locked"),
+          ),
+      );
+    } finally {
+      faults.delete("daemonSessions.abandonPending");
+    }
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
   });
 
   it("whose storage call fails (signing the audit checkpoints) is logged, and the server goes on", async () => {
