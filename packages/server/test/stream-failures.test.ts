@@ -64,7 +64,12 @@ function withFaults<T extends object>(repos: T): T {
   >;
   return through(repos, {
     daemons: faulty("daemons", r.daemons, ["setOnline", "renewInstanceLease"]),
-    daemonSessions: faulty("daemonSessions", r.daemonSessions, ["open", "findRelay", "abandonPending"]),
+    daemonSessions: faulty("daemonSessions", r.daemonSessions, [
+      "open",
+      "findRelay",
+      "abandonPending",
+      "close",
+    ]),
     cliLogins: faulty("cliLogins", r.cliLogins, ["findById"]),
     recordings: faulty("recordings", r.recordings, ["findById", "appendChunk"]),
     authSessions: faulty("authSessions", r.authSessions, ["findById"]),
@@ -462,6 +467,34 @@ describe("a session's recording", () => {
       rpc: expect.stringContaining("Session"),
     });
     target.control.cancel();
+  });
+});
+
+describe("a terminal session's relay", () => {
+  it("that cannot close its session in storage when the browser leaves logs it with the stream's request id, and tells the daemon", async () => {
+    const { daemon, stream, browser } = await world.openedSession("close-fault");
+    const before = lines().length;
+    faults.set("daemonSessions.close", new Error("database is locked closing daemon_sessions"));
+    try {
+      browser.close();
+      expect((await stream.nextNotResize()).msg.case).toBe("close");
+      let warned: LogLine | undefined;
+      await until(() => {
+        warned = lines()
+          .slice(before)
+          .find((l) => l.level === "warn" && String(l.error).includes("closing daemon_sessions"));
+        return warned !== undefined;
+      });
+      stream.halfClose();
+      await stream.ended();
+      expect(warned!.requestId).toBeDefined();
+      expect(await requestLine(String(warned!.requestId))).toMatchObject({
+        rpc: expect.stringContaining("Session"),
+      });
+    } finally {
+      faults.delete("daemonSessions.close");
+    }
+    daemon.control.cancel();
   });
 });
 
