@@ -9,6 +9,7 @@ import { createHmac } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { arch, networkInterfaces, hostname as osHostname, platform } from "node:os";
 import { promisify } from "node:util";
+import { UnreadableFileError } from "./errors.js";
 
 const run = promisify(execFile);
 
@@ -70,14 +71,21 @@ export function machineFingerprint(): string {
   return createHmac("sha256", "machine-id").update(machineId().toLowerCase()).digest("hex");
 }
 
+/**
+ * The first machine id found, or the host name when there is none. Only a missing file means
+ * "none here": one that cannot be read stops the agent, since another source would give another
+ * id (and the key file, encrypted with it, could no longer be opened).
+ */
 export function machineId(): string {
   for (const path of ["/etc/machine-id", "/var/lib/dbus/machine-id", "/sys/class/dmi/id/product_uuid"]) {
+    let id: string;
     try {
-      const id = readFileSync(path, "utf8").trim();
-      if (id) return id;
-    } catch {
-      // the next one
+      id = readFileSync(path, "utf8").trim();
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") continue;
+      throw new UnreadableFileError(path, error);
     }
+    if (id) return id;
   }
   return osHostname();
 }

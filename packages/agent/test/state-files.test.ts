@@ -4,9 +4,11 @@
  * the enrolled identity). Permission failures are real ones: the command runs as `nobody`
  * (root would read anything), in a state folder `nobody` owns.
  */
+import { execFile } from "node:child_process";
 import { chmod, chown, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { wapAgent } from "@wap/test-kit/agent-process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentState, SshdFiles } from "../src/index.js";
@@ -94,6 +96,41 @@ describe("the agent's state files", () => {
     );
     await mkdir(join(files.principalsDir, "ada"));
     await expect(files.readPrincipals()).rejects.toThrow("EISDIR");
+  });
+
+  it("stops, naming the machine id file, when it cannot read it, and creates no key", async () => {
+    // The real /etc/machine-id, hidden in a private mount namespace by a file `nobody` cannot read:
+    // falling back to the next source would encrypt the key with another passphrase.
+    const unreadable = join(dir, "machine-id");
+    await writeFile(unreadable, "0123456789abcdef0123456789abcdef\n", { mode: 0o600 });
+    const state = await stateDir("unreadable-machine-id", {});
+    const res = await new Promise<{ code: number | null; stderr: string }>((done) => {
+      execFile(
+        "unshare",
+        [
+          "--mount",
+          "sh",
+          "-c",
+          'mount --bind "$1" /etc/machine-id && shift && exec "$@"',
+          "sh",
+          unreadable,
+          "setpriv",
+          `--reuid=${nobody}`,
+          `--regid=${nobody}`,
+          "--clear-groups",
+          process.execPath,
+          "--import",
+          "tsx",
+          fileURLToPath(new URL("../src/bin.ts", import.meta.url)),
+          ...enrolArgs(state),
+        ],
+        { cwd: fileURLToPath(new URL("../../..", import.meta.url)), timeout: 60_000 },
+        (error, _stdout, stderr) => done({ code: error === null ? 0 : (error.code as number), stderr }),
+      );
+    });
+    expect(res.stderr).toContain("cannot read /etc/machine-id (EACCES)");
+    expect(res.code).toBe(1);
+    await expect(stat(join(state, "key.pem"))).rejects.toMatchObject({ code: "ENOENT" });
   });
 
   it("still creates the key and reads no enrolment when the files do not exist", async () => {

@@ -99,6 +99,12 @@ export interface PlatformOptions extends IntegrationServices {
    * succeeds; only subscribers miss the notice. Default: ignore.
    */
   readonly onPublishError?: (error: unknown, topic: string) => void;
+  /**
+   * Told when a stream could not check again that its caller still has access (storage
+   * unavailable), with the stream's request id. The stream goes on; the next change checks again.
+   * Default: ignore.
+   */
+  readonly onStreamCheckError?: (error: unknown, requestId: string) => void;
   /** Sends account mails (verification, password reset). Default: none; flows still work. */
   readonly mailer?: Mailer;
   /** Looks up TXT records for domain verification. Default: the system resolver. */
@@ -224,6 +230,7 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
   const bidiStreams = new Map<string, AnyBidiStreamingOperation>();
   for (const operation of bidiStreamingOperations) bidiStreams.set(procedureOf(operation.method), operation);
   const publisher = createPublisher(services.events, options.onPublishError);
+  const { onStreamCheckError } = options;
 
   function bidiStreamOver(services: Services): Platform["bidiStream"] {
     return async (method, ctx, requests, options = {}) => {
@@ -303,6 +310,7 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
                 revocation = error;
                 revoked.abort(error);
               },
+              onCheckFailed: (error) => onStreamCheckError?.(error, ctx.requestId),
             });
       let readied = false;
       const ready = () => {

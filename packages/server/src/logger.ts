@@ -46,6 +46,12 @@ export function createJsonLogger(level: LogLevel = "info", write?: (line: string
 /** Discards everything (embedding and tests that do not care). */
 export const silentLogger: Logger = createJsonLogger("silent");
 
+/**
+ * A long-lived stream (an event subscription, a terminal) could not check again that its caller
+ * still has access: it goes on, and the next change in its workspace checks again.
+ */
+export const streamCheckFailed = "a stream's access check failed; the next change checks again";
+
 function ignore(): void {}
 
 function formatLine(level: string, message: string, fields: LogFields | undefined): string {

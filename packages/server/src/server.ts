@@ -28,7 +28,7 @@ import type { EdgeSettings } from "./edge.js";
 import { loadInstallFiles } from "./install-files.js";
 import { loadIntegrations } from "./integrations-config.js";
 import { type Listener, listen, type TlsFiles } from "./listener.js";
-import { createJsonLogger, type Logger } from "./logger.js";
+import { createJsonLogger, type Logger, streamCheckFailed } from "./logger.js";
 import { createServerMailer } from "./mailer.js";
 import { loadMasterKey, masterKeyFileOf, parseMasterKeySetting } from "./master-key.js";
 import { createServerMetrics, type ServerMetrics } from "./metrics.js";
@@ -342,6 +342,8 @@ async function buildPlatform(
     const platform = await createPlatform({
       onPublishError: (error, topic) =>
         logger.warn("event not published; subscribers miss it", { topic, error: String(error) }),
+      onStreamCheckError: (error, requestId) =>
+        logger.warn(streamCheckFailed, { requestId, error: String(error) }),
       ...(mailer && { mailer }),
       ...options.platformOptions,
       ...integrations,

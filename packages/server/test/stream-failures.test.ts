@@ -10,13 +10,21 @@
 
 import { generateKeyPairSync } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { AuthService, DaemonControlService } from "@wap/api";
+import { AuthService, DaemonControlService, RecordingService, WorkspaceService } from "@wap/api";
+import { createInProcessEventBus, type EventBus, workspaceTopic } from "@wap/core";
 import type { Storage } from "@wap/core/storage";
 import { createSqliteStorage } from "@wap/storage-sqlite";
 import { clientFor, transportFor } from "@wap/test-kit/clients";
 import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { signChallenge } from "@wap/test-kit/signed-daemon";
-import { openSessionStream, type TerminalWorld, terminalWorld } from "@wap/test-kit/terminal";
+import {
+  openSessionStream,
+  openTerminal,
+  stdinText,
+  type TerminalWorld,
+  terminalUrl,
+  terminalWorld,
+} from "@wap/test-kit/terminal";
 import { until } from "@wap/test-kit/until";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -50,11 +58,22 @@ function withFaults<T extends object>(repos: T): T {
         ]),
       ),
     );
-  const r = repos as unknown as { daemons: object; daemonSessions: object; cliLogins: object };
+  const r = repos as unknown as Record<
+    "daemons" | "daemonSessions" | "cliLogins" | "recordings" | "authSessions" | "auditCheckpoints",
+    object
+  >;
   return through(repos, {
     daemons: faulty("daemons", r.daemons, ["setOnline", "renewInstanceLease"]),
-    daemonSessions: faulty("daemonSessions", r.daemonSessions, ["open"]),
+    daemonSessions: faulty("daemonSessions", r.daemonSessions, [
+      "open",
+      "findRelay",
+      "abandonPending",
+      "close",
+    ]),
     cliLogins: faulty("cliLogins", r.cliLogins, ["findById"]),
+    recordings: faulty("recordings", r.recordings, ["findById", "appendChunk"]),
+    authSessions: faulty("authSessions", r.authSessions, ["findById"]),
+    auditCheckpoints: faulty("auditCheckpoints", r.auditCheckpoints, ["unsignedHeads"]),
     ...("transaction" in repos && {
       transaction: <R>(fn: (tx: object) => Promise<R>) =>
         (repos as unknown as Storage).transaction((tx) => fn(withFaults(tx))),
@@ -258,6 +277,227 @@ describe("a server stream", () => {
   });
 });
 
+describe("a server stream", () => {
+  it("whose storage fails before its first message (GetRecording) is answered and logged with its request id", async () => {
+    faults.set("recordings.findById", new Error("I/O error reading recordings"));
+    try {
+      const playback = clientFor(RecordingService, transportFor("grpc-h2", server.url))
+        .getRecording({ workspaceId: world.workspaceId, recordingId: crypto.randomUUID() }, world.auth)
+        [Symbol.asyncIterator]();
+      const error = await playback.next().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(ConnectError.from(error).code).toBe(Code.Internal);
+      const requestId = requestIdIn(error)!;
+      expect(
+        lines().some(
+          (l) => l.level === "error" && l.requestId === requestId && String(l.error).includes("recordings"),
+        ),
+      ).toBe(true);
+      expect(await requestLine(requestId)).toMatchObject({ code: "internal" });
+    } finally {
+      faults.delete("recordings.findById");
+    }
+  });
+});
+
+/** Publishes a workspace event on the server's bus, as a change in the workspace would. */
+const workspaceEvent = (type: string) =>
+  server.platform.services.events.publish(workspaceTopic(world.workspaceId), {
+    id: crypto.randomUUID(),
+    type,
+    resource: "test",
+    createdAt: new Date().toISOString(),
+  });
+
+describe("a workspace event stream (SubscribeWorkspaceEvents)", () => {
+  it("whose access check cannot reach storage is logged with its request id, and goes on", async () => {
+    const abort = new AbortController();
+    let requestId = "";
+    const events = clientFor(WorkspaceService, transportFor("connect-binary-h2", server.url))
+      .subscribeWorkspaceEvents(
+        { workspaceId: world.workspaceId, eventTypes: [] },
+        {
+          ...world.auth,
+          signal: abort.signal,
+          onHeader: (headers) => {
+            requestId = headers.get("x-request-id") ?? "";
+          },
+        },
+      )
+      [Symbol.asyncIterator]();
+    try {
+      // The subscription is live once an event published after it arrives.
+      const first = events.next();
+      let arrived = false;
+      void first.then(() => {
+        arrived = true;
+      });
+      await until(async () => {
+        await workspaceEvent("test.first");
+        return arrived;
+      });
+      expect((await first).value?.type).toBe("test.first");
+      expect(requestId).not.toBe("");
+
+      faults.set("authSessions.findById", new Error("I/O error reading auth_sessions"));
+      await workspaceEvent("test.while-failing");
+      await until(() =>
+        lines().some(
+          (l) =>
+            l.level === "warn" &&
+            l.requestId === requestId &&
+            String(l.error).includes("auth_sessions") &&
+            String(l.msg).includes("access check"),
+        ),
+      );
+      faults.delete("authSessions.findById");
+      // (Past the repeats of the first event.)
+      const nextType = async () => {
+        for (;;) {
+          const next = await events.next();
+          if (next.done || next.value.type !== "test.first") return next.value?.type;
+        }
+      };
+      expect(await nextType()).toBe("test.while-failing");
+      await workspaceEvent("test.after");
+      expect(await nextType()).toBe("test.after");
+    } finally {
+      faults.delete("authSessions.findById");
+      abort.abort();
+    }
+  });
+});
+
+describe("a terminal WebSocket", () => {
+  it("whose storage fails while it waits for the session is closed with its request id, and logged", async () => {
+    const target = await world.daemonOnline("terminal-fault");
+    const session = await world.createSession(target);
+    faults.set("daemonSessions.findRelay", new Error("I/O error reading daemon_sessions"));
+    try {
+      const browser = await openTerminal(terminalUrl(server.url, world.workspaceId, session.sessionId), {
+        token: world.accessToken,
+      });
+      const closed = await browser.closed();
+      expect(closed.code).toBe(1011);
+      const requestId = /request id ([\w-]+)/.exec(closed.reason)?.[1];
+      expect(requestId).toBeDefined();
+      expect(
+        lines().some(
+          (l) =>
+            l.level === "error" && l.requestId === requestId && String(l.error).includes("daemon_sessions"),
+        ),
+      ).toBe(true);
+      expect(await requestLine(requestId!)).toMatchObject({ rpc: "terminal", code: "internal" });
+    } finally {
+      faults.delete("daemonSessions.findRelay");
+    }
+    // The server goes on: the daemon's sessions still open.
+    expect(
+      (await world.admin.getDaemon({ workspaceId: world.workspaceId, id: target.id }, world.auth)).daemon
+        ?.online,
+    ).toBe(true);
+    target.control.cancel();
+  });
+
+  it("whose access check cannot reach storage is logged with its request id, and the session goes on", async () => {
+    const { daemon, stream, browser } = await world.openedSession("terminal-check-fault");
+    const before = lines().length;
+    faults.set("authSessions.findById", new Error("I/O error reading auth_sessions"));
+    let warned: LogLine | undefined;
+    try {
+      await workspaceEvent("test.terminal");
+      await until(() => {
+        warned = lines()
+          .slice(before)
+          .find((l) => l.level === "warn" && String(l.error).includes("auth_sessions"));
+        return warned !== undefined;
+      });
+    } finally {
+      faults.delete("authSessions.findById");
+    }
+    // Still attached: what the browser types reaches the daemon.
+    browser.send("still here");
+    expect(await stdinText(stream)).toBe("still here");
+    browser.close();
+    expect(await requestLine(String(warned!.requestId))).toMatchObject({ rpc: "terminal", code: "ok" });
+    daemon.control.cancel();
+  });
+});
+
+describe("a session's recording", () => {
+  it("whose write fails is logged with the session stream's request id, and the session goes on", async () => {
+    const target = await world.daemonOnline("recording-fault");
+    await world.admin.updateDaemon(
+      { workspaceId: world.workspaceId, id: target.id, config: { recordSessions: true } },
+      world.auth,
+    );
+    const session = await world.createSession(target);
+    const stream = openSessionStream(target.daemon);
+    stream.ready(session);
+    expect((await stream.next()).msg.case).toBe("resize");
+    const browser = await openTerminal(terminalUrl(server.url, world.workspaceId, session.sessionId), {
+      token: world.accessToken,
+    });
+    const before = lines().length;
+    faults.set("recordings.appendChunk", new Error("disk full writing recording_chunks"));
+    let warned: LogLine | undefined;
+    try {
+      stream.stdout("recorded output\r\n");
+      expect((await browser.readBytes(17)).toString()).toBe("recorded output\r\n");
+      await until(() => {
+        warned = lines()
+          .slice(before)
+          .find((l) => l.level === "warn" && String(l.error).includes("recording_chunks"));
+        return warned !== undefined;
+      });
+    } finally {
+      faults.delete("recordings.appendChunk");
+    }
+    // Not recorded any more, still relayed.
+    stream.stdout("more\r\n");
+    expect((await browser.readBytes(6)).toString()).toBe("more\r\n");
+    browser.close();
+    expect((await stream.nextNotResize()).msg.case).toBe("close");
+    stream.halfClose();
+    await stream.ended();
+    expect(warned!.requestId).toBeDefined();
+    expect(await requestLine(String(warned!.requestId))).toMatchObject({
+      rpc: expect.stringContaining("Session"),
+    });
+    target.control.cancel();
+  });
+});
+
+describe("a terminal session's relay", () => {
+  it("that cannot close its session in storage when the browser leaves logs it with the stream's request id, and tells the daemon", async () => {
+    const { daemon, stream, browser } = await world.openedSession("close-fault");
+    const before = lines().length;
+    faults.set("daemonSessions.close", new Error("database is locked closing daemon_sessions"));
+    try {
+      browser.close();
+      expect((await stream.nextNotResize()).msg.case).toBe("close");
+      let warned: LogLine | undefined;
+      await until(() => {
+        warned = lines()
+          .slice(before)
+          .find((l) => l.level === "warn" && String(l.error).includes("closing daemon_sessions"));
+        return warned !== undefined;
+      });
+      stream.halfClose();
+      await stream.ended();
+      expect(warned!.requestId).toBeDefined();
+      expect(await requestLine(String(warned!.requestId))).toMatchObject({
+        rpc: expect.stringContaining("Session"),
+      });
+    } finally {
+      faults.delete("daemonSessions.close");
+    }
+    daemon.control.cancel();
+  });
+});
+
 describe("a background task", () => {
   it("whose storage call fails (the instance's lease renewal) is logged, and the server goes on", async () => {
     const storage = await createSqliteStorage({ filename: ":memory:" });
@@ -273,6 +513,67 @@ describe("a background task", () => {
       expect((await fetch(`${quick.url}/healthz`)).status).toBe(200);
     } finally {
       faults.delete("daemons.renewInstanceLease");
+      await quick.close();
+    }
+  });
+
+  it("whose storage call fails (the sweep of stale terminal sessions) is logged, and the server goes on", async () => {
+    const before = lines().length;
+    faults.set("daemonSessions.abandonPending", new Error("database is locked"));
+    try {
+      await until(() =>
+        lines()
+          .slice(before)
+          .some(
+            (l) => l.msg === "terminal session sweep failed; retrying" && String(l.error).includes("locked"),
+          ),
+      );
+    } finally {
+      faults.delete("daemonSessions.abandonPending");
+    }
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+  });
+
+  it("whose storage call fails (signing the audit checkpoints) is logged, and the server goes on", async () => {
+    const storage = await createSqliteStorage({ filename: ":memory:" });
+    const quick = await startTestServer({ storage: withFaults(storage), auditCheckpointSeconds: 1 });
+    try {
+      faults.set("auditCheckpoints.unsignedHeads", new Error("database is locked"));
+      await until(() =>
+        quick.logs.some(
+          (l) => l.includes('"audit checkpoints not signed"') && l.includes("database is locked"),
+        ),
+      );
+      faults.delete("auditCheckpoints.unsignedHeads");
+      expect((await fetch(`${quick.url}/healthz`)).status).toBe(200);
+    } finally {
+      faults.delete("auditCheckpoints.unsignedHeads");
+      await quick.close();
+    }
+  });
+
+  it("whose event bus fails (the lag probe) is logged, and the server goes on", async () => {
+    const bus = createInProcessEventBus();
+    const failing: EventBus = {
+      publish: (topic, payload) =>
+        topic.includes("lag-probe")
+          ? Promise.reject(new Error("bus unreachable"))
+          : bus.publish(topic, payload),
+      subscribe: (topic, handler) => bus.subscribe(topic, handler),
+      close: () => bus.close(),
+    };
+    const quick = await startTestServer({
+      diagnosticsAddress: "127.0.0.1:0",
+      platformOptions: { events: failing },
+    });
+    try {
+      await until(() =>
+        quick.logs.some(
+          (l) => l.includes('"event bus lag probe not published"') && l.includes("bus unreachable"),
+        ),
+      );
+      expect((await fetch(`${quick.url}/healthz`)).status).toBe(200);
+    } finally {
       await quick.close();
     }
   });

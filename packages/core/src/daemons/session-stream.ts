@@ -88,7 +88,7 @@ export async function* runSessionStream(
       },
     );
     const session = await claimSession(call.services, caller, ready, host.relayRecord());
-    const opened = host.open(session);
+    const opened = host.open(session, call.ctx.requestId);
     relay = opened;
     call.observer?.annotate?.({ "wap.session_id": session.id, "wap.workspace_id": session.workspaceId });
     call.observer?.event?.("session.claimed");

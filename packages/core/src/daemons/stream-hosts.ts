@@ -48,8 +48,11 @@ export type SessionStreamMessage = MessageInitShape<typeof SessionResponseSchema
 export interface TerminalRelayHost {
   /** What a claim on this instance records as the session's relay. */
   relayRecord(): SessionRelayRecord;
-  /** Creates and keeps the relay of a session this instance just claimed. */
-  open(session: DaemonSessionRecord): TerminalRelay;
+  /**
+   * Creates and keeps the relay of a session this instance just claimed, for the daemon's stream
+   * of request id `requestId` (which the relay's log lines carry).
+   */
+  open(session: DaemonSessionRecord, requestId: string): TerminalRelay;
   /** Fires when the server starts stopping: a stream still waiting for its `ready` ends. */
   readonly closing?: AbortSignal;
 }

@@ -54,6 +54,11 @@ export interface AccessWatchOptions {
   readonly recheck: () => Promise<void>;
   /** Called once, with the error to end the stream with. */
   readonly onRevoked: (error: PlatformError) => void;
+  /**
+   * Told when a check could not be made (storage unavailable): the stream goes on, and the next
+   * trigger checks again. Default: ignore.
+   */
+  readonly onCheckFailed?: (error: unknown) => void;
   /** Overrides {@link backstopMs} (tests). */
   readonly backstopMs?: number;
 }
@@ -86,6 +91,7 @@ export async function watchAccess(services: Services, options: AccessWatchOption
         return;
       }
       // Anything else (storage unavailable) proves nothing: the next trigger checks again.
+      if (!stopped) options.onCheckFailed?.(error);
     } finally {
       checking = false;
     }

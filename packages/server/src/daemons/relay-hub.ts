@@ -13,7 +13,7 @@
  */
 import { abandonStaleSessions, type Services, type TerminalRelayHost } from "@wap/core";
 import type { DaemonSessionRecord, SessionRelayRecord } from "@wap/core/storage";
-import type { Logger } from "../logger.js";
+import { type Logger, withFields } from "../logger.js";
 import { createRelayTokenVerifier, type RelayTokenVerifier } from "./relay-token.js";
 import { SessionRelay } from "./session-relay.js";
 import type { TerminalSize } from "./terminal-frames.js";
@@ -53,8 +53,8 @@ export interface SessionRelayHub extends TerminalRelayHost {
   readonly tokens: RelayTokenVerifier;
   /** What a claim on this instance records. */
   relayRecord(): SessionRelayRecord;
-  /** Creates and keeps the relay of a session this instance just claimed. */
-  open(session: DaemonSessionRecord): SessionRelay;
+  /** Creates and keeps the relay of a session this instance just claimed, for the stream `requestId`. */
+  open(session: DaemonSessionRecord, requestId: string): SessionRelay;
   /** The relay of a session held here; waits up to `waitMs` for one being claimed right now. */
   find(sessionId: string, waitMs: number): Promise<SessionRelay | undefined>;
   /** Registers a browser waiting on this instance; returns the function that removes it. */
@@ -104,11 +104,12 @@ export function createSessionRelayHub(options: SessionRelayHubOptions): SessionR
     tokens: createRelayTokenVerifier(services.keyStore, instanceId),
     relayRecord: () => ({ instanceId, url: options.internalUrl() }),
     ...(options.closing && { closing: options.closing }),
-    open(session) {
+    open(session, requestId) {
       const waiting = [...(waiters.get(session.id) ?? [])];
       const relay = new SessionRelay({
         services,
-        logger,
+        // What goes wrong in the relay (a recording write) is told with the daemon stream's id.
+        logger: withFields(logger, { requestId }),
         session,
         size: waiting.map((w) => w.size()).find((size) => size !== undefined),
         ...(options.attachTimeoutMs !== undefined && { attachTimeoutMs: options.attachTimeoutMs }),

@@ -40,6 +40,7 @@ import { type WebSocket, WebSocketServer } from "ws";
 import { admitRequest, type EdgeRequest, type EdgeSettings, ownOrigin, subjectIdOf } from "../edge.js";
 import { errorStatusJson } from "../error-responses.js";
 import { toPublicError } from "../errors.js";
+import { streamCheckFailed } from "../logger.js";
 import { httpStatusOf } from "../rest/index.js";
 import { attachStreamSpan } from "../stream-spans.js";
 import type { StreamSpan } from "../tracing.js";
@@ -245,7 +246,7 @@ export function createTerminalEndpoint(
       edge.code = "ok";
       whenClosed(ws, req, edge.requestId, started, span, { edge, workspaceId: session.workspaceId });
       keepAlive(ws);
-      await endWhenAccessEnds(ws, edge.caller, session);
+      await endWhenAccessEnds(ws, edge.caller, session, edge.requestId);
       await connectBrowser(ws, session);
     } catch (error) {
       if (ws === undefined) {
@@ -272,12 +273,18 @@ export function createTerminalEndpoint(
    * when the caller's right to it goes away: signed out, removed from the workspace, the grant
    * revoked (core access-watch.ts says when to look).
    */
-  async function endWhenAccessEnds(ws: WebSocket, caller: Caller, session: DaemonSessionRecord) {
+  async function endWhenAccessEnds(
+    ws: WebSocket,
+    caller: Caller,
+    session: DaemonSessionRecord,
+    requestId: string,
+  ) {
     const { services } = hub;
     const stop = await watchAccess(services, {
       workspaceId: session.workspaceId,
       subjectId: session.userId,
       recheck: () => recheckSessionAccess(services, caller, session.workspaceId, session.id),
+      onCheckFailed: (error) => logger.warn(streamCheckFailed, { requestId, error: String(error) }),
       onRevoked: (error) => {
         const reason = `access revoked: ${error.message}`;
         logger.info("terminal session ended: access revoked", { sessionId: session.id, reason });
