@@ -412,6 +412,8 @@ export {
 export type {
   AddSubjectsToPrincipalRequest,
   AddSubjectsToPrincipalResponse,
+  ApprovalPolicy,
+  Grant,
   ListPrincipalsRequest,
   ListPrincipalsResponse,
   Principal,
@@ -425,7 +427,11 @@ export type {
 export {
   AddSubjectsToPrincipalRequestSchema,
   AddSubjectsToPrincipalResponseSchema,
+  ApprovalPolicySchema,
   file_platform_v1_principal,
+  GrantKind,
+  GrantKindSchema,
+  GrantSchema,
   ListPrincipalsRequestSchema,
   ListPrincipalsResponseSchema,
   PrincipalSchema,

@@ -66,6 +66,7 @@ import {
   type PlatformObserver,
   type Services,
 } from "./operations/services.js";
+import { lapsedGrantSweepMs, removeLapsedGrants } from "./principals/lapsed-grants.js";
 import { type Clock, type Random, systemClock, systemRandom } from "./runtime.js";
 import type { AuditEventRecord } from "./storage/audit.js";
 import {
@@ -223,6 +224,9 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
   const bidiStreams = new Map<string, AnyBidiStreamingOperation>();
   for (const operation of bidiStreamingOperations) bidiStreams.set(procedureOf(operation.method), operation);
   const publisher = createPublisher(services.events, options.onPublishError);
+  // Best effort: a sweep that fails is retried at the next; lapsed grants let no one in meanwhile.
+  const grantSweep = setInterval(() => void removeLapsedGrants(services).catch(() => {}), lapsedGrantSweepMs);
+  grantSweep.unref();
 
   function bidiStreamOver(services: Services): Platform["bidiStream"] {
     return async (method, ctx, requests, options = {}) => {
@@ -333,6 +337,7 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
       });
     },
     async close() {
+      clearInterval(grantSweep);
       await publisher.drain();
       try {
         await services.events.close();

@@ -65,6 +65,10 @@ export interface PrincipalSubjectsTable {
   team_id: string | null;
   service_account_id: string | null;
   created_at: MillisColumn;
+  grant_kind: string;
+  valid_until: NullableMillisColumn;
+  /** On-request grants: their approval policy as JSON. */
+  approval_policy: string | null;
 }
 
 export interface WorkspaceAccessTables {

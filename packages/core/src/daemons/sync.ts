@@ -84,14 +84,15 @@ const sameList = (a: readonly string[], b: readonly string[]) =>
 const sameMap = (a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>) =>
   sameList(Object.keys(a).sort(), Object.keys(b).sort()) && Object.keys(a).every((k) => a[k] === b[k]);
 
-/** The `username -> ids` map of a target, usernames sorted, ids in grant order. */
+/** The `username -> ids` map of a target at `at`, usernames sorted, ids in grant order. */
 export async function principalMapOf(
   repos: Repositories,
   workspaceId: string,
   targetId: string,
+  at: Date,
 ): Promise<Map<string, string[]>> {
   const principals = await repos.principals.listByTargets(workspaceId, [targetId]);
-  const logins = await loginsOf(repos, workspaceId, principals);
+  const logins = await loginsOf(repos, workspaceId, principals, at);
   return new Map([...logins].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
@@ -130,7 +131,7 @@ export const syncDaemon = defineOperation({
       if (changed) await audit(tx, { action: "daemon.sync", resource: `daemon:${daemonId}`, workspaceId });
       const principals =
         daemon.status === "accepted" && target
-          ? await principalMapOf(tx, workspaceId, target.id)
+          ? await principalMapOf(tx, workspaceId, target.id, now)
           : new Map<string, string[]>();
       await tx.daemons.recordSync(workspaceId, daemonId, {
         users: input.users,

@@ -104,6 +104,10 @@ export type {
   PasskeyRepository,
 } from "./passkeys.js";
 export type {
+  ApprovalPolicy,
+  GrantKind,
+  GrantRecord,
+  GrantTerms,
   PrincipalFilter,
   PrincipalGrantsRecord,
   PrincipalRecord,

@@ -17,6 +17,7 @@ import { recordingsMigration } from "./009-recordings.js";
 import { certificateLifecycleMigration } from "./010-certificate-lifecycle.js";
 import { accountSecurityMigration } from "./011-account-security.js";
 import { wholeSecondDurationsMigration } from "./012-whole-second-durations.js";
+import { grantKindsMigration } from "./014-grant-kinds.js";
 
 /** Our own bookkeeping tables, so an application's Kysely migrations in the same schema never collide. */
 export const migrationTableName = "wap_schema_migration";
@@ -37,6 +38,7 @@ export function createMigrations(dialect: SqlDialectName): Record<string, Migrat
     "010_certificate_lifecycle": certificateLifecycleMigration(dialect),
     "011_account_security": accountSecurityMigration(dialect),
     "012_whole_second_durations": wholeSecondDurationsMigration(dialect),
+    "014_grant_kinds": grantKindsMigration(dialect),
   };
 }
 
