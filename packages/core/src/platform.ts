@@ -16,6 +16,7 @@ import {
   type MessageShape,
 } from "@bufbuild/protobuf";
 import { roleAllows } from "./access/permissions.js";
+import { accessRequestSweepMs, sweepAccessRequests } from "./access-requests/sweep.js";
 import { recordSecurityEvent } from "./audit/security-events.js";
 import { type AccessTokens, loadAccessTokens } from "./auth/access-tokens.js";
 import { authenticate, type CredentialSource, type Credentials } from "./auth/authenticate.js";
@@ -227,6 +228,11 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
   // Best effort: a sweep that fails is retried at the next; lapsed grants let no one in meanwhile.
   const grantSweep = setInterval(() => void removeLapsedGrants(services).catch(() => {}), lapsedGrantSweepMs);
   grantSweep.unref();
+  const requestSweep = setInterval(
+    () => void sweepAccessRequests(services).catch(() => {}),
+    accessRequestSweepMs,
+  );
+  requestSweep.unref();
 
   function bidiStreamOver(services: Services): Platform["bidiStream"] {
     return async (method, ctx, requests, options = {}) => {
@@ -338,6 +344,7 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
     },
     async close() {
       clearInterval(grantSweep);
+      clearInterval(requestSweep);
       await publisher.drain();
       try {
         await services.events.close();

@@ -71,6 +71,26 @@ export interface PrincipalSubjectsTable {
   approval_policy: string | null;
 }
 
+export interface AccessRequestsTable {
+  id: string;
+  workspace_id: string;
+  target_id: string;
+  login: string;
+  requester_id: string;
+  reason: string;
+  state: string;
+  /** The approval policy, JSON. */
+  policy: string;
+  /** The transitions, JSON, oldest first. */
+  events: string;
+  duration_seconds: BigIntColumn;
+  created_at: MillisColumn;
+  decide_by: MillisColumn;
+  approved_at: NullableMillisColumn;
+  ends_at: NullableMillisColumn;
+  version: number;
+}
+
 export interface WorkspaceAccessTables {
   workspace_settings: WorkspaceSettingsTable;
   workspace_invites: WorkspaceInvitesTable;
@@ -79,4 +99,5 @@ export interface WorkspaceAccessTables {
   team_members: TeamMembersTable;
   principals: PrincipalsTable;
   principal_subjects: PrincipalSubjectsTable;
+  access_requests: AccessRequestsTable;
 }

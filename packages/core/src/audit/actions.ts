@@ -9,6 +9,13 @@
 
 export const auditActions = [
   "access.revoke_all",
+  "access_request.approval",
+  "access_request.approve",
+  "access_request.create",
+  "access_request.deny",
+  "access_request.end",
+  "access_request.expire",
+  "access_request.withdraw",
   "audit.export",
   "billing.checkout.create",
   "billing.portal.create",

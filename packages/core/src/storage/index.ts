@@ -3,6 +3,14 @@
  *
  * @module
  */
+
+export type {
+  AccessRequestEventRecord,
+  AccessRequestEventType,
+  AccessRequestRecord,
+  AccessRequestRepository,
+  AccessRequestState,
+} from "./access-requests.js";
 export type {
   AuditEventFilter,
   AuditEventRecord,

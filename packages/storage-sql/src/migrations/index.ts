@@ -18,6 +18,7 @@ import { certificateLifecycleMigration } from "./010-certificate-lifecycle.js";
 import { accountSecurityMigration } from "./011-account-security.js";
 import { wholeSecondDurationsMigration } from "./012-whole-second-durations.js";
 import { grantKindsMigration } from "./014-grant-kinds.js";
+import { accessRequestsMigration } from "./015-access-requests.js";
 
 /** Our own bookkeeping tables, so an application's Kysely migrations in the same schema never collide. */
 export const migrationTableName = "wap_schema_migration";
@@ -39,6 +40,7 @@ export function createMigrations(dialect: SqlDialectName): Record<string, Migrat
     "011_account_security": accountSecurityMigration(dialect),
     "012_whole_second_durations": wholeSecondDurationsMigration(dialect),
     "014_grant_kinds": grantKindsMigration(dialect),
+    "015_access_requests": accessRequestsMigration(dialect),
   };
 }
 

@@ -1,0 +1,54 @@
+/**
+ * Records what time did to access requests: a pending request past its decision time expired, an
+ * approved one past its end ended. Each is kept on the request and audited with the platform as
+ * actor; the daemons of an ended request's target are told to sync (the principal maps stopped
+ * naming its requester at the end already, as they are computed for the time they are read).
+ *
+ * @module
+ */
+import { appendAudit, noRequest } from "../audit/record.js";
+import { notifyDaemonsOfChanges } from "../daemons/change-notifications.js";
+import type { Services } from "../operations/services.js";
+import { stateAt } from "./rules.js";
+
+/** How often each platform instance sweeps; well within the 5 s in which ended access must be enforced. */
+export const accessRequestSweepMs = 2000;
+
+/** Expires and ends what is due; returns how many requests changed. */
+export async function sweepAccessRequests(services: Services): Promise<number> {
+  const at = services.clock.now();
+  const ended: Array<{ workspaceId: string; id: string }> = [];
+  let changed = 0;
+  for (const request of await services.storage.accessRequests.due(at)) {
+    const state = stateAt(request, at);
+    if (state !== "expired" && state !== "ended") continue;
+    const done = await services.storage.transaction(async (tx) => {
+      const updated = await tx.accessRequests.update({
+        ...request,
+        state,
+        events: [...request.events, { type: state, actorId: "", reason: "", at }],
+        version: request.version + 1,
+      });
+      // Another instance (or a decision) came first: nothing to record here.
+      if (!updated) return false;
+      await appendAudit(tx, services, noRequest, {
+        workspaceId: request.workspaceId,
+        actorType: "system",
+        actorId: "",
+        action: state === "expired" ? "access_request.expire" : "access_request.end",
+        resource: `access_request:${request.id}`,
+        at,
+      });
+      return true;
+    });
+    if (!done) continue;
+    changed++;
+    if (state === "ended") ended.push({ workspaceId: request.workspaceId, id: request.id });
+  }
+  for (const { workspaceId, id } of ended) {
+    await notifyDaemonsOfChanges(services, workspaceId, [
+      { action: "access_request.end", resource: `access_request:${id}`, workspaceId },
+    ]);
+  }
+  return changed;
+}
