@@ -32,6 +32,7 @@ import type { Repositories } from "../storage/storage.js";
 import { targetNotFound } from "../targets/messages.js";
 import { approvalLimits, principalUsername } from "../validation/bounds.js";
 import { defaultPage, durationSeconds, enumValue, paging, text, uuid } from "../validation/rules.js";
+import { revokeIssuedUnder } from "./certificates.js";
 import { approverIdsOf, stateToWire, toAccessRequestMessage } from "./messages.js";
 import { approversOf, mayApprove, requestablePolicy, stateAt } from "./rules.js";
 
@@ -321,7 +322,7 @@ export const denyAccessRequest = defineOperation({
 export const withdrawAccessRequest = defineOperation({
   method: AccessRequestService.method.withdrawAccessRequest,
   access: { kind: "workspace", permission: "access_requests.create", callers: userCallers },
-  notifiesDaemons: ["access_request_target"],
+  notifiesDaemons: ["access_request_target", "revocations"],
   input: z.object({ workspaceId, id: uuid, reason }),
   async run({ input, workspace, services, now, audit, ctx }) {
     const userId = userIdOf(ctx.caller);
@@ -337,6 +338,9 @@ export const withdrawAccessRequest = defineOperation({
       const next = transition(request, "withdrawn", userId, input.reason ?? "", now, { state: "withdrawn" });
       await save(tx, next);
       await audit(tx, { action: "access_request.withdraw", resource: `access_request:${request.id}` });
+      // The certificates issued under it go into their authorities' revocation lists now.
+      const { entries } = await revokeIssuedUnder(tx, next, `user:${userId}`, now);
+      for (const entry of entries) await audit(tx, entry);
       return next;
     });
     return { request: toAccessRequestMessage(saved, now) };

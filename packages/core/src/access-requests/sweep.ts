@@ -8,7 +8,9 @@
  */
 import { appendAudit, noRequest } from "../audit/record.js";
 import { notifyDaemonsOfChanges } from "../daemons/change-notifications.js";
+import type { AuditEntry } from "../operations/operation.js";
 import type { Services } from "../operations/services.js";
+import { revokeIssuedUnder } from "./certificates.js";
 import { stateAt } from "./rules.js";
 
 /** How often each platform instance sweeps; well within the 5 s in which ended access must be enforced. */
@@ -17,7 +19,7 @@ export const accessRequestSweepMs = 2000;
 /** Expires and ends what is due; returns how many requests changed. */
 export async function sweepAccessRequests(services: Services): Promise<number> {
   const at = services.clock.now();
-  const ended: Array<{ workspaceId: string; id: string }> = [];
+  const told: Array<{ workspaceId: string; entries: AuditEntry[] }> = [];
   let changed = 0;
   for (const request of await services.storage.accessRequests.due(at)) {
     const state = stateAt(request, at);
@@ -30,25 +32,33 @@ export async function sweepAccessRequests(services: Services): Promise<number> {
         version: request.version + 1,
       });
       // Another instance (or a decision) came first: nothing to record here.
-      if (!updated) return false;
-      await appendAudit(tx, services, noRequest, {
-        workspaceId: request.workspaceId,
-        actorType: "system",
-        actorId: "",
-        action: state === "expired" ? "access_request.expire" : "access_request.end",
-        resource: `access_request:${request.id}`,
-        at,
-      });
-      return true;
+      if (!updated) return null;
+      const entries: AuditEntry[] = [
+        {
+          action: state === "expired" ? "access_request.expire" : "access_request.end",
+          resource: `access_request:${request.id}`,
+          workspaceId: request.workspaceId,
+        },
+      ];
+      // Certificates issued under it end with it; any still valid (a clock ahead) is revoked.
+      if (state === "ended")
+        entries.push(...(await revokeIssuedUnder(tx, request, "system:access_request.end", at)).entries);
+      for (const entry of entries) {
+        await appendAudit(tx, services, noRequest, {
+          workspaceId: request.workspaceId,
+          actorType: "system",
+          actorId: "",
+          action: entry.action,
+          resource: entry.resource,
+          at,
+        });
+      }
+      return entries;
     });
     if (!done) continue;
     changed++;
-    if (state === "ended") ended.push({ workspaceId: request.workspaceId, id: request.id });
+    told.push({ workspaceId: request.workspaceId, entries: done });
   }
-  for (const { workspaceId, id } of ended) {
-    await notifyDaemonsOfChanges(services, workspaceId, [
-      { action: "access_request.end", resource: `access_request:${id}`, workspaceId },
-    ]);
-  }
+  for (const { workspaceId, entries } of told) await notifyDaemonsOfChanges(services, workspaceId, entries);
   return changed;
 }

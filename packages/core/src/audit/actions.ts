@@ -15,6 +15,7 @@ export const auditActions = [
   "access_request.deny",
   "access_request.end",
   "access_request.expire",
+  "access_request.use",
   "access_request.withdraw",
   "audit.export",
   "billing.checkout.create",

@@ -138,7 +138,7 @@ describe("daemon notifications", () => {
       RevokeCertificate: ["revocations"],
       UpdateTarget: ["target"],
       ApproveAccessRequest: ["access_request_target"],
-      WithdrawAccessRequest: ["access_request_target"],
+      WithdrawAccessRequest: ["access_request_target", "revocations"],
     });
   });
 });

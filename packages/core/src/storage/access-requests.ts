@@ -25,6 +25,8 @@ export interface AccessRequestEventRecord {
   readonly actorId: string;
   readonly reason: string;
   readonly at: Date;
+  /** `used`: the ledger id of the certificate issued under the request. */
+  readonly certificateId?: string;
 }
 
 export interface AccessRequestRecord {
