@@ -5,6 +5,7 @@
  */
 const entries = [
   "packages/api/src/index\\.ts",
+  "packages/ssh-wire/src/(index|encoding|forms)\\.ts",
   "packages/core/src/index\\.ts",
   "packages/core/src/storage/index\\.ts",
   "packages/core/src/testing/index\\.ts",
@@ -53,6 +54,22 @@ module.exports = {
         "The core runs over a storage interface; adapters and transports depend on it, not the reverse.",
       from: { path: "^packages/core/src", pathNot: "\\.test\\.ts$" },
       to: { path: "^packages/(storage-[^/]+|server|client|agent|cli|console)/" },
+    },
+    {
+      name: "ssh-wire-stands-alone",
+      severity: "error",
+      comment:
+        "@wap/ssh-wire is what the CLI and the agent install for SSH formats: Node built-ins only, nothing else.",
+      from: { path: "^packages/ssh-wire/src", pathNot: "\\.test\\.ts$" },
+      to: { pathNot: "^packages/ssh-wire/src/", dependencyTypesNot: ["core"] },
+    },
+    {
+      name: "cli-and-agent-import-no-core",
+      severity: "error",
+      comment:
+        "The CLI and the agent install on users' machines without the server's dependencies: SSH formats come from @wap/ssh-wire.",
+      from: { path: "^packages/(cli|agent)/src", pathNot: "\\.test\\.ts$" },
+      to: { path: "^packages/core/" },
     },
     {
       name: "client-imports-no-core",

@@ -15,6 +15,7 @@ RUN npm install -g pnpm@12.21.0
 WORKDIR /src
 COPY package.json pnpm-lock.yaml pnpm-workspace.yaml tsconfig.base.json tsconfig.json ./
 COPY packages/api/package.json packages/api/
+COPY packages/ssh-wire/package.json packages/ssh-wire/
 COPY packages/agent/package.json packages/agent/
 COPY packages/cli/package.json packages/cli/
 COPY packages/console/package.json packages/console/
@@ -31,7 +32,7 @@ RUN pnpm install --frozen-lockfile
 COPY packages packages
 RUN pnpm build \
   && mkdir /tarballs \
-  && for p in api core storage-sql storage-sqlite storage-postgres server; do \
+  && for p in api ssh-wire core storage-sql storage-sqlite storage-postgres server; do \
        (cd packages/$p && pnpm pack --pack-destination /tarballs); \
      done
 

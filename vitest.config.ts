@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 import { projects } from "./vitest.workspace.js";
@@ -16,5 +17,8 @@ export default defineConfig({
     hookTimeout: 60_000,
     // better-sqlite3 and node:crypto keys work in forks; worker threads would share OpenSSL locks.
     pool: "forks",
+    // Most test time is spent waiting on the programs and servers a test drives (sshd, chromium,
+    // child servers, PostgreSQL), so one process more than the cores keeps them busy.
+    maxWorkers: availableParallelism() + 1,
   },
 });

@@ -14,6 +14,9 @@
  *    and filtered ListIssuedCertificates pages over a ledger of 1,000,000 entries.
  * 6. Worker processes (workers.ts): authenticated GetCertificateAuthority against the binary with
  *    one worker and with two, over PostgreSQL (BENCH_DATABASE_URL; needs h2load).
+ * 7. `wap ssh` end to end (wap-ssh.ts): `wap ssh <target> -- true` against a local sshd with a
+ *    cached certificate and with one issued, against plain `ssh`; the CLI's start-up against
+ *    `node -e 0`.
  *
  * Benchmarks are chosen by name on the command line (`pnpm bench ledger`, `pnpm bench sign raw`)
  * or by BENCH_ONLY; none named means all. `ledger` is the certificate lifecycle's name too.
@@ -21,7 +24,7 @@
  * Settings:
  * - BENCH_SECONDS (default 5) and BENCH_CONCURRENCY (default 32): each load run of the request
  *   path;
- * - BENCH_ONLY (comma-separated subset of `healthz,get-ca,sign,raw,audit-export,daemon-streams,agent,certificate-lifecycle,workers`,
+ * - BENCH_ONLY (comma-separated subset of `healthz,get-ca,sign,raw,audit-export,daemon-streams,agent,certificate-lifecycle,workers,wap-ssh`,
  *   default all), e.g. to profile one request path alone;
  * - BENCH_AUDIT_ROWS (default 1,000,000): events in the exported window;
  * - BENCH_LEDGER_ROWS (default 1,000,000), BENCH_KRL_SERIALS (default 100,000) and
@@ -32,6 +35,7 @@
  *   request path (request-path.ts);
  * - BENCH_PROFILE (default `1`): `0` skips the profiled second run of GetCertificateAuthority and
  *   SignSSHCertificate that splits their event loop time per request by part (call-budget.ts);
+ * - BENCH_WAP_SSH_RUNS (default 100): runs of each `wap ssh` series;
  * - BENCH_LOG_LEVEL (default silent; `info` logs every request to stderr as the server does by
  *   default: run with `2>/dev/null` or a file to see its cost);
  * - BENCH_REPORT (default `1`): `0` prints the figures without writing REPORT.md and report.svg.
@@ -52,6 +56,7 @@ import {
 } from "./report.js";
 import { requestPathMeasures, runRequestPathBench } from "./request-path.js";
 import type { BenchSection } from "./results.js";
+import { runWapSshBench } from "./wap-ssh.js";
 import { runWorkersBench } from "./workers.js";
 
 const benchmarks = [
@@ -61,6 +66,7 @@ const benchmarks = [
   "agent",
   "certificate-lifecycle",
   "workers",
+  "wap-ssh",
 ] as const;
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
@@ -117,6 +123,11 @@ if (only.has("certificate-lifecycle")) {
 if (only.has("workers")) {
   console.log("\nWorker processes over PostgreSQL");
   sections.push(await runWorkersBench({ seconds, concurrency }));
+}
+
+if (only.has("wap-ssh")) {
+  console.log("\nwap ssh end to end");
+  sections.push(await runWapSshBench());
 }
 
 for (const section of sections) console.log(sectionText(section));

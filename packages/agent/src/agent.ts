@@ -18,7 +18,6 @@
  */
 import { exec } from "node:child_process";
 import { EventEmitter } from "node:events";
-import { readFile } from "node:fs/promises";
 import { create } from "@bufbuild/protobuf";
 import {
   type ConnectRequest,
@@ -30,6 +29,7 @@ import {
   SignSSHCertificateRequest_CertificateType,
 } from "@wap/api";
 import type { DaemonClient } from "@wap/client";
+import { readIfPresent } from "./atomic-file.js";
 import { Backoff, type BackoffOptions } from "./backoff.js";
 import { connect } from "./connection.js";
 import { exitCodes, explain, isUnauthenticated, NotEnrolledError } from "./errors.js";
@@ -212,7 +212,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
   // ---- the host certificate ------------------------------------------------------------------
 
   async function hostKeyLine(): Promise<string | undefined> {
-    const text = await readFile(hostKeyFile, "utf8").catch(() => undefined);
+    const text = (await readIfPresent(hostKeyFile))?.toString("utf8");
     const line = text?.split("\n").find((l) => l.trim() !== "");
     return line === undefined ? undefined : line.trim().split(/\s+/).slice(0, 2).join(" ");
   }
@@ -243,9 +243,14 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       certificate.validAfter.getTime() > now ||
       renewalDelay(certificate) <= certificateRetryMs ||
       !certificate.principals.includes(enrolment!.targetId) ||
-      endpointHosts.some((host) => !certificate.principals.includes(host))
+      // Once signed for these addresses, a missing one is the server's decision (it waits for an
+      // administrator's approval, or another target claims it), not a reason to ask again.
+      (!signedThisRun && endpointHosts.some((host) => !certificate.principals.includes(host)))
     );
   }
+
+  /** Whether a host certificate was signed for this process's addresses. */
+  let signedThisRun = false;
 
   async function signHostCertificate(changed: string[]): Promise<SshCertificate | undefined> {
     const publicKey = await hostKeyLine();
@@ -276,6 +281,15 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       if (await files.writeTrustedUserCaKeys(res.caPublicKey)) changed.push("trusted_user_ca_keys");
       if (await files.writeHostCertificate(res.signedCertificate)) changed.push("host_certificate");
       authorityId = res.caId;
+      signedThisRun = true;
+      const unnamed = endpointHosts.filter((host) => !certificate.principals.includes(host));
+      if (unnamed.length > 0) {
+        log({
+          level: "warn",
+          msg: "the host certificate does not name some of this machine's addresses: an administrator approves them on the target (or another target has them)",
+          addresses: unnamed,
+        });
+      }
       log({
         level: "info",
         msg: "host certificate signed",

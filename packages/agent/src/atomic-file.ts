@@ -7,8 +7,29 @@
  */
 import { randomBytes } from "node:crypto";
 import { constants } from "node:fs";
-import { open, readFile, rename, rm } from "node:fs/promises";
+import { open, readdir, readFile, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+import { UnreadableFileError } from "./errors.js";
+
+/** The file's bytes; undefined only when it does not exist (any other failure throws). */
+export async function readIfPresent(path: string): Promise<Buffer | undefined> {
+  try {
+    return await readFile(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw new UnreadableFileError(path, error);
+  }
+}
+
+/** The folder's entries; empty only when it does not exist (any other failure throws). */
+export async function listIfPresent(path: string): Promise<string[]> {
+  try {
+    return await readdir(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw new UnreadableFileError(path, error);
+  }
+}
 
 /** Writes `contents` to `path` atomically with `mode`; false (and nothing written) when unchanged. */
 export async function replaceFile(
@@ -17,7 +38,7 @@ export async function replaceFile(
   mode: number,
 ): Promise<boolean> {
   const bytes = typeof contents === "string" ? Buffer.from(contents) : Buffer.from(contents);
-  const current = await readFile(path).catch(() => undefined);
+  const current = await readIfPresent(path);
   if (current?.equals(bytes)) return false;
   const temporary = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
   const file = await open(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, mode);

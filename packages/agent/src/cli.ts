@@ -44,26 +44,33 @@ export function program(): Command {
     )
     .option("--state-dir <dir>", "where the key and the enrolment are kept", defaultStateDir)
     .option("--name <name>", "the name the daemon and its target get (default: the host name)")
-    .action(async (opts: { server: string; token?: string; stateDir: string; name?: string }) => {
-      const token = opts.token ?? process.env.WAP_ENROLL_TOKEN;
-      if (!token)
-        cli.error("error: an enrolment token is needed: --token <token> or WAP_ENROLL_TOKEN", {
-          exitCode: exitCodes.usage,
+    .option(
+      "--ca <name or id>",
+      "the SSH certificate authority the machine's target trusts (default: the workspace's default one)",
+    )
+    .action(
+      async (opts: { server: string; token?: string; stateDir: string; name?: string; ca?: string }) => {
+        const token = opts.token ?? process.env.WAP_ENROLL_TOKEN;
+        if (!token)
+          cli.error("error: an enrolment token is needed: --token <token> or WAP_ENROLL_TOKEN", {
+            exitCode: exitCodes.usage,
+          });
+        const result = await enroll({
+          server: opts.server,
+          token: token!,
+          stateDir: opts.stateDir,
+          ...(opts.name && { name: opts.name }),
+          ...(opts.ca && { ca: opts.ca }),
         });
-      const result = await enroll({
-        server: opts.server,
-        token: token!,
-        stateDir: opts.stateDir,
-        ...(opts.name && { name: opts.name }),
-      });
-      const { daemonId, targetId, workspaceId } = result.enrolment;
-      process.stdout.write(
-        result.created
-          ? `enrolled: daemon ${daemonId} (target ${targetId}, workspace ${workspaceId}), ${DaemonStatus[result.status ?? DaemonStatus.PENDING]}\n` +
-              "an administrator now accepts it (console, or UpdateDaemon with status ACCEPTED); then run `wap-agent run`\n"
-          : `already enrolled as daemon ${daemonId}: nothing changed\n`,
-      );
-    });
+        const { daemonId, targetId, workspaceId } = result.enrolment;
+        process.stdout.write(
+          result.created
+            ? `enrolled: daemon ${daemonId} (target ${targetId}, workspace ${workspaceId}), ${DaemonStatus[result.status ?? DaemonStatus.PENDING]}\n` +
+                "an administrator now accepts it (console, or UpdateDaemon with status ACCEPTED); then run `wap-agent run`\n"
+            : `already enrolled as daemon ${daemonId}: nothing changed\n`,
+        );
+      },
+    );
 
   cli
     .command("run")

@@ -22,6 +22,8 @@ export interface EnrollOptions {
   readonly token: string;
   readonly stateDir: string;
   readonly name?: string;
+  /** The SSH authority the target trusts, by name or id; unset: the workspace's default. */
+  readonly ca?: string;
 }
 
 export interface EnrollResult {
@@ -53,7 +55,7 @@ export async function enroll(options: EnrollOptions): Promise<EnrollResult> {
   });
   try {
     const res = await client.daemons.enrollDaemon(
-      { token: options.token, caId: "", authMethod: "soft", authPubkey: publicKeyPem(key) },
+      { token: options.token, caId: options.ca ?? "", authMethod: "soft", authPubkey: publicKeyPem(key) },
       { timeoutMs: enrollTimeoutMs },
     );
     if (!res.id || !res.workspaceId || !res.targetId) {

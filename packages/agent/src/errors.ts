@@ -5,8 +5,28 @@
  */
 import { Code, ConnectError } from "@wap/client";
 
+/**
+ * What went wrong, in words: the server's own message, with what kind of failure it is said
+ * plainly (never a gRPC code name such as `FailedPrecondition`).
+ */
 export function explain(error: unknown): string {
-  if (error instanceof ConnectError) return `${Code[error.code]}: ${error.rawMessage}`;
+  if (error instanceof ConnectError) {
+    const said = error.rawMessage || "no message";
+    switch (error.code) {
+      case Code.Unavailable:
+        return `the server cannot be reached: ${said}`;
+      case Code.DeadlineExceeded:
+        return `the server did not answer in time: ${said}`;
+      case Code.Canceled:
+        return `the call was cancelled: ${said}`;
+      case Code.Internal:
+      case Code.Unknown:
+      case Code.DataLoss:
+        return `the server failed: ${said}`;
+      default:
+        return `the server refused: ${said}`;
+    }
+  }
   return error instanceof Error ? error.message : String(error);
 }
 
@@ -27,6 +47,26 @@ export class NotEnrolledError extends Error {
       `this machine is not enrolled (no enrolment in ${stateDir}): run \`wap-agent enroll --server <url> --token <token>\` first`,
     );
     this.name = "NotEnrolledError";
+  }
+}
+
+/**
+ * A file the agent keeps exists but cannot be read (EACCES, EIO, EISDIR...). Only a missing file
+ * means "none yet": anything else stops the agent, which never replaces what it could not read
+ * (its key is its enrolled identity).
+ */
+export class UnreadableFileError extends Error {
+  constructor(
+    readonly path: string,
+    cause: unknown,
+  ) {
+    const reason =
+      (cause as NodeJS.ErrnoException).code ?? (cause instanceof Error ? cause.message : String(cause));
+    super(
+      `cannot read ${path} (${reason}); the agent stops rather than replace it: fix the file or its permissions`,
+      { cause },
+    );
+    this.name = "UnreadableFileError";
   }
 }
 

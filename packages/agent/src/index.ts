@@ -9,7 +9,7 @@ export type { BackoffOptions } from "./backoff.js";
 export { Backoff, defaultBackoff } from "./backoff.js";
 export type { EnrollOptions, EnrollResult } from "./enroll.js";
 export { enroll } from "./enroll.js";
-export { exitCodes, NotEnrolledError } from "./errors.js";
+export { exitCodes, NotEnrolledError, UnreadableFileError } from "./errors.js";
 export type { LogEntry, Logger } from "./log.js";
 export { jsonLineLogger, silentLogger } from "./log.js";
 export type { PrincipalsMap } from "./sshd-files.js";

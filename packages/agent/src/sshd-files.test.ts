@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { emptyKrl, SshdFiles, usernamePattern } from "./sshd-files.js";
+import { emptyKrl, principalPattern, SshdFiles, usernamePattern } from "./sshd-files.js";
 
 const run = promisify(execFile);
 
@@ -96,5 +96,69 @@ describe("the sshd files", () => {
     expect(await files.writeRevokedKeys(fetched)).toBe(false);
     await files.prepare();
     expect((await readFile(files.revokedKeys)).equals(fetched)).toBe(true);
+  });
+});
+
+describe("what the server sends, written for sshd", () => {
+  /** Strings as a hostile workspace or server could send them, beside plain ids. */
+  const hostile = fc.oneof(
+    id,
+    fc.string({ unit: "binary", maxLength: 30 }),
+    fc.constantFrom(
+      `command="touch /tmp/x" ${crypto.randomUUID()}`,
+      `${crypto.randomUUID()}\n${crypto.randomUUID()}`,
+      "a,b",
+      "#comment",
+      "",
+    ),
+  );
+
+  it("principals files hold one plain word per line, whatever the ids", async () => {
+    const files = new SshdFiles(join(dir, "hostile-principals"));
+    await files.prepare();
+    await fc.assert(
+      fc.asyncProperty(fc.array(hostile, { minLength: 1, maxLength: 6 }), async (ids) => {
+        await files.writePrincipals(new Map([["alice", ids]]));
+        const plain = ids.filter((i) => principalPattern.test(i));
+        const names = await readdir(files.principalsDir);
+        if (plain.length === 0) {
+          expect(names).toEqual([]);
+          return;
+        }
+        const lines = (await readFile(join(files.principalsDir, "alice"), "utf8")).split("\n");
+        expect(lines).toEqual([...plain, ""]);
+        for (const line of lines.slice(0, -1)) expect(line).toMatch(/^[A-Za-z0-9][A-Za-z0-9._@+:-]*$/);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it("the trusted keys file holds only key lines, as the real ssh-keygen reads them", async () => {
+    const files = new SshdFiles(join(dir, "hostile-keys"));
+    await files.prepare();
+    const keys: string[] = [];
+    for (const name of ["ca-1", "ca-2"]) {
+      await run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", name, "-f", join(dir, name)]);
+      keys.push((await readFile(join(dir, `${name}.pub`), "utf8")).trim());
+    }
+    const [type, blob] = keys[0]!.split(" ");
+    await files.writeTrustedUserCaKeys(
+      [
+        keys[0],
+        `cert-authority,command="touch /tmp/x" ${type} ${blob}`,
+        `${type} ${blob} comment\u0085with a C1 line break`,
+        `${type} ${blob} \u202eevil`,
+        keys[1],
+      ].join("\n"),
+    );
+    expect(await readFile(files.trustedUserCaKeys, "utf8")).toBe(`${keys[0]}\n${keys[1]}\n`);
+    const { stdout } = await run("ssh-keygen", ["-l", "-f", files.trustedUserCaKeys]);
+    expect(
+      stdout
+        .trim()
+        .split("\n")
+        .map((line) => line.split(" ").at(-2)),
+    ).toEqual(["ca-1", "ca-2"]);
+    await expect(files.writeHostCertificate(`${keys[0]}\n${keys[1]}`)).rejects.toThrow(/not one OpenSSH/);
   });
 });

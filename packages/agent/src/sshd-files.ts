@@ -21,12 +21,25 @@
  * @module
  */
 import { existsSync } from "node:fs";
-import { chmod, mkdir, readdir, readFile } from "node:fs/promises";
+import { chmod, mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { removeFile, replaceFile } from "./atomic-file.js";
+import { listIfPresent, readIfPresent, removeFile, replaceFile } from "./atomic-file.js";
 
 /** The usernames a principals file may be named after (and the agent accepts from the server). */
 export const usernamePattern = /^[a-z_][a-z0-9_-]{0,31}$/;
+
+/**
+ * The subject ids a principals file may hold: one word with no blank, quote or comma. sshd
+ * reads whatever comes before the last blank of a line as options (`command="..."`), so an id
+ * with a blank in it could give a login a forced command or more; such ids are left out.
+ */
+export const principalPattern = /^[A-Za-z0-9][A-Za-z0-9._@+:-]*$/;
+
+/**
+ * One OpenSSH public key or certificate line: its type, its base64, optionally a comment with
+ * no control character (a line break in it would start another key).
+ */
+export const keyLinePattern = /^[a-z][a-z0-9@.-]* [A-Za-z0-9+/]+={0,3}(?: [^\p{Cc}\p{Cf}]*)?$/u;
 
 export const defaultSshdDir = "/etc/ssh/wap";
 
@@ -82,34 +95,45 @@ export class SshdFiles {
     return this.#replace(this.revokedKeys, krl);
   }
 
-  /** One authorized_keys line per CA key, as the server lists them (the signing key first). */
+  /**
+   * One line per CA key, as the server lists them (the signing key first); lines that are no
+   * key line ({@link keyLinePattern}) are left out.
+   */
   writeTrustedUserCaKeys(keys: string): Promise<boolean> {
     const lines = keys
       .split("\n")
       .map((line) => line.trim())
-      .filter((line) => line !== "");
+      .filter((line) => keyLinePattern.test(line));
     return this.#replace(this.trustedUserCaKeys, lines.map((line) => `${line}\n`).join(""));
   }
 
+  /** The host certificate: exactly one key line, else nothing is written. */
   writeHostCertificate(line: string): Promise<boolean> {
-    return this.#replace(this.hostCertificate, `${line.trim()}\n`);
+    const certificate = line.trim();
+    if (!keyLinePattern.test(certificate))
+      return Promise.reject(new Error("the host certificate is not one OpenSSH certificate line"));
+    return this.#replace(this.hostCertificate, `${certificate}\n`);
   }
 
   async readHostCertificate(): Promise<string | undefined> {
-    return readFile(this.hostCertificate, "utf8").catch(() => undefined);
+    return (await readIfPresent(this.hostCertificate))?.toString("utf8");
   }
 
   /**
    * Makes the principals folder hold exactly `map`: one file per username with its subject ids,
    * no file for anyone else (an empty map removes every login). Usernames that cannot be file
-   * names are skipped. True when anything changed.
+   * names, and ids that are not one plain word ({@link principalPattern}), are skipped. True
+   * when anything changed.
    */
   async writePrincipals(map: PrincipalsMap): Promise<boolean> {
     let changed = false;
     const wanted = new Map(
-      [...map].filter(([username, ids]) => usernamePattern.test(username) && ids.length),
+      [...map]
+        .filter(([username]) => usernamePattern.test(username))
+        .map(([username, ids]) => [username, ids.filter((id) => principalPattern.test(id))] as const)
+        .filter(([, ids]) => ids.length > 0),
     );
-    for (const name of await readdir(this.principalsDir).catch(() => [] as string[])) {
+    for (const name of await listIfPresent(this.principalsDir)) {
       if (!wanted.has(name) && !name.startsWith("."))
         changed = (await removeFile(join(this.principalsDir, name))) || changed;
     }
@@ -124,9 +148,9 @@ export class SshdFiles {
   /** The principals map as the files hold it now. */
   async readPrincipals(): Promise<Map<string, string[]>> {
     const map = new Map<string, string[]>();
-    for (const name of await readdir(this.principalsDir).catch(() => [] as string[])) {
+    for (const name of await listIfPresent(this.principalsDir)) {
       if (!usernamePattern.test(name)) continue;
-      const text = await readFile(join(this.principalsDir, name), "utf8").catch(() => "");
+      const text = (await readIfPresent(join(this.principalsDir, name)))?.toString("utf8") ?? "";
       map.set(
         name,
         text.split("\n").filter((line) => line !== ""),

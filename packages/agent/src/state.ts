@@ -16,9 +16,10 @@ import {
   generateKeyPairSync,
   type KeyObject,
 } from "node:crypto";
-import { chmod, mkdir, readFile } from "node:fs/promises";
+import { chmod, mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { removeFile, replaceFile } from "./atomic-file.js";
+import { readIfPresent, removeFile, replaceFile } from "./atomic-file.js";
+import { UnreadableFileError } from "./errors.js";
 import { machineId } from "./machine.js";
 
 export const defaultStateDir = "/var/lib/wap-agent";
@@ -45,11 +46,20 @@ export class AgentState {
     await chmod(this.dir, 0o700);
   }
 
-  /** The signing key, created on first use. */
+  /**
+   * The signing key, created when there is no key file. A key file that cannot be read or
+   * decrypted stops the agent: replacing it would destroy the enrolled identity.
+   */
   async signingKey(): Promise<KeyObject> {
     const passphrase = createHmac("sha256", "wap-agent").update(machineId()).digest("hex");
-    const stored = await readFile(this.keyFile, "utf8").catch(() => undefined);
-    if (stored !== undefined) return createPrivateKey({ key: stored, passphrase });
+    const stored = await readIfPresent(this.keyFile);
+    if (stored !== undefined) {
+      try {
+        return createPrivateKey({ key: stored, passphrase });
+      } catch (error) {
+        throw new UnreadableFileError(this.keyFile, error);
+      }
+    }
     const { privateKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
     const pem = privateKey.export({ type: "pkcs8", format: "pem", cipher: "aes-256-cbc", passphrase });
     await replaceFile(this.keyFile, pem, 0o600);
@@ -57,8 +67,13 @@ export class AgentState {
   }
 
   async readEnrolment(): Promise<Enrolment | undefined> {
-    const text = await readFile(this.enrolmentFile, "utf8").catch(() => undefined);
-    return text === undefined ? undefined : (JSON.parse(text) as Enrolment);
+    const bytes = await readIfPresent(this.enrolmentFile);
+    if (bytes === undefined) return undefined;
+    try {
+      return JSON.parse(bytes.toString("utf8")) as Enrolment;
+    } catch (error) {
+      throw new UnreadableFileError(this.enrolmentFile, error);
+    }
   }
 
   async writeEnrolment(enrolment: Enrolment): Promise<void> {

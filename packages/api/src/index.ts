@@ -220,6 +220,7 @@ export type {
   SignSSHCertificateResponse,
   SignX509CertificateRequest,
   SignX509CertificateResponse,
+  TrustedKey,
   UpdateCertificateAuthorityRequest,
   UpdateCertificateAuthorityResponse,
 } from "./gen/platform/v1/certificates_pb.js";
@@ -270,6 +271,9 @@ export {
   SignX509CertificateRequest_X509UsageSchema,
   SignX509CertificateRequestSchema,
   SignX509CertificateResponseSchema,
+  TrustedKeyRole,
+  TrustedKeyRoleSchema,
+  TrustedKeySchema,
   UpdateCertificateAuthorityRequestSchema,
   UpdateCertificateAuthorityResponseSchema,
 } from "./gen/platform/v1/certificates_pb.js";

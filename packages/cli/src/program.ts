@@ -3,16 +3,13 @@
  *
  * @module
  */
-import { ConnectError } from "@connectrpc/connect";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
-import { login, logout, status } from "./commands/auth.js";
-import { certSsh, certTls, type TlsUsage } from "./commands/certs.js";
-import { cas, sessions, targets, useWorkspace, workspaces } from "./commands/lists.js";
-import { configSsh, defaultRenewBeforeMs, ssh } from "./commands/ssh.js";
+import type { TlsUsage } from "./commands/certs.js";
 import { parseDuration } from "./duration.js";
 import { CliError, ExitCode } from "./exit-codes.js";
-import { explainRpcError } from "./rpc-errors.js";
-import { type CommandContext, commandContext, type GlobalOptions } from "./session.js";
+import { printable } from "./output.js";
+import type { CommandContext, GlobalOptions } from "./session.js";
+import { defaultRenewBeforeMs } from "./ssh/renewal.js";
 import { cliVersion } from "./version.js";
 
 export { ExitCode } from "./exit-codes.js";
@@ -38,6 +35,17 @@ function duration(value: string): number {
 
 const collect = (value: string, previous: string[]) => [...previous, value];
 
+/**
+ * Each command's module, loaded when the command runs: start-up stays short (`wap ssh` needs
+ * neither the X.509 library nor the browser launcher, `--version` and `--help` need no client).
+ */
+const commands = {
+  auth: () => import("./commands/auth.js"),
+  certs: () => import("./commands/certs.js"),
+  lists: () => import("./commands/lists.js"),
+  ssh: () => import("./commands/ssh.js"),
+};
+
 interface Runner {
   /** The exit status a command asked for (wap ssh passes ssh's on). */
   status: number;
@@ -59,13 +67,13 @@ export function createProgram(runner: Runner, env: NodeJS.ProcessEnv = process.e
     .exitOverride()
     .configureHelp({ showGlobalOptions: true });
 
-  const context = (command: Command): CommandContext =>
-    commandContext(command.optsWithGlobals<GlobalOptions>(), env);
+  const context = async (command: Command): Promise<CommandContext> =>
+    (await import("./session.js")).commandContext(command.optsWithGlobals<GlobalOptions>(), env);
   const action =
     <A extends unknown[]>(body: (ctx: CommandContext, ...args: A) => Promise<unknown>) =>
     async (...args: unknown[]) => {
       const command = args[args.length - 1] as Command;
-      const status = await body(context(command), ...(args.slice(0, -1) as A));
+      const status = await body(await context(command), ...(args.slice(0, -1) as A));
       if (typeof status === "number") runner.status = status;
     };
 
@@ -73,40 +81,44 @@ export function createProgram(runner: Runner, env: NodeJS.ProcessEnv = process.e
     .command("login")
     .description("sign in from this device: approve the sign-in in your browser")
     .option("--no-browser", "print the URL only; do not open a browser")
-    .action(action(async (ctx, options: { browser: boolean }) => login(ctx, { browser: options.browser })));
+    .action(
+      action(async (ctx, options: { browser: boolean }) =>
+        (await commands.auth()).login(ctx, { browser: options.browser }),
+      ),
+    );
   program
     .command("logout")
     .description("sign this device out on the server and remove its keys and certificates")
-    .action(action(async (ctx) => logout(ctx)));
+    .action(action(async (ctx) => (await commands.auth()).logout(ctx)));
   program
     .command("whoami")
     .alias("status")
     .description("show the server, user, device, workspaces and SSH certificates")
-    .action(action(async (ctx) => status(ctx)));
+    .action(action(async (ctx) => (await commands.auth()).status(ctx)));
 
   program
     .command("workspaces")
     .description("list your workspaces (* marks the current one)")
-    .action(action(async (ctx) => workspaces(ctx)));
+    .action(action(async (ctx) => (await commands.lists()).workspaces(ctx)));
   program
     .command("workspace")
     .description("choose the workspace commands act in")
     .command("use")
     .argument("<name>", "a workspace name or id")
     .description("make <name> the current workspace")
-    .action(action(async (ctx, name: string) => useWorkspace(ctx, name)));
+    .action(action(async (ctx, name: string) => (await commands.lists()).useWorkspace(ctx, name)));
   program
     .command("targets")
     .description("list the targets you can reach, with their state and your logins")
-    .action(action(async (ctx) => targets(ctx)));
+    .action(action(async (ctx) => (await commands.lists()).targets(ctx)));
   program
     .command("cas")
     .description("list the workspace's certificate authorities")
-    .action(action(async (ctx) => cas(ctx)));
+    .action(action(async (ctx) => (await commands.lists()).cas(ctx)));
   program
     .command("sessions")
     .description("list open terminal sessions on the targets you can reach")
-    .action(action(async (ctx) => sessions(ctx)));
+    .action(action(async (ctx) => (await commands.lists()).sessions(ctx)));
 
   program
     .command("ssh")
@@ -114,7 +126,11 @@ export function createProgram(runner: Runner, env: NodeJS.ProcessEnv = process.e
     .argument("<destination>", "[login@]target: a target name; the login defaults to your first one there")
     .argument("[command...]", "a command to run instead of a shell (after --)")
     .usage("[options] [login@]target [-- command...]")
-    .action(action(async (ctx, destination: string, command: string[]) => ssh(ctx, destination, command)));
+    .action(
+      action(async (ctx, destination: string, command: string[]) =>
+        (await commands.ssh()).ssh(ctx, destination, command),
+      ),
+    );
 
   const config = program.command("config").description("write configuration for other tools");
   config
@@ -130,7 +146,7 @@ export function createProgram(runner: Runner, env: NodeJS.ProcessEnv = process.e
     )
     .action(
       action(async (ctx, options: { renewIfUnder: number }) =>
-        configSsh(ctx, { renewBeforeMs: options.renewIfUnder }),
+        (await commands.ssh()).configSsh(ctx, { renewBeforeMs: options.renewIfUnder }),
       ),
     );
 
@@ -153,7 +169,7 @@ export function createProgram(runner: Runner, env: NodeJS.ProcessEnv = process.e
           ctx,
           options: { key?: string; ca?: string; ttl?: number; renewIfUnder?: number; quiet?: boolean },
         ) =>
-          certSsh(ctx, {
+          (await commands.certs()).certSsh(ctx, {
             ...(options.key === undefined ? {} : { key: options.key }),
             ...(options.ca === undefined ? {} : { ca: options.ca }),
             ...(options.ttl === undefined ? {} : { ttlMs: options.ttl }),
@@ -166,7 +182,10 @@ export function createProgram(runner: Runner, env: NodeJS.ProcessEnv = process.e
     .command("tls")
     .description("get an X.509 certificate: writes <name>.crt, <name>.key (with --cn) and <name>-ca.crt")
     .option("--csr <file>", "a PEM certificate request to have signed")
-    .option("--cn <name>", "make an Ed25519 key and a request for this common name")
+    .option(
+      "--cn <name>",
+      "make an Ed25519 key and a request for this common name (default for a client certificate: your id)",
+    )
     .option(
       "--san <name>",
       "a subject alternative name: DNS name, IP, email or URI (repeatable; default for a server: the CN)",
@@ -199,7 +218,7 @@ export function createProgram(runner: Runner, env: NodeJS.ProcessEnv = process.e
             out: string;
           },
         ) =>
-          certTls(ctx, {
+          (await commands.certs()).certTls(ctx, {
             ...(options.csr === undefined ? {} : { csr: options.csr }),
             ...(options.cn === undefined ? {} : { cn: options.cn }),
             san: options.san,
@@ -236,14 +255,16 @@ export async function run(argv: readonly string[], env: NodeJS.ProcessEnv = proc
       // Help and version are successes; everything else commander refuses is a usage error.
       return error.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
     }
-    const explained = error instanceof CliError ? error : explainUnexpected(error, env);
-    process.stderr.write(`wap: ${explained.message}\n`);
+    const explained = error instanceof CliError ? error : await explainUnexpected(error, env);
+    process.stderr.write(`wap: ${printable(explained.message)}\n`);
     return explained.exitCode;
   }
 }
 
-function explainUnexpected(error: unknown, env: NodeJS.ProcessEnv): CliError {
+async function explainUnexpected(error: unknown, env: NodeJS.ProcessEnv): Promise<CliError> {
+  const { ConnectError } = await import("@connectrpc/connect");
   if (error instanceof ConnectError) {
+    const { explainRpcError } = await import("./rpc-errors.js");
     const explained = explainRpcError(error, env.WAP_SERVER ?? "the server", "device");
     if (explained instanceof CliError) return explained;
   }

@@ -7,11 +7,13 @@
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
-import { cp, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { cp, lstat, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { hostname, tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { Code, ConnectError } from "@connectrpc/connect";
 import {
   AuthorityType,
   AuthService,
@@ -23,9 +25,12 @@ import {
   PrincipalType,
   ServiceAccountService,
   SignSSHCertificateRequest_CertificateType,
+  TargetService,
   UserService,
+  WorkspaceService,
 } from "@wap/api";
-import { sshPublicKeyLine } from "@wap/core/ssh-keys";
+import { sshPublicKeyLine } from "@wap/ssh-wire";
+import { hasControlCharacters } from "@wap/ssh-wire/forms";
 import { bearer, clientFor, transportFor } from "@wap/test-kit/clients";
 import { signUpWithWorkspace } from "@wap/test-kit/http";
 import { startTestServer, type TestServer } from "@wap/test-kit/server";
@@ -123,7 +128,7 @@ async function signIn(configDir: string, accessToken = owner.accessToken): Promi
   const url = /(https?:\/\/\S+\/cli-login\?\S+)/.exec(printed)?.[1];
   expect(url, printed).toBeDefined();
   const loginCode = new URL(url!).searchParams.get("code")!;
-  const userCode = /shows this code: (\S+)/.exec(printed)?.[1] ?? "";
+  const userCode = /Type this code on the page, then approve: (\S+)/.exec(printed)?.[1] ?? "";
   await clientFor(AuthService, transportFor("connect-json-h1", server.url)).verifyCLILogin(
     { loginCode, userCode },
     bearer(accessToken),
@@ -390,6 +395,10 @@ describe("wap as a signed-in user", { timeout: 180_000 }, () => {
 
   it("wap cert tls makes a key and CSR for a server certificate; it passes openssl verify", async () => {
     const out = await mkdtemp(join(scratch, "tls-"));
+    // A link planted where the key goes: the key replaces it, never lands in what it points to.
+    const planted = join(out, "planted");
+    await writeFile(planted, "planted\n", { mode: 0o644 });
+    await symlink(planted, join(out, "web-01.key"));
     const result = await asUser([
       "cert",
       "tls",
@@ -410,11 +419,28 @@ describe("wap as a signed-in user", { timeout: 180_000 }, () => {
     expect(written).toMatchObject({ ca: "tls", certificate: join(out, "web-01.crt") });
     expect(Date.parse(written.expiresAt)).toBeGreaterThan(Date.now());
     expect(await mode(written.key)).toBe(0o600);
+    expect((await lstat(written.key)).isFile()).toBe(true);
+    expect(await readFile(planted, "utf8")).toBe("planted\n");
+    expect(await mode(planted)).toBe(0o644);
     const verified = await run("openssl", ["verify", "-CAfile", written.caChain, written.certificate]);
     expect(verified.stdout).toContain(": OK");
     const text = await run("openssl", ["x509", "-in", written.certificate, "-noout", "-text"]);
     expect(text.stdout).toMatch(/DNS:web-01/);
     expect(text.stdout).toMatch(/IP Address:127\.0\.0\.1/);
+  });
+
+  it("wap cert tls without --cn makes a client certificate naming the caller by id, and says so", async () => {
+    const out = await mkdtemp(join(scratch, "tls-client-"));
+    const result = await asUser(["cert", "tls", "--out", out, "--json"]);
+    expect(result.code, result.stderr).toBe(0);
+    const written = JSON.parse(result.stdout);
+    const subject = await run("openssl", ["x509", "-in", written.certificate, "-noout", "-subject"]);
+    const cn = /CN\s*=\s*(\S+)/.exec(subject.stdout)?.[1];
+    expect(result.stderr).toContain(`CN=${cn} (a client certificate carries the caller's id)`);
+    expect(cn).toMatch(/^[0-9a-f-]{36}$/);
+    const server = await asUser(["cert", "tls", "--usage", "server", "--out", out]);
+    expect(server.code).toBe(2);
+    expect(server.stderr).toContain("a server certificate names a host");
   });
 
   it("wap logout removes the device on the server: a copy of its state is refused (exit 3)", async () => {
@@ -492,5 +518,165 @@ describe("wap for scripts and mistakes", { timeout: 180_000 }, () => {
     expect(help.stdout).toContain("Usage: wap ssh [options] [login@]target [-- command...]");
     for (const result of [notSignedIn, unreachable, badToken, noSsh, usage])
       expect(result.stderr).not.toMatch(/\n\s+at /);
+  });
+});
+
+/**
+ * A shared workspace is written by its editors and admins, and every member runs `wap` against
+ * it. The server now refuses the review's payloads; rows written before that (here written to
+ * the storage directly) still reach the CLI, which must not let them reach ssh or the terminal.
+ */
+describe("wap facing a hostile workspace", { timeout: 180_000 }, () => {
+  let configDir: string;
+  let sharedId: string;
+  let evilId: string;
+  let marker: string;
+  const escapes = "\u001b]0;owned\u0007\u001b[2J\u009b31m\u202e";
+  const hostileName = () => `x\nHost *\n  ProxyCommand touch ${marker}\n#${escapes}`;
+  const hostileEndpoint = () => `-oProxyCommand=touch ${marker}`;
+  const asMember = (args: readonly string[]) => wap(args, { WAP_CONFIG_DIR: configDir });
+  const storage = () => server.platform.services.storage;
+  /** Whether `text` holds a control character other than a line break. */
+  const rawControls = (text: string) => hasControlCharacters(text.replaceAll("\n", ""));
+
+  beforeAll(async () => {
+    configDir = join(scratch, "member-config");
+    marker = join(scratch, "proxy-command-ran");
+    const auth = bearer(owner.accessToken);
+    const transport = transportFor("connect-binary-h2", server.url);
+    const { workspace } = await clientFor(WorkspaceService, transport).createWorkspace(
+      { name: "shared" },
+      auth,
+    );
+    sharedId = workspace!.id;
+    await clientFor(CertificateService, transport).createCertificateAuthority(
+      { workspaceId: sharedId, name: "ssh", keyType: CertificateKeyType.ED25519 },
+      auth,
+    );
+    const { target } = await clientFor(TargetService, transport).createTarget(
+      { workspaceId: sharedId, name: "evil", endpoints: ["127.0.0.1:9"] },
+      auth,
+    );
+    evilId = target!.id;
+    const principals = clientFor(PrincipalService, transport);
+    await principals.setPrincipals({ workspaceId: sharedId, targetId: evilId, usernames: [login] }, auth);
+    const { principals: listed } = await principals.listPrincipals(
+      { workspaceId: sharedId, targetId: evilId },
+      auth,
+    );
+    await principals.addSubjectsToPrincipal(
+      {
+        workspaceId: sharedId,
+        id: listed[0]!.id,
+        subjectIds: [await whoamiId(auth)],
+        type: PrincipalType.USER,
+      },
+      auth,
+    );
+    const signedIn = await signIn(configDir);
+    expect(signedIn.code, signedIn.stderr).toBe(0);
+  });
+
+  it("the server refuses the review's endpoint and workspace name, naming the field and the form", async () => {
+    const auth = bearer(owner.accessToken);
+    const transport = transportFor("connect-binary-h2", server.url);
+    const refusal = (call: Promise<unknown>) =>
+      call.then(
+        () => undefined,
+        (error: unknown) => ConnectError.from(error),
+      );
+    const endpoint = await refusal(
+      clientFor(TargetService, transport).updateTarget(
+        { workspaceId: sharedId, id: evilId, endpoints: [hostileEndpoint()] },
+        auth,
+      ),
+    );
+    expect(endpoint?.code).toBe(Code.InvalidArgument);
+    expect(endpoint?.rawMessage).toBe(
+      "invalid request: endpoints.0: must be a host name or an IP address with an optional port (web-01.internal, 10.0.0.5:4022, [fd00::5]:4022)",
+    );
+    const name = await refusal(
+      clientFor(WorkspaceService, transport).updateWorkspace(
+        { workspaceId: sharedId, name: hostileName() },
+        auth,
+      ),
+    );
+    expect(name?.code).toBe(Code.InvalidArgument);
+    expect(name?.rawMessage).toMatch(/^invalid request: name: must not contain control characters/);
+  });
+
+  it("wap ssh refuses a stored endpoint that ssh would read as an option, and runs nothing", async () => {
+    await storage().targets.update(sharedId, evilId, { endpoints: [hostileEndpoint()] }, new Date());
+    const result = await asMember(["--workspace", sharedId, "ssh", "evil", "--", "uptime"]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe(
+      `wap: wap will not connect to "evil": its endpoint "${hostileEndpoint()}" is not a host name or an IP address with an optional port (web-01.internal, 10.0.0.5:4022, [fd00::5]:4022); ask a workspace administrator to correct the target\n`,
+    );
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it("wap config ssh leaves such a target out, writes the workspace's name as one escaped comment, and ssh -G reads no directive from it", async () => {
+    const left = await asMember(["config", "ssh"]);
+    expect(left.code, left.stderr).toBe(0);
+    expect(left.stderr).toMatch(/^warning: leaving out target "evil" of workspace shared: its endpoint /);
+
+    await storage().targets.update(sharedId, evilId, { endpoints: ["127.0.0.1:9"] }, new Date());
+    await storage().workspaces.update(sharedId, { name: hostileName() }, new Date());
+    const result = await asMember(["config", "ssh"]);
+    expect(result.code, result.stderr).toBe(0);
+    const configFile = join(configDir, "ssh", "config");
+    const config = await readFile(configFile, "utf8");
+    expect(rawControls(config)).toBe(false);
+    expect(config).toContain(
+      `# evil in x\\x0aHost *\\x0a  ProxyCommand touch ${marker}\\x0a#\\x1b]0;owned\\x07`,
+    );
+    const settings = async (host: string) => {
+      const { stdout } = await run("ssh", ["-G", "-F", configFile, host], {
+        env: environment({ WAP_CONFIG_DIR: configDir }),
+      });
+      return new Map(
+        stdout.split("\n").map((line) => [line.split(" ")[0]!, line.slice(line.indexOf(" ") + 1)]),
+      );
+    };
+    for (const host of ["github.com", "evil", "web-01"])
+      expect((await settings(host)).has("proxycommand")).toBe(false);
+    expect((await settings("evil")).get("hostname")).toBe("127.0.0.1");
+    expect((await settings("web-01")).get("hostname")).toBe(sshd.host);
+    // A real connection through the config, to a host it does not name, runs nothing either.
+    await run(
+      "ssh",
+      ["-F", configFile, "-o", "BatchMode=yes", "-o", "ConnectTimeout=2", "127.0.0.1", "-p", "9", "true"],
+      {
+        env: environment({ WAP_CONFIG_DIR: configDir }),
+      },
+    ).catch(() => undefined);
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it("prints names with escape sequences escaped, in tables and errors; --json keeps them exact", async () => {
+    const table = await asMember(["workspaces"]);
+    expect(table.code, table.stderr).toBe(0);
+    expect(rawControls(table.stdout)).toBe(false);
+    expect(table.stdout).toContain("x\\x0aHost *\\x0a");
+    expect(table.stdout).toContain("\\x1b]0;owned\\x07\\x1b[2J\\x9b31m\\u{202e}");
+    expect(table.stdout.trim().split("\n")).toHaveLength(3);
+
+    const json = await asMember(["workspaces", "--json"]);
+    expect(rawControls(json.stdout)).toBe(false);
+    expect(JSON.parse(json.stdout).map((w: { name: string }) => w.name)).toContain(hostileName());
+
+    // A name inside a sentence stays on the sentence's line.
+    const used = await asMember(["workspace", "use", sharedId]);
+    expect(used.code, used.stderr).toBe(0);
+    expect(used.stdout).toBe(
+      `Now using workspace x\\x0aHost *\\x0a  ProxyCommand touch ${marker}\\x0a#\\x1b]0;owned\\x07\\x1b[2J\\x9b31m\\u{202e}.\n`,
+    );
+
+    const error = await asMember(["--workspace", "nope", "targets"]);
+    expect(error.code).toBe(1);
+    expect(rawControls(error.stderr)).toBe(false);
+    expect(error.stderr.endsWith("\n")).toBe(true);
+    expect(error.stderr.trim().split("\n")).toHaveLength(1);
+    expect(error.stderr).toContain("\\x1b]0;owned\\x07");
   });
 });

@@ -13,6 +13,7 @@ const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const sources = [
   join(root, "src"),
   join(root, "index.html"),
+  join(root, "public"),
   join(root, "vite.config.ts"),
   join(root, "package.json"),
   join(root, "..", "api", "src"),

@@ -3,24 +3,26 @@ import { useQuery } from "@connectrpc/connect-query";
 import { Link, Navigate, Outlet, useNavigate, useParams, useRouterState } from "@tanstack/react-router";
 import { WorkspaceService } from "@wap/api";
 import { useEffect, useRef, useState } from "react";
+import { useAccess } from "./access";
 import { api } from "./api";
 import { currentPath, useMe, useSignedIn } from "./session";
 import { ErrorNote, Loading } from "./ui";
 
+/** Each page and the permission that reads it: a role without it does not see the link. */
 const workspaceLinks = [
-  ["", "Overview"],
-  ["targets", "Targets"],
-  ["daemons", "Daemons"],
-  ["sessions", "Sessions"],
-  ["recordings", "Recordings"],
-  ["authorities", "Certificates"],
-  ["members", "Members"],
-  ["teams", "Teams"],
-  ["service-accounts", "Service accounts"],
-  ["domains", "Domains"],
-  ["sso", "Single sign-on"],
-  ["billing", "Billing"],
-  ["audit", "Audit log"],
+  ["", "Overview", "workspace.read"],
+  ["targets", "Targets", "targets.read"],
+  ["daemons", "Daemons", "daemons.read"],
+  ["sessions", "Sessions", "sessions.read"],
+  ["recordings", "Recordings", "sessions.read"],
+  ["authorities", "Certificates", "certificate_authorities.read"],
+  ["members", "Members", "members.read"],
+  ["teams", "Teams", "teams.read"],
+  ["service-accounts", "Service accounts", "service_accounts.read"],
+  ["domains", "Domains", "domains.read"],
+  ["sso", "Single sign-on", "sso.read"],
+  ["billing", "Billing", "billing.read"],
+  ["audit", "Audit log", "audit.read"],
 ] as const;
 
 export function Shell() {
@@ -32,6 +34,7 @@ export function Shell() {
   const pathname = useRouterState({ select: (s) => s.location.pathname });
   const [menuOpen, setMenuOpen] = useState(false);
   const main = useRef<HTMLElement>(null);
+  const access = useAccess(params.ws ?? "");
 
   // Each page change moves focus to the new page's heading, as a screen reader expects.
   // biome-ignore lint/correctness/useExhaustiveDependencies: runs on every change of page.
@@ -97,18 +100,20 @@ export function Shell() {
         {ws && (
           <nav id="sidebar" aria-label="Workspace" className={menuOpen ? "sidebar open" : "sidebar"}>
             <ul>
-              {workspaceLinks.map(([path, label]) => (
-                <li key={path}>
-                  <Link
-                    to={path ? `/w/$ws/${path}` : "/w/$ws"}
-                    params={{ ws }}
-                    activeOptions={{ exact: path === "" }}
-                    activeProps={{ "aria-current": "page", className: "active" }}
-                  >
-                    {label}
-                  </Link>
-                </li>
-              ))}
+              {workspaceLinks
+                .filter(([, , need]) => !access.ready || access.can(need))
+                .map(([path, label]) => (
+                  <li key={path}>
+                    <Link
+                      to={path ? `/w/$ws/${path}` : "/w/$ws"}
+                      params={{ ws }}
+                      activeOptions={{ exact: path === "" }}
+                      activeProps={{ "aria-current": "page", className: "active" }}
+                    >
+                      {label}
+                    </Link>
+                  </li>
+                ))}
             </ul>
           </nav>
         )}

@@ -8,8 +8,9 @@ import {
   Link,
   Outlet,
   RouterProvider,
+  useMatches,
 } from "@tanstack/react-router";
-import { StrictMode } from "react";
+import { StrictMode, useEffect } from "react";
 import { createRoot } from "react-dom/client";
 import { Code, isCode, transport } from "./api";
 import { Shell } from "./layout";
@@ -54,40 +55,68 @@ function NotFound() {
   );
 }
 
-const root = createRootRoute({ component: Outlet, notFoundComponent: NotFound });
-const page = (path: string, component: () => React.ReactNode) =>
-  createRoute({ getParentRoute: () => root, path, component });
+declare module "@tanstack/react-router" {
+  interface StaticDataRouteOption {
+    /** What the page is for, in one sentence: its meta description. */
+    description?: string;
+  }
+}
+
+const defaultDescription = document.querySelector('meta[name="description"]')?.getAttribute("content") ?? "";
+
+/** Every page: the router's outlet, and the page's description in the document's head. */
+function Root() {
+  const description = useMatches({ select: (matches) => matches.at(-1)?.staticData.description });
+  useEffect(() => {
+    document
+      .querySelector('meta[name="description"]')
+      ?.setAttribute("content", description ?? defaultDescription);
+  }, [description]);
+  return <Outlet />;
+}
+
+const root = createRootRoute({ component: Root, notFoundComponent: NotFound });
+const page = (path: string, component: () => React.ReactNode, description: string) =>
+  createRoute({ getParentRoute: () => root, path, component, staticData: { description } });
 
 const shell = createRoute({ getParentRoute: () => root, id: "shell", component: Shell });
-const inShell = (path: string, component: () => React.ReactNode) =>
-  createRoute({ getParentRoute: () => shell, path, component });
+const inShell = (path: string, component: () => React.ReactNode, description: string) =>
+  createRoute({ getParentRoute: () => shell, path, component, staticData: { description } });
 
 const routeTree = root.addChildren([
-  page("/sign-in", SignInPage),
-  page("/sign-up", SignUpPage),
-  page("/forgot-password", ForgotPasswordPage),
-  page("/reset-password", ResetPasswordPage),
-  page("/verify-email", VerifyEmailPage),
-  page("/sso", SsoPage),
-  page("/invites/$token", InvitePage),
-  page("/cli-login", CliLoginPage),
+  page(
+    "/sign-in",
+    SignInPage,
+    "Sign in to the Workspace Access Platform with a password, a passkey or single sign-on.",
+  ),
+  page("/sign-up", SignUpPage, "Create a Workspace Access Platform account."),
+  page("/forgot-password", ForgotPasswordPage, "Ask for a link to choose a new password."),
+  page("/reset-password", ResetPasswordPage, "Choose a new password with the link from your mail."),
+  page("/verify-email", VerifyEmailPage, "Confirm your email address with the link from your mail."),
+  page("/sso", SsoPage, "The outcome of a sign-in through your organisation's identity provider."),
+  page("/invites/$token", InvitePage, "Accept an invitation to join a workspace."),
+  page("/cli-login", CliLoginPage, "Approve or deny a sign-in of the wap command line."),
   shell.addChildren([
-    inShell("/", WorkspacesPage),
-    inShell("/account", AccountPage),
-    inShell("/w/$ws", OverviewPage),
-    inShell("/w/$ws/members", MembersPage),
-    inShell("/w/$ws/teams", TeamsPage),
-    inShell("/w/$ws/service-accounts", ServiceAccountsPage),
-    inShell("/w/$ws/domains", DomainsPage),
-    inShell("/w/$ws/sso", SsoSettingsPage),
-    inShell("/w/$ws/billing", BillingPage),
-    inShell("/w/$ws/authorities", AuthoritiesPage),
-    inShell("/w/$ws/targets", TargetsPage),
-    inShell("/w/$ws/daemons", DaemonsPage),
-    inShell("/w/$ws/sessions", SessionsPage),
-    inShell("/w/$ws/terminal/$daemon/$session", TerminalPage),
-    inShell("/w/$ws/recordings", RecordingsPage),
-    inShell("/w/$ws/audit", AuditPage),
+    inShell("/", WorkspacesPage, "Your workspaces, and a new one."),
+    inShell("/account", AccountPage, "Your profile, password, passkeys, backup codes and signed-in devices."),
+    inShell("/w/$ws", OverviewPage, "What the workspace has set up, the next step, and its settings."),
+    inShell("/w/$ws/members", MembersPage, "The workspace's members, their roles, and the invitation link."),
+    inShell("/w/$ws/teams", TeamsPage, "Teams of members, to grant logins to together."),
+    inShell("/w/$ws/service-accounts", ServiceAccountsPage, "Service accounts: tokens for scripts and CI."),
+    inShell("/w/$ws/domains", DomainsPage, "Domains the workspace proved it owns, for single sign-on."),
+    inShell("/w/$ws/sso", SsoSettingsPage, "The workspace's OpenID Connect and SAML identity providers."),
+    inShell("/w/$ws/billing", BillingPage, "The licence and the subscription."),
+    inShell(
+      "/w/$ws/authorities",
+      AuthoritiesPage,
+      "SSH and X.509 certificate authorities: create, trust, roll over.",
+    ),
+    inShell("/w/$ws/targets", TargetsPage, "Machines to log in to, and who may log in as which account."),
+    inShell("/w/$ws/daemons", DaemonsPage, "Enrol machines with the agent, and accept them."),
+    inShell("/w/$ws/sessions", SessionsPage, "Open a terminal on a machine, and the open sessions."),
+    inShell("/w/$ws/terminal/$daemon/$session", TerminalPage, "A terminal on a machine, in the browser."),
+    inShell("/w/$ws/recordings", RecordingsPage, "Recorded terminal sessions: play, download, delete."),
+    inShell("/w/$ws/audit", AuditPage, "Who did what, to what, and when: filter and export."),
   ]),
 ]);
 

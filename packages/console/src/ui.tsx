@@ -1,7 +1,14 @@
 /** Small building blocks every page uses: forms, states, tables, copying. */
 import { useQueryClient } from "@tanstack/react-query";
-import { type FormEvent, type ReactNode, useId, useState } from "react";
+import { type FormEvent, type ReactNode, useEffect, useId, useState } from "react";
 import { errorMessage } from "./api";
+
+/** The browser tab's title: the page's, then the product's. */
+export function useDocumentTitle(title: string) {
+  useEffect(() => {
+    document.title = `${title} · Workspace Access Platform`;
+  }, [title]);
+}
 
 export function Page({
   title,
@@ -12,6 +19,7 @@ export function Page({
   children: ReactNode;
   actions?: ReactNode;
 }) {
+  useDocumentTitle(title);
   return (
     <section className="page" aria-labelledby="page-title">
       <header className="page-head">
@@ -122,12 +130,21 @@ export function Select({
   );
 }
 
-export function Check({ label, ...input }: { label: string } & React.InputHTMLAttributes<HTMLInputElement>) {
+export function Check({
+  label,
+  hint,
+  ...input
+}: { label: string; hint?: string } & React.InputHTMLAttributes<HTMLInputElement>) {
   const id = useId();
   return (
     <div className="check">
-      <input id={id} type="checkbox" {...input} />
+      <input id={id} type="checkbox" aria-describedby={hint ? `${id}-hint` : undefined} {...input} />
       <label htmlFor={id}>{label}</label>
+      {hint && (
+        <small id={`${id}-hint`} className="muted">
+          {hint}
+        </small>
+      )}
     </div>
   );
 }
@@ -269,4 +286,144 @@ export function download(data: BlobPart, filename: string, type: string) {
 
 export function text(form: FormData, name: string): string {
   return String(form.get(name) ?? "").trim();
+}
+
+/** The question in the page before a change: what changes, the button that makes it, Cancel. */
+function Confirmation({
+  question,
+  confirm,
+  onConfirm,
+  onCancel,
+}: {
+  question: string;
+  confirm: string;
+  onConfirm: () => void;
+  onCancel: () => void;
+}) {
+  return (
+    <fieldset
+      className="confirm"
+      onKeyDown={(e) => {
+        if (e.key === "Escape") onCancel();
+      }}
+    >
+      <legend>{question}</legend>
+      <div className="row">
+        <button type="button" className="danger" onClick={onConfirm}>
+          {confirm}
+        </button>
+        {/* biome-ignore lint/a11y/noAutofocus: the question just appeared where the pressed button was. */}
+        <button type="button" className="secondary" autoFocus onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+    </fieldset>
+  );
+}
+
+/**
+ * A button for a change that cannot simply be undone: the first press shows, in the page, what
+ * will change and asks again; only the second button acts. Escape or Cancel steps back.
+ */
+export function ConfirmButton({
+  label,
+  question,
+  confirm,
+  onConfirm,
+  disabled,
+  className = "danger",
+}: {
+  /** Names the row or thing it acts on ("Remove Bob Babbage"). */
+  label: string;
+  /** What changes, in a sentence. */
+  question: string;
+  /** The label of the button that acts ("Yes, remove Bob Babbage"). */
+  confirm: string;
+  onConfirm: () => unknown;
+  disabled?: boolean;
+  className?: string;
+}) {
+  const [asking, setAsking] = useState(false);
+  if (!asking) {
+    return (
+      <button type="button" className={className} disabled={disabled} onClick={() => setAsking(true)}>
+        {label}
+      </button>
+    );
+  }
+  return (
+    <Confirmation
+      question={question}
+      confirm={confirm}
+      onCancel={() => setAsking(false)}
+      onConfirm={() => {
+        setAsking(false);
+        void onConfirm();
+      }}
+    />
+  );
+}
+
+/**
+ * A choice that changes nothing until its button is pressed: a select (keyboard arrows only move
+ * the choice) next to the button that applies it. With `question`, the button asks in the page
+ * first.
+ */
+export function ChooseAndApply({
+  label,
+  options,
+  initial = "",
+  apply,
+  onApply,
+  question,
+  disabled,
+}: {
+  label: string;
+  options: readonly (readonly [string, string])[];
+  initial?: string;
+  /** The button's label ("Grant login as root", "Change role of Bob Babbage"). */
+  apply: string;
+  onApply: (value: string) => unknown;
+  /** When set, the button asks this about the chosen value before applying it. */
+  question?: (value: string, text: string) => string;
+  disabled?: boolean;
+}) {
+  const [value, setValue] = useState(initial);
+  const [asking, setAsking] = useState(false);
+  const chosen = options.find(([v]) => v === value);
+  const unchanged = !value || value === initial || !chosen;
+  const run = () => {
+    setAsking(false);
+    void Promise.resolve(onApply(value)).then(() => setValue(initial));
+  };
+  return (
+    <div className="row choose">
+      <Select
+        label={label}
+        options={options}
+        value={value}
+        disabled={disabled}
+        onChange={(e) => {
+          setValue(e.target.value);
+          setAsking(false);
+        }}
+      />
+      {asking && chosen && question ? (
+        <Confirmation
+          question={question(value, chosen[1])}
+          confirm={`Yes, ${apply.charAt(0).toLowerCase()}${apply.slice(1)}`}
+          onConfirm={run}
+          onCancel={() => setAsking(false)}
+        />
+      ) : (
+        <button
+          type="button"
+          disabled={disabled || unchanged}
+          onClick={() => (question ? setAsking(true) : run())}
+        >
+          {apply}
+        </button>
+      )}
+    </div>
+  );
 }

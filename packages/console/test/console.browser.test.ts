@@ -57,19 +57,16 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** Quoted-printable soft breaks and escapes undone (nodemailer uses QP for long lines). */
-const decoded = (raw: string) =>
-  raw
-    .replace(/=\r?\n/g, "")
-    .replace(/=([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
-
 /** The first link to `path` in a mail to `to` in the outbox, waiting for the mail. */
 async function mailedLink(to: string, path: string): Promise<string> {
   const outbox = join(dataDir, "outbox");
-  const pattern = new RegExp(`${base.replace(/[.:/]/g, "\\$&")}${path}\\?token=[A-Za-z0-9_-]+`);
+  const pattern = new RegExp(
+    `${base.replace(/[.:/]/g, "\\$&")}${path}\\?token=[A-Za-z0-9_-]+(?:&next=[A-Za-z0-9%._~-]+)?`,
+  );
   for (;;) {
     for (const file of await readdir(outbox).catch(() => [] as string[])) {
-      const mail = decoded(await readFile(join(outbox, file), "utf8"));
+      // The outbox keeps each link on one line, as a person copies it.
+      const mail = await readFile(join(outbox, file), "utf8");
       const link = mail.includes(`To: ${to}`) ? pattern.exec(mail)?.[0] : undefined;
       if (link) return link;
     }
@@ -90,6 +87,28 @@ async function heading(text: string | RegExp, target: Page = page) {
 /** Polls until `check` holds (the test's timeout bounds the wait). */
 async function untilAsync(check: () => Promise<boolean>) {
   while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
+/**
+ * The RPCs among `methods` the page sent while `act` ran (a change handler sends at once, so two
+ * animation frames after the keys are enough to see a call the keys started).
+ */
+async function callsDuring(methods: string[], act: () => Promise<void>, target: Page = page) {
+  const sent: string[] = [];
+  const seen = (request: { url: () => string }) => {
+    const method = request.url().split("/").pop() ?? "";
+    if (methods.includes(method)) sent.push(method);
+  };
+  target.on("request", seen);
+  try {
+    await act();
+    await target.evaluate(
+      "new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))",
+    );
+  } finally {
+    target.off("request", seen);
+  }
+  return sent;
 }
 
 async function go(path: string) {
@@ -171,7 +190,11 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
 
     await page.goto(await mailedLink(ada.email, "/verify-email"));
     await page.getByText("Your email address is verified.").waitFor();
-    await page.getByRole("link", { name: "Sign in" }).click();
+    // Signed in since the sign-up, in this browser.
+    await page.getByRole("link", { name: "Continue", exact: true }).click();
+    await heading("Workspaces");
+    await page.getByRole("button", { name: "Sign out", exact: true }).click();
+    await heading("Sign in");
     await signIn(page, ada.email);
     await heading("Workspaces");
     await page.getByText("No workspace yet").waitFor();
@@ -182,6 +205,16 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await heading("Analytical Engines");
     workspaceUrl = new URL(page.url()).pathname;
     expect(workspaceUrl).toMatch(/^\/w\/[0-9a-f-]{36}$/);
+    // The overview says what is set up and what comes next.
+    const setup = page.getByRole("region", { name: "Getting started" });
+    await setup.getByText("Next step: Create an SSH certificate authority. 0 of 4 done.").waitFor();
+    expect(await setup.getByRole("listitem").allTextContents()).toEqual([
+      expect.stringMatching(/^To do Create an SSH certificate authority/),
+      expect.stringMatching(/^To do Enrol a machine and accept it/),
+      expect.stringMatching(/^To do Grant a login/),
+      expect.stringMatching(/^To do Log in/),
+    ]);
+    await shot("overview");
   });
 
   it("keeps the session past the access token with the refresh cookie", async () => {
@@ -192,12 +225,29 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     expect(names).toContain("session");
   });
 
+  it("serves a robots.txt that keeps crawlers out, and describes and titles each page", async () => {
+    const robots = await fetch(`${base}/robots.txt`);
+    expect(robots.headers.get("content-type")).toBe("text/plain; charset=utf-8");
+    const rules = (await robots.text()).split("\n").filter((l) => l !== "" && !l.startsWith("#"));
+    expect(rules).toEqual(["User-agent: *", "Disallow: /"]);
+
+    const description = () => page.locator('meta[name="description"]').getAttribute("content");
+    await go(`${workspaceUrl}/targets`);
+    await heading("Targets");
+    await expect.poll(description).toBe("Machines to log in to, and who may log in as which account.");
+    expect(await page.title()).toBe("Targets · Workspace Access Platform");
+    await go(`${workspaceUrl}/audit`);
+    await heading("Audit log");
+    await expect.poll(description).toBe("Who did what, to what, and when: filter and export.");
+  });
+
   it("creates an SSH authority and shows its public key and the sshd and known_hosts lines", async () => {
     await go(`${workspaceUrl}/authorities`);
     await page.getByText("No certificate authority yet").waitFor();
     await page.getByLabel("Name", { exact: true }).fill("ssh-users");
-    await page.getByLabel("Default authority of the workspace", { exact: true }).check();
+    // The first authority of its kind becomes the default without being asked.
     await page.getByRole("button", { name: "Create authority" }).click();
+    await page.getByRole("cell", { name: "active, default" }).waitFor();
     await page.getByRole("textbox", { name: "Public key", exact: true }).waitFor();
     expect(await page.getByRole("textbox", { name: "Public key", exact: true }).inputValue()).toMatch(
       /^ssh-ed25519 AAAA/,
@@ -209,6 +259,28 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
       "TrustedUserCAKeys",
     );
     await shot("certificates");
+
+    // Key sizes: none to choose for Ed25519; RSA offers what the server takes, 3072 by default.
+    expect(await page.getByLabel("Key size", { exact: true }).count()).toBe(0);
+    await page.getByLabel("Key type", { exact: true }).selectOption({ label: "RSA" });
+    expect(await page.getByLabel("Key size", { exact: true }).locator("option").allTextContents()).toEqual([
+      "3072 bits (the default)",
+      "2048 bits",
+      "4096 bits (slow to make and to sign with)",
+    ]);
+    await page.getByLabel("Key type", { exact: true }).selectOption({ label: "Ed25519" });
+    // The first X.509 authority is the default of its kind too, beside the SSH one.
+    await page.getByLabel("Name", { exact: true }).fill("mtls");
+    await page
+      .getByLabel("Kind", { exact: true })
+      .selectOption({ label: "X.509 (TLS client and server certificates)" });
+    await page.getByRole("button", { name: "Create authority" }).click();
+    await expect.poll(() => page.getByRole("cell", { name: "active, default" }).count()).toBe(2);
+    // Its details open on creation.
+    await page
+      .getByText("Add the new CA certificate (shown above after the rollover) to every trust store")
+      .waitFor();
+    expect(await page.getByText(/sshd/).count()).toBe(0);
   });
 
   it("invites a second person, who signs in through the link and joins", async () => {
@@ -241,6 +313,113 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await page.getByRole("cell", { name: "bob@example.com" }).waitFor();
   });
 
+  it("keeps an invitation through sign-up, the mailed verification link and back", async () => {
+    await go(`${workspaceUrl}/members`);
+    await page.getByRole("button", { name: /^(Create invitation link|Make a new link)$/ }).click();
+    const link = await page.getByRole("textbox", { name: "Invitation link", exact: true }).inputValue();
+    const invitePath = new URL(link).pathname;
+    const fresh = await browser.newContext();
+    try {
+      const carol = await fresh.newPage();
+      await carol.goto(link);
+      await carol.getByText("You are invited to join Analytical Engines.").waitFor();
+      await carol.getByRole("link", { name: "Sign in" }).click();
+      await heading("Sign in", carol);
+      await carol.getByRole("link", { name: "Create an account" }).click();
+      await heading("Create an account", carol);
+      expect(new URL(carol.url()).searchParams.get("next")).toBe(invitePath);
+      await carol.getByLabel("Name", { exact: true }).fill("Carol Shaw");
+      await carol.getByLabel("Email", { exact: true }).fill("carol@example.com");
+      await carol.getByLabel("Username", { exact: true }).fill("carol");
+      await carol.getByLabel("Password", { exact: true }).fill(password);
+      await carol.getByRole("button", { name: "Create account" }).click();
+      await heading("Check your mail", carol);
+      await carol.getByText("The link brings you back to your invitation.").waitFor();
+
+      const verification = await mailedLink("carol@example.com", "/verify-email");
+      expect(new URL(verification).searchParams.get("next")).toBe(invitePath);
+      await carol.goto(verification);
+      await carol.getByText("Your email address is verified.").waitFor();
+      await carol.getByRole("link", { name: "Continue to your invitation" }).click();
+      await carol.getByRole("button", { name: "Join Analytical Engines" }).click();
+      await heading("Analytical Engines", carol);
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it("shows a viewer what a viewer can do, and says who can do the rest", async () => {
+    const other = await browser.newContext();
+    try {
+      const bob = await other.newPage();
+      await bob.goto(`${base}${workspaceUrl}`);
+      await heading("Sign in", bob);
+      await signIn(bob, "bob@example.com");
+      await heading("Analytical Engines", bob);
+      const viewer = "your role here is viewer.";
+      await bob.getByText(`You cannot delete the workspace. Only owners can do this; ${viewer}`).waitFor();
+      const setup = bob.getByRole("region", { name: "Getting started" });
+      await setup.getByText("Next step: Enrol a machine and accept it. 1 of 4 done.").waitFor();
+      expect(await setup.getByRole("listitem").nth(1).textContent()).toContain(
+        `Owners, admins and editors can do this; ${viewer}`,
+      );
+      expect(await setup.getByRole("listitem").nth(3).textContent()).toMatch(
+        /^Not shown to your role Log in/,
+      );
+      await bob
+        .getByText(`You cannot change the workspace's settings. Owners and admins can do this; ${viewer}`)
+        .waitFor();
+      expect(await bob.getByRole("button", { name: "Delete workspace" }).count()).toBe(0);
+      expect(await bob.getByRole("button", { name: /^Save/ }).count()).toBe(0);
+      const nav = bob.getByRole("navigation", { name: "Workspace" });
+      await nav.getByRole("link", { name: "Targets" }).waitFor();
+      for (const hidden of ["Audit log", "Single sign-on", "Billing"])
+        expect(await nav.getByRole("link", { name: hidden }).count(), hidden).toBe(0);
+      await shot("viewer-overview", bob);
+
+      await nav.getByRole("link", { name: "Members" }).click();
+      await heading("Members", bob);
+      await bob.getByRole("cell", { name: "ada@example.com" }).waitFor();
+      await bob.getByText(`You cannot invite people. Owners and admins can do this; ${viewer}`).waitFor();
+      expect(
+        await bob.getByRole("button", { name: /invitation link|Remove |Make .* owner|Change role/ }).count(),
+      ).toBe(0);
+      expect(await bob.getByRole("combobox", { name: /^Role of / }).count()).toBe(0);
+
+      await nav.getByRole("link", { name: "Daemons" }).click();
+      await heading("Daemons", bob);
+      await bob
+        .getByText(
+          `You cannot enrol machines, accept or delete daemons. Owners, admins and editors can do this; ${viewer}`,
+        )
+        .waitFor();
+      expect(await bob.getByRole("button", { name: /enrolment token/ }).count()).toBe(0);
+
+      await nav.getByRole("link", { name: "Targets" }).click();
+      await heading("Targets", bob);
+      await bob.getByText(/^You cannot add targets\./).waitFor();
+      expect(await bob.getByRole("button", { name: "Add target" }).count()).toBe(0);
+
+      await nav.getByRole("link", { name: "Certificates" }).click();
+      await bob.getByRole("button", { name: "Details of ssh-users" }).click();
+      await bob.getByRole("textbox", { name: "Public key", exact: true }).waitFor();
+      await bob.getByText(/^You cannot create or change authorities\./).waitFor();
+      expect(
+        await bob
+          .getByRole("button", { name: /Delete ssh-users|Deactivate|Roll over|Create authority/ })
+          .count(),
+      ).toBe(0);
+
+      await bob.goto(`${base}${workspaceUrl}/audit`);
+      await bob
+        .getByText(`You cannot read the audit log. Owners and admins can do this; ${viewer}`)
+        .waitFor();
+      await shot("viewer-audit", bob);
+    } finally {
+      await other.close();
+    }
+  });
+
   it("creates a service account and shows its token once", async () => {
     await go(`${workspaceUrl}/service-accounts`);
     await page.getByLabel("Name", { exact: true }).fill("deploy-bot");
@@ -249,19 +428,22 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
       .getByRole("textbox", { name: "Service account token", exact: true })
       .inputValue();
     expect(token.length).toBeGreaterThan(20);
-    await page.getByRole("cell", { name: /deploy-bot/ }).waitFor();
+    await page.getByRole("cell", { name: /^deploy-bot/ }).waitFor();
   });
 
   it("enrols the daemon with the copied command, accepts it and sees it online", async () => {
     await go(`${workspaceUrl}/daemons`);
     await page.getByRole("button", { name: "Create enrolment token" }).click();
     const command = await page.getByRole("textbox", { name: "Enrolment command", exact: true }).inputValue();
-    const match = /^wap-agent enroll --server (\S+) --token (\S+)$/.exec(command.trim());
-    expect(match?.[1]).toBe(base);
+    const match =
+      /^export WAP_ENROLL_TOKEN=(\S+); curl -fsSL (\S+)\/install\/agent\.sh \| sudo --preserve-env=WAP_ENROLL_TOKEN sh$/.exec(
+        command.trim(),
+      );
+    expect(match?.[2]).toBe(base);
     // The real host agent (the library behind `wap-agent`), enrolled with the copied token.
     const hostKey = join(stateDir, "host_key");
     execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", hostKey]);
-    await enroll({ server: server.url, token: match![2]!, stateDir: join(stateDir, "state"), name: "web-1" });
+    await enroll({ server: server.url, token: match![1]!, stateDir: join(stateDir, "state"), name: "web-1" });
     daemon = await startAgent({
       stateDir: join(stateDir, "state"),
       sshdDir: join(stateDir, "sshd"),
@@ -284,16 +466,36 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
 
   it("grants a login on the target and opens a terminal that runs a command", async () => {
     await go(`${workspaceUrl}/targets`);
+    // The endpoint form is said in words, and the server's refusal names the field and the form.
+    const endpoints = page.getByLabel("Endpoints", { exact: true });
+    const hint = await endpoints.getAttribute("aria-describedby");
+    expect(await page.locator(`[id="${hint}"]`).textContent()).toMatch(
+      /^Host names or IP addresses, each with an optional port/,
+    );
+    const form = page.getByRole("form", { name: "Add target" });
+    await form.getByLabel("Name", { exact: true }).fill("bad-endpoint");
+    await endpoints.fill("-oProxyCommand=touch /tmp/x");
+    await form.getByRole("button", { name: "Add target" }).click();
+    await form
+      .getByRole("alert")
+      .filter({ hasText: "endpoints.0: must be a host name or an IP address with an optional port" })
+      .waitFor();
+    expect(await page.getByRole("cell", { name: /bad-endpoint/ }).count()).toBe(0);
     await page
       .getByRole("button", { name: /^Access to / })
       .first()
       .click();
+    // Targets trust SSH authorities only: the X.509 one is not offered.
+    expect(
+      await page.getByLabel("SSH certificate authority", { exact: true }).locator("option").allTextContents(),
+    ).toEqual(["ssh-users (default)"]);
     await page.getByLabel("Unix username", { exact: true }).fill(login);
     await page.getByRole("button", { name: "Add username" }).click();
     await page.getByRole("heading", { name: `as ${login}` }).waitFor();
     await page
-      .getByLabel(new RegExp(`^Grant ${login} on `))
+      .getByLabel(new RegExp(`^Member to log in to .+ as ${login}$`))
       .selectOption({ label: `${ada.name} (${ada.email})` });
+    await page.getByRole("button", { name: `Grant login as ${login}`, exact: true }).click();
     await page.getByRole("button", { name: new RegExp(`^Revoke Ada Lovelace as ${login}`) }).waitFor();
     await shot("targets");
 
@@ -317,18 +519,99 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
       if (opened) break;
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
-    await heading("Terminal");
+    await heading(`Terminal: ${login} on web-1`);
     await page.getByTestId("terminal-state").filter({ hasText: "Connected" }).waitFor();
     await page.locator(".xterm").click();
     await page.keyboard.type("echo hello-$((6*7))\n");
     await page.locator(".xterm-rows", { hasText: "hello-42" }).waitFor();
     await shot("terminal");
 
+    await go(workspaceUrl);
+    await page.getByText("Everything is set up: people can log in.").waitFor();
+    await page.goBack();
     await page.getByRole("button", { name: "Close session" }).click();
     await page
       .getByTestId("terminal-state")
       .filter({ hasText: /Session ended|Disconnected/ })
       .waitFor();
+  });
+
+  it("shows the addresses a daemon reports for approval, and approves them", async () => {
+    // As a later SyncDaemon leaves it: a changed address waits beside the approved one.
+    const workspaceId = workspaceUrl.split("/").at(-1)!;
+    const { storage } = server.platform.services;
+    const [web] = (await storage.targets.list(workspaceId, { limit: 10, offset: 0 })).items.filter(
+      (t) => t.name === "web-1",
+    );
+    await storage.targets.update(workspaceId, web!.id, { reportedEndpoints: ["127.0.0.2:2222"] }, new Date());
+    await go(`${workspaceUrl}/targets`);
+    const note = page.getByRole("note").filter({ hasText: "Its daemon reports 127.0.0.2:2222" });
+    await note.waitFor();
+    expect(await note.textContent()).toContain("its host certificate names 127.0.0.1:2222 until you approve");
+    await page.getByRole("button", { name: "Approve the addresses of web-1" }).click();
+    await note.waitFor({ state: "detached" });
+    expect((await storage.targets.findById(workspaceId, web!.id))?.endpoints).toEqual(["127.0.0.2:2222"]);
+    // Back as it was, for what follows.
+    await storage.targets.update(workspaceId, web!.id, { endpoints: ["127.0.0.1:2222"] }, new Date());
+  });
+
+  it("changes access, roles and ownership only with their buttons; arrow keys on a select change nothing", async () => {
+    const keys = ["ArrowDown", "ArrowDown", "ArrowUp", "ArrowDown", "End", "Home"];
+    await go(`${workspaceUrl}/targets`);
+    await page
+      .getByRole("button", { name: /^Access to / })
+      .first()
+      .click();
+    const grantSelect = page.getByLabel(new RegExp(`^Member to log in to .+ as ${login}$`));
+    expect(
+      await callsDuring(["AddSubjectsToPrincipal"], async () => {
+        await grantSelect.focus();
+        for (const key of keys) await page.keyboard.press(key);
+      }),
+    ).toEqual([]);
+    await grantSelect.selectOption({ label: "Bob Babbage (bob@example.com)" });
+    await page.getByRole("button", { name: `Grant login as ${login}`, exact: true }).click();
+    const revokeBob = page.getByRole("button", { name: `Revoke Bob Babbage as ${login}`, exact: true });
+    await revokeBob.click();
+    const question = page.getByRole("group", {
+      name: new RegExp(`^Revoke Bob Babbage's login to .+ as ${login}\\?$`),
+    });
+    await question.waitFor();
+    await shot("confirm-revoke");
+    await question.getByRole("button", { name: "Cancel" }).click();
+    await revokeBob.click();
+    await question.getByRole("button", { name: `Yes, revoke Bob Babbage as ${login}` }).click();
+    await revokeBob.waitFor({ state: "detached" });
+
+    await go(`${workspaceUrl}/members`);
+    const role = page.getByLabel("Role of Bob Babbage", { exact: true });
+    await role.waitFor();
+    const before = await role.inputValue();
+    expect(
+      await callsDuring(
+        ["UpdateWorkspaceMember", "UpdateWorkspaceOwner", "RemoveWorkspaceMember"],
+        async () => {
+          await role.focus();
+          for (const key of keys) await page.keyboard.press(key);
+        },
+      ),
+    ).toEqual([]);
+    await role.selectOption(before);
+    expect(await page.getByRole("button", { name: "Change role of Bob Babbage" }).isDisabled()).toBe(true);
+    await role.selectOption("editor");
+    await page.getByRole("button", { name: "Change role of Bob Babbage" }).click();
+    const change = page.getByRole("group", { name: `Make Bob Babbage an editor instead of a ${before}?` });
+    await change.getByRole("button", { name: "Yes, change role of Bob Babbage" }).click();
+    await change.waitFor({ state: "detached" });
+    await untilAsync(async () => (await role.inputValue()) === "editor");
+    await page.getByRole("button", { name: "Remove Bob Babbage", exact: true }).click();
+    await page
+      .getByRole("group", {
+        name: "Remove Bob Babbage (bob@example.com) from the workspace? They lose every login granted here.",
+      })
+      .getByRole("button", { name: "Cancel" })
+      .click();
+    await page.getByRole("button", { name: "Make Bob Babbage owner", exact: true }).waitFor();
   });
 
   it("plays the session's recording in the page and downloads it as .cast", async () => {
@@ -340,7 +623,10 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await page.locator(".ap-player").waitFor();
     const [download] = await Promise.all([
       page.waitForEvent("download"),
-      page.getByRole("button", { name: "Download .cast" }).first().click(),
+      page
+        .getByRole("button", { name: /^Download recording / })
+        .first()
+        .click(),
     ]);
     expect(download.suggestedFilename()).toMatch(/\.cast$/);
     const cast = await readFile((await download.path())!, "utf8");
@@ -402,11 +688,25 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
       });
       const url = /(https?:\/\/\S+\/cli-login\?\S+)/.exec(stderr)?.[1];
       expect(url, stderr).toMatch(new RegExp(`^${base}/cli-login\\?code=`));
-      const userCode = /shows this code: (\S+)/.exec(stderr)?.[1];
+      const userCode = /Type this code on the page, then approve: (\S+)/.exec(stderr)?.[1];
       expect(userCode, stderr).toBeDefined();
+
+      // A link whose login does not exist offers nothing to approve.
+      await page.goto(`${base}/cli-login?code=bogus`);
+      await page.getByRole("alert").waitFor();
+      expect(await page.getByRole("button", { name: "Approve" }).count()).toBe(0);
 
       await page.goto(url!);
       await heading("Approve a CLI sign-in");
+      // A wrong code says how many tries are left before the login is cancelled.
+      await page
+        .getByLabel("Code shown by the CLI", { exact: true })
+        .fill(userCode === "BBBB-BBBB" ? "CCCC-CCCC" : "BBBB-BBBB");
+      await page.getByRole("button", { name: "Approve" }).click();
+      await page
+        .getByRole("alert")
+        .filter({ hasText: "3 wrong codes cancel the login (2 more tries left)" })
+        .waitFor();
       await page.getByText(hostname()).first().waitFor();
       await page.getByLabel("Code shown by the CLI", { exact: true }).fill(userCode!);
       await shot("cli-login");
@@ -421,17 +721,45 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     }
   });
 
-  it("shows the audit log and exports it as CSV and JSON", async () => {
+  it("shows the audit log with people and things by name, filters it, and exports it as CSV and JSON", async () => {
     await go(`${workspaceUrl}/audit`);
-    await page.getByRole("table", { name: "Audit events" }).waitFor();
+    const table = page.getByRole("table", { name: "Audit events" });
+    await table.waitFor();
     expect(await page.getByRole("row").count()).toBeGreaterThan(3);
+    // The authority's creation: by Ada, named with her email, about ssh-users.
+    const created = table
+      .getByRole("row")
+      .filter({ hasText: "certificate_authority.create" })
+      .filter({ hasText: "ssh-users" });
+    await expect.poll(() => created.first().textContent()).toContain(`${ada.name}${ada.email}`);
+    expect(await created.first().textContent()).toContain("ssh-userscertificate authority");
     await shot("audit");
+
+    await created.first().getByRole("button", { name: "ssh-users" }).click();
+    await expect
+      .poll(() => page.getByLabel("Resource", { exact: true }).inputValue())
+      .toMatch(/^certificate_authority:/);
+    await untilAsync(async () => {
+      const rows = await table.getByRole("row").allTextContents();
+      return rows.length > 1 && rows.slice(1).every((r) => r.includes("ssh-users"));
+    });
+    await page.getByRole("button", { name: "Clear the actor, action and resource filters" }).click();
+    await page.getByLabel("Actor", { exact: true }).selectOption({ label: "Bob Babbage (bob@example.com)" });
+    await untilAsync(async () => {
+      const rows = await table.getByRole("row").allTextContents();
+      return rows.length > 1 && rows.slice(1).every((r) => r.includes("Bob Babbagebob@example.com"));
+    });
+    await page.getByRole("button", { name: "Clear the actor, action and resource filters" }).click();
     const [csv] = await Promise.all([
       page.waitForEvent("download"),
       page.getByRole("button", { name: "Export CSV" }).click(),
     ]);
     const csvText = await readFile((await csv.path())!, "utf8");
     expect(csvText.split("\n").length).toBeGreaterThan(3);
+    expect(csvText.split("\r\n")[0]).toBe(
+      "id,workspaceId,actorId,actorType,action,ipAddress,userAgent,statusCode,timestamp,resource,actorName,actorEmail,resourceName",
+    );
+    expect(csvText).toMatch(/,certificate_authority\.create,.*,Ada Lovelace,ada@example\.com,ssh-users\r\n/);
     const [json] = await Promise.all([
       page.waitForEvent("download"),
       page.getByRole("button", { name: "Export JSON" }).click(),
@@ -463,7 +791,16 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await heading("Teams");
     await page.getByLabel("Name", { exact: true }).fill("Engines");
     await page.getByRole("button", { name: "Create team" }).click();
-    await page.getByLabel("Add a member to Engines", { exact: true }).selectOption({ label: ada.name });
+    const addToTeam = page.getByLabel("Add a member to Engines", { exact: true });
+    expect(
+      await callsDuring(["AddTeamMember"], async () => {
+        await addToTeam.focus();
+        for (const key of ["ArrowDown", "ArrowDown", "ArrowUp", "End", "Home"])
+          await page.keyboard.press(key);
+      }),
+    ).toEqual([]);
+    await addToTeam.selectOption({ label: ada.name });
+    await page.getByRole("button", { name: "Add to Engines", exact: true }).click();
     await page.getByRole("button", { name: `Remove ${ada.name} from Engines` }).waitFor();
 
     await go(`${workspaceUrl}/domains`);
@@ -601,6 +938,22 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
 });
 
 describe("the console's build", () => {
+  it("names only permissions of the server's role table", async () => {
+    const { permissions } = await import("@wap/core");
+    const sources = join(consoleRoot, "src");
+    const named = new Set<string>();
+    for (const file of await readdir(sources, { recursive: true })) {
+      if (!/\.tsx?$/.test(file)) continue;
+      const code = await readFile(join(sources, file), "utf8");
+      for (const m of code.matchAll(
+        /(?:need=|can\(|whoCan\(|reason\()"([a-z_]+\.[a-z_]+)"|\["[^"]*", "[^"]*", "([a-z_]+\.[a-z_]+)"\]/g,
+      ))
+        named.add(m[1] ?? m[2]!);
+    }
+    expect(named.size).toBeGreaterThan(10);
+    expect([...named].filter((p) => !(permissions as readonly string[]).includes(p))).toEqual([]);
+  });
+
   it("loads at most 300 kB of gzipped JavaScript up front; xterm and the player are separate chunks", async () => {
     const dist = join(consoleRoot, "dist");
     const html = await readFile(join(dist, "index.html"), "utf8");

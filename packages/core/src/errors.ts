@@ -69,11 +69,14 @@ export class PlatformError<C extends ErrorCode = ErrorCode> extends Error {
    * `instanceof PlatformError` holds for any copy's PlatformError; `instanceof` a subclass holds
    * for that copy's subclass, or another copy's error of the same class name.
    */
+  // `this` is the class asked about: PlatformError itself or one of its subclasses.
+  // biome-ignore-start lint/complexity/noThisInStatic: see above
   static override [Symbol.hasInstance](value: unknown): boolean {
     if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
     if (typeof value !== "object" || value === null || !(BRAND in value)) return false;
     return this === PlatformError || (value as { name?: unknown }).name === this.name;
   }
+  // biome-ignore-end lint/complexity/noThisInStatic: see above
 
   readonly [BRAND] = true;
   readonly code: ErrorCode;

@@ -114,6 +114,8 @@ export { defaultTokenLifetimes } from "./workspaces/settings.js";
 export type { RequestFacts } from "./audit/record.js";
 export type { BillingWebhookResult } from "./billing/webhook.js";
 export { handleBillingWebhook } from "./billing/webhook.js";
+export type { PublishedTrust, TrustDocument } from "./certificates/publication.js";
+export { publishedTrust, trustDocuments } from "./certificates/publication.js";
 export { publicCrl, revocationListOf } from "./certificates/revocation.js";
 export type { SignedRequestInput } from "./daemons/authenticate.js";
 export { authenticateDaemon, authenticateSignedRequest } from "./daemons/authenticate.js";

@@ -50,6 +50,7 @@ import type {
 import { streamingOperations } from "./events/subscribe-workspace-events.js";
 import { toEventPayload, workspaceTopic } from "./events/workspace-events.js";
 import { presentFields } from "./lib/presence.js";
+import { alreadyExistsMessage } from "./lib/unique-violation.js";
 import type { Mailer } from "./mail/mailer.js";
 import { type IntegrationServices, pickIntegrations } from "./operations/integrations.js";
 import type {
@@ -600,12 +601,7 @@ function translateFault(error: unknown): unknown {
     return new UnavailableError("the database is unavailable; retry shortly", { cause: error });
   }
   if (error instanceof UniqueViolationError) {
-    return new AlreadyExistsError(
-      `a resource with the same unique key already exists (${error.constraint})`,
-      {
-        cause: error,
-      },
-    );
+    return new AlreadyExistsError(alreadyExistsMessage(error.constraint), { cause: error });
   }
   return error;
 }

@@ -1,9 +1,8 @@
 /**
- * @wap/core/ssh-keys: the OpenSSH key encodings for clients (a CLI writing its keys for `ssh` and
- * `ssh-add`), without loading the rest of the core.
+ * @wap/core/ssh-keys: the OpenSSH key encodings for clients, kept for code that imported them
+ * from the core. They live in @wap/ssh-wire, which is what clients should depend on.
  *
  * @module
  */
-export { opensshPrivateKey, sshPublicKeyLine } from "./crypto/ssh/public-key.js";
-export type { SshCertificateInfo } from "./crypto/ssh/read-certificate.js";
-export { readSshCertificate } from "./crypto/ssh/read-certificate.js";
+export type { SshCertificateInfo } from "@wap/ssh-wire";
+export { opensshPrivateKey, readSshCertificate, sshPublicKeyLine } from "@wap/ssh-wire";

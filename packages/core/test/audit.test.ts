@@ -3,7 +3,13 @@
  * of a time window, built page by page; size limits refused with resource_exhausted).
  */
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { ExportAuditLogsRequest_Format, UtilService } from "@wap/api";
+import {
+  CertificateKeyType,
+  CertificateService,
+  ExportAuditLogsRequest_Format,
+  TargetService,
+  UtilService,
+} from "@wap/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { exportAuditLog } from "../src/audit/export.js";
 import type { AuditEventRecord } from "../src/storage/audit.js";
@@ -159,6 +165,64 @@ describe("ListAuditLogs", () => {
   });
 });
 
+describe("names beside the ids", () => {
+  it("lists and exports the actor's name and email and the resource's name, and filters by resource", async () => {
+    const owner = await t.owner();
+    const ws = owner.workspaceId;
+    const { certificateAuthority: ca } = await t.call(
+      owner.caller,
+      CertificateService.method.createCertificateAuthority,
+      { workspaceId: ws, name: "ssh-users", keyType: CertificateKeyType.ED25519 },
+    );
+    const { target } = await t.call(owner.caller, TargetService.method.createTarget, {
+      workspaceId: ws,
+      name: "web-1",
+    });
+    const { logs } = await t.call(owner.caller, UtilService.method.listAuditLogs, {
+      workspaceId: ws,
+      resources: [`target:${target!.id}`, `certificate_authority:${ca!.id}`],
+    });
+    expect(logs.map((l) => [l.action, l.actorName, l.actorEmail, l.resourceName])).toEqual([
+      ["target.create", `${owner.email.split("@")[0]} Test`, owner.email, "web-1"],
+      ["certificate_authority.create", `${owner.email.split("@")[0]} Test`, owner.email, "ssh-users"],
+    ]);
+    const workspaceCreated = await t.call(owner.caller, UtilService.method.listAuditLogs, {
+      workspaceId: ws,
+      resources: [`workspace:${ws}`],
+    });
+    expect(workspaceCreated.logs[0]?.resourceName).toBe(`ws of ${owner.email}`);
+
+    const res = await t.call(owner.caller, UtilService.method.exportAuditLogs, {
+      workspaceId: ws,
+      // The window's end is exclusive: past the entries written at the fixed clock's time.
+      endDate: timestampFromDate(new Date(t.clock.now().getTime() + 60_000)),
+    });
+    const rows = parseCsv(Buffer.from(res.data).toString("utf8"));
+    const targetRow = rows.find((r) => r[9] === `target:${target!.id}`);
+    expect(targetRow?.slice(10)).toEqual([`${owner.email.split("@")[0]} Test`, owner.email, "web-1"]);
+  });
+
+  it("refuses more than 100 resources, or one over 256 characters, naming the field", async () => {
+    const owner = await t.owner();
+    const many = await expectCode(
+      t.call(owner.caller, UtilService.method.listAuditLogs, {
+        workspaceId: owner.workspaceId,
+        resources: Array.from({ length: 101 }, (_, i) => `target:${i}`),
+      }),
+      "invalid_argument",
+    );
+    expect(many.violations.map((v) => v.field)).toEqual(["resources"]);
+    const long = await expectCode(
+      t.call(owner.caller, UtilService.method.listAuditLogs, {
+        workspaceId: owner.workspaceId,
+        resources: ["x".repeat(257)],
+      }),
+      "invalid_argument",
+    );
+    expect(long.violations[0]?.field).toMatch(/^resources/);
+  });
+});
+
 describe("ExportAuditLogs", () => {
   it("exports a window as CSV (the default) oldest first, quoting and defusing fields", async () => {
     const owner = await t.owner();
@@ -195,6 +259,9 @@ describe("ExportAuditLogs", () => {
         "statusCode",
         "timestamp",
         "resource",
+        "actorName",
+        "actorEmail",
+        "resourceName",
       ]);
       expect(rows.slice(1).map((r) => r[0])).toEqual(events.map((e) => e.id));
       expect(rows[2]).toEqual([
@@ -208,6 +275,10 @@ describe("ExportAuditLogs", () => {
         "ok",
         "2026-01-01T00:02:00.000Z",
         tricky.resource,
+        // Nobody and nothing of the workspace has these ids: no names.
+        "",
+        "",
+        "",
       ]);
       expect(rows[3]![5]).toBe("'-1+1");
     }
@@ -238,6 +309,9 @@ describe("ExportAuditLogs", () => {
         statusCode: e.statusCode,
         timestamp: e.timestamp.toISOString(),
         resource: e.resource,
+        actorName: "",
+        actorEmail: "",
+        resourceName: "",
       })),
     );
     const empty = await t.call(owner.caller, UtilService.method.exportAuditLogs, {

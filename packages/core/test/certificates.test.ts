@@ -1,5 +1,5 @@
 import { X509Certificate } from "node:crypto";
-import { AuthorityType, CertificateKeyType, CertificateService } from "@wap/api";
+import { AuthorityType, CertificateKeyType, CertificateService, TargetService } from "@wap/api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 
@@ -82,6 +82,34 @@ describe("CreateCertificateAuthority", () => {
         .sort(),
     ).toEqual(["one", "x"]);
     expect(second.id).not.toBe(first.id);
+  });
+
+  it("makes the first authority of each kind the default even when asked not to, and a later one only when asked", async () => {
+    const first = (await create({ name: "first", isDefault: false })).certificateAuthority!;
+    const later = (await create({ name: "later", isDefault: false })).certificateAuthority!;
+    const x509 = (await create({ name: "tls", authorityType: AuthorityType.X509, isDefault: false }))
+      .certificateAuthority!;
+    expect([first.isDefault, later.isDefault, x509.isDefault]).toEqual([true, false, true]);
+  });
+
+  it("says, when no authority of a kind is the default, whether there is none or which to make the default", async () => {
+    const target = () =>
+      t.call(ada.caller, TargetService.method.createTarget, { workspaceId: ada.workspaceId, name: "web" });
+    const none = await expectCode(target(), "failed_precondition");
+    expect(none.reason).toBe("NO_DEFAULT_SSH_CA");
+    expect(none.message).toBe(
+      "the workspace has no SSH certificate authority: create one (console: Certificates, or CreateCertificateAuthority); the first SSH authority becomes the default",
+    );
+    const first = (await create({ name: "first" })).certificateAuthority!;
+    await create({ name: "second" });
+    await t.call(ada.caller, CertificateService.method.deleteCertificateAuthority, {
+      workspaceId: ada.workspaceId,
+      id: first.id,
+    });
+    const noDefault = await expectCode(target(), "failed_precondition");
+    expect(noDefault.message).toBe(
+      "none of the workspace's SSH certificate authorities ('second') is the default: make one the default (console: Certificates, or UpdateCertificateAuthority with isDefault), or name one (caId)",
+    );
   });
 
   it("refuses bad key sizes, unspecified key types, out-of-bound durations and unknown critical options", async () => {

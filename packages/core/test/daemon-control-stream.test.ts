@@ -37,10 +37,11 @@ function memoryHost(keepaliveMs = 3_600_000) {
   const host: DaemonStreamHost = {
     keepaliveMs,
     servicesFor: (services) => services,
-    track(daemonId) {
+    track(daemonId, requestId) {
       let chain: Promise<unknown> = Promise.resolve();
       const stream: HeldControlStream = {
         daemonId,
+        requestId,
         holder: `memory/${++next}`,
         abort: new AbortController(),
         opened: false,

@@ -4,7 +4,13 @@
  * its session and daemon, abandonment, ListSessions, CloseSession and the relay's close events.
  */
 
-import { DaemonService, DaemonStatus, Notification_EventType, PrincipalType } from "@wap/api";
+import {
+  DaemonService,
+  DaemonStatus,
+  Notification_EventType,
+  PrincipalType,
+  WorkspaceService,
+} from "@wap/api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { DaemonCaller } from "../src/context.js";
 import { closeControlStream, openControlStream } from "../src/daemons/control.js";
@@ -15,6 +21,7 @@ import {
   attachSession,
   claimSession,
   endSession,
+  recheckSessionAccess,
   sessionReadyTimeoutSeconds,
 } from "../src/sessions/lifecycle.js";
 import { maxLiveSessionsPerDaemon } from "../src/sessions/operations.js";
@@ -255,6 +262,23 @@ describe("ListSessions and CloseSession", () => {
     await expectCode(attachSession(t.platform.services, self, ada.workspaceId, id), "unauthenticated");
     await endSession(t.platform.services, ada.workspaceId, id, "exited");
     await expectCode(attachSession(t.platform.services, ada.caller, ada.workspaceId, id), "not_found");
+  });
+
+  it("says, when a live terminal's person was removed from the workspace, that they are no longer a member", async () => {
+    const vic = await memberWithRole(t, ada.workspaceId, "viewer");
+    await grantLogin(t, ada, d.targetId, "ubuntu", PrincipalType.USER, [vic.caller.userId]);
+    await sync();
+    const id = (await create(vic.caller)).session!.sessionId;
+    await recheckSessionAccess(t.platform.services, vic.caller, ada.workspaceId, id);
+    await t.call(ada.caller, WorkspaceService.method.removeWorkspaceMember, {
+      workspaceId: ada.workspaceId,
+      userId: vic.caller.userId,
+    });
+    const refused = await expectCode(
+      recheckSessionAccess(t.platform.services, vic.caller, ada.workspaceId, id),
+      "permission_denied",
+    );
+    expect(refused.message).toBe("you are no longer a member of this workspace");
   });
 });
 

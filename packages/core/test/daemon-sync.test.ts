@@ -50,19 +50,21 @@ describe("SyncDaemon", () => {
       principals: {},
       syncedAt: t.clock.now(),
     });
-    // Addresses without a port get the SSH default; duplicates collapse; an empty list clears.
+    // A later report that differs waits for approval (addresses without a port get the SSH
+    // default; duplicates collapse); the target keeps its endpoints meanwhile.
     await sync({
       users: [],
       privateIps: ["10.0.0.9", "10.0.0.9:22", "[fd00::1]:4022", "fd00::2"],
       metadata: {},
     });
-    expect((await t.storage.targets.findById(ada.workspaceId, d.targetId))?.endpoints).toEqual([
-      "10.0.0.9:22",
-      "[fd00::1]:4022",
-      "[fd00::2]:22",
-    ]);
-    await sync({ users: [], privateIps: [], metadata: {} });
-    expect((await t.storage.targets.findById(ada.workspaceId, d.targetId))?.endpoints).toEqual([]);
+    const waiting = await t.storage.targets.findById(ada.workspaceId, d.targetId);
+    expect(waiting?.endpoints).toEqual(report.privateIps);
+    expect(waiting?.reportedEndpoints).toEqual(["10.0.0.9:22", "[fd00::1]:4022", "[fd00::2]:22"]);
+    // Reporting the approved endpoints again withdraws what waited.
+    await sync({ users: [], privateIps: report.privateIps, metadata: {} });
+    expect(
+      (await t.storage.targets.findById(ada.workspaceId, d.targetId))?.reportedEndpoints,
+    ).toBeUndefined();
   });
 
   it("gives a PENDING daemon its status and no principals (26)", async () => {

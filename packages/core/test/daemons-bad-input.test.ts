@@ -57,12 +57,12 @@ const rules: LengthRule[] = [
     request: (v) => ({ ...enrollRequest, token: v }),
   },
   {
-    name: "EnrollDaemon.caId <= 64",
+    name: "EnrollDaemon.caId <= 256 (an id or a name)",
     caller: () => anonymous,
     method: D.enrollDaemon,
     field: "caId",
     min: 0,
-    max: 64,
+    max: 256,
     request: (v) => ({ ...enrollRequest, caId: v }),
   },
   {

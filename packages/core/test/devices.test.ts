@@ -65,7 +65,10 @@ type SignedUp = Awaited<ReturnType<AccountsPlatform["signUp"]>>;
 type Pending = Awaited<ReturnType<typeof startCliLogin>>;
 
 /** Opens a pending login as the CLI does, from `ipAddress`. */
-function startLogin(device = aDevice(), options: { ipAddress?: string; signal?: AbortSignal } = {}) {
+function startLogin(
+  device = aDevice(),
+  options: { ipAddress?: string; signal?: AbortSignal; deviceName?: string } = {},
+) {
   return startCliLogin(
     t.platform.services,
     createCallContext(anonymous, {
@@ -77,7 +80,7 @@ function startLogin(device = aDevice(), options: { ipAddress?: string; signal?: 
       authMethod: "soft",
       authPubkey: device.pem,
       deviceId: device.id,
-      deviceName: "ada-laptop",
+      deviceName: options.deviceName ?? "ada-laptop",
       clientOs: "linux/x64",
       clientVersion: "1.2.3",
     },
@@ -167,6 +170,15 @@ describe("CLI login", () => {
       t.call(ada.caller, AuthService.method.getCLILogin, { loginCode: "0".repeat(32) }),
       "invalid_argument",
     );
+  });
+
+  it("keeps no control character of the device's name, which the approval page and device lists show", async () => {
+    const ada = await t.signUp("ada");
+    const pending = await startLogin(aDevice(), { deviceName: "ada\u001b]0;owned\u0007-lap\ntop\u202e" });
+    const shown = await t.call(ada.caller, AuthService.method.getCLILogin, {
+      loginCode: loginCodeOf(pending),
+    });
+    expect(shown.deviceName).toBe("ada]0;owned-laptop");
   });
 
   it("VerifyCLILogin needs the user code; a few wrong ones cancel the login and end the stream", async () => {

@@ -23,6 +23,47 @@ describe("email verification", () => {
     await expectCode(t.call(anonymous, AuthService.method.verifyEmail, { token }), "invalid_argument");
   });
 
+  it("carries a path on this site (an invitation) in the link, from Register and ResendVerification", async () => {
+    const next = "/invites/AbC-123_x";
+    await t.call(anonymous, AuthService.method.register, {
+      name: "Carol Shaw",
+      email: "carol@example.com",
+      username: "carol",
+      password: "a long enough password",
+      next,
+    });
+    expect(linkParam(await t.mail.next("carol@example.com"), "next")).toBe(next);
+    t.clock.advance(61_000);
+    await t.call(anonymous, AuthService.method.resendVerification, { email: "carol@example.com", next });
+    expect(linkParam(await t.mail.next("carol@example.com"), "next")).toBe(next);
+  });
+
+  it("refuses a next that leaves the site, naming the field, and creates no account", async () => {
+    for (const next of [
+      "https://evil.example/",
+      "//evil.example/x",
+      "/\\evil.example",
+      "invites/x",
+      "/a\nb",
+      "",
+    ]) {
+      const refused = await expectCode(
+        t.call(anonymous, AuthService.method.register, {
+          name: "Mallory",
+          email: "mallory@example.com",
+          username: "mallory",
+          password: "a long enough password",
+          next,
+        }),
+        "invalid_argument",
+      );
+      expect(refused.message, next).toMatch(/^invalid request: next: must be /);
+    }
+    expect(await t.storage.users.findByUsername("mallory")).toBeNull();
+    await settle();
+    expect(t.mail.sent).toHaveLength(0);
+  });
+
   it("answers wrong, expired, reused and missing tokens the same way", async () => {
     const { email } = await t.signUp("ada");
     const token = linkParam(await t.mail.next(email), "token");

@@ -8,9 +8,11 @@ import {
   CertificateKeyType,
   CertificateService,
   SignSSHCertificateRequest_CertificateType as CertType,
+  TrustedKeyRole,
 } from "@wap/api";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { retiredKeysOf, x509TrustBundle } from "../src/certificates/issuance/trust.js";
+import { publishedTrust } from "../src/certificates/publication.js";
 import { retiredKeyTrustedUntil } from "../src/certificates/rollover.js";
 import {
   createAuthority,
@@ -89,9 +91,40 @@ describe("RolloverCertificateAuthority", () => {
     expect(retired).toMatchObject({ version: 1, publicKey: ca.publicKey, retiredAt: t.clock.now() });
     expect(retired!.trustedUntil).toEqual(new Date(t.clock.now().getTime() + 86_400_000));
 
+    // GetCertificateAuthority lists both, with their roles and until when; the anonymous
+    // endpoint serves the same keys as the lines sshd and known_hosts take.
+    const get = async () =>
+      (
+        await t.call(ada.caller, CertificateService.method.getCertificateAuthority, {
+          workspaceId: ada.workspaceId,
+          id: ca.id,
+        })
+      ).certificateAuthority!;
+    const listed = (await get()).trustedKeys;
+    expect(
+      listed.map((k) => [k.role, k.publicKey, k.signsUserCertificates, k.signsHostCertificates]),
+    ).toEqual([
+      [TrustedKeyRole.CURRENT, rolled!.publicKey, true, true],
+      [TrustedKeyRole.RETIRED, ca.publicKey, false, false],
+    ]);
+    expect(Number(listed[0]!.trustedUntil?.seconds)).toBe(Number(rolled!.notAfter?.seconds));
+    expect(Number(listed[1]!.trustedUntil?.seconds) * 1000).toBe(retired!.trustedUntil.getTime());
+    expect((await get()).trustUrl).toBe(
+      `${t.platform.services.config.publicBaseUrl.replace(/\/+$/, "")}/v1/trust/${ca.id}`,
+    );
+    const published = (document: "user_ca_keys" | "known_hosts", hosts?: string) =>
+      publishedTrust(t.platform.services, ca.id, document, { hosts }).then((p) => p?.body);
+    expect(await published("user_ca_keys")).toBe(`${rolled!.publicKey}\n${ca.publicKey}\n`);
+    expect(await published("known_hosts", "*.corp.example.com,10.0.0.*")).toBe(
+      `@cert-authority *.corp.example.com,10.0.0.* ${rolled!.publicKey}\n@cert-authority *.corp.example.com,10.0.0.* ${ca.publicKey}\n`,
+    );
+    expect(await published("user_ca_keys")).toBe(`${after.caPublicKey}\n`);
+
     // Once that has passed, only the signing key is listed.
     t.clock.advance(86_400_000);
     expect((await userSign(ca.id)).caPublicKey).toBe(rolled!.publicKey);
+    expect((await get()).trustedKeys.map((k) => k.role)).toEqual([TrustedKeyRole.CURRENT]);
+    expect(await published("user_ca_keys")).toBe(`${rolled!.publicKey}\n`);
 
     const audit = await t.storage.auditEvents.list(ada.workspaceId, {
       limit: 10,
@@ -172,12 +205,15 @@ describe("RolloverCertificateAuthority", () => {
     const fresh = await sign();
     expect(fresh.caChain).toBe(rolled!.certificate);
 
+    // The bundle as the anonymous trust endpoint publishes it: what relying parties configure.
+    const published = await publishedTrust(t.platform.services, ca.id, "bundle.pem");
+    expect(published?.contentType).toBe("application/pem-certificate-chain");
+    const bundle = published!.body;
     const stored = (await t.storage.certificateAuthorities.findById(ada.workspaceId, ca.id))!;
-    const bundle = x509TrustBundle(
-      stored,
-      await retiredKeysOf(t.platform.services, t.storage, stored),
-      t.clock.now(),
+    expect(bundle).toBe(
+      x509TrustBundle(stored, await retiredKeysOf(t.platform.services, t.storage, stored), t.clock.now()),
     );
+    expect(await publishedTrust(t.platform.services, ca.id, "user_ca_keys")).toBeNull();
     const bundleFile = await files.file("bundle.pem", bundle);
     const at = String(Math.floor(t.clock.now().getTime() / 1000));
     for (const leaf of [old.certificate, fresh.certificate]) {

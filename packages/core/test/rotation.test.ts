@@ -9,11 +9,13 @@ import {
   CertificateService,
   SignSSHCertificateRequest_CertificateType as CertType,
   RotationPhase,
+  TrustedKeyRole,
 } from "@wap/api";
+import { sshPublicKeyLine } from "@wap/ssh-wire";
 import { type RunningSshd, startSshd } from "@wap/test-kit/sshd";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { publishedTrust } from "../src/certificates/publication.js";
 import { generateKeyPair } from "../src/crypto/generate-key.js";
-import { sshPublicKeyLine } from "../src/crypto/ssh/public-key.js";
 import {
   createAuthority,
   identityFileText,
@@ -125,6 +127,32 @@ async function login(certificateFile: string, trusted: string) {
   });
 }
 
+const { CURRENT, NEXT } = TrustedKeyRole;
+/**
+ * What GetCertificateAuthority and the anonymous trust endpoint say at this phase: the same keys
+ * as `caPublicKey`, in its order, each with its role and what it signs ([role, user, host]).
+ */
+async function expectPublishedTrust(caPublicKey: string, expected: [TrustedKeyRole, boolean, boolean][]) {
+  const { trustedKeys } = await authority();
+  expect(trustedKeys.map((k) => [k.role, k.signsUserCertificates, k.signsHostCertificates])).toEqual(
+    expected,
+  );
+  expect(trustedKeys.map((k) => k.publicKey)).toEqual(caPublicKey.split("\n"));
+  expect((await publishedTrust(t.platform.services, caId, "user_ca_keys"))?.body).toBe(`${caPublicKey}\n`);
+}
+
+/** Logs in with known_hosts exactly as the anonymous trust endpoint publishes it. */
+async function loginWithPublishedKnownHosts(certificateFile: string) {
+  const knownHosts = await publishedTrust(t.platform.services, caId, "known_hosts", { hosts: targetId });
+  return sshd.ssh({
+    identityFile: identity,
+    certificateFile,
+    knownHostsLine: knownHosts!.body.trimEnd(),
+    hostKeyAlias: targetId,
+    command: "echo in",
+  });
+}
+
 const fingerprintOf = async (line: string) => {
   const file = await files.file("key.pub", `${line}\n`);
   const { execFile } = await import("node:child_process");
@@ -140,6 +168,7 @@ describe("a full staged rotation with real sshd and ssh", () => {
     const host0 = await configureSshd();
     const user0 = await userCertificate();
     expect((await login(user0.file, host0.caPublicKey)).stdout.trim()).toBe("in");
+    await expectPublishedTrust(host0.caPublicKey, [[CURRENT, true, true]]);
 
     // PUBLISHED: the new key is trusted everywhere; the old one still signs.
     const published = (await rotate(RotationPhase.PUBLISHED)).certificateAuthority!;
@@ -152,6 +181,10 @@ describe("a full staged rotation with real sshd and ssh", () => {
     await sshd.writeTrustedUserCaKeys(user1.caPublicKey.split("\n"));
     for (const cert of [user0, user1])
       expect((await login(cert.file, user1.caPublicKey)).stdout.trim()).toBe("in");
+    await expectPublishedTrust(user1.caPublicKey, [
+      [CURRENT, true, true],
+      [NEXT, false, false],
+    ]);
 
     // USER_SIGNING: user certificates from the new key, host certificates still from the old.
     await rotate(RotationPhase.USER_SIGNING);
@@ -160,6 +193,10 @@ describe("a full staged rotation with real sshd and ssh", () => {
     expect((await hostCertificate()).signingCa).toContain(oldKey);
     for (const cert of [user0, user2])
       expect((await login(cert.file, user2.caPublicKey)).stdout.trim()).toBe("in");
+    await expectPublishedTrust(user2.caPublicKey, [
+      [CURRENT, false, true],
+      [NEXT, true, false],
+    ]);
 
     // HOST_SIGNING: the new key signs the host certificate too, and is listed first.
     await rotate(RotationPhase.HOST_SIGNING);
@@ -168,6 +205,11 @@ describe("a full staged rotation with real sshd and ssh", () => {
     expect(host3.caPublicKey.split("\n")).toEqual([published.nextPublicKey, before.publicKey]);
     for (const cert of [user0, user2])
       expect((await login(cert.file, host3.caPublicKey)).stdout.trim()).toBe("in");
+    await expectPublishedTrust(host3.caPublicKey, [
+      [NEXT, true, true],
+      [CURRENT, false, false],
+    ]);
+    expect((await loginWithPublishedKnownHosts(user2.file)).stdout.trim()).toBe("in");
 
     // RETIRED: the new key is the key; the old one is trusted no more.
     const done = (await rotate(RotationPhase.RETIRED)).certificateAuthority!;
@@ -178,6 +220,7 @@ describe("a full staged rotation with real sshd and ssh", () => {
     });
     const user4 = await userCertificate();
     expect(user4.caPublicKey).toBe(published.nextPublicKey);
+    await expectPublishedTrust(user4.caPublicKey, [[CURRENT, true, true]]);
     await sshd.writeTrustedUserCaKeys([user4.caPublicKey]);
     expect((await login(user4.file, user4.caPublicKey)).stdout.trim()).toBe("in");
     expect((await login(user2.file, user4.caPublicKey)).stdout.trim()).toBe("in");

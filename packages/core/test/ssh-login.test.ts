@@ -7,11 +7,11 @@
  */
 import { userInfo } from "node:os";
 import { CertificateService, SignSSHCertificateRequest_CertificateType as CertType } from "@wap/api";
+import { sshPublicKeyLine } from "@wap/ssh-wire";
 import { type RunningSshd, startSshd } from "@wap/test-kit/sshd";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Caller } from "../src/context.js";
 import { generateKeyPair } from "../src/crypto/generate-key.js";
-import { sshPublicKeyLine } from "../src/crypto/ssh/public-key.js";
 import {
   createAuthority,
   identityFileText,

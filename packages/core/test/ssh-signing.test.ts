@@ -99,7 +99,9 @@ describe("every authority x key combination, read back by ssh-keygen -L", () => 
 
   it.each(caSpecs.map(describeKeySpec))("host certificate from a %s authority", async (caName) => {
     const ca = cas.get(caName)!;
-    const target = await insertTarget(t, ada.workspaceId, ca.id);
+    // An address of its own: one another target of the workspace also has is named by neither.
+    const address = `127.0.1.${caSpecs.map(describeKeySpec).indexOf(caName) + 1}`;
+    const target = await insertTarget(t, ada.workspaceId, ca.id, { endpoints: [`${address}:4022`] });
     const daemon = await insertDaemon(t, ada.workspaceId, target.id);
     const key = await subjectKey({ type: "ed25519" }, "");
     const res = await sign(t, daemon.caller, {
@@ -110,7 +112,7 @@ describe("every authority x key combination, read back by ssh-keygen -L", () => 
     const listed = await sshKeygenList(files, res.signedCertificate);
     expect(listed.type).toMatch(/ host certificate$/);
     // The target id first, then the names a plain `ssh <host>` is checked against.
-    expect(listed.principals).toEqual([target.id, target.name, "127.0.0.1"]);
+    expect(listed.principals).toEqual([target.id, target.name, address]);
     expect(listed.criticalOptions).toEqual([]);
     expect(listed.extensions).toEqual([]);
     expect(res.caPublicKey.split("\n")[0]).toBe(ca.publicKey);

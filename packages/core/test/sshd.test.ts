@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
+import { opensshPrivateKey, sshPublicKeyLine } from "@wap/ssh-wire";
 import { type RunningSshd, startSshd } from "@wap/test-kit/sshd";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type GeneratedKey, generateKeyPair } from "../src/crypto/generate-key.js";
@@ -18,7 +19,6 @@ import {
   standardUserExtensions,
 } from "../src/crypto/ssh/certificate.js";
 import { type ParsedSshPublicKey, parseSshPublicKey } from "../src/crypto/ssh/parse-public-key.js";
-import { opensshPrivateKey, sshPublicKeyLine } from "../src/crypto/ssh/public-key.js";
 import { sshCaKeySpecs, sshSubjectKeySpecs } from "./support/key-specs.js";
 
 const caSpecs = sshCaKeySpecs;

@@ -101,6 +101,63 @@ describe("targets", () => {
     );
   });
 
+  it("take endpoints only as host names or IP addresses with a port: anything else is refused, naming the field and the form", async () => {
+    await sshAuthority(t, ada);
+    const web = await createTarget({
+      name: "web-1",
+      endpoints: ["web-01.internal", "10.0.0.5:4022", "[fd00::5]:4022"],
+    });
+    expect(web.endpoints).toEqual(["web-01.internal", "10.0.0.5:4022", "[fd00::5]:4022"]);
+    const form =
+      "must be a host name or an IP address with an optional port (web-01.internal, 10.0.0.5:4022, [fd00::5]:4022)";
+    for (const bad of ["-oProxyCommand=touch /tmp/x", "-oProxyCommand=/tmp/x", "web 01", "web%h", "web:0"]) {
+      const created = await expectCode(
+        createTarget({ name: "web-2", endpoints: ["10.0.0.6", bad] }),
+        "invalid_argument",
+      );
+      expect(created.violations).toEqual([{ field: "endpoints.1", description: form }]);
+      const updated = await expectCode(
+        t.call(ada.caller, T.updateTarget, { workspaceId: ws(), id: web.id, endpoints: [bad] }),
+        "invalid_argument",
+      );
+      expect(updated.violations.map((v) => v.field)).toEqual(["endpoints.0"]);
+    }
+    // Nothing changed.
+    const { targets, total } = await t.call(ada.caller, T.listTargets, { workspaceId: ws() });
+    expect(total).toBe(1);
+    expect(targets[0]!.endpoints).toEqual(web.endpoints);
+  });
+
+  it("refuse control characters in names, descriptions and tags", async () => {
+    await sshAuthority(t, ada);
+    const web = await createTarget({ name: "web-1" });
+    for (const field of [
+      { description: "a\nHost *" },
+      { tags: ["prod\u001b[31m"] },
+      { description: "\u202egnp.exe" },
+    ]) {
+      const refused = await expectCode(
+        t.call(ada.caller, T.updateTarget, { workspaceId: ws(), id: web.id, ...field }),
+        "invalid_argument",
+      );
+      expect(refused.violations[0]!.description).toMatch(/control characters/);
+    }
+    const renamed = await expectCode(
+      t.call(ada.caller, WorkspaceService.method.updateWorkspace, {
+        workspaceId: ws(),
+        name: "Platform team\nHost *\n  ProxyCommand touch /tmp/x\n#",
+      }),
+      "invalid_argument",
+    );
+    expect(renamed.violations).toEqual([
+      {
+        field: "name",
+        description:
+          "must not contain control characters (line breaks, tabs, escape sequences or bidirectional overrides)",
+      },
+    ]);
+  });
+
   it("are listed with filters and total; GetTargetFilters gives the distinct tags and usernames", async () => {
     await sshAuthority(t, ada);
     const web = await createTarget({ name: "web", tags: ["prod", "eu"], description: "Front end" });

@@ -1,6 +1,7 @@
 /**
  * The Hono app: everything that is not a Connect procedure path. Health probes, the public CRLs
- * of X.509 authorities (crl-routes.ts), and the REST
+ * of X.509 authorities (crl-routes.ts), what each authority asks relying parties to trust
+ * (trust-routes.ts), and the REST
  * paths of the google.api.http annotations, transcoded by `./rest/` and run through the same edge
  * and `platform.invoke` as Connect (server streams: `platform.stream`, as NDJSON).
  *
@@ -32,12 +33,15 @@ import {
   edgeOf,
   untilClosing,
 } from "./edge.js";
+import { admitted } from "./endpoint-edge.js";
 import { refusalResponse } from "./error-responses.js";
+import type { InstallFiles } from "./install-files.js";
 import { ndjsonStream } from "./ndjson-stream.js";
 import { readJsonBodyText } from "./read-body.js";
 import { buildRequest, createRestRoutes, type RestRoutes, writeResponse } from "./rest/index.js";
 import { ssoRoutes } from "./sso-routes.js";
 import { parseTimeoutMs } from "./timeout.js";
+import { trustRoutes } from "./trust-routes.js";
 
 export interface AppSettings {
   readonly edge: EdgeSettings;
@@ -50,6 +54,8 @@ export interface AppSettings {
   readonly shutdownSignal: AbortSignal;
   /** The web console's files, served for every GET that is not an API path; absent: no console. */
   readonly console?: ConsoleAssets | undefined;
+  /** The release's packages and the agent's install script, under /install/. */
+  readonly install?: InstallFiles | undefined;
 }
 
 type Env = { Bindings: HttpBindings | Http2Bindings };
@@ -76,17 +82,21 @@ export function createApp(
     }
   });
 
-  app.get("/openapi.json", (c) =>
-    c.body(openApiDocument(), 200, {
+  app.get("/openapi.json", (c) => {
+    // Past the edge like the API itself: counted against the rate limit, and refused over it.
+    const { edge, refusal } = admitted(c);
+    if (refusal) return refusalResponse(edge, refusal, settings.edge.logger);
+    return c.body(openApiDocument(), 200, {
       "Content-Type": "application/json",
       "Cache-Control": "public, max-age=300",
-    }),
-  );
+    });
+  });
 
   // Browser and provider endpoints that are not RPCs: SSO sign-in, the billing webhook.
   app.route("/", ssoRoutes(settings));
   app.route("/", billingWebhookRoutes(settings));
   app.route("/", crlRoutes(settings));
+  app.route("/", trustRoutes(settings));
 
   app.all("*", async (c) => {
     const edge = edgeOf(c.env.incoming);

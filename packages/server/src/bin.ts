@@ -15,7 +15,11 @@ if (import.meta.url.endsWith(".ts")) {
   );
 }
 
-import("./cli.js")
+import("./last-resort.js")
+  .then(({ logUnhandledRejections }) => {
+    logUnhandledRejections();
+    return import("./cli.js");
+  })
   .then(({ main }) => main())
   .then(
     (code) => {

@@ -39,6 +39,19 @@ describe("parseConfig", () => {
     }
   });
 
+  it("keeps every option's text apart from the option, in one column", () => {
+    const help = helpText().split("\n");
+    const columns = new Set<number>();
+    for (const setting of settings) {
+      const line = help.find((l) => l.startsWith(`  ${setting.flag} `));
+      expect(line, setting.flag).toBeDefined();
+      const left = `  ${setting.flag} ${setting.value}`;
+      expect(line!.slice(left.length, left.length + 2), setting.flag).toBe("  ");
+      columns.add(line!.length - line!.slice(left.length).trimStart().length);
+    }
+    expect(columns.size).toBe(1);
+  });
+
   it("reads the edge limits and the outbound network allowance, refusing what is not a network", () => {
     const { config } = parseConfig(["--headers-timeout", "5", "--max-connections-per-client=0"], {
       WAP_BODY_TIMEOUT: "7",

@@ -636,30 +636,46 @@ function pkcs11ConfigProblem(config: ServerConfig): string | undefined {
   return undefined;
 }
 
-/** The `--help` text. */
+/** The `--help` text: two columns, the second starting past the longest option or command. */
 export function helpText(): string {
-  const rows = settings.map((s) => {
-    const left = `  ${s.flag} ${s.value}`;
-    return `${left.padEnd(36)}${s.help}\n${"".padEnd(36)}env ${s.env}; default: ${s.defaultText}`;
-  });
+  const commands: [string, string][] = [
+    ["serve", "Migrate the database if needed, then serve (the default)."],
+    ["migrate", "Bring the database schema up to date and exit."],
+    ["master-key", "Print a new random master key (base64) and exit."],
+    ["backup --to <file>", "Copy the embedded SQLite database consistently, also while a server runs."],
+    ["restore --from <file>", "Put a backup in place of the embedded database (the server must be stopped)."],
+    [
+      "rotate-master-key",
+      "Re-seal every secret under a new master key, in one transaction (docs/operations.md).",
+    ],
+  ];
+  const flags: [string, string][] = [
+    ["--version, -V", "Print the version and exit."],
+    ["--help, -h", "Show this help and exit."],
+  ];
+  const lefts = [
+    ...settings.map((s) => `${s.flag} ${s.value}`),
+    ...commands.map(([left]) => left),
+    ...flags.map(([left]) => left),
+  ];
+  const width = Math.max(...lefts.map((left) => left.length)) + 4;
+  const row = (left: string, text: string) => `${`  ${left}`.padEnd(width)}${text}`;
+  const rows = settings.map(
+    (s) =>
+      `${row(`${s.flag} ${s.value}`, s.help)}\n${"".padEnd(width)}env ${s.env}; default: ${s.defaultText}`,
+  );
   return [
     "wap-server: the Workspace Access Platform API (Connect, gRPC, gRPC-Web and REST on one port)",
     "",
     "Usage: wap-server [command] [options]",
     "",
     "Commands:",
-    `  ${"serve".padEnd(34)}Migrate the database if needed, then serve (the default).`,
-    `  ${"migrate".padEnd(34)}Bring the database schema up to date and exit.`,
-    `  ${"master-key".padEnd(34)}Print a new random master key (base64) and exit.`,
-    `  ${"backup --to <file>".padEnd(34)}Copy the embedded SQLite database consistently, also while a server runs.`,
-    `  ${"restore --from <file>".padEnd(34)}Put a backup in place of the embedded database (the server must be stopped).`,
-    `  ${"rotate-master-key".padEnd(34)}Re-seal every secret under a new master key, in one transaction (docs/operations.md).`,
+    ...commands.map(([left, text]) => row(left, text)),
     "",
     "Every option can also be set by its environment variable; a flag wins over the variable.",
     "",
     ...rows,
-    `  ${"--version, -V".padEnd(34)}Print the version and exit.`,
-    `  ${"--help, -h".padEnd(34)}Show this help and exit.`,
+    ...flags.map(([left, text]) => row(left, text)),
     "",
   ].join("\n");
 }

@@ -32,6 +32,7 @@ import { clientAddress } from "./client-address.js";
 import { checkCsrf, crossSiteRefusal } from "./csrf.js";
 import type { Logger } from "./logger.js";
 import type { ServerMetrics } from "./metrics.js";
+import { isProcedurePath } from "./procedure-path.js";
 import {
   type RateLimiter,
   type RateLimiters,
@@ -212,7 +213,7 @@ export async function admitRequest(
   }
   // Connect GET carries the version as a query parameter instead.
   const versionParam =
-    req.method === "GET" && procedurePath.test(pathOf(req.url)) ? connectQueryVersion(req.url) : undefined;
+    req.method === "GET" && isProcedurePath(pathOf(req.url)) ? connectQueryVersion(req.url) : undefined;
   if (versionParam !== undefined && versionParam !== "v1") {
     refusal ??= new InvalidArgumentError(`the connect query parameter must be "v1": got "${versionParam}"`, {
       reason: "UNSUPPORTED_PROTOCOL_VERSION",
@@ -243,7 +244,7 @@ export async function admitRequest(
   const secFetchSite = first(headers["sec-fetch-site"]);
   if (refusal === undefined && (origin !== undefined || secFetchSite !== undefined)) {
     const path = pathOf(req.url);
-    const procedure = procedurePath.test(path) ? path : resolveProcedure?.(req.method ?? "GET", path);
+    const procedure = isProcedurePath(path) ? path : resolveProcedure?.(req.method ?? "GET", path);
     if (procedure !== undefined && signsIn(settings.platform.accessOf(procedure))) {
       refusal = crossSiteRefusal(
         { ownOrigin: ownOrigin(headers, settings), origin, secFetchSite },
@@ -499,10 +500,6 @@ function untilAborted<T>(
   });
 }
 
-// `/<package>.<Service>/<Method>`: the service name is package-qualified, which tells a Connect
-// path from a two-segment REST path such as `/v1/whoami`.
-const procedurePath = /^\/[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\/[A-Za-z_]\w*$/;
-
 function pathOf(url: string | undefined): string {
   return url?.split("?", 1)[0] ?? "/";
 }
@@ -536,7 +533,7 @@ function challengeOf(
   const match = /^Platform(?:\s+(.*))?$/i.exec(authorization.trim());
   if (!match) return undefined;
   const path = pathOf(req.url);
-  const procedure = procedurePath.test(path) ? path : resolveProcedure?.(req.method ?? "GET", path);
+  const procedure = isProcedurePath(path) ? path : resolveProcedure?.(req.method ?? "GET", path);
   const access = procedure === undefined ? undefined : platform.accessOf(procedure);
   if (access?.kind === "public" && access.signature === "unchecked") return undefined;
   // An unroutable path keeps its own: no procedure equals it, so the challenge fails as it should.

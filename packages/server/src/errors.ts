@@ -152,10 +152,18 @@ export function restDetailsOf(error: PublicError): RestErrorDetail[] {
   return details;
 }
 
-function describeFault(error: unknown): string {
-  if (error instanceof Error) {
-    const cause = error.cause === undefined ? "" : `\ncaused by: ${describeFault(error.cause)}`;
-    return `${error.stack ?? `${error.name}: ${error.message}`}${cause}`;
+/**
+ * What the log says about a fault: its stack and causes. Total: whatever a driver or a bug
+ * throws (a null-prototype object, a value whose conversion throws), this returns.
+ */
+export function describeFault(error: unknown): string {
+  try {
+    if (error instanceof Error) {
+      const cause = error.cause === undefined ? "" : `\ncaused by: ${describeFault(error.cause)}`;
+      return `${error.stack ?? `${error.name}: ${error.message}`}${cause}`;
+    }
+    return String(error);
+  } catch {
+    return Object.prototype.toString.call(error);
   }
-  return String(error);
 }

@@ -1,6 +1,7 @@
 /**
  * The Node request handler of the one port: every request passes the edge, then goes to
- * connect-node (procedure paths: Connect, gRPC, gRPC-Web) or, for anything else, to the Hono app
+ * connect-node (procedure paths: Connect, gRPC, gRPC-Web; gRPC-Web text is turned into binary
+ * gRPC-Web on arrival, grpc-web-text.ts) or, for anything else, to the Hono app
  * (REST, probes). Hono must not sit in front of gRPC, whose trailers its fetch adapter
  * drops. Each request is logged as one JSON line when its response closes.
  *
@@ -24,11 +25,13 @@ import { admitRequest, type EdgeRequest, edgeOf, type ProcedureResolver, subject
 import { errorStatusJson, publicError } from "./error-responses.js";
 import { registerHealth } from "./grpc-services/health.js";
 import { registerReflection, serverReflectionV1alpha } from "./grpc-services/reflection.js";
+import { isGrpcWebText, serveAsGrpcWebBinary } from "./grpc-web-text.js";
 import { controlStreamPath, serveControlStream } from "./lean/control-connect.js";
 import { createUnaryConnectPath } from "./lean/unary-connect.js";
 import type { NodeHandler } from "./listener.js";
 import type { Logger } from "./logger.js";
 import type { RequestProtocol, ServerMetrics } from "./metrics.js";
+import { isProcedurePath } from "./procedure-path.js";
 import { createRestRoutes, type RestRoutes } from "./rest/index.js";
 import { sendStreamHeadersEarly } from "./stream-headers.js";
 import { attachStreamSpan, streamSpanOpener } from "./stream-spans.js";
@@ -38,6 +41,11 @@ import { answerUnknownProcedure } from "./unknown-procedure.js";
 
 /** Every service served, as health checking and reflection name them. */
 const discoverable = [...platformServices, Health, ServerReflection, serverReflectionV1alpha];
+
+/** The procedures this port serves: the only paths a request's `rpc` (a metrics label) may be. */
+const servedProcedures: ReadonlySet<string> = new Set(
+  discoverable.flatMap((service) => service.methods.map(procedureOf)),
+);
 
 /** Builds the handler the listener serves. */
 
@@ -116,7 +124,7 @@ export function createRequestHandler(settings: AppSettings): NodeHandler {
     try {
       const edge = await admitRequest(req, res, settings.edge, resolveProcedure);
       // Named here too, for requests that connect-node refuses before any handler runs.
-      if (procedurePath.test(path)) edge.rpc = path;
+      if (servedProcedures.has(path)) edge.rpc = path;
       if (streamSpan) attachStreamSpan(edge, streamSpan);
       // Daemon control streams as the agent opens them take a leaner path (lean/control-connect.ts).
       if (path === controlStreamPath && serveControlStream(req, res, edge, settings.edge)) return;
@@ -145,10 +153,17 @@ export function createRequestHandler(settings: AppSettings): NodeHandler {
       if (req.httpVersionMajor === 1) keepUnreadBodyDrainable(req as http.IncomingMessage, res);
       // A client stream's body is the stream itself: it has no end to wait for.
       if (!clientStreams.has(path)) boundBodyTime(req, res, bodyTimeoutMs, logger);
+      // gRPC-Web text is served as binary gRPC-Web from here on, its answers encoded back.
+      if (isGrpcWebText(req.headers["content-type"])) serveAsGrpcWebBinary(req, res);
     }
     if (applyCors(req, res as Parameters<typeof applyCors>[1], settings.edge.allowedOrigins)) return;
     if (probe && req.method === "GET") {
       void fallback(req, res);
+      return;
+    }
+    // What a machine installs from: anonymous (it has no credentials yet), before the edge.
+    if (settings.install && (req.method === "GET" || req.method === "HEAD") && path.startsWith("/install/")) {
+      settings.install.serve(req, res, path);
       return;
     }
     // The console's pages and files: before the edge, so they cost no rate-limit budget.
@@ -310,14 +325,12 @@ function workspaceOf(caller: Caller | undefined): string | undefined {
 
 /** Which wire protocol a request spoke: gRPC and gRPC-Web by content type, Connect by path. */
 function protocolOf(req: Parameters<NodeHandler>[0], path: string): RequestProtocol {
-  if (!procedurePath.test(path)) return "rest";
+  if (!isProcedurePath(path)) return "rest";
   const type = req.headers["content-type"];
   if (type?.startsWith("application/grpc-web")) return "grpc_web";
   if (type?.startsWith("application/grpc")) return "grpc";
   return "connect";
 }
-
-const procedurePath = /^\/platform\.v1\.[A-Za-z]+\/[A-Za-z]+$/;
 
 /** The RPC a REST path is routed to, for the `Platform` challenges signed over its procedure. */
 function restProcedureResolver(routes: RestRoutes): ProcedureResolver {

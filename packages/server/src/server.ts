@@ -24,6 +24,7 @@ import { createSessionRelayHub } from "./daemons/relay-hub.js";
 import { createTerminalEndpoint } from "./daemons/terminal-endpoint.js";
 import { type DiagnosticsListener, listenDiagnostics, parseListenAddress } from "./diagnostics.js";
 import type { EdgeSettings } from "./edge.js";
+import { loadInstallFiles } from "./install-files.js";
 import { loadIntegrations } from "./integrations-config.js";
 import { type Listener, listen, type TlsFiles } from "./listener.js";
 import { createJsonLogger, type Logger } from "./logger.js";
@@ -68,6 +69,11 @@ export interface ServerOptions extends Partial<Omit<ServerConfig, "rateLimit">> 
   readonly instanceId?: string;
   /** Where the built console is (default: packages/console/dist next to this package). */
   readonly consoleDir?: string;
+  /**
+   * Where the release served under /install/ is: a folder with SHA256SUMS and the packages it
+   * lists (default: the package's own `release/`, else the repository's `pnpm release` output).
+   */
+  readonly installDir?: string;
 }
 
 export interface RunningServer {
@@ -153,9 +159,14 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
     ...(backend?.poolStats && { databasePool: backend.poolStats }),
   });
   const consoleAssets = config.console ? await loadConsole(options.consoleDir, logger) : undefined;
+  const install = await loadInstallFiles({
+    ...(options.installDir !== undefined && { dir: options.installDir }),
+    serverUrl: platform.services.config.publicBaseUrl,
+  });
   const handler = createRequestHandler({
     edge,
     console: consoleAssets,
+    install,
     storage: platform.services.storage,
     bodyLimitBytes: config.bodyLimitBytes,
     bodyTimeoutMs: config.bodyTimeoutSeconds * 1000,
@@ -183,7 +194,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
         metrics,
         ready: () => platform.services.storage.ping(),
       });
-      stopLagProbe = await startLagProbe(platform, metrics, instance.id);
+      stopLagProbe = await startLagProbe(platform, metrics, instance.id, logger);
     }
   } catch (error) {
     await opened?.close(0);
@@ -393,7 +404,7 @@ const lagProbeIntervalMs = 5_000;
  * Every instance publishes a probe on the event bus every few seconds with its clock's time, and
  * every instance observes how long each probe took to reach it.
  */
-async function startLagProbe(platform: Platform, metrics: ServerMetrics, instanceId: string) {
+async function startLagProbe(platform: Platform, metrics: ServerMetrics, instanceId: string, logger: Logger) {
   const { events, clock } = platform.services;
   const unsubscribe = await events.subscribe(lagProbeTopic, (payload) => {
     const sentAt = (payload as { sentAt?: unknown } | null)?.sentAt;
@@ -402,7 +413,10 @@ async function startLagProbe(platform: Platform, metrics: ServerMetrics, instanc
   const publish = () =>
     void events
       .publish(lagProbeTopic, { sentAt: clock.now().getTime(), from: instanceId })
-      .catch(() => undefined);
+      .catch((error: unknown) =>
+        // The next probe tries again; the lag series shows the gap.
+        logger.warn("event bus lag probe not published", { instanceId, error: String(error) }),
+      );
   publish();
   const timer = setInterval(publish, lagProbeIntervalMs);
   timer.unref();

@@ -11,12 +11,10 @@ import type http from "node:http";
 import type http2 from "node:http2";
 import { Code } from "@connectrpc/connect";
 import type { EdgeRequest } from "./edge.js";
+import { isProcedurePath } from "./procedure-path.js";
 
 type Request = http.IncomingMessage | http2.Http2ServerRequest;
 type Response = http.ServerResponse | http2.Http2ServerResponse;
-
-/** `/<package>.<Service>/<Method>`: a dotted service name, as REST paths never have. */
-const procedurePath = /^\/[A-Za-z_][\w]*(\.[A-Za-z_]\w*)+\/[A-Za-z_]\w*$/;
 
 /** Answers the request when it is an RPC to an unknown procedure (and returns true). */
 export function answerUnknownProcedure(
@@ -26,7 +24,7 @@ export function answerUnknownProcedure(
   edge: EdgeRequest | undefined,
 ): boolean {
   // REST paths never have a dotted first segment: whatever their content type, the REST app answers.
-  if (!procedurePath.test(path)) return false;
+  if (!isProcedurePath(path)) return false;
   const type = String(req.headers["content-type"] ?? "").toLowerCase();
   const message = `${path.slice(1)} is not a procedure of this server`;
   if (type.startsWith("application/grpc")) {

@@ -68,7 +68,9 @@ describe("deployment files", () => {
     expect(dockerfile).toMatch(/^VOLUME \["\/var\/lib\/wap"\]$/m);
     expect(dockerfile).toMatch(/^HEALTHCHECK /m);
     const unit = readFileSync(join(repoRoot, "deploy/wap-server.service"), "utf8");
-    expect(unit).toContain(`ExecStart=/usr/bin/node /opt/wap/${installedBin}`);
+    // The command by name: systemd finds it where `npm install -g` or the Debian package put it.
+    expect(unit).toMatch(/^ExecStart=wap-server$/m);
+    expect(unit).toMatch(/^EnvironmentFile=-\/etc\/default\/wap-server$/m);
     expect(unit).toMatch(/^User=wap$/m);
     expect(unit).toMatch(/^ExecReload=\/bin\/kill -HUP \$MAINPID$/m);
     const compose = readFileSync(join(repoRoot, "deploy/compose.yaml"), "utf8");

@@ -3,8 +3,18 @@
  * unary path included), certificate issuance, rate-limit refusals, the event bus, the runtime;
  * and the request log's fields. One server for the file.
  */
-import { AuthService, CertificateKeyType, CertificateService, WorkspaceService } from "@wap/api";
-import { bearer, clientsFor, transportFor } from "@wap/test-kit/clients";
+import { create } from "@bufbuild/protobuf";
+import {
+  AuthService,
+  CertificateKeyType,
+  CertificateService,
+  Health,
+  ServerReflection,
+  ServerReflectionRequestSchema,
+  HealthCheckResponse_ServingStatus as Status,
+  WorkspaceService,
+} from "@wap/api";
+import { bearer, clientFor, clientsFor, transportFor } from "@wap/test-kit/clients";
 import { connectCall, restCall } from "@wap/test-kit/http";
 import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { until } from "@wap/test-kit/until";
@@ -158,6 +168,64 @@ describe("diagnostics", () => {
       sampleSum(samples, "wap_certificates_issued_total", { kind: "ssh_user", ca_key_type: "ed25519" }),
     ).toBe(2);
     expect(sampleSum(samples, "wap_rate_limit_refusals_total", { caller: "anonymous" })).toBe(1);
+  });
+
+  it("labels health and reflection calls with the protocol they spoke, and never an unknown procedure", async () => {
+    const check = "/grpc.health.v1.Health/Check";
+    const reflect = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo";
+    // Each protocol from an address of its own (behind the trusted proxy): anonymous budgets are small.
+    const from = (address: string) => ({ headers: { "x-forwarded-for": address } });
+    const protocols = [
+      ["grpc-h2", "grpc"],
+      ["grpc-web-h1", "grpc_web"],
+      ["connect-json-h1", "connect"],
+    ] as const;
+    for (const [i, [protocol]] of protocols.entries()) {
+      const health = clientFor(Health, transportFor(protocol, server.url));
+      expect((await health.check({ service: "" }, from(`198.51.100.${i + 1}`))).status).toBe(Status.SERVING);
+    }
+    const reflection = clientFor(ServerReflection, transportFor("grpc-h2", server.url));
+    async function* listServices() {
+      yield create(ServerReflectionRequestSchema, { messageRequest: { case: "listServices", value: "" } });
+    }
+    for await (const answer of reflection.serverReflectionInfo(listServices(), from("198.51.100.9"))) {
+      expect(answer.messageResponse.case).toBe("listServicesResponse");
+    }
+    const unknown = await connectCall(
+      server.url,
+      "platform.v1.NoSuchService/Nothing",
+      {},
+      from("198.51.100.10"),
+    );
+    expect(unknown.status).toBe(404);
+
+    let samples: Sample[] = [];
+    await until(async () => {
+      samples = parseSamples((await scrape()).text);
+      return (
+        sampleSum(samples, "wap_rpc_requests_total", { rpc: check }) >= protocols.length &&
+        sampleSum(samples, "wap_rpc_requests_total", { rpc: reflect }) >= 1
+      );
+    });
+    for (const [, label] of protocols) {
+      expect(
+        sampleSum(samples, "wap_rpc_requests_total", { rpc: check, protocol: label, code: "ok" }),
+        label,
+      ).toBe(1);
+    }
+    expect(sampleSum(samples, "wap_rpc_requests_total", { rpc: reflect, protocol: "grpc", code: "ok" })).toBe(
+      1,
+    );
+    expect(sampleSum(samples, "wap_rpc_requests_total", { rpc: check, protocol: "rest" })).toBe(0);
+    // A path the client chose is never a label: unknown procedures count under "none".
+    expect(samples.some((s) => s.labels.rpc?.includes("NoSuchService"))).toBe(false);
+    expect(
+      sampleSum(samples, "wap_rpc_requests_total", {
+        rpc: "none",
+        protocol: "connect",
+        code: "unimplemented",
+      }),
+    ).toBeGreaterThanOrEqual(1);
   });
 
   it("reports live counts, the event loop, and the event bus's lag", async () => {

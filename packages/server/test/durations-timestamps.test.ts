@@ -426,7 +426,8 @@ describe("upgrade repair", () => {
       await writeFile(
         script,
         `update certificate_authorities set user_default_ttl_seconds = 3600.5, host_max_ttl_seconds = 7200.25 where id = '${id}';
-         delete from wap_schema_migration where name = '012_whole_second_durations';`,
+         alter table targets drop column reported_endpoints;
+         delete from wap_schema_migration where name >= '012_whole_second_durations';`,
       );
       execFileSync("sqlite3", [db, `.read ${script}`]);
       server = await start();

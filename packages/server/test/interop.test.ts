@@ -2,16 +2,22 @@
  * Clients we did not write, against the running server: Python grpcio with stubs that Debian's
  * protoc 3.21 and grpc_python_plugin generate from the published proto3 files (unary calls, a
  * server stream and its deadline, error details, health checking, reflection, an unknown
- * procedure); curl speaking gRPC-Web (binary and JSON) and raw gRPC over h2c; `buf curl` without a
+ * procedure); curl speaking gRPC-Web (binary, JSON and base64 text) and raw gRPC over h2c; `buf curl` without a
  * schema, discovering everything through reflection.
  */
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { copyFile, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { LoginRequestSchema, LoginResponseSchema } from "@wap/api";
+import {
+  HealthCheckRequestSchema,
+  HealthCheckResponse_ServingStatus,
+  HealthCheckResponseSchema,
+  LoginRequestSchema,
+  LoginResponseSchema,
+} from "@wap/api";
 import { signUpWithWorkspace } from "@wap/test-kit/http";
 import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -235,6 +241,112 @@ describe("curl", () => {
     );
     expect(connect.head).toMatch(/^http\/1\.1 404/);
     expect(JSON.parse(connect.body.toString("utf8")).code).toBe("unimplemented");
+  });
+});
+
+/** A gRPC-Web text body: base64 in 4-character groups, each chunk padded on its own. */
+function fromText(body: Buffer): Buffer {
+  const text = body.toString("latin1");
+  expect(text).toMatch(/^(?:[A-Za-z0-9+/]{4}|[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)*$/);
+  return Buffer.concat((text.match(/.{4}/g) ?? []).map((group) => Buffer.from(group, "base64")));
+}
+
+describe("curl speaking gRPC-Web text", () => {
+  const login = () => create(LoginRequestSchema, { email: account.email, password: account.password });
+  const text = (bytes: Buffer) => Buffer.from(bytes.toString("base64"));
+
+  for (const http of ["HTTP/1.1", "HTTP/2"] as const) {
+    const extra = http === "HTTP/2" ? ["--http2-prior-knowledge"] : [];
+
+    it(`calls a unary RPC over ${http} and reads the answer in base64`, async () => {
+      const { head, body } = await curl(
+        "/platform.v1.AuthService/Login",
+        "application/grpc-web-text",
+        text(envelope(toBinary(LoginRequestSchema, login()))),
+        ["-H", "accept: application/grpc-web-text", ...extra],
+      );
+      expect(head).toMatch(http === "HTTP/2" ? /^http\/2 200/ : /^http\/1\.1 200/);
+      expect(head).toMatch(/content-type: application\/grpc-web-text\+proto/);
+      const [message, trailer] = frames(fromText(body));
+      expect(fromBinary(LoginResponseSchema, message!.data).accessToken.length).toBeGreaterThan(0);
+      expect(trailer?.flags).toBe(0x80);
+      expect(trailer!.data.toString("latin1")).toMatch(/grpc-status:\s*0/);
+    });
+
+    it(`hears unimplemented in text over ${http} for an unknown procedure`, async () => {
+      const { head } = await curl(
+        "/platform.v1.UserService/NoSuchMethod",
+        "application/grpc-web-text",
+        text(envelope(Buffer.alloc(0))),
+        extra,
+      );
+      expect(head).toMatch(/content-type: application\/grpc-web-text\+proto/);
+      expect(head).toMatch(/grpc-status: 12/);
+    });
+  }
+
+  it("accepts a request split into padded chunks, and names a bad field", async () => {
+    // Two chunks, the first padded: as a client that flushes twice would send them.
+    const frame = envelope(
+      toBinary(LoginRequestSchema, create(LoginRequestSchema, { email: "not an email" })),
+    );
+    const split = Buffer.concat([text(frame.subarray(0, 4)), text(frame.subarray(4))]);
+    expect(split.toString().indexOf("=")).toBeLessThan(split.length - 2);
+    const { body } = await curl("/platform.v1.AuthService/Login", "application/grpc-web-text", split);
+    const trailer = frames(fromText(body))
+      .find((f) => f.flags === 0x80)!
+      .data.toString("latin1");
+    expect(trailer).toMatch(/grpc-status:\s*3/);
+    expect(decodeURIComponent(/grpc-message:\s*(.*)/.exec(trailer)![1]!)).toMatch(/email/);
+  });
+
+  it("refuses a body that is not base64 as invalid_argument", async () => {
+    const { head, body } = await curl(
+      "/platform.v1.AuthService/Login",
+      "application/grpc-web-text",
+      Buffer.from("AAAA!AAA"),
+    );
+    expect(head).toMatch(/content-type: application\/grpc-web-text\+proto/);
+    const status = [head, ...frames(fromText(body)).map((f) => f.data.toString("latin1"))].join("\n");
+    expect(status).toMatch(/grpc-status:\s*3/);
+    expect(decodeURIComponent(/grpc-message:\s*(.*)/.exec(status)![1]!.trim())).toContain("base64");
+  });
+
+  it("streams a server stream's messages, each reaching the client whole while the stream stays open", async () => {
+    const request = join(work, "watch.txt");
+    await writeFile(
+      request,
+      text(envelope(toBinary(HealthCheckRequestSchema, create(HealthCheckRequestSchema, { service: "" })))),
+    );
+    // Health/Watch stays open: its first message must arrive, decodable, before any end.
+    const watcher = spawn("curl", [
+      "-sS",
+      "-N",
+      "-H",
+      "content-type: application/grpc-web-text",
+      "--data-binary",
+      `@${request}`,
+      `${server.url}/grpc.health.v1.Health/Watch`,
+    ]);
+    try {
+      let received = Buffer.alloc(0);
+      const first = await new Promise<Buffer>((resolve, reject) => {
+        watcher.once("error", reject);
+        watcher.once("exit", (code) => reject(new Error(`curl ended (${code}) before a whole message`)));
+        watcher.stdout.on("data", (chunk: Buffer) => {
+          received = Buffer.concat([received, chunk]);
+          if (received.length % 4 !== 0) return;
+          const bytes = fromText(received);
+          if (bytes.length >= 5 && bytes.length >= 5 + bytes.readUInt32BE(1)) resolve(frames(bytes)[0]!.data);
+        });
+      });
+      expect(fromBinary(HealthCheckResponseSchema, first).status).toBe(
+        HealthCheckResponse_ServingStatus.SERVING,
+      );
+      expect(watcher.exitCode).toBeNull();
+    } finally {
+      watcher.kill();
+    }
   });
 });
 

@@ -3,6 +3,7 @@
  * /openapi.json, and listing exactly the HTTP routes the server serves.
  */
 import { readFileSync } from "node:fs";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { platformServices } from "@wap/api";
 import { publicProcedures } from "@wap/core";
@@ -14,7 +15,10 @@ import { createRestRoutes } from "../src/rest/index.js";
 
 const committedFile = join(import.meta.dirname, "..", "openapi.json");
 const committed = JSON.parse(readFileSync(committedFile, "utf8")) as {
-  paths: Record<string, Record<string, { security: unknown[]; "x-rpc"?: string }>>;
+  paths: Record<
+    string,
+    Record<string, { security: unknown[]; "x-rpc"?: string; responses: Record<string, unknown> }>
+  >;
   components: { securitySchemes: Record<string, unknown> };
 };
 const httpMethods = new Set(["get", "put", "post", "delete", "patch", "head", "options"]);
@@ -47,6 +51,15 @@ function served(): Set<string> {
     found.add(`${route.method} ${openApiPathOfHono(route.path)}`);
   }
   return found;
+}
+
+/** The first line a raw HTTP/1.1 request over TCP is answered with. */
+async function statusLine(port: number, request: string): Promise<string> {
+  const socket = connect(port, "127.0.0.1");
+  socket.end(request);
+  let answer = "";
+  for await (const chunk of socket) answer += (chunk as Buffer).toString("latin1");
+  return answer.split("\r\n", 1)[0]!;
 }
 
 describe("the OpenAPI document", () => {
@@ -101,6 +114,18 @@ describe("the OpenAPI document", () => {
     expect(unknown.headers.get("cache-control")).toBe("no-store");
   });
 
+  it("documents the probes' only client errors, the HTTP layer's refusals of unreadable requests", async () => {
+    for (const probe of ["/healthz", "/readyz"]) {
+      expect(Object.keys(committed.paths[probe]!.get!.responses)).toEqual(
+        expect.arrayContaining(["200", "4XX"]),
+      );
+      const big = `GET ${probe} HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`;
+      expect(await statusLine(server.port, big)).toBe("HTTP/1.1 431 Request Header Fields Too Large");
+      const malformed = `GET ${probe} HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n`;
+      expect(await statusLine(server.port, malformed)).toBe("HTTP/1.1 400 Bad Request");
+    }
+  });
+
   it("is served at /openapi.json, with both credentials described and public RPCs open", async () => {
     const response = await fetch(`${server.url}/openapi.json`);
     expect(response.status).toBe(200);
@@ -112,5 +137,21 @@ describe("the OpenAPI document", () => {
     });
     expect(committed.paths["/v1/login"]?.post?.security).toEqual([]);
     expect(committed.paths["/v1/whoami"]?.get?.security).toEqual([{ bearerAuth: [] }, { sessionCookie: [] }]);
+  });
+});
+
+describe("/openapi.json past the edge", () => {
+  it("is counted against the rate limit and refused over it, as documented", async () => {
+    const limited = await startTestServer({ rateLimit: { anonymousPoints: 2 } });
+    try {
+      for (let i = 0; i < 2; i++) expect((await fetch(`${limited.url}/openapi.json`)).status).toBe(200);
+      const refused = await fetch(`${limited.url}/openapi.json`);
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get("retry-after")).toMatch(/^\d+$/);
+      expect(await refused.json()).toMatchObject({ code: 8, details: [{ reason: "RATE_LIMITED" }] });
+      expect(committed.paths["/openapi.json"]!.get!.responses).toHaveProperty("429");
+    } finally {
+      await limited.close();
+    }
   });
 });

@@ -121,6 +121,32 @@ describe("backup and restore of the embedded database", () => {
   });
 
   it(
+    "writes the backup, and the restored database, readable by their owner only under umask 022",
+    async () => {
+      await signUpWithWorkspace(server.url);
+      const backupFile = join(await tempDir("wap-backup-mode-"), "wap-backup.db");
+      const restoredDir = await tempDir("wap-restored-mode-");
+      // The commands run in processes of their own, which inherit this umask.
+      const previous = process.umask(0o022);
+      try {
+        const backup = await wapServer(["backup", "--to", backupFile], { WAP_DATA_DIR: dataDir });
+        expect(backup.code, backup.stderr).toBe(0);
+        const restored = await wapServer(["restore", "--from", backupFile], {
+          WAP_DATA_DIR: restoredDir,
+          WAP_MASTER_KEY_FILE: join(dataDir, "master.key"),
+        });
+        expect(restored.code, restored.stderr).toBe(0);
+      } finally {
+        process.umask(previous);
+      }
+      const mode = async (file: string) => ((await stat(file)).mode & 0o777).toString(8);
+      expect(await mode(backupFile)).toBe("600");
+      expect(await mode(join(restoredDir, "wap.db"))).toBe("600");
+    },
+    slow,
+  );
+
+  it(
     "backs up under concurrent writes; the restored copy holds every write acknowledged before it began",
     async () => {
       const owner = await signUpWithWorkspace(server.url);

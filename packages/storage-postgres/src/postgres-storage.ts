@@ -90,6 +90,24 @@ function guard<C extends object>(client: C): C {
   return client;
 }
 
+/**
+ * Kysely's Migrator looks for its tables by introspecting every schema of the database, and that
+ * query fails with invalid_schema_name when another schema is dropped while it runs (another
+ * installation in the same database, removed at that moment). Such a failure says nothing about
+ * ours: the attempt is made again, a few times.
+ */
+async function migrateRetryingOthersDrops<T>(run: () => Promise<T>, schema: string): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await run();
+    } catch (error) {
+      const { code, message } = error as { code?: unknown; message?: unknown };
+      const othersDrop = code === "3F000" && typeof message === "string" && !message.includes(`"${schema}"`);
+      if (!othersDrop || attempt >= 5) throw error;
+    }
+  }
+}
+
 async function migrate(db: Kysely<Database>): Promise<void> {
   await db.connection().execute(async (conn) => {
     const row = await sql<{ schema: string | null }>`select current_schema() as schema`.execute(conn);
@@ -102,7 +120,10 @@ async function migrate(db: Kysely<Database>): Promise<void> {
     await sql`select pg_advisory_lock(${sql.lit(migrationLockClass)}, hashtext(${schema}))`.execute(conn);
     try {
       // Kysely's Migrator runs the pending migrations in one transaction on PostgreSQL.
-      await migrateToLatest(conn as Kysely<unknown>, "postgres", { schema });
+      await migrateRetryingOthersDrops(
+        () => migrateToLatest(conn as Kysely<unknown>, "postgres", { schema }),
+        schema,
+      );
     } finally {
       await sql`select pg_advisory_unlock(${sql.lit(migrationLockClass)}, hashtext(${schema}))`.execute(conn);
     }

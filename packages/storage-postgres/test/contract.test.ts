@@ -26,6 +26,37 @@ runStorageContract({
 });
 
 describe("postgres adapter", () => {
+  it("starts while another installation's schema is dropped in the same database", async () => {
+    // Kysely's Migrator introspects every schema; a drop elsewhere used to fail our start.
+    let churning = true;
+    const tables = Array.from(
+      { length: 20 },
+      (_, i) => `create table %s.t${i} (id int primary key, v text);`,
+    );
+    const churner = async () => {
+      let rounds = 0;
+      while (churning || rounds < 3) {
+        const other = `wap_other_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
+        await admin(async (c) => {
+          await c.query(`create schema ${other}; ${tables.join("").replaceAll("%s", other)}`);
+          await c.query(`drop schema ${other} cascade`);
+        });
+        rounds++;
+      }
+      return rounds;
+    };
+    const churns = [churner(), churner(), churner()];
+    try {
+      for (let i = 0; i < 12; i++) {
+        const storage = await createPostgresStorage({ connectionString: await freshSchema() });
+        await storage.close();
+      }
+    } finally {
+      churning = false;
+    }
+    for (const rounds of await Promise.all(churns)) expect(rounds).toBeGreaterThanOrEqual(3);
+  }, 120_000);
+
   it("declares multiInstance; concurrent starts on a new schema migrate it exactly once", async () => {
     const fresh = await freshSchema();
     const storages = await Promise.all(
@@ -59,9 +90,10 @@ describe("postgres adapter", () => {
     await (await createPostgresStorage({ connectionString: fresh })).close();
     const schema = new URL(fresh).searchParams.get("application_name");
     const [a, b] = [randomUUID(), randomUUID()];
-    // A database from before the rule: without what 011 adds, nor the records from 011 on (Kysely
-    // applies only a history without gaps).
+    // A database from before the rule: without what 011 and later migrations add, nor their
+    // records (Kysely applies only a history without gaps).
     await admin(async (c) => {
+      await c.query(`alter table ${schema}.targets drop column reported_endpoints`);
       await c.query(`drop index ${schema}.users_username_lower_key`);
       await c.query(`drop index ${schema}.cli_logins_address_idx`);
       await c.query(`drop index ${schema}.daemon_sessions_workspace_state_idx`);

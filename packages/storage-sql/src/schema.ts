@@ -174,6 +174,8 @@ export interface TargetsTable {
   description: string;
   tags: JsonColumn;
   endpoints: JsonColumn;
+  /** 013_reported_endpoints. */
+  reported_endpoints: JsonColumn;
   metadata: JsonColumn;
   created_at: MillisColumn;
   updated_at: MillisColumn;

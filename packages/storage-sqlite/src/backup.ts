@@ -6,11 +6,17 @@
  * @module
  */
 import BetterSqlite3 from "better-sqlite3";
+import { preparePrivateFiles } from "./database-files.js";
 
-/** Copies the database `from` into the new file `to` (overwritten if it exists). */
+/**
+ * Copies the database `from` into the new file `to` (overwritten if it exists). The copy holds
+ * everything the database does, so it is created 0600 whatever the umask, like the database.
+ */
 export async function backupDatabase(from: string, to: string, options: { busyTimeoutMs?: number } = {}) {
   const source = new BetterSqlite3(from, { fileMustExist: true });
   try {
+    // SQLite gives the copy's journal the copy's mode: the copy must be private before it opens.
+    preparePrivateFiles(to);
     source.pragma(`busy_timeout = ${Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5000))}`);
     await source.backup(to);
   } finally {

@@ -10,15 +10,22 @@ const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 const bin = join(repoRoot, "packages/agent/src/bin.ts");
 const nodeArgs = ["--import", "tsx", bin];
 
-/** Runs a short command (`enroll`, `sshd-config`, `status`) to its end. */
+/**
+ * Runs a short command (`enroll`, `sshd-config`, `status`) to its end; with `asUid`, as that
+ * user and group id (through `setpriv`), where root's permissions would hide a permission failure.
+ */
 export function wapAgent(
   args: readonly string[],
   env: NodeJS.ProcessEnv = {},
+  asUid?: number,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
+  const command = [process.execPath, ...nodeArgs, ...args];
+  if (asUid !== undefined)
+    command.unshift("setpriv", `--reuid=${asUid}`, `--regid=${asUid}`, "--clear-groups");
   return new Promise((done) => {
     execFile(
-      process.execPath,
-      [...nodeArgs, ...args],
+      command[0]!,
+      command.slice(1),
       { cwd: repoRoot, env: { ...process.env, ...env }, timeout: 60_000 },
       (error, stdout, stderr) => {
         const code = error === null ? 0 : typeof error.code === "number" ? error.code : 1;

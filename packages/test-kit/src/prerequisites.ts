@@ -80,6 +80,12 @@ export const PREREQUISITES: readonly Prerequisite[] = [
     isPresent: commands("dpkg-deb"),
   },
   {
+    what: "systemd-analyze",
+    debianPackage: "systemd",
+    why: "the release test checks the Debian packages' systemd units with systemd-analyze verify",
+    isPresent: commands("systemd-analyze"),
+  },
+  {
     what: "sqlite3",
     debianPackage: "sqlite3",
     why: "a migration test edits a database file as an earlier release left it",

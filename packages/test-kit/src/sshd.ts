@@ -13,7 +13,7 @@ import { mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from "node:fs/p
 import { createServer } from "node:net";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
-import { opensshPrivateKey, sshPublicKeyLine } from "@wap/core/ssh-keys";
+import { opensshPrivateKey, sshPublicKeyLine } from "@wap/ssh-wire";
 import {
   findOrInstallSshd,
   INSTALL_HINT,

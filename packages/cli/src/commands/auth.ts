@@ -13,7 +13,7 @@ import { createDaemonClient } from "@wap/client";
 import type { SignedInUser } from "../config.js";
 import { formatDuration } from "../duration.js";
 import { CliError, usageError } from "../exit-codes.js";
-import { table } from "../output.js";
+import { printable, table } from "../output.js";
 import { explainRpcError, RpcError } from "../rpc-errors.js";
 import { type CommandContext, clientHeaders, serverOf, withSession } from "../session.js";
 import { readCertificateFile } from "../ssh/user-certificates.js";
@@ -65,7 +65,11 @@ export async function login(ctx: CommandContext, options: LoginOptions): Promise
     ctx.out.note(
       `To sign in, open this page in a browser where you are signed in to ${server}:\n\n  ${url}\n`,
     );
-    if (userCode !== "") ctx.out.note(`Check that the page shows this code: ${userCode}\n`);
+    if (userCode !== "") {
+      ctx.out.note(
+        `Type this code on the page, then approve: ${userCode}\n(three wrong codes cancel the sign-in)\n`,
+      );
+    }
     if (options.browser && canOpenBrowser(ctx.env)) {
       // A browser that fails to start leaves the URL above to copy.
       const { default: open } = await import("open");
@@ -90,7 +94,7 @@ export async function login(ctx: CommandContext, options: LoginOptions): Promise
     }));
     ctx.out.result(
       { server, deviceId, user: signedIn },
-      () => `Signed in to ${server} as ${user.username} <${user.email}>.`,
+      () => `Signed in to ${server} as ${printable(user.username)} <${printable(user.email)}>.`,
     );
   } catch (error) {
     throw loginError(error, server, abort.signal.aborted);
@@ -208,11 +212,12 @@ export async function status(ctx: CommandContext): Promise<void> {
         ["Server", session.server],
         user === undefined
           ? ["Service account", session.subjectId || "(token)"]
-          : ["User", `${user.username} (${user.name} <${user.email}>)`],
+          : ["User", printable(`${user.username} (${user.name} <${user.email}>)`)],
         ...(session.kind === "device" ? [["Device", session.config.deviceId ?? ""]] : []),
         [
           "Workspaces",
-          result.workspaces.map((w) => (w.current ? `${w.name} (current)` : w.name)).join(", ") || "none",
+          result.workspaces.map((w) => printable(w.current ? `${w.name} (current)` : w.name)).join(", ") ||
+            "none",
         ],
       ];
       const width = Math.max(...lines.map(([k]) => k!.length)) + 2;

@@ -6,7 +6,7 @@
  */
 import "reflect-metadata";
 import { webcrypto } from "node:crypto";
-import { chmod, writeFile } from "node:fs/promises";
+import { chmod, rm, writeFile } from "node:fs/promises";
 import { isIP } from "node:net";
 import { basename, join, resolve } from "node:path";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
@@ -16,10 +16,11 @@ import {
   SignSSHCertificateRequest_CertificateType,
   SignX509CertificateRequest_X509Usage,
 } from "@wap/api";
-import { readSshCertificate, type SshCertificateInfo } from "@wap/core/ssh-keys";
+import { readSshCertificate, type SshCertificateInfo } from "@wap/ssh-wire";
 import { chooseAuthority, subjectAccess } from "../access.js";
 import { formatDuration } from "../duration.js";
 import { CliError, usageError } from "../exit-codes.js";
+import { printable } from "../output.js";
 import { type CommandContext, withSession } from "../session.js";
 import { currentCertificate, ensureCertificate } from "../ssh/user-certificates.js";
 import { resolveWorkspace } from "../workspaces.js";
@@ -175,30 +176,39 @@ const fileNameOf = (name: string) =>
   name.replace(/[^A-Za-z0-9._-]/g, "_").replace(/^\.+/, "_") || "certificate";
 
 export async function certTls(ctx: CommandContext, options: CertTlsOptions): Promise<void> {
-  if ((options.csr === undefined) === (options.cn === undefined)) {
-    throw usageError("give either --csr <file> or --cn <name>");
+  if (options.csr !== undefined && options.cn !== undefined) {
+    throw usageError("give either --csr <file> or --cn <name>, not both");
+  }
+  // A client certificate always names the caller by id: with neither, that is its CN.
+  if (options.csr === undefined && options.cn === undefined && options.usage !== "client") {
+    throw usageError("give --csr <file> or --cn <name> (a server certificate names a host)");
   }
   if (options.csr !== undefined && options.san.length > 0) {
     throw usageError("--san goes with --cn; a CSR carries its own names");
   }
-  let csr: string;
-  let key: string | undefined;
-  let name: string;
-  if (options.csr !== undefined) {
-    const text = await ctx.store.readFile(resolve(options.csr));
-    if (text === undefined) throw new CliError(`no CSR at ${options.csr}`);
-    csr = text;
-    name = fileNameOf(basename(options.csr).replace(/\.(csr|pem|req)$/i, ""));
-  } else {
-    const commonName = options.cn!;
-    // A server certificate names its host; a client certificate carries only its CN.
-    const sans = options.san.length > 0 || options.usage === "client" ? options.san : [commonName];
-    const generated = await keyAndCsr(commonName, sans);
-    csr = generated.csr;
-    key = generated.key;
-    name = fileNameOf(commonName);
-  }
   await withSession(ctx, async (session) => {
+    let csr: string;
+    let key: string | undefined;
+    let name: string;
+    if (options.csr !== undefined) {
+      const text = await ctx.store.readFile(resolve(options.csr));
+      if (text === undefined) throw new CliError(`no CSR at ${options.csr}`);
+      csr = text;
+      name = fileNameOf(basename(options.csr).replace(/\.(csr|pem|req)$/i, ""));
+    } else {
+      const commonName = options.cn ?? session.subjectId;
+      if (options.cn === undefined) {
+        ctx.out.note(
+          `The certificate names you: CN=${commonName} (a client certificate carries the caller's id).`,
+        );
+      }
+      // A server certificate names its host; a client certificate carries only its CN.
+      const sans = options.san.length > 0 || options.usage === "client" ? options.san : [commonName];
+      const generated = await keyAndCsr(commonName, sans);
+      csr = generated.csr;
+      key = generated.key;
+      name = fileNameOf(commonName);
+    }
     const workspace = await resolveWorkspace(ctx, session);
     const { certificateAuthorities } = await session.clients.certificates.listCertificateAuthorities({
       workspaceId: workspace.id,
@@ -220,7 +230,10 @@ export async function certTls(ctx: CommandContext, options: CertTlsOptions): Pro
       caChain: join(options.out, `${name}-ca.crt`),
     };
     if (key !== undefined) {
-      await writeFile(files.key!, key, { mode: 0o600 });
+      // A new file, created 0600: an existing one (readable by others, or a link elsewhere) is
+      // replaced, never written through.
+      await rm(files.key!, { force: true });
+      await writeFile(files.key!, key, { mode: 0o600, flag: "wx" });
       await chmod(files.key!, 0o600);
     }
     await writeFile(files.certificate, ensureNewline(signed.certificate), { mode: 0o644 });
@@ -229,7 +242,7 @@ export async function certTls(ctx: CommandContext, options: CertTlsOptions): Pro
     ctx.out.result({ ...files, ca: ca.name, caId: ca.id, expiresAt }, () =>
       [
         `Wrote ${[files.certificate, files.key, files.caChain].filter((f) => f !== undefined).join(", ")}`,
-        `Signed by ${ca.name}; expires ${expiresAt ?? "(unknown)"}.`,
+        `Signed by ${printable(ca.name)}; expires ${expiresAt ?? "(unknown)"}.`,
       ].join("\n"),
     );
   });

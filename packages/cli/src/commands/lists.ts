@@ -9,7 +9,7 @@ import { Code } from "@connectrpc/connect";
 import { AuthorityType } from "@wap/api";
 import { reachableTargets, subjectAccess } from "../access.js";
 import { usageError } from "../exit-codes.js";
-import { table } from "../output.js";
+import { printable, table } from "../output.js";
 import { RpcError } from "../rpc-errors.js";
 import { type CommandContext, withSession } from "../session.js";
 import { findWorkspace, listWorkspaces, resolveWorkspace } from "../workspaces.js";
@@ -39,7 +39,10 @@ export async function useWorkspace(ctx: CommandContext, name: string): Promise<v
     if (session.kind !== "device") throw usageError("with a token, pass --workspace to each command instead");
     const chosen = findWorkspace(await listWorkspaces(session), name);
     await ctx.store.update((config) => ({ ...config, workspace: { id: chosen.id, name: chosen.name } }));
-    ctx.out.result({ id: chosen.id, name: chosen.name }, () => `Now using workspace ${chosen.name}.`);
+    ctx.out.result(
+      { id: chosen.id, name: chosen.name },
+      () => `Now using workspace ${printable(chosen.name)}.`,
+    );
   });
 }
 
@@ -61,7 +64,7 @@ export async function targets(ctx: CommandContext): Promise<void> {
     }));
     ctx.out.result(rows, () =>
       rows.length === 0
-        ? `You cannot reach any target in ${workspace.name} yet.`
+        ? `You cannot reach any target in ${printable(workspace.name)} yet.`
         : table(
             ["NAME", "STATE", "LOGINS", "ENDPOINTS"],
             rows.map((t) => [t.name, t.state, t.logins.join(","), t.endpoints.join(",")]),
@@ -90,7 +93,7 @@ export async function cas(ctx: CommandContext): Promise<void> {
     }));
     ctx.out.result(rows, () =>
       rows.length === 0
-        ? `Workspace ${workspace.name} has no certificate authorities.`
+        ? `Workspace ${printable(workspace.name)} has no certificate authorities.`
         : table(
             ["NAME", "TYPE", "ACTIVE", "DEFAULT", "NOT AFTER", "ID"],
             rows.map((ca) => [ca.name, ca.type, yes(ca.active), yes(ca.default), ca.notAfter ?? "-", ca.id]),
@@ -136,7 +139,7 @@ export async function sessions(ctx: CommandContext): Promise<void> {
     if (denied !== undefined && rows.length === 0) throw denied;
     ctx.out.result(rows, () =>
       rows.length === 0
-        ? `No open sessions on the targets you can reach in ${workspace.name}.`
+        ? `No open sessions on the targets you can reach in ${printable(workspace.name)}.`
         : table(
             ["SESSION", "TARGET", "LOGIN", "USER"],
             rows.map((s) => [s.sessionId, s.target, s.login, s.userId]),

@@ -9,24 +9,37 @@ import { findTarget, type Reachable, reachableTargets, subjectAccess } from "../
 import type { ConfigStore } from "../config.js";
 import { CliError, ExitCode } from "../exit-codes.js";
 import { selfCommand, shellQuote } from "../invocation.js";
+import { printable } from "../output.js";
 import { RpcError } from "../rpc-errors.js";
 import { type CommandContext, type Session, withSession } from "../session.js";
-import { firstReachable, runSsh } from "../ssh/run-ssh.js";
+import { defaultRenewBeforeMs } from "../ssh/renewal.js";
+import { firstReachable, runSsh, sshArguments } from "../ssh/run-ssh.js";
 import { configValue, type HostBlock, type RenewalHook, renderSshConfig } from "../ssh/ssh-config.js";
-import { knownHostsFile, parseEndpoint, sshSettings } from "../ssh/targets.js";
+import {
+  isId,
+  isLoginName,
+  knownHostsFile,
+  type SshFiles,
+  sshSettings,
+  targetProblem,
+  usableEndpoints,
+} from "../ssh/targets.js";
 import { ensureCertificate } from "../ssh/user-certificates.js";
 import { listWorkspaces, resolveWorkspace } from "../workspaces.js";
 
-/** How long before expiry a certificate is replaced, unless told otherwise. */
-export const defaultRenewBeforeMs = 5 * 60_000;
-
-export const knownHostsPath = (store: ConfigStore, workspaceId: string) =>
-  join(store.sshDir, `known_hosts-${workspaceId}`);
+export function knownHostsPath(store: ConfigStore, workspaceId: string): string {
+  // The id names a file: only ever a UUID, never a path.
+  if (!isId(workspaceId))
+    throw new CliError(`the server named a workspace ${JSON.stringify(workspaceId)}, which is not an id`);
+  return join(store.sshDir, `known_hosts-${workspaceId}`);
+}
 
 /** Writes the workspace's known_hosts file (its host CAs) and returns its path. */
 async function writeKnownHosts(store: ConfigStore, workspaceId: string, access: GetSubjectAccessResponse) {
   const path = knownHostsPath(store, workspaceId);
-  await store.writeFile(path, knownHostsFile(access.certificateAuthorities, access.targets));
+  const text = knownHostsFile(access.certificateAuthorities, access.targets);
+  // Usually unchanged since the last command: one read instead of a rewrite.
+  if ((await store.readFile(path)) !== text) await store.writeFile(path, text);
   return path;
 }
 
@@ -71,6 +84,13 @@ export async function ssh(
         `${reachable.target.name} has no address yet: its agent has not reported one (is it running?)`,
       );
     }
+    // Checked before anything is signed or written: a bad endpoint is refused, never dialled.
+    const endpoints = usableEndpoints(reachable.target);
+    if (!isLoginName(login)) {
+      throw new CliError(
+        `wap will not pass the login ${JSON.stringify(login)} to ssh: it is not a Unix login name; ask a workspace administrator to correct it`,
+      );
+    }
     const certificate = await ensureCertificate(session, ctx.store, ctx.env, {
       workspaceId: workspace.id,
       caId: reachable.authority.id,
@@ -78,11 +98,12 @@ export async function ssh(
       renewBeforeMs: defaultRenewBeforeMs,
     });
     const knownHosts = await writeKnownHosts(ctx.store, workspace.id, access);
-    return { reachable, login, certificate, knownHosts };
+    return { reachable, login, certificate, knownHosts, endpoints };
   });
-  const { reachable, login, certificate, knownHosts } = prepared;
-  const endpoints = reachable.target.endpoints.map(parseEndpoint);
-  const endpoint = (await firstReachable(endpoints)) ?? endpoints[0]!;
+  const { reachable, login, certificate, knownHosts, endpoints } = prepared;
+  // With one address there is nothing to choose: ssh connects (and says why it cannot) itself,
+  // and sshd is not made to start a connection only to have it dropped.
+  const endpoint = (endpoints.length > 1 ? await firstReachable(endpoints) : undefined) ?? endpoints[0]!;
   const settings = sshSettings(
     {
       identityFile: certificate.identityFile,
@@ -91,16 +112,7 @@ export async function ssh(
     },
     reachable.target,
   );
-  const args = [
-    ...settings.flatMap(([key, value]) => ["-o", `${key}=${configValue(value)}`]),
-    "-p",
-    String(endpoint.port),
-    "-l",
-    login,
-    endpoint.host,
-    ...command,
-  ];
-  const status = await runSsh(args, ctx.env);
+  const status = await runSsh(sshArguments(settings, endpoint, login, command), ctx.env);
   if (status === 255 && reachable.daemon !== undefined && !reachable.daemon.online) {
     ctx.out.note(
       `wap: the agent on ${reachable.target.name} is offline: start it on that machine (or ask its administrator), then try again`,
@@ -109,20 +121,61 @@ export async function ssh(
   return status;
 }
 
+/** Why a target is left out of the ssh config: its strings, or no login of the Unix form. */
+export function configProblem(workspace: Workspace, reachable: Reachable): string | undefined {
+  const problem = targetProblem(reachable.target);
+  if (problem !== undefined) return problem;
+  // Both ids go into the renewal hook's command line.
+  if (!isId(workspace.id) || !isId(reachable.authority?.id ?? ""))
+    return "the ids of its workspace or certificate authority are not UUIDs";
+  if (!reachable.logins.some(isLoginName))
+    return `none of its logins (${reachable.logins.map((l) => JSON.stringify(l)).join(", ")}) is a Unix login name`;
+  return undefined;
+}
+
 export interface ConfigSshOptions {
   readonly renewBeforeMs: number;
 }
 
+/** The workspace in an alias: its name in [a-z0-9._-], else its id. */
+function workspaceLabel(workspace: Workspace): string {
+  const label = workspace.name
+    .toLowerCase()
+    .replace(/[^a-z0-9._-]+/g, "-")
+    .replace(/^[^a-z0-9]+|-+$/g, "");
+  return label === "" ? workspace.id : label;
+}
+
 /** A Host alias unique across workspaces: the target's name, or `<workspace>/<name>` when taken. */
-function aliasesFor(entries: ReadonlyArray<{ workspace: Workspace; reachable: Reachable }>): string[] {
+export function aliasesFor(entries: ReadonlyArray<{ workspace: Workspace; reachable: Reachable }>): string[] {
   const count = new Map<string, number>();
   for (const { reachable } of entries)
     count.set(reachable.target.name, (count.get(reachable.target.name) ?? 0) + 1);
   return entries.map(({ workspace, reachable }) =>
     count.get(reachable.target.name) === 1
       ? reachable.target.name
-      : `${workspace.name.toLowerCase().replace(/[^a-z0-9._-]+/g, "-")}/${reachable.target.name}`,
+      : `${workspaceLabel(workspace)}/${reachable.target.name}`,
   );
+}
+
+/** The Host block of one target, for an entry {@link configProblem} found nothing wrong with. */
+export function hostBlock(
+  workspace: Workspace,
+  reachable: Reachable,
+  alias: string,
+  files: SshFiles,
+): HostBlock {
+  const endpoint = usableEndpoints(reachable.target)[0]!;
+  return {
+    alias,
+    comment: `${reachable.target.name} in ${workspace.name} (target ${reachable.target.id})`,
+    settings: [
+      ["HostName", endpoint.host],
+      ["Port", String(endpoint.port)],
+      ["User", reachable.logins.find(isLoginName)!],
+      ...sshSettings(files, reachable.target),
+    ],
+  };
 }
 
 async function workspacesToConfigure(ctx: CommandContext, session: Session): Promise<Workspace[]> {
@@ -139,7 +192,9 @@ export async function configSsh(ctx: CommandContext, options: ConfigSshOptions):
         access = await subjectAccess(session, workspace.id);
       } catch (error) {
         if (error instanceof RpcError && error.exitCode !== ExitCode.notSignedIn) {
-          ctx.out.note(`warning: skipping workspace ${workspace.name}: ${error.message}`);
+          ctx.out.note(
+            `warning: skipping workspace ${printable(workspace.name)}: ${printable(error.message)}`,
+          );
           continue;
         }
         throw error;
@@ -147,12 +202,19 @@ export async function configSsh(ctx: CommandContext, options: ConfigSshOptions):
       const knownHosts = await writeKnownHosts(ctx.store, workspace.id, access);
       for (const reachable of reachableTargets(access)) {
         if (
-          reachable.authority !== undefined &&
-          reachable.target.endpoints.length > 0 &&
-          reachable.logins.length > 0
-        ) {
-          entries.push({ workspace, reachable, knownHosts });
+          reachable.authority === undefined ||
+          reachable.target.endpoints.length === 0 ||
+          reachable.logins.length === 0
+        )
+          continue;
+        const problem = configProblem(workspace, reachable);
+        if (problem !== undefined) {
+          ctx.out.note(
+            `warning: leaving out target ${JSON.stringify(reachable.target.name)} of workspace ${printable(workspace.name)}: ${printable(problem)}`,
+          );
+          continue;
         }
+        entries.push({ workspace, reachable, knownHosts });
       }
     }
     const aliases = aliasesFor(entries);
@@ -168,7 +230,6 @@ export async function configSsh(ctx: CommandContext, options: ConfigSshOptions):
         caPublicKey: ca.publicKey,
         renewBeforeMs: options.renewBeforeMs,
       });
-      const endpoint = parseEndpoint(reachable.target.endpoints[0]!);
       const alias = aliases[i]!;
       const hookKey = `${workspace.id}/${ca.id}`;
       const hook = hooks.get(hookKey) ?? {
@@ -190,23 +251,13 @@ export async function configSsh(ctx: CommandContext, options: ConfigSshOptions):
       };
       hook.aliases.push(alias);
       hooks.set(hookKey, hook);
-      hosts.push({
-        alias,
-        comment: `${reachable.target.name} in ${workspace.name} (target ${reachable.target.id})`,
-        settings: [
-          ["HostName", endpoint.host],
-          ["Port", String(endpoint.port)],
-          ["User", reachable.logins[0]!],
-          ...sshSettings(
-            {
-              identityFile: certificate.identityFile,
-              certificateFile: certificate.certificateFile,
-              knownHostsFile: knownHosts,
-            },
-            reachable.target,
-          ),
-        ],
-      });
+      hosts.push(
+        hostBlock(workspace, reachable, alias, {
+          identityFile: certificate.identityFile,
+          certificateFile: certificate.certificateFile,
+          knownHostsFile: knownHosts,
+        }),
+      );
     }
     const configFile = join(ctx.store.sshDir, "config");
     await ctx.store.writeFile(configFile, renderSshConfig([...hooks.values()], hosts));
@@ -219,7 +270,7 @@ export async function configSsh(ctx: CommandContext, options: ConfigSshOptions):
           alias: h.alias,
           targetId: entries[i]!.reachable.target.id,
           workspaceId: entries[i]!.workspace.id,
-          user: entries[i]!.reachable.logins[0],
+          user: entries[i]!.reachable.logins.find(isLoginName),
         })),
       },
       () =>

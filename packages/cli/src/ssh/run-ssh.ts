@@ -7,10 +7,34 @@
 import { spawn } from "node:child_process";
 import { connect } from "node:net";
 import { CliError } from "../exit-codes.js";
+import { configValue } from "./ssh-config.js";
 import type { Endpoint } from "./targets.js";
 
 export const sshMissing = () =>
   new CliError("ssh is not installed: install the OpenSSH client (e.g. `apt-get install openssh-client`)");
+
+/**
+ * ssh's arguments for one login: wap's settings as `-o` options, the port and the user as their
+ * own options, then `--` before the destination, so that nothing from the server, whatever it
+ * holds, is read by ssh as an option.
+ */
+export function sshArguments(
+  settings: ReadonlyArray<readonly [string, string]>,
+  endpoint: Endpoint,
+  login: string,
+  command: readonly string[],
+): string[] {
+  return [
+    ...settings.flatMap(([key, value]) => ["-o", `${key}=${configValue(value)}`]),
+    "-p",
+    String(endpoint.port),
+    "-l",
+    login,
+    "--",
+    endpoint.host,
+    ...command,
+  ];
+}
 
 export function runSsh(args: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
   return new Promise((resolve, reject) => {

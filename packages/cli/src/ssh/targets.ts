@@ -5,8 +5,9 @@
  *
  * @module
  */
-import { isIPv6 } from "node:net";
 import type { CertificateAuthority, Target } from "@wap/api";
+import { endpointForm, loginNamePattern, parseEndpoint, resourceNamePattern } from "@wap/ssh-wire/forms";
+import { CliError } from "../exit-codes.js";
 import { withoutComment } from "./agent.js";
 
 export interface Endpoint {
@@ -14,13 +15,46 @@ export interface Endpoint {
   readonly port: number;
 }
 
-/** `10.0.0.5:4022`, `[fd00::5]:4022`, `host` (port 22). */
-export function parseEndpoint(text: string): Endpoint {
-  const bracketed = /^\[([^\]]+)\](?::(\d+))?$/.exec(text);
-  if (bracketed) return { host: bracketed[1]!, port: Number(bracketed[2] ?? 22) };
-  if (isIPv6(text)) return { host: text, port: 22 };
-  const match = /^(.*?)(?::(\d+))?$/.exec(text)!;
-  return { host: match[1]!, port: Number(match[2] ?? 22) };
+/**
+ * `10.0.0.5:4022`, `[fd00::5]:4022`, `host` (port 22); undefined for anything that is not a host
+ * name or an IP address with an optional port (the server's own rule), which wap never hands to ssh.
+ */
+export function endpointOf(text: string): Endpoint | undefined {
+  const parts = parseEndpoint(text);
+  return parts === null ? undefined : { host: parts.host, port: parts.port ?? 22 };
+}
+
+const idPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** Whether `value` is an id as the server writes them (a lower-case UUID). */
+export const isId = (value: string) => idPattern.test(value);
+const quoted = (value: string) => JSON.stringify(value);
+
+/**
+ * Why wap will not write this target into ssh's files or arguments, or undefined when every
+ * string of it that reaches ssh has the form the server enforces: an id, a target name, endpoints.
+ * A server answers only what its rules accepted; anything else came from a row written before a
+ * rule existed, or from a server that is not ours.
+ */
+export function targetProblem(target: Target): string | undefined {
+  if (!isId(target.id)) return `its id ${quoted(target.id)} is not a UUID`;
+  if (!resourceNamePattern.test(target.name)) return `its name ${quoted(target.name)} is not a target name`;
+  const bad = target.endpoints.find((e) => endpointOf(e) === undefined);
+  if (bad !== undefined) return `its endpoint ${quoted(bad)} is not ${endpointForm}`;
+  return undefined;
+}
+
+/** Whether `login` is a Unix login name, the only form wap passes to ssh as a user. */
+export const isLoginName = (login: string) => login.length <= 32 && loginNamePattern.test(login);
+
+/** The endpoints of a target, refused with a clear message when any is not one. */
+export function usableEndpoints(target: Target): Endpoint[] {
+  const problem = targetProblem(target);
+  if (problem !== undefined) {
+    throw new CliError(
+      `wap will not connect to ${quoted(target.name)}: ${problem}; ask a workspace administrator to correct the target`,
+    );
+  }
+  return target.endpoints.map((e) => endpointOf(e)!);
 }
 
 /** How known_hosts names a host: `host` on port 22, `[host]:port` otherwise. */
@@ -35,23 +69,41 @@ export const hostKeyAlias = (target: Target) => target.id;
 /** Every name ssh may look a target up by: its alias, its name, each endpoint. */
 export function knownHostsPatterns(target: Target): string[] {
   const names = [hostKeyAlias(target), target.name];
-  for (const endpoint of target.endpoints.map(parseEndpoint)) {
+  for (const endpoint of usableEndpoints(target)) {
     names.push(endpoint.host, knownHostsName(endpoint));
   }
   return [...new Set(names)];
 }
 
-/** One `@cert-authority` line per SSH authority, for the targets it signs host certificates for. */
+/** `<type> <base64>`: a public key line with nothing that known_hosts could read as more. */
+const keyLine = /^[a-z][a-z0-9@.-]* [A-Za-z0-9+/]+={0,3}$/;
+
+/**
+ * Every key the authority asks clients to trust now (the current key, the next one during a
+ * staged rotation, retired keys whose certificates are still valid), as the server lists them;
+ * the authority's key alone from a server that does not list them.
+ */
+function trustedKeyLines(ca: CertificateAuthority): string[] {
+  const keys = ca.trustedKeys.length > 0 ? ca.trustedKeys.map((key) => key.publicKey) : [ca.publicKey];
+  return keys.flatMap((key) => key.split("\n")).filter((line) => line.trim() !== "");
+}
+
+/**
+ * One `@cert-authority` line per trusted key of each SSH authority, for the targets it signs host
+ * certificates for. Targets and key lines not of the server's forms are left out, so no name can
+ * become a pattern such as `*` or a second entry.
+ */
 export function knownHostsFile(
   authorities: readonly CertificateAuthority[],
   targets: readonly Target[],
 ): string {
   const lines = ["# Written by wap: the certificate authorities of this workspace's hosts."];
+  const usable = targets.filter((t) => targetProblem(t) === undefined);
   for (const ca of authorities) {
-    const patterns = [...new Set(targets.filter((t) => t.caId === ca.id).flatMap(knownHostsPatterns))];
+    const patterns = [...new Set(usable.filter((t) => t.caId === ca.id).flatMap(knownHostsPatterns))];
     if (patterns.length === 0) continue;
-    for (const key of ca.publicKey.split("\n").filter((l) => l.trim() !== "")) {
-      lines.push(`@cert-authority ${patterns.join(",")} ${withoutComment(key)}`);
+    for (const key of trustedKeyLines(ca).map(withoutComment)) {
+      if (keyLine.test(key)) lines.push(`@cert-authority ${patterns.join(",")} ${key}`);
     }
   }
   return `${lines.join("\n")}\n`;

@@ -21,11 +21,12 @@ import {
   readSshCertificate,
   type SshCertificateInfo,
   sshPublicKeyLine,
-} from "@wap/core/ssh-keys";
+} from "@wap/ssh-wire";
 import type { ConfigStore } from "../config.js";
 import { CliError } from "../exit-codes.js";
 import type { Session } from "../session.js";
 import { addToAgent, agentAvailable, agentPublicKeys, withoutComment } from "./agent.js";
+import { isId } from "./targets.js";
 
 /** A certificate ready for `ssh`. */
 export interface UserCertificate {
@@ -41,7 +42,10 @@ export interface UserCertificate {
   readonly info: SshCertificateInfo;
 }
 
+/** The key and certificate files of an authority, named by its id (only ever a UUID, never a path). */
 export function certificatePaths(store: ConfigStore, caId: string) {
+  if (!isId(caId))
+    throw new CliError(`the server named an authority ${JSON.stringify(caId)}, which is not an id`);
   const privateKey = join(store.sshDir, caId);
   return { privateKey, publicKey: `${privateKey}.pub`, certificate: `${privateKey}-cert.pub` };
 }

@@ -7,6 +7,7 @@ import { api, when } from "../api";
 import { useMe, useSignedIn } from "../session";
 import {
   ActionForm,
+  ConfirmButton,
   Copyable,
   Empty,
   ErrorNote,
@@ -19,6 +20,7 @@ import {
   text,
   useAction,
 } from "../ui";
+import { describeUserAgent } from "../user-agent";
 
 export function AccountPage() {
   const me = useMe();
@@ -40,8 +42,6 @@ export function AccountPage() {
     return true;
   });
   const remove = useAction(async () => {
-    if (!window.confirm("Delete your account for good? Workspaces you own must be handed over first."))
-      return;
     await api.users.deleteAccount({});
     await signedIn();
     await navigate({ to: "/sign-in" });
@@ -93,9 +93,12 @@ export function AccountPage() {
       <BackupCodes />
       <Devices />
       <Section title="Delete account">
-        <button type="button" className="danger" onClick={() => void remove.act()}>
-          Delete my account
-        </button>
+        <ConfirmButton
+          label="Delete my account"
+          question={`Delete the account ${user.email} for good? Workspaces you own must be handed over first.`}
+          confirm="Yes, delete my account"
+          onConfirm={() => remove.act()}
+        />
         <ErrorNote error={remove.error} />
       </Section>
     </Page>
@@ -135,9 +138,12 @@ function Passkeys() {
                   <button type="button" className="secondary" onClick={() => void rename.act(p.id, p.name)}>
                     Rename {p.name}
                   </button>
-                  <button type="button" className="danger" onClick={() => void remove.act(p.id)}>
-                    Delete {p.name}
-                  </button>
+                  <ConfirmButton
+                    label={`Delete ${p.name}`}
+                    question={`Delete the passkey ${p.name}? It can no longer sign you in.`}
+                    confirm={`Yes, delete ${p.name}`}
+                    onConfirm={() => remove.act(p.id)}
+                  />
                 </td>
               </tr>
             ))}
@@ -170,9 +176,12 @@ function BackupCodes() {
         <button type="button" onClick={() => void create.act()}>
           {unused ? "Make new codes" : "Create backup codes"}
         </button>
-        <button type="button" className="danger" onClick={() => void remove.act()}>
-          Delete codes
-        </button>
+        <ConfirmButton
+          label="Delete codes"
+          question="Delete your backup codes? None of them signs you in any more."
+          confirm="Yes, delete the codes"
+          onConfirm={() => remove.act()}
+        />
       </div>
       <ErrorNote error={create.error ?? remove.error ?? codes.error} />
     </Section>
@@ -193,14 +202,17 @@ function Devices() {
           <Table caption="Devices" head={["Name", "Kind", "Last used", "Expires", ""]}>
             {d.devices.map((device) => (
               <tr key={device.id}>
-                <td>{device.name}</td>
+                <td title={device.name}>{describeUserAgent(device.name)}</td>
                 <td>{device.kind}</td>
                 <td>{when(device.lastUsedAt)}</td>
                 <td>{when(device.expiresAt)}</td>
                 <td>
-                  <button type="button" className="danger" onClick={() => void remove.act(device.id)}>
-                    Sign out {device.name}
-                  </button>
+                  <ConfirmButton
+                    label={`Sign out ${describeUserAgent(device.name)}`}
+                    question={`Sign out ${describeUserAgent(device.name)}? It must sign in again to be used.`}
+                    confirm={`Yes, sign out ${describeUserAgent(device.name)}`}
+                    onConfirm={() => remove.act(device.id)}
+                  />
                 </td>
               </tr>
             ))}

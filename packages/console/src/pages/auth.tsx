@@ -4,10 +4,11 @@ import type { CheckSSOResponse } from "@wap/api";
 import { SSOProvider_Type } from "@wap/api";
 import { useEffect, useState } from "react";
 import { api, errorMessage } from "../api";
-import { safeNext, signInWithPasskey, useSignedIn } from "../session";
-import { ActionForm, ErrorNote, Field, Loading, Notice, text, useAction } from "../ui";
+import { safeNext, signInWithPasskey, useMe, useSignedIn } from "../session";
+import { ActionForm, ErrorNote, Field, Loading, Notice, text, useAction, useDocumentTitle } from "../ui";
 
 function AuthCard({ title, children }: { title: string; children: React.ReactNode }) {
+  useDocumentTitle(title);
   return (
     <main className="auth" id="main">
       <div className="auth-card">
@@ -123,7 +124,9 @@ export function SignInPage() {
       )}
       <p>
         <Link to="/forgot-password">Forgot your password?</Link> ·{" "}
-        <Link to="/sign-up">Create an account</Link>
+        <Link to="/sign-up" search={next === "/" ? {} : { next }}>
+          Create an account
+        </Link>
       </p>
     </AuthCard>
   );
@@ -134,14 +137,22 @@ export function SignUpPage() {
   const register = useAction(async (form: FormData) => {
     const email = text(form, "email");
     const password = String(form.get("password") ?? "");
-    await api.auth.register({ name: text(form, "name"), email, username: text(form, "username"), password });
+    await api.auth.register({
+      name: text(form, "name"),
+      email,
+      username: text(form, "username"),
+      password,
+      ...(next !== "/" && { next }),
+    });
     // Signed in at once, so that the verification link opened in this browser proves the mailbox
     // for this very session: a verification from anywhere else also removes the password (an
     // address registered by someone else must not keep their password).
     await api.auth.login({ email, password }).catch(() => undefined);
     return email;
   });
-  const resend = useAction((email: string) => api.auth.resendVerification({ email }));
+  const resend = useAction((email: string) =>
+    api.auth.resendVerification({ email, ...(next !== "/" && { next }) }),
+  );
   if (register.result) {
     return (
       <AuthCard title="Check your mail">
@@ -152,6 +163,7 @@ export function SignUpPage() {
           Send the link again
         </button>
         <ErrorNote error={resend.error} />
+        {next !== "/" && <p>The link brings you back to {describeNext(next)}.</p>}
         <p>
           <Link to="/sign-in" search={next === "/" ? {} : { next }}>
             Sign in
@@ -251,8 +263,15 @@ export function ResetPasswordPage() {
   );
 }
 
+/** Where a `next` path leads, in words. */
+function describeNext(next: string): string {
+  return next.startsWith("/invites/") ? "your invitation" : "the page you came from";
+}
+
 export function VerifyEmailPage() {
   const token = useSearchParam("token");
+  const next = safeNext(useSearchParam("next"));
+  const me = useMe();
   const [state, setState] = useState<{ ok: boolean; message?: string }>();
   useEffect(() => {
     if (!token) {
@@ -274,7 +293,13 @@ export function VerifyEmailPage() {
         </p>
       )}
       <p>
-        <Link to="/sign-in">Sign in</Link>
+        {me.user ? (
+          <Link to={next}>{next === "/" ? "Continue" : `Continue to ${describeNext(next)}`}</Link>
+        ) : (
+          <Link to="/sign-in" search={next === "/" ? {} : { next }}>
+            Sign in
+          </Link>
+        )}
       </p>
     </AuthCard>
   );

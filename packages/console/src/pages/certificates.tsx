@@ -2,10 +2,12 @@
 import { useQuery } from "@connectrpc/connect-query";
 import { AuthorityType, CertificateKeyType, CertificateService } from "@wap/api";
 import { useState } from "react";
+import { Can, useAccess } from "../access";
 import { api, when } from "../api";
 import {
   ActionForm,
   Check,
+  ConfirmButton,
   Copyable,
   Empty,
   ErrorNote,
@@ -27,13 +29,40 @@ const keyTypes = [
   [String(CertificateKeyType.RSA), "RSA"],
 ] as const;
 
+/**
+ * The sizes offered for each key type, the server's default first ("0" asks for it); the
+ * server checks the size it is sent. Ed25519 has one size, so no choice.
+ */
+const keySizes: Partial<Record<CertificateKeyType, readonly (readonly [string, string])[]>> = {
+  [CertificateKeyType.RSA]: [
+    ["0", "3072 bits (the default)"],
+    ["2048", "2048 bits"],
+    ["4096", "4096 bits (slow to make and to sign with)"],
+  ],
+  [CertificateKeyType.ECDSA]: [
+    ["0", "P-256 (the default)"],
+    ["384", "P-384"],
+    ["521", "P-521"],
+  ],
+};
+
+/** The key size choice for a key type, or nothing for Ed25519. */
+function KeySize({ keyType, label, keep }: { keyType: CertificateKeyType; label: string; keep?: boolean }) {
+  const sizes = keySizes[keyType];
+  if (!sizes) return null;
+  const options = keep ? [["0", "Keep the current size"] as const, ...sizes.slice(1)] : sizes;
+  return <Select key={keyType} label={label} name="keyBits" options={options} />;
+}
+
 export const keyTypeName = (t: CertificateKeyType) => CertificateKeyType[t] ?? "unknown";
 const kindName = (t: AuthorityType) => (t === AuthorityType.X509 ? "X.509" : "SSH");
 
 export function AuthoritiesPage() {
   const ws = useWs();
   const list = useQuery(CertificateService.method.listCertificateAuthorities, { workspaceId: ws });
+  const access = useAccess(ws);
   const [selected, setSelected] = useState<string>();
+  const [keyType, setKeyType] = useState(CertificateKeyType.ED25519);
   const create = useAction(async (form: FormData) => {
     const keyType = Number(text(form, "keyType")) as CertificateKeyType;
     const bits = Number(text(form, "keyBits") || "0");
@@ -90,26 +119,33 @@ export function AuthoritiesPage() {
       </QueryState>
       {selected && <AuthorityDetails id={selected} />}
       <Section title="Create an authority">
-        <ActionForm action={create} submit="Create authority">
-          <Field label="Name" name="name" required maxLength={256} />
-          <Field label="Description" name="description" maxLength={1000} />
-          <Select
-            label="Kind"
-            name="authorityType"
-            options={[
-              [String(AuthorityType.SSH), "SSH (user and host certificates)"],
-              [String(AuthorityType.X509), "X.509 (TLS client and server certificates)"],
-            ]}
-          />
-          <Select label="Key type" name="keyType" options={keyTypes} />
-          <Field
-            label="Key size (bits; RSA 2048 or 4096, ECDSA 256 or 384)"
-            name="keyBits"
-            type="number"
-            min={0}
-          />
-          <Check label="Default authority of the workspace" name="isDefault" />
-        </ActionForm>
+        <Can access={access} need="certificate_authorities.manage" doing="create or change authorities">
+          <ActionForm action={create} submit="Create authority">
+            <Field label="Name" name="name" required maxLength={256} />
+            <Field label="Description" name="description" maxLength={1000} />
+            <Select
+              label="Kind"
+              name="authorityType"
+              options={[
+                [String(AuthorityType.SSH), "SSH (user and host certificates)"],
+                [String(AuthorityType.X509), "X.509 (TLS client and server certificates)"],
+              ]}
+            />
+            <Select
+              label="Key type"
+              name="keyType"
+              options={keyTypes}
+              value={String(keyType)}
+              onChange={(e) => setKeyType(Number(e.target.value) as CertificateKeyType)}
+            />
+            <KeySize keyType={keyType} label="Key size" />
+            <Check
+              label="Make it the default authority of its kind"
+              name="isDefault"
+              hint="The first authority of each kind is the default whether or not this is checked; the default signs when a call names no authority."
+            />
+          </ActionForm>
+        </Can>
       </Section>
     </Page>
   );
@@ -118,6 +154,7 @@ export function AuthoritiesPage() {
 function AuthorityDetails({ id }: { id: string }) {
   const ws = useWs();
   const ca = useQuery(CertificateService.method.getCertificateAuthority, { workspaceId: ws, id });
+  const access = useAccess(ws);
   const toggle = useAction((patch: { isActive?: boolean; isDefault?: boolean }) => {
     const current = ca.data!.certificateAuthority!;
     return api.certificates.updateCertificateAuthority({
@@ -129,6 +166,7 @@ function AuthorityDetails({ id }: { id: string }) {
       isDefault: patch.isDefault ?? current.isDefault,
     });
   });
+  const [newType, setNewType] = useState<CertificateKeyType>(CertificateKeyType.UNSPECIFIED);
   const rollover = useAction((form: FormData) =>
     api.certificates.rolloverCertificateAuthority({
       workspaceId: ws,
@@ -137,11 +175,7 @@ function AuthorityDetails({ id }: { id: string }) {
       keyBits: Number(text(form, "keyBits") || "0"),
     }),
   );
-  const remove = useAction(async () => {
-    if (window.confirm("Delete this authority? Certificates it issued stop being trusted.")) {
-      await api.certificates.deleteCertificateAuthority({ workspaceId: ws, id });
-    }
-  });
+  const remove = useAction(() => api.certificates.deleteCertificateAuthority({ workspaceId: ws, id }));
   return (
     <QueryState query={ca}>
       {({ certificateAuthority: a }) => {
@@ -173,49 +207,73 @@ function AuthorityDetails({ id }: { id: string }) {
             ) : (
               <Copyable label="CA certificate" text={a!.certificate.trim() || key} />
             )}
-            <div className="row">
-              <button
-                type="button"
-                className="secondary"
-                onClick={() => void toggle.act({ isActive: !a!.isActive })}
-              >
-                {a!.isActive ? "Deactivate" : "Activate"}
-              </button>
-              <button
-                type="button"
-                className="secondary"
-                disabled={a!.isDefault}
-                onClick={() => void toggle.act({ isDefault: true })}
-              >
-                {a!.isDefault ? "Default authority" : "Make default"}
-              </button>
-              <button type="button" className="danger" onClick={() => void remove.act()}>
-                Delete
-              </button>
-            </div>
-            <ErrorNote error={toggle.error ?? remove.error} />
-            <h3>Roll over the key</h3>
-            <p>
-              A new key signs from now on. The old key stays trusted until every certificate it signed has
-              expired: agents pick up both keys at their next sync and renew their host certificates, and
-              clients keep working with certificates from either key. Update sshd or known_hosts files you
-              manage yourself with the new key before the old one is dropped.
-            </p>
-            <ActionForm action={rollover} submit="Roll over">
-              <Select
-                label="New key type"
-                name="keyType"
-                options={[["0", "Keep the current type"], ...keyTypes]}
-              />
-              <Field
-                label="New key size (0 keeps it)"
-                name="keyBits"
-                type="number"
-                min={0}
-                defaultValue={0}
-              />
-            </ActionForm>
-            {rollover.result && <Notice>Rolled over: the new public key is shown above.</Notice>}
+            <Can access={access} need="certificate_authorities.manage" doing="" quiet>
+              <div className="row">
+                {a!.isActive ? (
+                  <ConfirmButton
+                    className="secondary"
+                    label={`Deactivate ${a!.name}`}
+                    question={`Deactivate ${a!.name}? It signs no certificate until it is activated again.`}
+                    confirm={`Yes, deactivate ${a!.name}`}
+                    onConfirm={() => toggle.act({ isActive: false })}
+                  />
+                ) : (
+                  <button
+                    type="button"
+                    className="secondary"
+                    onClick={() => void toggle.act({ isActive: true })}
+                  >
+                    Activate {a!.name}
+                  </button>
+                )}
+                <button
+                  type="button"
+                  className="secondary"
+                  disabled={a!.isDefault}
+                  onClick={() => void toggle.act({ isDefault: true })}
+                >
+                  {a!.isDefault ? `${a!.name} is the default` : `Make ${a!.name} the default`}
+                </button>
+                <ConfirmButton
+                  label={`Delete ${a!.name}`}
+                  question={`Delete the authority ${a!.name}? Certificates it issued stop being trusted and targets using it cannot be reached.`}
+                  confirm={`Yes, delete ${a!.name}`}
+                  onConfirm={() => remove.act()}
+                />
+              </div>
+              <ErrorNote error={toggle.error ?? remove.error} />
+              <h3>Roll over the key</h3>
+              {ssh ? (
+                <p>
+                  A new key signs from now on. The old key stays trusted until every certificate it signed has
+                  expired: agents pick up both keys at their next sync and renew their host certificates, and
+                  clients keep working with certificates from either key. Update sshd or known_hosts files you
+                  manage yourself with the new key before the old one is dropped.
+                </p>
+              ) : (
+                <p>
+                  A new key and CA certificate sign from now on; certificates signed before stay valid until
+                  they expire. Add the new CA certificate (shown above after the rollover) to every trust
+                  store that checks them (servers verifying clients, clients verifying servers) before the old
+                  certificates run out, and renew those certificates.
+                </p>
+              )}
+              <ActionForm action={rollover} submit="Roll over">
+                <Select
+                  label="New key type"
+                  name="keyType"
+                  options={[["0", "Keep the current type"], ...keyTypes]}
+                  value={String(newType)}
+                  onChange={(e) => setNewType(Number(e.target.value) as CertificateKeyType)}
+                />
+                <KeySize
+                  keyType={newType === CertificateKeyType.UNSPECIFIED ? a!.keyType : newType}
+                  label="New key size"
+                  keep={newType === CertificateKeyType.UNSPECIFIED}
+                />
+              </ActionForm>
+              {rollover.result && <Notice>Rolled over: the new public key is shown above.</Notice>}
+            </Can>
           </Section>
         );
       }}

@@ -5,9 +5,10 @@ import { AuthService, InvitationService } from "@wap/api";
 import { useState } from "react";
 import { api, Code, isCode, when } from "../api";
 import { currentPath, useMe } from "../session";
-import { ErrorNote, Field, Loading, Notice, useAction } from "../ui";
+import { ErrorNote, Field, Loading, Notice, useAction, useDocumentTitle } from "../ui";
 
 function LinkCard({ title, children }: { title: string; children: React.ReactNode }) {
+  useDocumentTitle(title);
   return (
     <main className="auth" id="main">
       <div className="auth-card">
@@ -124,6 +125,15 @@ export function CliLoginPage() {
     );
   }
   const unimplemented = isCode(details.error, Code.Unimplemented);
+  if (details.error && !unimplemented) {
+    // An unknown, expired or decided login: nothing to approve here.
+    return (
+      <LinkCard title="Approve a CLI sign-in">
+        <ErrorNote error={details.error} />
+        <p>Run the sign-in again (`wap login`) and open the new link it prints.</p>
+      </LinkCard>
+    );
+  }
   return (
     <LinkCard title="Approve a CLI sign-in">
       <p>
@@ -147,12 +157,7 @@ export function CliLoginPage() {
           <dd>{when(details.data.expiresAt)}</dd>
         </dl>
       )}
-      {unimplemented && (
-        <Notice>
-          This server does not describe the device; check that the code below matches your terminal.
-        </Notice>
-      )}
-      {details.error && !unimplemented && <ErrorNote error={details.error} />}
+      {unimplemented && <Notice>This server does not describe the device.</Notice>}
       <form
         aria-label="Approve or deny"
         onSubmit={(e) => {
@@ -165,10 +170,10 @@ export function CliLoginPage() {
           name="user_code"
           value={userCode}
           onChange={(e) => setUserCode(e.target.value)}
-          placeholder="BCDF-GHJK"
           autoComplete="off"
           autoCapitalize="characters"
-          hint="The CLI printed it next to this link."
+          required
+          hint="Type the code the CLI printed next to this link. Three wrong codes cancel the sign-in."
         />
         <div className="row">
           <button type="submit" disabled={verify.busy}>

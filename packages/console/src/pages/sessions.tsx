@@ -3,10 +3,12 @@ import { useQuery } from "@connectrpc/connect-query";
 import { Link, useNavigate, useParams } from "@tanstack/react-router";
 import { DaemonService, DaemonStatus, RecordingService, TargetService } from "@wap/api";
 import { lazy, Suspense, useState } from "react";
+import { Can, useAccess } from "../access";
 import { api, when } from "../api";
 import { recordingText } from "../recordings";
 import {
   ActionForm,
+  ConfirmButton,
   download,
   Empty,
   ErrorNote,
@@ -129,9 +131,14 @@ export function TerminalPage() {
   const close = useAction(() =>
     api.daemons.closeSession({ workspaceId: ws, daemonId: daemon, sessionId: session }),
   );
+  // Who and where, remembered once seen: the session leaves the list when it ends.
+  const live = useQuery(DaemonService.method.listSessions, { workspaceId: ws, daemonId: daemon });
+  const [named, setNamed] = useState<string>();
+  const found = live.data?.sessions.find((s) => s.sessionId === session);
+  if (found && named === undefined) setNamed(`${found.username} on ${live.data?.daemonName || "the daemon"}`);
   return (
     <Page
-      title="Terminal"
+      title={named ? `Terminal: ${named}` : "Terminal"}
       actions={
         <div className="row">
           <button type="button" className="danger" onClick={() => void close.act()}>
@@ -155,6 +162,7 @@ export function RecordingsPage() {
   const ws = useWs();
   const [offset, setOffset] = useState(0);
   const recordings = useQuery(RecordingService.method.listRecordings, { workspaceId: ws, limit: 25, offset });
+  const access = useAccess(ws);
   const remove = useAction((recordingId: string) =>
     api.recordings.deleteRecording({ workspaceId: ws, recordingId }),
   );
@@ -188,11 +196,16 @@ export function RecordingsPage() {
                       className="secondary"
                       onClick={() => void downloadRecording(ws, r.id)}
                     >
-                      Download .cast
+                      Download recording {r.id.slice(0, 8)} (.cast)
                     </button>
-                    <button type="button" className="danger" onClick={() => void remove.act(r.id)}>
-                      Delete
-                    </button>
+                    <Can access={access} need="recordings.delete" doing="" quiet>
+                      <ConfirmButton
+                        label={`Delete recording ${r.id.slice(0, 8)}`}
+                        question={`Delete the recording of ${r.username}'s session started ${when(r.startedAt)}? It cannot be played again.`}
+                        confirm={`Yes, delete recording ${r.id.slice(0, 8)}`}
+                        onConfirm={() => remove.act(r.id)}
+                      />
+                    </Can>
                   </td>
                 </tr>
               ))}

@@ -2,6 +2,7 @@
 import { useQuery } from "@connectrpc/connect-query";
 import { useQueryClient } from "@tanstack/react-query";
 import {
+  AuthorityType,
   CertificateService,
   type Daemon,
   DaemonService,
@@ -12,10 +13,13 @@ import {
   WorkspaceService,
 } from "@wap/api";
 import { useEffect, useState } from "react";
+import { Can, useAccess } from "../access";
 import { api, serverUrl, when } from "../api";
 import {
   ActionForm,
   Check,
+  ChooseAndApply,
+  ConfirmButton,
   Copyable,
   Empty,
   ErrorNote,
@@ -71,6 +75,8 @@ export function DaemonsPage() {
   const ws = useWs();
   const live = useWorkspaceEvents(ws);
   const daemons = useQuery(DaemonService.method.listDaemons, { workspaceId: ws, limit: 100 });
+  const access = useAccess(ws);
+  const manage = access.can("daemons.manage");
   const update = useAction((daemon: Daemon, patch: { status?: DaemonStatus; recordSessions?: boolean }) =>
     api.daemons.updateDaemon({
       workspaceId: ws,
@@ -79,10 +85,7 @@ export function DaemonsPage() {
       config: { recordSessions: patch.recordSessions ?? daemon.config?.recordSessions ?? false },
     }),
   );
-  const remove = useAction(async (daemon: Daemon) => {
-    if (window.confirm(`Delete the daemon ${daemon.name}?`))
-      await api.daemons.deleteDaemon({ workspaceId: ws, id: daemon.id });
-  });
+  const remove = useAction((daemon: Daemon) => api.daemons.deleteDaemon({ workspaceId: ws, id: daemon.id }));
   const token = useAction(() => api.daemons.refreshEnrollToken({ workspaceId: ws }));
   const revoke = useAction(async () => {
     await api.daemons.revokeEnrollToken({ workspaceId: ws });
@@ -92,27 +95,36 @@ export function DaemonsPage() {
   return (
     <Page title="Daemons" actions={<span className="muted">{live ? "live" : "not live"}</span>}>
       <Section title="Enrol a machine">
-        <p>Run the agent on the machine with a fresh enrolment token. A new token ends the previous one.</p>
-        {token.result && (
-          <>
-            <Copyable
-              label="Enrolment command"
-              text={`wap-agent enroll --server ${serverUrl} --token ${token.result.token}`}
+        <Can access={access} need="daemons.manage" doing="enrol machines, accept or delete daemons">
+          <p>
+            Paste the command into a shell on the machine: it installs the agent from this server, checks what
+            it downloads, and enrols the machine. The token travels in the environment, never on a command
+            line. A new token ends the previous one.
+          </p>
+          {token.result && (
+            <>
+              <Copyable
+                label="Enrolment command"
+                text={`export WAP_ENROLL_TOKEN=${token.result.token}; curl -fsSL ${serverUrl}/install/agent.sh | sudo --preserve-env=WAP_ENROLL_TOKEN sh`}
+              />
+              <p className="muted">The token is valid until {when(token.result.expiresAt)}.</p>
+            </>
+          )}
+          <div className="row">
+            <button type="button" onClick={() => void token.act()} disabled={token.busy}>
+              {token.result ? "New enrolment token" : "Create enrolment token"}
+            </button>
+            <ConfirmButton
+              label="Revoke token"
+              question="Revoke the enrolment token? Machines not yet enrolled with it cannot enrol; enrolled daemons stay."
+              confirm="Yes, revoke the token"
+              onConfirm={() => revoke.act()}
             />
-            <p className="muted">The token is valid until {when(token.result.expiresAt)}.</p>
-          </>
-        )}
-        <div className="row">
-          <button type="button" onClick={() => void token.act()} disabled={token.busy}>
-            {token.result ? "New enrolment token" : "Create enrolment token"}
-          </button>
-          <button type="button" className="danger" onClick={() => void revoke.act()}>
-            Revoke token
-          </button>
-        </div>
-        <ErrorNote error={token.error ?? revoke.error} />
+          </div>
+          <ErrorNote error={token.error ?? revoke.error} />
+        </Can>
       </Section>
-      {pending.length > 0 && (
+      {pending.length > 0 && manage && (
         <Section title="Waiting for approval">
           <ul className="stack">
             {pending.map((d) => (
@@ -122,13 +134,12 @@ export function DaemonsPage() {
                 <button type="button" onClick={() => void update.act(d, { status: DaemonStatus.ACCEPTED })}>
                   Accept {d.name}
                 </button>
-                <button
-                  type="button"
-                  className="danger"
-                  onClick={() => void update.act(d, { status: DaemonStatus.REJECTED })}
-                >
-                  Reject {d.name}
-                </button>
+                <ConfirmButton
+                  label={`Reject ${d.name}`}
+                  question={`Reject ${d.name}? It is refused and serves no login.`}
+                  confirm={`Yes, reject ${d.name}`}
+                  onConfirm={() => update.act(d, { status: DaemonStatus.REJECTED })}
+                />
               </li>
             ))}
           </ul>
@@ -152,14 +163,20 @@ export function DaemonsPage() {
                   <Check
                     label={`Record sessions on ${daemon.name}`}
                     checked={daemon.config?.recordSessions ?? false}
+                    disabled={!manage}
                     onChange={(e) => void update.act(daemon, { recordSessions: e.target.checked })}
                   />
                 </td>
                 <td>{when(daemon.updatedAt)}</td>
                 <td>
-                  <button type="button" className="danger" onClick={() => void remove.act(daemon)}>
-                    Delete
-                  </button>
+                  <Can access={access} need="daemons.manage" doing="" quiet>
+                    <ConfirmButton
+                      label={`Delete ${daemon.name}`}
+                      question={`Delete the daemon ${daemon.name}? Its targets lose their daemon and nobody can log in through it.`}
+                      confirm={`Yes, delete ${daemon.name}`}
+                      onConfirm={() => remove.act(daemon)}
+                    />
+                  </Can>
                 </td>
               </tr>
             ))}
@@ -176,6 +193,7 @@ export function TargetsPage() {
   const targets = useQuery(TargetService.method.listTargets, { workspaceId: ws, limit: 100 });
   const daemons = useQuery(DaemonService.method.listDaemons, { workspaceId: ws, limit: 100 });
   const cas = useQuery(CertificateService.method.listCertificateAuthorities, { workspaceId: ws });
+  const access = useAccess(ws);
   const [open, setOpen] = useState<string>();
   const create = useAction((form: FormData) =>
     api.targets.createTarget({
@@ -188,7 +206,15 @@ export function TargetsPage() {
         .filter(Boolean),
     }),
   );
+  // What a daemon reports that differs from its target's endpoints waits for an administrator:
+  // host certificates name only approved addresses.
+  const approve = useAction((t: Target) =>
+    api.targets.updateTarget({ workspaceId: ws, id: t.id, endpoints: t.reportedEndpoints }),
+  );
   const online = new Map(daemons.data?.daemons.map((d) => [d.id, d.online]));
+  const sshAuthorities = (cas.data?.certificateAuthorities ?? [])
+    .filter((c) => c.authorityType !== AuthorityType.X509)
+    .sort((a, b) => Number(b.isDefault) - Number(a.isDefault));
   return (
     <Page title="Targets">
       <QueryState
@@ -204,6 +230,15 @@ export function TargetsPage() {
                 <td>
                   {t.name}
                   <div className="muted">{t.description}</div>
+                  {t.reportedEndpoints.length > 0 && (
+                    <div role="note">
+                      Its daemon reports {t.reportedEndpoints.join(", ")}; its host certificate names{" "}
+                      {t.endpoints.join(", ") || "no address"} until you approve.{" "}
+                      <button type="button" onClick={() => void approve.act(t)} disabled={approve.busy}>
+                        Approve the addresses of {t.name}
+                      </button>
+                    </div>
+                  )}
                 </td>
                 <td>{t.daemonId ? <Online online={online.get(t.daemonId) ?? false} /> : "none"}</td>
                 <td>{t.principals.map((p) => p.username).join(", ") || "—"}</td>
@@ -222,20 +257,37 @@ export function TargetsPage() {
           </Table>
         )}
       </QueryState>
+      <ErrorNote error={approve.error} />
       {open && targets.data?.targets.find((t) => t.id === open) && (
         <TargetAccess target={targets.data.targets.find((t) => t.id === open)!} />
       )}
       <Section title="Add a target">
-        <ActionForm action={create} submit="Add target">
-          <Field label="Name" name="name" required pattern="[a-zA-Z0-9][a-zA-Z0-9\-_]*" />
-          <Field label="Description" name="description" />
-          <Select
-            label="Certificate authority"
-            name="caId"
-            options={(cas.data?.certificateAuthorities ?? []).map((c) => [c.id, c.name] as const)}
-          />
-          <Field label="Endpoints (host:port, space-separated)" name="endpoints" />
-        </ActionForm>
+        <Can access={access} need="targets.manage" doing="add targets">
+          <ActionForm action={create} submit="Add target">
+            <Field
+              label="Name"
+              name="name"
+              required
+              pattern="[a-zA-Z0-9][a-zA-Z0-9\-_]*"
+              title="Letters, digits, - and _, starting with a letter or digit"
+              hint="Letters, digits, - and _."
+            />
+            <Field label="Description" name="description" />
+            <Select
+              label="SSH certificate authority"
+              name="caId"
+              // Targets trust SSH authorities only; the workspace's default comes first.
+              options={sshAuthorities.map(
+                (c) => [c.id, c.isDefault ? `${c.name} (default)` : c.name] as const,
+              )}
+            />
+            <Field
+              label="Endpoints"
+              name="endpoints"
+              hint="Host names or IP addresses, each with an optional port, separated by spaces; an IPv6 address with a port in brackets: web-01.internal 10.0.0.5:4022 [fd00::5]:4022"
+            />
+          </ActionForm>
+        </Can>
       </Section>
     </Page>
   );
@@ -246,6 +298,7 @@ function TargetAccess({ target }: { target: Target }) {
   const ws = useWs();
   const members = useQuery(WorkspaceService.method.listWorkspaceMembers, { workspaceId: ws, limit: 100 });
   const names = new Map(members.data?.members.map((m) => [m.id, m.name]));
+  const access = useAccess(ws);
   const usernames = target.principals.map((p) => p.username);
   const addUsername = useAction((form: FormData) =>
     api.principals.setPrincipals({
@@ -278,11 +331,14 @@ function TargetAccess({ target }: { target: Target }) {
     }),
   );
   const memberOptions = [
-    ["", "Grant to…"] as const,
+    ["", "Choose a member…"] as const,
     ...(members.data?.members ?? []).map((m) => [m.id, `${m.name} (${m.email})`] as const),
   ];
   return (
     <Section title={`Who may log in to ${target.name}`}>
+      <Can access={access} need="principals.manage" doing="grant or revoke logins">
+        {null}
+      </Can>
       <ErrorNote error={grant.error ?? revoke.error ?? removeUsername.error} />
       {target.principals.length === 0 && (
         <Empty>No username yet: add the Unix account people log in as.</Empty>
@@ -296,9 +352,15 @@ function TargetAccess({ target }: { target: Target }) {
             {p.userIds.map((id) => (
               <li key={id}>
                 {names.get(id) ?? id}{" "}
-                <button type="button" className="link" onClick={() => void revoke.act(p.id, id)}>
-                  Revoke {names.get(id) ?? id} as {p.username}
-                </button>
+                <Can access={access} need="principals.manage" doing="" quiet>
+                  <ConfirmButton
+                    className="link"
+                    label={`Revoke ${names.get(id) ?? id} as ${p.username}`}
+                    question={`Revoke ${names.get(id) ?? id}'s login to ${target.name} as ${p.username}?`}
+                    confirm={`Yes, revoke ${names.get(id) ?? id} as ${p.username}`}
+                    onConfirm={() => revoke.act(p.id, id)}
+                  />
+                </Can>
               </li>
             ))}
             {p.teamIds.map((id) => (
@@ -308,28 +370,36 @@ function TargetAccess({ target }: { target: Target }) {
               <li key={id}>service account {id}</li>
             ))}
           </ul>
-          <div className="row">
-            <Select
-              label={`Grant ${p.username} on ${target.name}`}
-              options={memberOptions}
-              value=""
-              onChange={(e) => e.target.value && void grant.act(p.id, e.target.value)}
-            />
-            <button type="button" className="danger" onClick={() => void removeUsername.act(p.username)}>
-              Remove username {p.username}
-            </button>
-          </div>
+          <Can access={access} need="principals.manage" doing="" quiet>
+            <div className="row">
+              <ChooseAndApply
+                label={`Member to log in to ${target.name} as ${p.username}`}
+                options={memberOptions}
+                apply={`Grant login as ${p.username}`}
+                onApply={(userId) => grant.act(p.id, userId)}
+              />
+              <ConfirmButton
+                label={`Remove username ${p.username}`}
+                question={`Remove ${p.username} from ${target.name}? Everyone granted it loses that login.`}
+                confirm={`Yes, remove ${p.username}`}
+                onConfirm={() => removeUsername.act(p.username)}
+              />
+            </div>
+          </Can>
         </div>
       ))}
-      <ActionForm action={addUsername} submit="Add username">
-        <Field
-          label="Unix username"
-          name="username"
-          required
-          pattern="[a-z_][a-z0-9\-_]*\$?"
-          maxLength={32}
-        />
-      </ActionForm>
+      <Can access={access} need="principals.manage" doing="" quiet>
+        <ActionForm action={addUsername} submit="Add username">
+          <Field
+            label="Unix username"
+            name="username"
+            required
+            pattern="[a-z_][a-z0-9\-_]*\$?"
+            title="A Unix login name: a lower-case letter or _, then lower-case letters, digits, - and _, optionally a final $"
+            maxLength={32}
+          />
+        </ActionForm>
+      </Can>
       {grant.result && <Notice>Granted. The daemon learns it at once.</Notice>}
     </Section>
   );

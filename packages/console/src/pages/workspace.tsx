@@ -4,11 +4,14 @@ import { useQuery } from "@connectrpc/connect-query";
 import { Link, useNavigate, useParams } from "@tanstack/react-router";
 import { ServiceAccountService, TeamService, UtilService, WorkspaceService } from "@wap/api";
 import { useState } from "react";
+import { Can, useAccess } from "../access";
 import { api, when } from "../api";
 import { useMe } from "../session";
 import {
   ActionForm,
   Check,
+  ChooseAndApply,
+  ConfirmButton,
   Copyable,
   Empty,
   ErrorNote,
@@ -22,6 +25,7 @@ import {
   text,
   useAction,
 } from "../ui";
+import { SetupProgress } from "./setup";
 
 export function useWs(): string {
   return (useParams({ strict: false }) as { ws: string }).ws;
@@ -72,6 +76,7 @@ export function OverviewPage() {
   const ws = useWs();
   const navigate = useNavigate();
   const workspace = useQuery(WorkspaceService.method.getWorkspace, { workspaceId: ws });
+  const access = useAccess(ws);
   const update = useAction((form: FormData) =>
     api.workspaces.updateWorkspace({
       workspaceId: ws,
@@ -88,7 +93,6 @@ export function OverviewPage() {
     }),
   );
   const remove = useAction(async () => {
-    if (!window.confirm("Delete this workspace and everything in it?")) return;
     await api.workspaces.deleteWorkspace({ workspaceId: ws });
     await navigate({ to: "/" });
   });
@@ -97,46 +101,61 @@ export function OverviewPage() {
       {({ workspace: w }) => (
         <Page title={w!.name}>
           <p className="muted">{w!.description}</p>
+          <SetupProgress ws={ws} access={access} />
           <Section title="Settings">
-            <ActionForm action={update} submit="Save" key={`n${w!.updatedAt?.seconds}`}>
-              <Field label="Name" name="name" defaultValue={w!.name} required minLength={3} />
-              <Field label="Description" name="description" defaultValue={w!.description} />
-            </ActionForm>
+            <Can access={access} need="workspace.update" doing="change the workspace's settings">
+              <ActionForm action={update} submit="Save" key={`n${w!.updatedAt?.seconds}`}>
+                <Field label="Name" name="name" defaultValue={w!.name} required minLength={3} />
+                <Field label="Description" name="description" defaultValue={w!.description} />
+              </ActionForm>
+            </Can>
           </Section>
           <Section title="Enrolment and invitations">
-            <ActionForm action={settings} submit="Save settings">
-              <Check
-                label="Accept enrolled daemons without review"
-                name="auto"
-                defaultChecked={w!.settings?.enrollAutoApprove}
-              />
-              <Field
-                label="Enrolment token lifetime (hours)"
-                name="enroll"
-                type="number"
-                min={1}
-                max={720}
-                defaultValue={24}
-              />
-              <Field
-                label="Invitation link lifetime (hours)"
-                name="invite"
-                type="number"
-                min={1}
-                max={720}
-                defaultValue={168}
-              />
-            </ActionForm>
-            {settings.result && <Notice>Saved.</Notice>}
+            <Can
+              access={access}
+              need="workspace.update"
+              doing="change how machines enrol and people join"
+              quiet
+            >
+              <ActionForm action={settings} submit="Save settings">
+                <Check
+                  label="Accept enrolled daemons without review"
+                  name="auto"
+                  defaultChecked={w!.settings?.enrollAutoApprove}
+                />
+                <Field
+                  label="Enrolment token lifetime (hours)"
+                  name="enroll"
+                  type="number"
+                  min={1}
+                  max={720}
+                  defaultValue={24}
+                />
+                <Field
+                  label="Invitation link lifetime (hours)"
+                  name="invite"
+                  type="number"
+                  min={1}
+                  max={720}
+                  defaultValue={168}
+                />
+              </ActionForm>
+              {settings.result && <Notice>Saved.</Notice>}
+            </Can>
             <p className="muted">
               Current enrolment token expires {when(w!.settings?.enrollExpiresAt)}; invitation link{" "}
               {when(w!.settings?.inviteExpiresAt)}.
             </p>
           </Section>
           <Section title="Danger zone">
-            <button type="button" className="danger" onClick={() => void remove.act()}>
-              Delete workspace
-            </button>
+            <Can access={access} need="workspace.delete" doing="delete the workspace">
+              <ConfirmButton
+                label="Delete workspace"
+                question={`Delete ${w!.name} with its members' access, authorities, targets, daemons and recordings? This cannot be undone.`}
+                confirm={`Yes, delete ${w!.name}`}
+                onConfirm={() => remove.act()}
+              />
+            </Can>
             <ErrorNote error={remove.error} />
           </Section>
         </Page>
@@ -144,6 +163,8 @@ export function OverviewPage() {
     </QueryState>
   );
 }
+
+const article = (word: string) => (/^[aeiou]/.test(word) ? "an" : "a");
 
 function useRoles(kind: "user" | "sa") {
   const roles = useQuery(UtilService.method.listRoles, {});
@@ -162,17 +183,17 @@ export function MembersPage() {
     query,
   });
   const roles = useRoles("user");
+  const access = useAccess(ws);
+  const manage = access.can("members.manage");
   const setRole = useAction((userId: string, roleName: string) =>
     api.workspaces.updateWorkspaceMember({ workspaceId: ws, userId, roleName }),
   );
-  const remove = useAction(async (userId: string, name: string) => {
-    if (window.confirm(`Remove ${name} from the workspace?`))
-      await api.workspaces.removeWorkspaceMember({ workspaceId: ws, userId });
-  });
-  const transfer = useAction(async (userId: string, name: string) => {
-    if (window.confirm(`Make ${name} the owner? You become an administrator.`))
-      await api.workspaces.updateWorkspaceOwner({ workspaceId: ws, newOwner: userId });
-  });
+  const remove = useAction((userId: string) =>
+    api.workspaces.removeWorkspaceMember({ workspaceId: ws, userId }),
+  );
+  const transfer = useAction((userId: string) =>
+    api.workspaces.updateWorkspaceOwner({ workspaceId: ws, newOwner: userId }),
+  );
   const invite = useAction(() => api.invitations.refreshInviteToken({ workspaceId: ws }));
   const revoke = useAction(async () => {
     await api.invitations.revokeInviteToken({ workspaceId: ws });
@@ -181,23 +202,34 @@ export function MembersPage() {
   return (
     <Page title="Members">
       <Section title="Invitation link">
-        <p>Anyone with the link can join as a member until it expires. Making a new link ends the old one.</p>
-        {invite.result && (
-          <>
-            <Copyable text={invite.result.link} label="Invitation link" />
-            <p className="muted">Valid until {when(invite.result.expiresAt)}.</p>
-          </>
-        )}
-        <div className="row">
-          <button type="button" onClick={() => void invite.act()} disabled={invite.busy}>
-            {invite.result ? "Make a new link" : "Create invitation link"}
-          </button>
-          <button type="button" className="danger" onClick={() => void revoke.act()} disabled={revoke.busy}>
-            Revoke link
-          </button>
-        </div>
-        <ErrorNote error={invite.error ?? revoke.error} />
+        <Can access={access} need="invitations.manage" doing="invite people">
+          <p>
+            Anyone with the link can join as a member until it expires. Making a new link ends the old one.
+          </p>
+          {invite.result && (
+            <>
+              <Copyable text={invite.result.link} label="Invitation link" />
+              <p className="muted">Valid until {when(invite.result.expiresAt)}.</p>
+            </>
+          )}
+          <div className="row">
+            <button type="button" onClick={() => void invite.act()} disabled={invite.busy}>
+              {invite.result ? "Make a new link" : "Create invitation link"}
+            </button>
+            <ConfirmButton
+              label="Revoke link"
+              question="Revoke the invitation link? Nobody can join with it any more; members who joined stay."
+              confirm="Yes, revoke the link"
+              disabled={revoke.busy}
+              onConfirm={() => revoke.act()}
+            />
+          </div>
+          <ErrorNote error={invite.error ?? revoke.error} />
+        </Can>
       </Section>
+      <Can access={access} need="members.manage" doing="change members' roles or remove members">
+        {null}
+      </Can>
       <Field label="Search members" type="search" value={query} onChange={(e) => setQuery(e.target.value)} />
       <ErrorNote error={setRole.error ?? remove.error ?? transfer.error} />
       <QueryState
@@ -213,30 +245,42 @@ export function MembersPage() {
                 </td>
                 <td>{m.email}</td>
                 <td>
-                  {m.roleName === "owner" ? (
-                    "owner"
+                  {m.roleName === "owner" || !manage ? (
+                    m.roleName
                   ) : (
-                    <Select
+                    <ChooseAndApply
+                      key={m.roleName}
                       label={`Role of ${m.name}`}
                       options={roles.length ? roles : [[m.roleName, m.roleName]]}
-                      value={m.roleName}
-                      onChange={(e) => void setRole.act(m.id, e.target.value)}
+                      initial={m.roleName}
+                      apply={`Change role of ${m.name}`}
+                      question={(role) =>
+                        `Make ${m.name} ${article(role)} ${role} instead of ${article(m.roleName)} ${m.roleName}?`
+                      }
+                      onApply={(role) => setRole.act(m.id, role)}
                     />
                   )}
                 </td>
                 <td className="row">
                   {m.id !== me.user?.id && m.roleName !== "owner" && (
                     <>
-                      <button
-                        type="button"
-                        className="secondary"
-                        onClick={() => void transfer.act(m.id, m.name)}
-                      >
-                        Make owner
-                      </button>
-                      <button type="button" className="danger" onClick={() => void remove.act(m.id, m.name)}>
-                        Remove
-                      </button>
+                      <Can access={access} need="workspace.transfer" doing="" quiet>
+                        <ConfirmButton
+                          className="secondary"
+                          label={`Make ${m.name} owner`}
+                          question={`Make ${m.name} the owner of the workspace? You become an administrator.`}
+                          confirm={`Yes, make ${m.name} owner`}
+                          onConfirm={() => transfer.act(m.id)}
+                        />
+                      </Can>
+                      <Can access={access} need="members.manage" doing="" quiet>
+                        <ConfirmButton
+                          label={`Remove ${m.name}`}
+                          question={`Remove ${m.name} (${m.email}) from the workspace? They lose every login granted here.`}
+                          confirm={`Yes, remove ${m.name}`}
+                          onConfirm={() => remove.act(m.id)}
+                        />
+                      </Can>
                     </>
                   )}
                 </td>
@@ -252,6 +296,7 @@ export function MembersPage() {
 export function TeamsPage() {
   const ws = useWs();
   const teams = useQuery(TeamService.method.listTeams, { workspaceId: ws, limit: 100 });
+  const access = useAccess(ws);
   const members = useQuery(WorkspaceService.method.listWorkspaceMembers, { workspaceId: ws, limit: 100 });
   const create = useAction((form: FormData) =>
     api.teams.createTeam({
@@ -273,6 +318,9 @@ export function TeamsPage() {
   ];
   return (
     <Page title="Teams">
+      <Can access={access} need="teams.manage" doing="create, change or delete teams">
+        {null}
+      </Can>
       <ErrorNote error={addMember.error ?? removeMember.error ?? remove.error} />
       <QueryState
         query={teams}
@@ -287,38 +335,47 @@ export function TeamsPage() {
                   {t.members.map((m) => (
                     <li key={m.id}>
                       {m.name}{" "}
-                      <button
-                        type="button"
-                        className="link"
-                        onClick={() => void removeMember.act(t.id, m.id)}
-                      >
-                        Remove {m.name} from {t.name}
-                      </button>
+                      <Can access={access} need="teams.manage" doing="" quiet>
+                        <ConfirmButton
+                          className="link"
+                          label={`Remove ${m.name} from ${t.name}`}
+                          question={`Remove ${m.name} from ${t.name}? They lose the logins granted to the team.`}
+                          confirm={`Yes, remove ${m.name} from ${t.name}`}
+                          onConfirm={() => removeMember.act(t.id, m.id)}
+                        />
+                      </Can>
                     </li>
                   ))}
                 </ul>
-                <div className="row">
-                  <Select
-                    label={`Add a member to ${t.name}`}
-                    options={options}
-                    value=""
-                    onChange={(e) => e.target.value && void addMember.act(t.id, e.target.value)}
-                  />
-                  <button type="button" className="danger" onClick={() => void remove.act(t.id)}>
-                    Delete team
-                  </button>
-                </div>
+                <Can access={access} need="teams.manage" doing="" quiet>
+                  <div className="row">
+                    <ChooseAndApply
+                      label={`Add a member to ${t.name}`}
+                      options={options}
+                      apply={`Add to ${t.name}`}
+                      onApply={(userId) => addMember.act(t.id, userId)}
+                    />
+                    <ConfirmButton
+                      label={`Delete team ${t.name}`}
+                      question={`Delete the team ${t.name}? Its members lose the logins granted to the team.`}
+                      confirm={`Yes, delete ${t.name}`}
+                      onConfirm={() => remove.act(t.id)}
+                    />
+                  </div>
+                </Can>
               </Section>
             ))}
           </div>
         )}
       </QueryState>
-      <Section title="Create a team">
-        <ActionForm action={create} submit="Create team">
-          <Field label="Name" name="name" required />
-          <Field label="Description" name="description" />
-        </ActionForm>
-      </Section>
+      <Can access={access} need="teams.manage" doing="" quiet>
+        <Section title="Create a team">
+          <ActionForm action={create} submit="Create team">
+            <Field label="Name" name="name" required />
+            <Field label="Description" name="description" />
+          </ActionForm>
+        </Section>
+      </Can>
     </Page>
   );
 }
@@ -327,6 +384,7 @@ export function ServiceAccountsPage() {
   const ws = useWs();
   const list = useQuery(ServiceAccountService.method.listServiceAccounts, { workspaceId: ws, limit: 100 });
   const roles = useRoles("sa");
+  const access = useAccess(ws);
   const create = useAction((form: FormData) =>
     api.serviceAccounts.createServiceAccount({
       workspaceId: ws,
@@ -335,12 +393,12 @@ export function ServiceAccountsPage() {
       roleName: text(form, "role"),
     }),
   );
-  const remove = useAction(async (id: string, name: string) => {
-    if (window.confirm(`Delete the service account ${name}? Its token stops working.`))
-      await api.serviceAccounts.deleteServiceAccount({ workspaceId: ws, id });
-  });
+  const remove = useAction((id: string) => api.serviceAccounts.deleteServiceAccount({ workspaceId: ws, id }));
   return (
     <Page title="Service accounts">
+      <Can access={access} need="service_accounts.manage" doing="create or delete service accounts">
+        {null}
+      </Can>
       {create.result && (
         <Section title={`Token of ${create.result.serviceAccount?.name}`}>
           <Notice>Copy the token now: it is shown only this once.</Notice>
@@ -367,39 +425,47 @@ export function ServiceAccountsPage() {
                 <td>{when(sa.lastUsedAt)}</td>
                 <td>{when(sa.createdAt)}</td>
                 <td>
-                  <button type="button" className="danger" onClick={() => void remove.act(sa.id, sa.name)}>
-                    Delete
-                  </button>
+                  <Can access={access} need="service_accounts.manage" doing="" quiet>
+                    <ConfirmButton
+                      label={`Delete ${sa.name}`}
+                      question={`Delete the service account ${sa.name}? Its token stops working at once.`}
+                      confirm={`Yes, delete ${sa.name}`}
+                      onConfirm={() => remove.act(sa.id)}
+                    />
+                  </Can>
                 </td>
               </tr>
             ))}
           </Table>
         )}
       </QueryState>
-      <Section title="Create a service account">
-        <ActionForm action={create} submit="Create service account">
-          <Field
-            label="Name"
-            name="name"
-            required
-            pattern="[a-zA-Z0-9][a-zA-Z0-9\-_]*"
-            hint="Letters, digits, - and _."
-          />
-          <Field label="Description" name="description" />
-          <Select
-            label="Role"
-            name="role"
-            options={
-              roles.length
-                ? roles
-                : [
-                    ["viewer", "viewer"],
-                    ["editor", "editor"],
-                  ]
-            }
-          />
-        </ActionForm>
-      </Section>
+      <Can access={access} need="service_accounts.manage" doing="" quiet>
+        <Section title="Create a service account">
+          <ActionForm action={create} submit="Create service account">
+            <Field
+              label="Name"
+              name="name"
+              required
+              pattern="[a-zA-Z0-9][a-zA-Z0-9\-_]*"
+              title="Letters, digits, - and _, starting with a letter or digit"
+              hint="Letters, digits, - and _."
+            />
+            <Field label="Description" name="description" />
+            <Select
+              label="Role"
+              name="role"
+              options={
+                roles.length
+                  ? roles
+                  : [
+                      ["viewer", "viewer"],
+                      ["editor", "editor"],
+                    ]
+              }
+            />
+          </ActionForm>
+        </Section>
+      </Can>
     </Page>
   );
 }

@@ -12,6 +12,7 @@
 import { ResourceExhaustedError } from "../errors.js";
 import type { AuditEventRecord } from "../storage/audit.js";
 import type { Repositories } from "../storage/storage.js";
+import type { AuditNamer, AuditNames } from "./names.js";
 
 /** Size limits of one export. */
 export interface AuditExportOptions {
@@ -35,7 +36,7 @@ export const defaultAuditExportOptions: Required<AuditExportOptions> = Object.fr
 
 export type AuditExportFormat = "csv" | "json";
 
-/** The columns of both formats: the EventLog record, in its field order. */
+/** The columns of both formats: the EventLog record, in its field order (names beside ids). */
 export const eventLogColumns = [
   "id",
   "workspaceId",
@@ -47,7 +48,18 @@ export const eventLogColumns = [
   "statusCode",
   "timestamp",
   "resource",
+  "actorName",
+  "actorEmail",
+  "resourceName",
 ] as const;
+
+/** A row and the names beside its ids. */
+interface NamedEvent {
+  readonly e: AuditEventRecord;
+  readonly n: AuditNames;
+}
+
+const noNames: AuditNames = { actorName: "", actorEmail: "", resourceName: "" };
 
 // --- serialisation ---------------------------------------------------------------------------
 
@@ -61,7 +73,7 @@ function csvField(value: string): string {
   return /[",\r\n]/.test(field) ? `"${field.replaceAll('"', '""')}"` : field;
 }
 
-function csvRow(e: AuditEventRecord): string {
+function csvRow({ e, n }: NamedEvent): string {
   return `${[
     e.id,
     e.workspaceId ?? "",
@@ -73,12 +85,15 @@ function csvRow(e: AuditEventRecord): string {
     e.statusCode,
     e.timestamp.toISOString(),
     e.resource,
+    n.actorName,
+    n.actorEmail,
+    n.resourceName,
   ]
     .map(csvField)
     .join(",")}\r\n`;
 }
 
-function jsonRow(e: AuditEventRecord): string {
+function jsonRow({ e, n }: NamedEvent): string {
   return JSON.stringify({
     id: e.id,
     workspaceId: e.workspaceId ?? "",
@@ -90,6 +105,9 @@ function jsonRow(e: AuditEventRecord): string {
     statusCode: e.statusCode,
     timestamp: e.timestamp.toISOString(),
     resource: e.resource,
+    actorName: n.actorName,
+    actorEmail: n.actorEmail,
+    resourceName: n.resourceName,
   });
 }
 
@@ -98,7 +116,7 @@ const formats = {
     contentType: "text/csv; charset=utf-8",
     extension: "csv",
     head: `${eventLogColumns.join(",")}\r\n`,
-    row: (e: AuditEventRecord, _first: boolean) => csvRow(e),
+    row: (e: NamedEvent, _first: boolean) => csvRow(e),
     tail: "",
   },
   json: {
@@ -106,7 +124,7 @@ const formats = {
     extension: "json",
     head: "[",
     // One event per line, comma-separated: a JSON array that line-oriented tools can also split.
-    row: (e: AuditEventRecord, first: boolean) => (first ? "\n" : ",\n") + jsonRow(e),
+    row: (e: NamedEvent, first: boolean) => (first ? "\n" : ",\n") + jsonRow(e),
     tail: "\n]\n",
   },
 } as const;
@@ -118,9 +136,9 @@ const formats = {
  * kilobytes die young and cheaply.
  */
 function serialise(
-  rows: readonly AuditEventRecord[],
+  rows: readonly NamedEvent[],
   first: boolean,
-  row: (e: AuditEventRecord, first: boolean) => string,
+  row: (e: NamedEvent, first: boolean) => string,
 ): string[] {
   const texts: string[] = [];
   for (let start = 0; start < rows.length; start += rowsPerSlice) {
@@ -193,7 +211,8 @@ export interface AuditExport {
 /**
  * Writes the events of `[since, until)` (oldest first) as one file. Throws
  * ResourceExhaustedError (`AUDIT_EXPORT_TOO_LARGE`) before reading a row when the window holds
- * more than `maxRows` events, and as soon as the file would pass `maxBytes`.
+ * more than `maxRows` events, and as soon as the file would pass `maxBytes`. With `namer`, each
+ * row carries the names of its actor and resource; without, those columns are empty.
  */
 export async function exportAuditLog(
   storage: Pick<Repositories, "auditEvents">,
@@ -201,6 +220,7 @@ export async function exportAuditLog(
   window: { readonly since?: Date; readonly until?: Date },
   format: AuditExportFormat,
   options: AuditExportOptions = {},
+  namer?: AuditNamer,
 ): Promise<AuditExport> {
   const limits = { ...defaultAuditExportOptions, ...options };
   const shape = formats[format];
@@ -228,7 +248,10 @@ export async function exportAuditLog(
       ...(after === undefined ? {} : { after }),
     });
     if (page.items.length > 0) {
-      const texts = serialise(page.items, rows === 0, shape.row);
+      const named = await Promise.all(
+        page.items.map(async (e) => ({ e, n: namer ? await namer(e) : noNames })),
+      );
+      const texts = serialise(named, rows === 0, shape.row);
       if (rows === 0) {
         // Size the buffer once from the first page: later pages rarely need it to grow.
         const perRow = texts.reduce((n, text) => n + Buffer.byteLength(text, "utf8"), 0) / page.items.length;

@@ -17,6 +17,7 @@ import { defineOperation } from "../operations/operation.js";
 import type { AuditEventRecord } from "../storage/audit.js";
 import { defaultPage, enumValue, paging, text, timestamp, uuid } from "../validation/rules.js";
 import { exportAuditLog } from "./export.js";
+import { type AuditNames, createAuditNamer } from "./names.js";
 
 /**
  * Server limits on the filters (the contract sets none): enough for any screen, small enough
@@ -45,6 +46,7 @@ export const listAuditLogsInput = z
     actorIds: filterList(uuid).default([]),
     actorTypes: filterList(text({ max: auditFilterLimits.item })).default([]),
     actions: filterList(text({ max: auditFilterLimits.item })).default([]),
+    resources: filterList(text({ max: auditFilterLimits.item })).default([]),
     startDate: timestamp.optional(),
     endDate: timestamp.optional(),
   })
@@ -59,8 +61,9 @@ export const exportAuditLogsInput = z
   })
   .superRefine(checkWindow);
 
-function toEventLog(e: AuditEventRecord) {
+function toEventLog(e: AuditEventRecord, names: AuditNames) {
   return {
+    ...names,
     id: e.id,
     workspaceId: e.workspaceId ?? "",
     actorId: e.actorId,
@@ -86,10 +89,13 @@ export const listAuditLogs = defineOperation({
       actorIds: input.actorIds,
       actorTypes: input.actorTypes,
       actions: input.actions,
+      resources: input.resources,
       ...(input.startDate ? { since: input.startDate } : {}),
       ...(input.endDate ? { until: input.endDate } : {}),
     });
-    return { logs: page.items.map(toEventLog), total: page.total };
+    const namer = createAuditNamer(services.storage, workspace.workspaceId);
+    const logs = await Promise.all(page.items.map(async (e) => toEventLog(e, await namer(e))));
+    return { logs, total: page.total };
   },
 });
 
@@ -120,6 +126,7 @@ export const exportAuditLogs = defineOperation({
       { ...(input.startDate ? { since: input.startDate } : {}), until },
       format,
       integrationsOf(services).auditExport,
+      createAuditNamer(services.storage, workspace.workspaceId),
     );
     // Reading the audit log is itself worth an entry.
     await services.storage.transaction((tx) =>

@@ -19,7 +19,7 @@ import { assertPasswordLoginAllowed } from "../sso/directory.js";
 import { UniqueViolationError } from "../storage/storage.js";
 import type { UserRecord } from "../storage/users.js";
 import { currentPassword, newPassword, personName, username } from "../validation/bounds.js";
-import { email } from "../validation/rules.js";
+import { email, sitePath } from "../validation/rules.js";
 import { accountConfig, accountLink } from "./account-config.js";
 import { auditAccount } from "./audit.js";
 import { toUserMessage } from "./messages.js";
@@ -34,7 +34,14 @@ export function usernameTaken(username: string): AlreadyExistsError {
 }
 
 // Explicit presence makes every field optional on the wire; registration needs them all.
-const registerInput = z.object({ name: personName, email, username, password: newPassword });
+// `next` rides in the verification link, so an invitation survives the detour through the mailbox.
+const registerInput = z.object({
+  name: personName,
+  email,
+  username,
+  password: newPassword,
+  next: sitePath.optional(),
+});
 
 export const register = defineOperation({
   method: AuthService.method.register,
@@ -99,7 +106,7 @@ export const register = defineOperation({
       if (error instanceof UniqueViolationError && error.constraint === "users.email") return {};
       throw error;
     }
-    const link = accountLink(config, "/verify-email", { token });
+    const link = accountLink(config, "/verify-email", { token, ...(input.next && { next: input.next }) });
     sendInBackground(services, verifyEmailMail(emailKey, link, config.emailVerificationTtlSeconds));
     return {};
   },

@@ -21,7 +21,7 @@ import type { OneTimeTokenPurpose, OneTimeTokenRecord } from "../storage/one-tim
 import { UniqueViolationError } from "../storage/storage.js";
 import type { UserRecord } from "../storage/users.js";
 import { replacementPassword } from "../validation/bounds.js";
-import { email, text } from "../validation/rules.js";
+import { email, sitePath, text } from "../validation/rules.js";
 import { accountConfig, accountLink } from "./account-config.js";
 import { auditAccount } from "./audit.js";
 import { callerSessionId } from "./caller-user.js";
@@ -62,7 +62,7 @@ async function freshToken(
 export const resendVerification = defineOperation({
   method: AuthService.method.resendVerification,
   access: { kind: "public" },
-  input: z.object({ email: email.optional() }),
+  input: z.object({ email: email.optional(), next: sitePath.optional() }),
   async run({ input, services, now }) {
     if (input.email === undefined) return {};
     const user = await services.storage.users.findByEmail(input.email.toLowerCase());
@@ -70,7 +70,7 @@ export const resendVerification = defineOperation({
     const config = accountConfig(services);
     const token = await freshToken(services, user, "verify_email", config.emailVerificationTtlSeconds, now);
     if (token !== null) {
-      const link = accountLink(config, "/verify-email", { token });
+      const link = accountLink(config, "/verify-email", { token, ...(input.next && { next: input.next }) });
       sendInBackground(services, verifyEmailMail(user.email, link, config.emailVerificationTtlSeconds));
     }
     return {};

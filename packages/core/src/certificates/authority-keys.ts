@@ -1,5 +1,5 @@
+import { sshPublicKeyLine } from "@wap/ssh-wire";
 import { type CaKeyType, KeySpecError, keyBitsOf, resolveKeySpec } from "../crypto/key-types.js";
-import { sshPublicKeyLine } from "../crypto/ssh/public-key.js";
 import { createCaCertificate } from "../crypto/x509/ca-certificate.js";
 import { InvalidArgumentError } from "../errors.js";
 import { toPem } from "../lib/pem.js";

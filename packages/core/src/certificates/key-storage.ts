@@ -9,12 +9,13 @@
  *
  * @module
  */
+
+import { spkiOfSshPublicKeyLine } from "@wap/ssh-wire";
 import { type CaSigningKey, softwareSigningKey } from "../crypto/ca-signing-key.js";
 import { generateKeyPair } from "../crypto/generate-key.js";
 import type { CaKeySpec } from "../crypto/key-types.js";
 import { InvalidKeyReferenceError } from "../crypto/pkcs11/key-reference.js";
 import { Pkcs11KeyMissingError, type Pkcs11Token } from "../crypto/pkcs11/token.js";
-import { spkiOfSshPublicKeyLine } from "../crypto/ssh/public-key.js";
 import { FailedPreconditionError } from "../errors.js";
 import { fromPem } from "../lib/pem.js";
 import type { Services } from "../operations/services.js";

@@ -6,6 +6,7 @@ import {
   CertificateKeyType,
   KeyStorage,
   RotationPhase,
+  TrustedKeyRole,
 } from "@wap/api";
 import type { Services } from "../operations/services.js";
 import type {
@@ -13,8 +14,11 @@ import type {
   CertificateAuthorityRecord,
   KeyAlgorithm,
   KeyStorageKind,
+  RetiredAuthorityKeyRecord,
   RotationPhase as RotationPhaseName,
 } from "../storage/certificate-authorities.js";
+import type { Repositories } from "../storage/storage.js";
+import { retiredKeysOf, type TrustedKeyRole as TrustedKeyRoleName, trustedKeysOf } from "./issuance/trust.js";
 
 export const keyAlgorithmToWire: Record<KeyAlgorithm, CertificateKeyType> = {
   rsa: CertificateKeyType.RSA,
@@ -40,6 +44,12 @@ export const rotationPhaseToWire: Record<RotationPhaseName, RotationPhase> = {
   host_signing: RotationPhase.HOST_SIGNING,
 };
 
+const trustedKeyRoleToWire: Record<TrustedKeyRoleName, TrustedKeyRole> = {
+  current: TrustedKeyRole.CURRENT,
+  next: TrustedKeyRole.NEXT,
+  retired: TrustedKeyRole.RETIRED,
+};
+
 const seconds = (value: number) => durationFromMs(Math.round(value * 1000));
 
 /** The public URL of an X.509 authority's CRL (anonymous GET, DER). */
@@ -47,10 +57,25 @@ export function crlUrlOf(services: Pick<Services, "config">, caId: string): stri
   return `${services.config.publicBaseUrl.replace(/\/+$/, "")}/v1/crl/${caId}.crl`;
 }
 
-/** The API's view of a certificate authority. The private key never leaves storage. */
-export function toCertificateAuthorityMessage(
+/** Where an authority's trust lines are published (anonymous GET, see publication.ts). */
+export function trustUrlOf(services: Pick<Services, "config">, caId: string): string {
+  return `${services.config.publicBaseUrl.replace(/\/+$/, "")}/v1/trust/${caId}`;
+}
+
+/** The API's view of a certificate authority, with every key it asks relying parties to trust. */
+export async function authorityMessage(
+  services: Pick<Services, "config" | "clock" | "state">,
+  storage: Repositories,
   ca: CertificateAuthorityRecord,
-  services: Pick<Services, "config">,
+): Promise<MessageInitShape<typeof CertificateAuthoritySchema>> {
+  return toCertificateAuthorityMessage(ca, services, await retiredKeysOf(services, storage, ca));
+}
+
+/** The API's view of a certificate authority. The private key never leaves storage. */
+function toCertificateAuthorityMessage(
+  ca: CertificateAuthorityRecord,
+  services: Pick<Services, "config" | "clock">,
+  retired: readonly RetiredAuthorityKeyRecord[],
 ): MessageInitShape<typeof CertificateAuthoritySchema> {
   return {
     id: ca.id,
@@ -83,5 +108,14 @@ export function toCertificateAuthorityMessage(
     nextCertificate: ca.nextKey?.certificate ?? "",
     keyStorage: keyStorageToWire[ca.keyStorage],
     crlUrl: ca.authorityType === "x509" ? crlUrlOf(services, ca.id) : "",
+    trustedKeys: trustedKeysOf(ca, retired, services.clock.now()).map((key) => ({
+      role: trustedKeyRoleToWire[key.role],
+      publicKey: key.publicKey,
+      certificate: key.certificate,
+      trustedUntil: timestampFromDate(key.trustedUntil),
+      signsUserCertificates: key.signsUser,
+      signsHostCertificates: key.signsHost,
+    })),
+    trustUrl: trustUrlOf(services, ca.id),
   };
 }

@@ -30,9 +30,10 @@ import { UniqueViolationError } from "../storage/storage.js";
 import { caLifetimeBounds, certificateTtlBounds, description, plainName } from "../validation/bounds.js";
 import { durationSeconds, enumValue, uuid } from "../validation/rules.js";
 import { createAuthorityKey } from "./authority-keys.js";
+import { becomesDefault } from "./default-authority.js";
 import { keyStorageOf } from "./key-storage.js";
 import { getIssuedCertificate, listIssuedCertificates } from "./ledger.js";
-import { keyAlgorithmFromWire, toCertificateAuthorityMessage } from "./messages.js";
+import { authorityMessage, keyAlgorithmFromWire } from "./messages.js";
 import { caDefaults, checkCertificateOptions, checkTtlOrder } from "./policy.js";
 import { getRevocationList, revokeCertificate } from "./revocation.js";
 import { rolloverCertificateAuthority } from "./rollover.js";
@@ -132,8 +133,7 @@ export const createCertificateAuthority = defineOperation({
       throwIfCancelled(ctx);
       const created = await withDefaultRetry(services, async (tx) => {
         const existing = await tx.certificateAuthorities.list(workspace.workspaceId);
-        const firstOfKind = !existing.some((ca) => ca.authorityType === kind);
-        const isDefault = input.isDefault ?? firstOfKind;
+        const isDefault = becomesDefault(existing, kind, input.isDefault);
         if (isDefault) await tx.certificateAuthorities.clearDefault(workspace.workspaceId, kind, now);
         const record: CertificateAuthorityRecord = {
           id,
@@ -170,7 +170,7 @@ export const createCertificateAuthority = defineOperation({
         await audit(tx, { action: "certificate_authority.create", resource: `certificate_authority:${id}` });
         return record;
       });
-      return { certificateAuthority: toCertificateAuthorityMessage(created, services) };
+      return { certificateAuthority: await authorityMessage(services, services.storage, created) };
     } catch (error) {
       // No row holds the new key: a key in a token would be left behind.
       await keyStorage.discard(key.sealedPrivateKey);
@@ -192,7 +192,7 @@ export const getCertificateAuthority = defineOperation({
   async run({ input, workspace, services }) {
     const ca = await services.storage.certificateAuthorities.findById(workspace.workspaceId, input.id);
     if (!ca) throw notFound(input.id);
-    return { certificateAuthority: toCertificateAuthorityMessage(ca, services) };
+    return { certificateAuthority: await authorityMessage(services, services.storage, ca) };
   },
 });
 
@@ -206,7 +206,11 @@ export const listCertificateAuthorities = defineOperation({
   input: z.object({ workspaceId: uuid.optional() }),
   async run({ workspace, services }) {
     const cas = await services.storage.certificateAuthorities.list(workspace.workspaceId);
-    return { certificateAuthorities: cas.map((ca) => toCertificateAuthorityMessage(ca, services)) };
+    return {
+      certificateAuthorities: await Promise.all(
+        cas.map((ca) => authorityMessage(services, services.storage, ca)),
+      ),
+    };
   },
 });
 
@@ -258,7 +262,7 @@ export const updateCertificateAuthority = defineOperation({
         });
         return result ?? next;
       });
-      return { certificateAuthority: toCertificateAuthorityMessage(updated, services) };
+      return { certificateAuthority: await authorityMessage(services, services.storage, updated) };
     } catch (error) {
       if (error instanceof UniqueViolationError && error.constraint.endsWith(".name"))
         throw nameTaken(input.name ?? "");

@@ -32,7 +32,7 @@ import { enumValue, uuid } from "../validation/rules.js";
 import { checkKeySpec, createAuthorityKey, retiredKeyOf } from "./authority-keys.js";
 import { authorityNotFound } from "./issuance/resolve.js";
 import { keyInUse, keyStorageOf } from "./key-storage.js";
-import { keyAlgorithmFromWire, toCertificateAuthorityMessage } from "./messages.js";
+import { authorityMessage, keyAlgorithmFromWire } from "./messages.js";
 import { assertNoRotation } from "./rotation.js";
 
 /** When the retired key of `ca`, whose last recorded certificate expires at `latest`, stops being trusted. */
@@ -131,6 +131,6 @@ export const rolloverCertificateAuthority = defineOperation({
     });
     // The old key never signs again: a key in a token is destroyed (a sealed one was overwritten).
     await keyStorage.discard(current.sealedPrivateKey).catch(() => undefined);
-    return { certificateAuthority: toCertificateAuthorityMessage(updated, services) };
+    return { certificateAuthority: await authorityMessage(services, services.storage, updated) };
   },
 });

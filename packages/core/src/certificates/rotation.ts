@@ -34,7 +34,6 @@ import { throwIfCancelled } from "../context.js";
 import { FailedPreconditionError, PlatformError } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
 import type {
-  AuthorityKeyRecord,
   CertificateAuthorityRecord,
   KeyAlgorithm,
   RotationPhase as Phase,
@@ -43,7 +42,7 @@ import { enumValue, uuid } from "../validation/rules.js";
 import { checkKeySpec, createAuthorityKey, retiredKeyOf } from "./authority-keys.js";
 import { authorityNotFound } from "./issuance/resolve.js";
 import { keyInUse, keyStorageOf } from "./key-storage.js";
-import { keyAlgorithmFromWire, toCertificateAuthorityMessage } from "./messages.js";
+import { authorityMessage, keyAlgorithmFromWire } from "./messages.js";
 
 const phases: readonly Phase[] = ["none", "published", "user_signing", "host_signing"];
 const phaseFromWire = new Map<number, Phase | "retired">([
@@ -69,12 +68,6 @@ export function signingView(ca: CertificateAuthorityRecord, use: SigningUse): Ce
     ca.rotationPhase === "host_signing" || (ca.rotationPhase === "user_signing" && use === "user");
   if (next === null || !nextSigns) return ca;
   return { ...ca, ...next, keyVersion: ca.keyVersion + 1 };
-}
-
-/** The keys relying parties trust during a rotation, the host certificates' signer first. */
-export function rotationKeys(ca: CertificateAuthorityRecord): AuthorityKeyRecord[] {
-  if (ca.nextKey === null || ca.rotationPhase === "none") return [ca];
-  return ca.rotationPhase === "host_signing" ? [ca.nextKey, ca] : [ca, ca.nextKey];
 }
 
 /** Refuses a one-step rollover while a staged rotation is under way. */
@@ -199,6 +192,6 @@ export const rotateCertificateAuthority = defineOperation({
           ? current.nextKey?.sealedPrivateKey
           : undefined;
     if (dropped !== undefined) await keyStorage.discard(dropped).catch(() => undefined);
-    return { certificateAuthority: toCertificateAuthorityMessage(updated, services) };
+    return { certificateAuthority: await authorityMessage(services, services.storage, updated) };
   },
 });

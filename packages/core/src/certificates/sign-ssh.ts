@@ -100,7 +100,7 @@ export const signSshCertificate = defineOperation({
     caId: optionalId,
     targetId: optionalId,
     type: enumValue(SignSSHCertificateRequest_CertificateTypeSchema, { definedOnly: true }).optional(),
-    publicKey: text({ min: 1, max: 10_000 }),
+    publicKey: text({ min: 1, max: 10_000, controlCharacters: "allowed" }),
     ttl: durationSeconds(certificateTtlBounds).optional(),
   }),
   async run(call) {

@@ -62,7 +62,7 @@ export const signX509Certificate = defineOperation({
   input: z.object({
     workspaceId: uuid.optional(),
     caId: optionalId,
-    csr: text({ min: 1, max: 10_000 }),
+    csr: text({ min: 1, max: 10_000, controlCharacters: "allowed" }),
     usage: enumValue(SignX509CertificateRequest_X509UsageSchema, { definedOnly: true }).optional(),
     ttl: durationSeconds(certificateTtlBounds).optional(),
   }),

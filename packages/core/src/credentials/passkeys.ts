@@ -53,7 +53,7 @@ export function toPasskeyMessage(passkey: PasskeyRecord): MessageInitShape<typeo
 }
 
 const notFound = (id: string) => new NotFoundError(`passkey ${id} not found`);
-const credentialJson = text({ min: 1, max: maxCredentialJsonLength });
+const credentialJson = text({ min: 1, max: maxCredentialJsonLength, controlCharacters: "allowed" });
 /** WebAuthn user handles are the user id's bytes: stable, and no personal data. */
 const userHandle = (userId: string) => utf8(userId);
 /** The library wants plain ArrayBuffer-backed arrays. */

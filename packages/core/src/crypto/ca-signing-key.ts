@@ -6,9 +6,9 @@
  * @module
  */
 import { createPrivateKey, createPublicKey, type KeyObject, sign } from "node:crypto";
+import { sshKeyAlgorithmOf } from "@wap/ssh-wire";
 import { toUint8Array } from "../lib/bytes.js";
 import type { CaKeySpec } from "./key-types.js";
-import { sshKeyAlgorithmOf } from "./ssh/public-key.js";
 
 /** The digest RSA signatures use: SSH certificates sign with SHA-512, X.509 with SHA-256. */
 export type RsaHash = "sha256" | "sha512";

@@ -54,6 +54,7 @@ export function runControlStream(
     services: host.servicesFor(call.services),
     daemon: admittedDaemon(call.ctx, "control stream"),
     clientGone: call.ctx.signal,
+    requestId: call.ctx.requestId,
     requests: call.requests,
     ...(call.observer && { observer: call.observer }),
   });
@@ -65,6 +66,7 @@ interface ControlStreamParts {
   readonly services: Services;
   readonly daemon: DaemonCaller;
   readonly clientGone: AbortSignal;
+  readonly requestId: string;
   readonly requests: AsyncIterable<ConnectRequest>;
   readonly observer?: StreamObserver;
 }
@@ -72,7 +74,7 @@ interface ControlStreamParts {
 async function* controlStream(parts: ControlStreamParts): AsyncGenerator<ConnectResponseInit> {
   const { host, services, daemon, clientGone, requests, observer } = parts;
   const box = new Outbox();
-  const stream = host.track(daemon.daemonId);
+  const stream = host.track(daemon.daemonId, parts.requestId);
   let keepalive: ReturnType<typeof setInterval> | undefined;
   let unsubscribe: (() => void) | undefined;
   try {

@@ -24,6 +24,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { DaemonService } from "@wap/api";
 import * as z from "zod";
 import { hashSecret } from "../auth/service-account-tokens.js";
+import { defaultAuthority } from "../certificates/default-authority.js";
 import { actorOf } from "../context.js";
 import { readP256PublicKey } from "../devices/challenge.js";
 import {
@@ -112,21 +113,27 @@ const invalidToken = () =>
     reason: "INVALID_ENROLL_TOKEN",
   });
 
-/** The SSH authority the new target trusts: the one named, else the workspace default. */
+/**
+ * The SSH authority the new target trusts: the one named (by id or by name, as
+ * `wap-agent enroll --ca` takes it), else the workspace default.
+ */
 async function authorityFor(repos: Repositories, workspaceId: string, caId: string): Promise<string> {
   if (caId === "") {
-    const fallback = await repos.certificateAuthorities.findDefault(workspaceId, "ssh");
-    if (!fallback) {
-      throw new FailedPreconditionError(
-        "the workspace has no default SSH certificate authority: create one, or enrol with a caId",
-        { reason: "NO_DEFAULT_SSH_CA" },
-      );
-    }
+    const fallback = await defaultAuthority(repos, workspaceId, "ssh", {
+      reason: "NO_DEFAULT_SSH_CA",
+      nameOne: "enrol with `wap-agent enroll --ca <name or id>`",
+    });
     return fallback.id;
   }
   const parsed = uuid.safeParse(caId);
-  const ca = parsed.success ? await repos.certificateAuthorities.findById(workspaceId, parsed.data) : null;
-  if (!ca) throw new NotFoundError(`certificate authority ${caId} not found`, { reason: "CA_NOT_FOUND" });
+  const ca = parsed.success
+    ? await repos.certificateAuthorities.findById(workspaceId, parsed.data)
+    : ((await repos.certificateAuthorities.list(workspaceId)).find((a) => a.name === caId) ?? null);
+  if (!ca) {
+    throw new NotFoundError(`the workspace has no certificate authority with the id or name '${caId}'`, {
+      reason: "CA_NOT_FOUND",
+    });
+  }
   if (ca.authorityType !== "ssh") {
     throw new FailedPreconditionError(
       `certificate authority ${caId} is an X.509 authority; daemons need SSH`,
@@ -155,10 +162,10 @@ export const enrollDaemon = defineOperation({
   access: { kind: "public", signature: "optional" },
   input: z.object({
     token: text({ min: 1, max: 512 }),
-    // No uuid rule in the contract: "" (sent explicitly by the daemon) means the default.
-    caId: text({ max: 64 }).optional(),
+    // No uuid rule in the contract: an authority's id or name; "" means the default.
+    caId: text({ max: 256 }).optional(),
     authMethod: z.enum(daemonAuthMethods, { message: "must be 'tpm' or 'soft'" }),
-    authPubkey: text({ min: 1, max: maxPublicKeyPem }),
+    authPubkey: text({ min: 1, max: maxPublicKeyPem, controlCharacters: "allowed" }),
   }),
   async run({ input, services, now, audit, ctx }) {
     // A daemon proving who it is is enrolled already, whatever it sends.

@@ -19,8 +19,8 @@ export interface DaemonStreamHost {
   readonly keepaliveMs: number;
   /** `services` with the daemons' online writes going through this instance's writer. */
   servicesFor(services: Services): Services;
-  /** Registers a stream of `daemonId`; call {@link untrack} when it ends. */
-  track(daemonId: string): HeldControlStream;
+  /** Registers a stream of `daemonId` (opened by the request `requestId`); call {@link untrack} when it ends. */
+  track(daemonId: string, requestId: string): HeldControlStream;
   untrack(stream: HeldControlStream): void;
   /** The stream's offline record could not be written; the instance is left to release it. */
   offlineFailed(stream: HeldControlStream, error: unknown): void;
@@ -29,6 +29,8 @@ export interface DaemonStreamHost {
 /** One control stream held by a {@link DaemonStreamHost}. */
 export interface HeldControlStream {
   readonly daemonId: string;
+  /** The request that opened the stream: what its log lines are found by. */
+  readonly requestId: string;
   /** `<instanceId>/<streamId>`, unique for the life of the database. */
   readonly holder: string;
   /** Fires when the instance ends the stream (it is stopping). */

@@ -5,8 +5,12 @@
  *
  * - The request carries no ids: the daemon, its workspace and target come from the credentials.
  * - `privateIps` are `ip:port` strings; an address without a port gets the SSH default 22 (the
- *   daemon always sends its embedded sshd's port, 4022 by default). They replace the target's
- *   endpoints; `metadata` replaces the daemon's and the target's metadata.
+ *   daemon always sends its embedded sshd's port, 4022 by default). While the target has no
+ *   endpoints (the daemon's first report), the report becomes them (an administrator approves it
+ *   by accepting the daemon), except addresses another target of the workspace claims. Any report
+ *   that differs from the target's endpoints after that only waits in `reportedEndpoints` for an
+ *   administrator (UpdateTarget): host certificates name approved endpoints only
+ *   (targets/host-names.ts). `metadata` replaces the daemon's and the target's metadata.
  * - The map lists, for each principal of the target, the user ids granted directly or through a
  *   team and the service-account ids. It is what the daemon then enforces, so it is stored as
  *   "last sent" (CreateSession pushes only pairs the daemon has).
@@ -18,14 +22,16 @@
  *
  * @module
  */
-import { isIP } from "node:net";
 import { DaemonService } from "@wap/api";
 import * as z from "zod";
 import { UnauthenticatedError } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
 import { loginsOf } from "../principals/subjects.js";
 import type { Repositories } from "../storage/storage.js";
+import type { TargetRecord } from "../storage/targets.js";
+import { claimedByOtherTargets, claimedEndpoint, sameEndpoints } from "../targets/host-names.js";
 import { endpointLimits } from "../validation/bounds.js";
+import { parseEndpoint } from "../validation/endpoint.js";
 import { text } from "../validation/rules.js";
 import { statusToWire } from "./operations.js";
 
@@ -45,23 +51,10 @@ export const defaultSshPort = 22;
 
 /** `ip:port` (IPv6 in brackets) from `ip`, `ip:port`, `[ip6]` or `[ip6]:port`; null if it is none. */
 export function normalizeEndpoint(value: string): string | null {
-  let host = value;
-  let port = String(defaultSshPort);
-  const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(value);
-  if (bracketed) {
-    host = bracketed[1]!;
-    if (bracketed[2] !== undefined) port = bracketed[2];
-    if (isIP(host) !== 6) return null;
-  } else if (isIP(value) === 0) {
-    const colon = value.lastIndexOf(":");
-    if (colon <= 0) return null;
-    host = value.slice(0, colon);
-    port = value.slice(colon + 1);
-    if (isIP(host) !== 4 || !/^\d{1,5}$/.test(port)) return null;
-  }
-  const number = Number(port);
-  if (number < 1 || number > 65_535) return null;
-  return isIP(host) === 6 ? `[${host}]:${number}` : `${host}:${number}`;
+  const parts = parseEndpoint(value);
+  if (parts === null || parts.kind === "hostname") return null;
+  const port = parts.port ?? defaultSshPort;
+  return parts.kind === "ipv6" ? `[${parts.host}]:${port}` : `${parts.host}:${port}`;
 }
 
 const endpoint = text({ min: 1, max: syncLimits.endpointLength }).transform((value, ctx) => {
@@ -104,6 +97,28 @@ export async function principalMapOf(
   return new Map([...logins].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
+/**
+ * What a report of `endpoints` changes on `target`: while the target has none (the daemon's first
+ * report), the endpoints no other target claims become the target's; otherwise a report that
+ * differs from the target's endpoints waits for approval.
+ */
+async function reportedEndpointsPatch(
+  tx: Repositories,
+  target: TargetRecord,
+  endpoints: readonly string[],
+): Promise<Partial<Pick<TargetRecord, "endpoints" | "reportedEndpoints">>> {
+  const waiting = target.reportedEndpoints ?? [];
+  if (target.endpoints.length === 0) {
+    const claimed = await claimedByOtherTargets(tx, target.workspaceId, target.id);
+    const adopted = endpoints.filter((endpoint) => !claimedEndpoint(endpoint, claimed));
+    const rest = sameEndpoints(adopted, endpoints) ? [] : [...endpoints];
+    if (adopted.length === 0 && sameEndpoints(rest, waiting)) return {};
+    return { endpoints: adopted, reportedEndpoints: rest };
+  }
+  const pending = sameEndpoints(target.endpoints, endpoints) ? [] : [...endpoints];
+  return sameEndpoints(pending, waiting) ? {} : { reportedEndpoints: pending };
+}
+
 export const syncDaemon = defineOperation({
   method: DaemonService.method.syncDaemon,
   access: { kind: "caller", callers: ["daemon"] },
@@ -130,9 +145,15 @@ export const syncDaemon = defineOperation({
       }
       const target =
         daemon.targetId === null ? null : await tx.targets.findById(workspaceId, daemon.targetId);
-      if (target && (!sameList(target.endpoints, endpoints) || !sameMap(target.metadata, input.metadata))) {
-        await tx.targets.update(workspaceId, target.id, { endpoints, metadata: input.metadata }, now);
-        changed = true;
+      if (target) {
+        const patch = {
+          ...(await reportedEndpointsPatch(tx, target, endpoints)),
+          ...(!sameMap(target.metadata, input.metadata) && { metadata: input.metadata }),
+        };
+        if (Object.keys(patch).length > 0) {
+          await tx.targets.update(workspaceId, target.id, patch, now);
+          changed = true;
+        }
       }
       // A report that changes what others see of the daemon or its target is audited; the
       // periodic report that changes nothing is not (it would flood the log).

@@ -44,7 +44,7 @@ import type { Services } from "../operations/services.js";
 import type { Random } from "../runtime.js";
 import type { CliLoginRecord } from "../storage/devices.js";
 import { parseRequest } from "../validation/parse.js";
-import { text, uuid } from "../validation/rules.js";
+import { controlCharacters, text, uuid } from "../validation/rules.js";
 import { readP256PublicKey } from "./challenge.js";
 
 /** A StreamCLILogin request, with the headers the transport read. */
@@ -83,9 +83,12 @@ export interface PendingCliLogin {
 
 const requestSchema = z.object({
   authMethod: z.enum(["tpm", "soft"], { message: "must be 'tpm' or 'soft'" }),
-  authPubkey: text({ min: 1, max: 4096 }).refine((pem) => readP256PublicKey(pem) !== null, {
-    message: "must be a PEM public key (SPKI) of an ECDSA P-256 key",
-  }),
+  authPubkey: text({ min: 1, max: 4096, controlCharacters: "allowed" }).refine(
+    (pem) => readP256PublicKey(pem) !== null,
+    {
+      message: "must be a PEM public key (SPKI) of an ECDSA P-256 key",
+    },
+  ),
   deviceId: uuid,
 });
 
@@ -130,7 +133,8 @@ function userCodeMatches(loginCode: string, userCode: string, stored: string): b
 
 /** A header value as the login keeps it: without NUL, at most `max` characters (cut, not refused). */
 function headerValue(value: string | undefined, max: number): string {
-  return [...(value ?? "").replaceAll("\u0000", "")].slice(0, max).join("");
+  // The device's name is shown in lists and terminals: no control characters.
+  return [...(value ?? "").replace(new RegExp(controlCharacters.source, "gu"), "")].slice(0, max).join("");
 }
 
 const loginTopic = (loginId: string) => `cli-login:${loginId}`;
@@ -350,7 +354,13 @@ export const getCliLogin = defineOperation({
 /** What VerifyCLILogin decided, told after its transaction (a refusal must commit before it throws). */
 type Decision =
   | { readonly kind: "approved" | "denied"; readonly login: CliLoginRecord }
-  | { readonly kind: "wrong_code"; readonly login: CliLoginRecord; readonly cancelled: boolean }
+  | {
+      readonly kind: "wrong_code";
+      readonly login: CliLoginRecord;
+      readonly cancelled: boolean;
+      /** Wrong codes still allowed before the login is cancelled. */
+      readonly left: number;
+    }
   | { readonly kind: "device_elsewhere"; readonly login: CliLoginRecord }
   | { readonly kind: "unknown"; readonly expired?: CliLoginRecord };
 
@@ -384,7 +394,7 @@ export const verifyCliLogin = defineOperation({
         const cancelled =
           failures >= maxUserCodeFailures && (await tx.cliLogins.deny(login.id, now)) !== null;
         if (cancelled) await audit("user.device.login_cancel");
-        return { kind: "wrong_code", login, cancelled };
+        return { kind: "wrong_code", login, cancelled, left: Math.max(0, maxUserCodeFailures - failures) };
       }
       if (input.deny) {
         if ((await tx.cliLogins.deny(login.id, now)) === null) return { kind: "unknown" };
@@ -441,8 +451,8 @@ export const verifyCliLogin = defineOperation({
     if (decided) await services.events.publish(loginTopic(decision.login.id), null).catch(() => undefined);
     if (decision.kind === "wrong_code") {
       const what = decision.cancelled
-        ? "does not match; entered wrong too often, the login is cancelled: run the login again"
-        : "does not match the code the CLI shows";
+        ? `does not match; ${maxUserCodeFailures} wrong codes cancel the login, so it is cancelled: run the login again`
+        : `does not match the code the CLI shows; ${maxUserCodeFailures} wrong codes cancel the login (${decision.left} more ${decision.left === 1 ? "try" : "tries"} left)`;
       throw new InvalidArgumentError(`invalid request: userCode: ${what}`, {
         reason: decision.cancelled ? "CLI_LOGIN_CANCELLED" : "INVALID_USER_CODE",
         violations: [{ field: "userCode", description: what }],

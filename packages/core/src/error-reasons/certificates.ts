@@ -12,7 +12,8 @@ export const certificateReasons = {
   },
   CA_NOT_FOUND: {
     code: "not_found",
-    description: "The certificate authority named by `caId` does not exist in this workspace; check the id.",
+    description:
+      "No certificate authority of this workspace has the id (or, for EnrollDaemon, the name) sent as `caId`; check it.",
   },
   CA_NOT_SSH: {
     code: "failed_precondition",
@@ -22,7 +23,7 @@ export const certificateReasons = {
   NO_DEFAULT_SSH_CA: {
     code: "failed_precondition",
     description:
-      "No `caId` was sent and the workspace has no default SSH authority; create one or send `caId`.",
+      "No `caId` was sent and the workspace has no default SSH authority: create one (the first of each kind becomes the default), make one the default, or send `caId`.",
   },
   CERTIFICATE_AUTHORITY_NAME_TAKEN: {
     code: "already_exists",
@@ -43,7 +44,7 @@ export const certificateReasons = {
   NO_DEFAULT_CERTIFICATE_AUTHORITY: {
     code: "failed_precondition",
     description:
-      "No authority was named and the workspace has no default one of the kind needed; create one or name one.",
+      "No authority was named and the workspace has no default one of the kind needed: create one (the first of each kind becomes the default), make one the default, or name one.",
   },
   WRONG_AUTHORITY_TYPE: {
     code: "failed_precondition",
@@ -121,5 +122,10 @@ export const certificateReasons = {
   CRL_NOT_FOUND: {
     code: "not_found",
     description: "No certificate revocation list is published at this path; check the authority's CRL URL.",
+  },
+  TRUST_NOT_FOUND: {
+    code: "not_found",
+    description:
+      "Nothing is published at this path: no such authority, or a document of the other kind of authority (user_ca_keys and known_hosts are SSH, bundle.pem X.509); check the authority's trust URL.",
   },
 } as const satisfies ReasonTable;

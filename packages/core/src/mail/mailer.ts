@@ -12,6 +12,8 @@ export interface MailMessage {
   readonly subject: string;
   readonly text: string;
   readonly html?: string;
+  /** The one link the mail is about (also in `text`), for an outbox to log. */
+  readonly link?: string;
 }
 
 /** Sends emails. `send` resolves once the message is handed over (accepted by the relay or written). */

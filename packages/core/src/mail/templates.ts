@@ -19,7 +19,13 @@ function compose(to: string, subject: string, lines: readonly string[], link?: s
   const text = [...lines, ...(link === undefined ? [] : ["", link]), "", `-- ${product}`].join("\n");
   const paragraphs = lines.map((line) => `<p>${escapeHtml(line)}</p>`).join("");
   const anchor = link === undefined ? "" : `<p><a href="${escapeHtml(link)}">${escapeHtml(link)}</a></p>`;
-  return { to, subject, text, html: `<!doctype html><html><body>${paragraphs}${anchor}</body></html>` };
+  return {
+    to,
+    subject,
+    text,
+    html: `<!doctype html><html><body>${paragraphs}${anchor}</body></html>`,
+    ...(link !== undefined && { link }),
+  };
 }
 
 const hours = (seconds: number) =>

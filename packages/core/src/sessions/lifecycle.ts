@@ -203,6 +203,15 @@ export async function recheckSessionAccess(
   sessionId: string,
 ): Promise<void> {
   const current = await currentCaller(services, caller);
+  // Said plainly, where attaching would answer only "not found": the person was removed.
+  if (
+    current.kind === "user" &&
+    (await services.storage.members.find(workspaceId, current.userId)) === null
+  ) {
+    throw new PermissionDeniedError("you are no longer a member of this workspace", {
+      reason: "NO_LOGIN_GRANT",
+    });
+  }
   const session = await attachSession(services, current, workspaceId, sessionId);
   const daemon = await services.storage.daemons.findById(workspaceId, session.daemonId);
   const logins =

@@ -12,6 +12,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { encodeBase64Url } from "../lib/base64.js";
 import type { Services } from "../operations/services.js";
 import type { SsoLoginStateRecord, SsoProtocol } from "../storage/sso.js";
+import { sitePath } from "../validation/rules.js";
 import { ssoOptions } from "./options.js";
 
 /** The cookie the server sets when a sign-in starts and reads back on the callback. */
@@ -41,15 +42,7 @@ export function randomToken(services: Services): string {
 
 /** Where the browser goes after signing in: a path of the web app, never another site. */
 export function safeReturnTo(value: string | undefined): string {
-  if (value === undefined || value.length > 2048) return "/";
-  // "//host" and "/\host" are protocol-relative URLs to other sites in browsers.
-  if (!value.startsWith("/") || value.startsWith("//") || value.startsWith("/\\")) return "/";
-  // Control characters (a header split, a newline in a redirect) have no place in a path.
-  for (let i = 0; i < value.length; i++) {
-    const code = value.charCodeAt(i);
-    if (code < 0x20 || code === 0x7f) return "/";
-  }
-  return value;
+  return value !== undefined && sitePath.safeParse(value).success ? value : "/";
 }
 
 /** Creates the binding cookie and stores the state under the hash of `key`. */

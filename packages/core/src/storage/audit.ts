@@ -34,6 +34,8 @@ export interface AuditEventFilter extends PageRequest {
   readonly actorIds?: readonly string[];
   readonly actorTypes?: readonly string[];
   readonly actions?: readonly string[];
+  /** Events about any of these resources (exactly as `resource` reads). */
+  readonly resources?: readonly string[];
 }
 
 /** A window of a workspace's audit log, read oldest first in pages (the export). */

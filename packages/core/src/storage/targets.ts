@@ -18,8 +18,16 @@ export interface TargetRecord {
   readonly name: string;
   readonly description: string;
   readonly tags: readonly string[];
-  /** `host:port` or `host` strings, as daemons report them. */
+  /**
+   * `host:port` or `host` strings: as an administrator set them, or as the target's daemon first
+   * reported them (approved with the daemon). Host certificates name these hosts.
+   */
   readonly endpoints: readonly string[];
+  /**
+   * What the target's daemon reports now when it differs from `endpoints`: waits for an
+   * administrator to approve it (UpdateTarget with these endpoints). Absent or empty: nothing waits.
+   */
+  readonly reportedEndpoints?: readonly string[];
   readonly metadata: Readonly<Record<string, string>>;
   readonly createdAt: Date;
   readonly updatedAt: Date;
@@ -47,7 +55,7 @@ export interface TargetRepository {
     id: string,
     patch: Patch<
       TargetRecord,
-      "caId" | "daemonId" | "name" | "description" | "tags" | "endpoints" | "metadata"
+      "caId" | "daemonId" | "name" | "description" | "tags" | "endpoints" | "reportedEndpoints" | "metadata"
     >,
     updatedAt: Date,
   ): Promise<TargetRecord | null>;

@@ -27,5 +27,6 @@ export function toTargetMessage(
     metadata: { ...target.metadata },
     createdAt: timestampFromDate(target.createdAt),
     updatedAt: timestampFromDate(target.updatedAt),
+    reportedEndpoints: [...(target.reportedEndpoints ?? [])],
   };
 }

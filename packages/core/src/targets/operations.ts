@@ -10,7 +10,8 @@
 
 import { TargetService } from "@wap/api";
 import * as z from "zod";
-import { toCertificateAuthorityMessage } from "../certificates/messages.js";
+import { defaultAuthority } from "../certificates/default-authority.js";
+import { authorityMessage } from "../certificates/messages.js";
 import { actorOf } from "../context.js";
 import { toDaemonMessage } from "../daemons/operations.js";
 import { AlreadyExistsError, FailedPreconditionError, NotFoundError } from "../errors.js";
@@ -18,9 +19,10 @@ import { defineOperation } from "../operations/operation.js";
 import { findSubject } from "../principals/subjects.js";
 import { type Repositories, UniqueViolationError } from "../storage/storage.js";
 import type { TargetRecord } from "../storage/targets.js";
-import { description, endpointLimits, resourceName, tagLimits } from "../validation/bounds.js";
+import { description, endpoint, endpointLimits, resourceName, tagLimits } from "../validation/bounds.js";
 import { defaultPage, paging, text, uuid } from "../validation/rules.js";
 import { assertWithinQuota } from "../workspaces/quotas.js";
+import { sameEndpoints } from "./host-names.js";
 import { targetNotFound, toTargetMessage } from "./messages.js";
 import { subjectAccess } from "./subject-access.js";
 
@@ -28,11 +30,7 @@ const workspaceId = uuid.optional();
 const tags = z
   .array(text({ min: 1, max: tagLimits.length }))
   .max(tagLimits.count, `at most ${tagLimits.count} tags`);
-const endpoints = z
-  .array(
-    text({ min: 1, max: endpointLimits.length, pattern: /^\S+$/, patternHint: "must be host or host:port" }),
-  )
-  .max(endpointLimits.count, `at most ${endpointLimits.count} endpoints`);
+const endpoints = z.array(endpoint).max(endpointLimits.count, `at most ${endpointLimits.count} endpoints`);
 
 const nameTaken = (name: string) =>
   new AlreadyExistsError(`a target named '${name}' already exists in this workspace`, {
@@ -46,15 +44,10 @@ async function trustedAuthority(
   caId: string | undefined,
 ): Promise<string> {
   if (caId === undefined) {
-    const fallback = await repos.certificateAuthorities.findDefault(workspaceId, "ssh");
-    if (!fallback) {
-      throw new FailedPreconditionError(
-        "the workspace has no default SSH certificate authority: create one or send caId",
-        {
-          reason: "NO_DEFAULT_SSH_CA",
-        },
-      );
-    }
+    const fallback = await defaultAuthority(repos, workspaceId, "ssh", {
+      reason: "NO_DEFAULT_SSH_CA",
+      nameOne: "name one (caId)",
+    });
     return fallback.id;
   }
   const ca = await repos.certificateAuthorities.findById(workspaceId, caId);
@@ -172,7 +165,8 @@ export const updateTarget = defineOperation({
   async run({ input, workspace, services, now, audit }) {
     try {
       const target = await services.storage.transaction(async (tx) => {
-        if (!(await tx.targets.findById(workspace.workspaceId, input.id))) throw targetNotFound(input.id);
+        const current = await tx.targets.findById(workspace.workspaceId, input.id);
+        if (!current) throw targetNotFound(input.id);
         const caId =
           input.caId === undefined
             ? undefined
@@ -184,8 +178,14 @@ export const updateTarget = defineOperation({
             ...(caId !== undefined && { caId }),
             ...(input.name !== undefined && { name: input.name }),
             ...(input.description !== undefined && { description: input.description }),
-            // Lists have no presence on the wire: an empty list leaves them as they are.
-            ...(input.endpoints.length > 0 && { endpoints: input.endpoints }),
+            // Lists have no presence on the wire: an empty list leaves them as they are. Endpoints
+            // set to what the daemon reported approve its report.
+            ...(input.endpoints.length > 0 && {
+              endpoints: input.endpoints,
+              reportedEndpoints: sameEndpoints(current.reportedEndpoints ?? [], input.endpoints)
+                ? []
+                : (current.reportedEndpoints ?? []),
+            }),
             ...(input.tags.length > 0 && { tags: input.tags }),
           },
           now,
@@ -237,7 +237,9 @@ export const getSubjectAccess = defineOperation({
     return {
       targets: access.targets.map((t) => toTargetMessage(t, access.principals)),
       daemons: access.daemons.map(toDaemonMessage),
-      certificateAuthorities: access.authorities.map((ca) => toCertificateAuthorityMessage(ca, services)),
+      certificateAuthorities: await Promise.all(
+        access.authorities.map((ca) => authorityMessage(services, services.storage, ca)),
+      ),
     };
   },
 });

@@ -105,6 +105,9 @@ export function outsideValues(bound: Bound): fc.Arbitrary<unknown> | undefined {
         ...(bound.min > 0 ? [ofLength(bound.min - 1, fc.constant("a"))] : []),
         ...(bound.pattern !== undefined ? [fc.constant(" ")] : []),
         fc.constant("a\u0000b"),
+        ...(bound.controlCharacters === "allowed"
+          ? []
+          : [fc.constantFrom("a\nb", "a\u001b[2Jb", "a\u202eb")]),
       ];
       return fc.oneof(...ends);
     }

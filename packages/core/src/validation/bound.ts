@@ -10,13 +10,17 @@ import * as z from "zod";
 
 /** A bound on one request field, in the terms a client writes the field in protobuf JSON. */
 export type Bound =
-  /** A string of `min` to `max` Unicode code points (no NUL), optionally matching `pattern`. */
+  /**
+   * A string of `min` to `max` Unicode code points (no NUL), optionally matching `pattern`, with
+   * no control characters unless `controlCharacters` is "allowed" (encoded data, passwords).
+   */
   | {
       readonly kind: "text";
       readonly min: number;
       readonly max: number | null;
       readonly pattern?: string;
       readonly patternHint?: string;
+      readonly controlCharacters?: "allowed";
     }
   /** An email address (WHATWG form) of at most `max` code points. */
   | { readonly kind: "email"; readonly max: number }
@@ -36,7 +40,12 @@ export type Bound =
   /** A whole number between `min` and `max` inclusive (`null`: unbounded on that side). */
   | { readonly kind: "integer"; readonly min: number | null; readonly max: number | null }
   /** A repeated field of `min` to `max` items, each bounded by `item` when it has a bound. */
-  | { readonly kind: "count"; readonly min: number; readonly max: number | null; readonly item?: Bound };
+  | {
+      readonly kind: "count";
+      readonly min: number;
+      readonly max: number | null;
+      readonly item?: Bound & { readonly refined?: true };
+    };
 
 /** Where the rules of `rules.ts` record their bounds. Clones of a schema (`.refine`) keep them. */
 export const boundRegistry = z.registry<Bound>();
@@ -91,9 +100,16 @@ export function boundOf(schema: z.ZodType): FoundBound | undefined {
         if (c.check === "min_length") min = c.minimum as number;
         if (c.check === "length_equals") min = max = c.length as number;
       }
+      // A list whose items have further checks has them too.
       return max === null && min === 0 && !item
         ? undefined
-        : { kind: "count", min, max, ...(item && { item }) };
+        : {
+            kind: "count",
+            min,
+            max,
+            ...(item && { item }),
+            ...(item?.refined && { refined: true as const }),
+          };
     }
     default:
       return undefined;

@@ -4,6 +4,7 @@
  * @module
  */
 import type * as z from "zod";
+import { endpointForm, isEndpoint } from "./endpoint.js";
 import { looksLikeUuid, text } from "./rules.js";
 
 /**
@@ -16,8 +17,11 @@ function notIdShaped<S extends z.ZodType<string>>(schema: S) {
   });
 }
 
-/** `^[a-zA-Z0-9][a-zA-Z0-9-_]*$`: service-account and target names. */
-export const resourceNamePattern = /^[a-zA-Z0-9][a-zA-Z0-9_-]*$/;
+// `^[a-zA-Z0-9][a-zA-Z0-9-_]*$` (service-account and target names) and Unix login names: the
+// forms the clients check again, defined with them.
+import { loginNamePattern, resourceNamePattern } from "@wap/ssh-wire/forms";
+
+export { loginNamePattern, resourceNamePattern };
 
 export const workspaceName = text({ min: 3, max: 256 });
 /** Team, certificate authority names. */
@@ -53,12 +57,13 @@ const usernameRule = {
   patternHint: "must start and end with a letter or digit and contain only letters, digits, '-' and '_'",
 };
 export const username = notIdShaped(text({ min: 3, max: 32, ...usernameRule }));
-export const newPassword = text({ min: 8, max: 256 });
+// Passwords may hold any character but NUL: they are hashed, never shown or written to a file.
+export const newPassword = text({ min: 8, max: 256, controlCharacters: "allowed" });
 
 /** UpdatePassword and ResetPassword: at least 8, no maximum. */
-export const replacementPassword = text({ min: 8 });
+export const replacementPassword = text({ min: 8, controlCharacters: "allowed" });
 /** The current password (Login, UpdatePassword, DeletePassword): at least 1, no maximum. */
-export const currentPassword = text({ min: 1 });
+export const currentPassword = text({ min: 1, controlCharacters: "allowed" });
 /** UpdateProfile: a username of 3 to 39 characters (GitHub's limit; Register allows 32). */
 export const profileUsername = notIdShaped(text({ min: 3, max: 39, ...usernameRule }));
 /** UpdateProfile's picture: a web address of at most 2048 characters, or empty (no picture). */
@@ -77,7 +82,7 @@ export const workspaceDomain = text({
 export const principalUsername = text({
   min: 1,
   max: 32,
-  pattern: /^[a-z_][a-z0-9_-]*\$?$/,
+  pattern: loginNamePattern,
   patternHint:
     "must be a Unix login name: a lower-case letter or '_', then [a-z0-9_-], optionally a final '$'",
 });
@@ -101,3 +106,9 @@ export const approvalLimits = {
   approverTeams: 50,
   approvals: { min: 1, max: 10 },
 } as const;
+/** A target endpoint (endpoint.ts): a host name or an IP address with an optional port. */
+export const endpoint = text({
+  min: 1,
+  max: endpointLimits.length,
+  patternHint: `must be ${endpointForm}`,
+}).refine(isEndpoint, { message: `must be ${endpointForm}` });

@@ -23,7 +23,11 @@ export function describeBound(bound: FoundBound): string {
         bound.min === 0 && bound.max === null
           ? "any text"
           : range(bound.min || null, bound.max, "characters");
-      return `${length}${bound.patternHint ? `; ${bound.patternHint}` : ""}${further}`;
+      const controls =
+        bound.controlCharacters === "allowed"
+          ? "; line breaks and other control characters allowed (not NUL)"
+          : "";
+      return `${length}${bound.patternHint ? `; ${bound.patternHint}` : ""}${controls}${further}`;
     }
     case "email":
       return `an email address of at most ${bound.max} characters${further}`;
@@ -38,7 +42,8 @@ export function describeBound(bound: FoundBound): string {
     case "integer":
       return `a whole number, ${range(bound.min, bound.max, "").trim()}${further}`;
     case "count":
-      return `${range(bound.min || null, bound.max, "items")}${bound.item ? `, each ${describeBound(bound.item)}` : ""}${further}`;
+      // Checks on the items are said once, with the items.
+      return `${range(bound.min || null, bound.max, "items")}${bound.item ? `, each ${describeBound(bound.item)}` : ""}${bound.item?.refined ? "" : further}`;
     case "present":
       return "must be sent (its form is checked by the operation)";
   }
@@ -54,8 +59,14 @@ export function renderValidationDoc(requests: readonly RequestBounds[]): string 
     "exported as `validationBounds` from `@wap/core`, and `@wap/core/testing` derives fast-check",
     "arbitraries from it (`requestArbitraries`) for property tests of code that calls the platform.",
     "",
-    "Lengths count Unicode code points. A field that is not required may be left out; a request that",
-    "breaks a rule is refused with `invalid_argument` and a `BadRequest` field violation naming the field.",
+    "Lengths count Unicode code points. Text refuses control characters (C0 and C1 controls such as",
+    "NUL, tab, CR, LF and ESC, DEL, U+2028 and U+2029, and the bidirectional embeddings, overrides and",
+    "isolates U+202A to U+202E and U+2066 to U+2069) unless its rule says they are allowed: names,",
+    "descriptions and endpoints end up in files such as ssh_config and in terminals, where these",
+    "characters would start a new line, an escape sequence or a reordering of the text.",
+    "",
+    "A field that is not required may be left out; a request that breaks a rule is refused with",
+    "`invalid_argument` and a `BadRequest` field violation naming the field.",
     "RPCs with no rule beyond their field types are not listed.",
     "",
   ];

@@ -5,19 +5,10 @@
  *
  * @module
  */
+import { isHostname } from "@wap/ssh-wire/forms";
 import * as z from "zod";
 
-const label = /^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?$/;
-
-/** True when `value` is a hostname by the contract's rule. */
-export function isHostname(value: string): boolean {
-  if (value.length > 253) return false;
-  const labels = (value.endsWith(".") ? value.slice(0, -1) : value).split(".");
-  for (const part of labels) {
-    if (part.length === 0 || part.length > 63 || !label.test(part)) return false;
-  }
-  return !/^[0-9]+$/.test(labels[labels.length - 1] ?? "");
-}
+export { isHostname };
 
 /** A hostname, normalised to lower case without the trailing dot (how domains are stored). */
 export const hostname = z

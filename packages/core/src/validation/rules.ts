@@ -18,14 +18,41 @@ export function codePointLength(value: string): number {
   return count;
 }
 
-/** A string of `min` to `max` code points (no upper bound without `max`), optionally matching `pattern`. */
-export function text(options: { min?: number; max?: number; pattern?: RegExp; patternHint?: string }) {
+// Characters no name or other free text may hold; clients write such text into files other
+// programs parse (ssh_config, known_hosts) and print it to terminals. Defined with the other forms
+// the clients check again.
+import { hasControlCharacters } from "@wap/ssh-wire/forms";
+
+export { controlCharacters, hasControlCharacters } from "@wap/ssh-wire/forms";
+
+/**
+ * A string of `min` to `max` code points (no upper bound without `max`), optionally matching
+ * `pattern`, with no control characters ({@link controlCharacters}). Only fields that carry
+ * encoded data rather than text for people (PEM, JSON, passwords) set `controlCharacters:
+ * "allowed"`; NUL is refused everywhere.
+ */
+export function text(options: {
+  min?: number;
+  max?: number;
+  pattern?: RegExp;
+  patternHint?: string;
+  controlCharacters?: "allowed";
+}) {
   const min = options.min ?? 0;
   const max = options.max ?? Number.POSITIVE_INFINITY;
+  const plain = options.controlCharacters !== "allowed";
   let schema = z.string().superRefine((value, ctx) => {
     // NUL cannot be stored in PostgreSQL text, and no name or description needs it.
     if (value.includes("\u0000")) {
       ctx.addIssue({ code: "custom", message: "must not contain NUL characters" });
+      return;
+    }
+    if (plain && hasControlCharacters(value)) {
+      ctx.addIssue({
+        code: "custom",
+        message:
+          "must not contain control characters (line breaks, tabs, escape sequences or bidirectional overrides)",
+      });
       return;
     }
     const length = codePointLength(value);
@@ -53,6 +80,7 @@ export function text(options: { min?: number; max?: number; pattern?: RegExp; pa
     max: options.max ?? null,
     ...(options.pattern && { pattern: options.pattern.source }),
     ...(options.patternHint && { patternHint: options.patternHint }),
+    ...(!plain && { controlCharacters: "allowed" as const }),
   });
 }
 
@@ -201,6 +229,23 @@ const emailPattern =
 export const email = text({ max: 256 })
   .refine((value) => emailPattern.test(value), { message: "must be an email address" })
   .register(boundRegistry, { kind: "email", max: 256 });
+
+/**
+ * A path on this site to return to (`/invites/…`): one leading slash, since "//host" and "/\host"
+ * are other sites to a browser, and no control characters (a header split in a redirect).
+ */
+const sitePathHint = "must be a path on this site: one leading / (not // or /\\) and no control characters";
+export const sitePath = text({ min: 1, max: 2048 })
+  .refine(
+    (value) =>
+      /^\/(?![/\\])/.test(value) &&
+      [...value].every((c) => {
+        const code = c.charCodeAt(0);
+        return code >= 0x20 && code !== 0x7f;
+      }),
+    { message: sitePathHint },
+  )
+  .register(boundRegistry, { kind: "text", min: 1, max: 2048, patternHint: sitePathHint });
 
 /** A paging limit (1 to 100) and offset (at least 0), each checked only when sent. */
 export const paging = {

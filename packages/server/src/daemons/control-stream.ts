@@ -13,9 +13,10 @@
  */
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import { type ConnectRequest, DaemonControlService } from "@wap/api";
-import { type ConnectResponseInit, procedureOf } from "@wap/core";
+import { type ConnectResponseInit, isPlatformError, procedureOf } from "@wap/core";
 import { answer, requireEdge } from "../connect-context.js";
 import { callContextOf, type EdgeRequest, type EdgeSettings } from "../edge.js";
+import { describeFault } from "../errors.js";
 
 const method = DaemonControlService.method.connect;
 const procedure = procedureOf(method);
@@ -32,18 +33,32 @@ export function controlStreamHandler(settings: EdgeSettings) {
     const edge = requireEdge(context);
     try {
       yield* await controlStream(settings, edge, context.signal, requests);
-      // The stream returns only once its client has gone.
-      edge.code = "canceled";
+      // The stream returns only once its client has gone: the normal end of a control stream.
+      edge.code = "ok";
     } catch (error) {
       // Nobody is left to answer, unless what aborted the call was the client's own bad message
       // (connect-node aborts the call when a request message does not decode).
       if (context.signal.aborted && !isRequestFault(error)) {
-        edge.code = "canceled";
+        endedByLeaving(edge, settings, error);
         return;
       }
       throw answer(edge, settings, error);
     }
   };
+}
+
+/**
+ * A control stream that threw once its daemon had gone: the daemon leaving is how control
+ * streams end (`ok`); whatever was thrown beside it that is not an answer is still logged.
+ */
+export function endedByLeaving(edge: EdgeRequest, settings: EdgeSettings, error: unknown): void {
+  edge.code = "ok";
+  if (!isPlatformError(error) && !(error instanceof ConnectError)) {
+    settings.logger.warn("control stream failed as its daemon left", {
+      requestId: edge.requestId,
+      error: describeFault(error),
+    });
+  }
 }
 
 /**
@@ -59,9 +74,17 @@ export async function controlStream(
   requests: AsyncIterable<ConnectRequest>,
 ): Promise<AsyncIterable<ConnectResponseInit>> {
   edge.rpc = procedure;
-  return settings.platform.bidiStream(method, callContextOf(edge, settings, method, clientGone), requests, {
-    ...(edge.streamSpan && { observer: edge.streamSpan }),
-  });
+  const stream = await settings.platform.bidiStream(
+    method,
+    callContextOf(edge, settings, method, clientGone),
+    requests,
+    { ...(edge.streamSpan && { observer: edge.streamSpan }) },
+  );
+  // Admitted. A control stream ends when its daemon leaves, which is its normal end: the request
+  // is logged `ok` then, even when the log line is written before the stream has wound down. A
+  // failure replaces the code when it is answered.
+  edge.code = "ok";
+  return stream;
 }
 
 /** A request message the client sent that could not be read: its fault, answered as such. */

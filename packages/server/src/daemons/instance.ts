@@ -54,8 +54,8 @@ export interface TrackedStream extends HeldControlStream {
 /** This instance: the platform's host of daemon control streams, and their lease. */
 export interface ServerInstance extends DaemonStreamHost {
   readonly id: string;
-  /** Registers a stream of `daemonId`; call {@link untrack} when it ends. */
-  track(daemonId: string): TrackedStream;
+  /** Registers a stream of `daemonId` (opened by the request `requestId`); call {@link untrack} when it ends. */
+  track(daemonId: string, requestId: string): TrackedStream;
   untrack(stream: TrackedStream): void;
   /** Open streams, for tests and the log. */
   readonly openStreams: number;
@@ -148,11 +148,12 @@ export function createServerInstance(options: ServerInstanceOptions): ServerInst
     get openStreams() {
       return streams.size;
     },
-    track(daemonId) {
+    track(daemonId, requestId) {
       nextStream++;
       let chain: Promise<unknown> = Promise.resolve();
       const stream: TrackedStream = {
         daemonId,
+        requestId,
         holder: `${prefix}${nextStream.toString(36)}`,
         abort: new AbortController(),
         opened: false,
@@ -173,6 +174,7 @@ export function createServerInstance(options: ServerInstanceOptions): ServerInst
     offlineFailed(stream, error) {
       // The next reconciliation releases it.
       options.logger.warn("could not mark a daemon offline", {
+        requestId: stream.requestId,
         daemonId: stream.daemonId,
         error: String(error),
       });

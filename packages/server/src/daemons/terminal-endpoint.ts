@@ -395,6 +395,7 @@ export function createTerminalEndpoint(
       relay.attach(ws, { size: undefined, input: [] });
     } catch (error) {
       if (!upgraded) refuse(req, socket, requestId, { error, headers: {} }, started);
+      else logger.error("relay socket failed", { requestId, error: String(error) });
     }
   }
 

@@ -18,8 +18,9 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { type ConnectRequest, ConnectRequestSchema, ConnectResponseSchema } from "@wap/api";
 import { type ConnectResponseInit, heartbeatAck } from "@wap/core";
 import { answer } from "../connect-context.js";
-import { controlStream } from "../daemons/control-stream.js";
+import { controlStream, endedByLeaving } from "../daemons/control-stream.js";
 import type { EdgeRequest, EdgeSettings } from "../edge.js";
+import { describeFault } from "../errors.js";
 import {
   compressedFlag,
   encodeEnvelope,
@@ -61,8 +62,19 @@ export function serveControlStream(
   settings: EdgeSettings,
 ): boolean {
   if (!servedLean(req)) return false;
-  void serve(req, res, edge, settings);
+  serve(req, res, edge, settings).catch((error: unknown) => failed(res, edge, settings, error));
   return true;
+}
+
+/**
+ * The stream could not even be answered (writing its end failed, or a bug): logged with the
+ * request id, and the HTTP/2 stream reset, so the daemon sees it end and reconnects.
+ */
+function failed(res: Response, edge: EdgeRequest, settings: EdgeSettings, error: unknown): void {
+  edge.code = "internal";
+  settings.logger.error("control stream failed", { requestId: edge.requestId, error: describeFault(error) });
+  const stream = (res as http2.Http2ServerResponse).stream;
+  if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
 }
 
 async function serve(req: Request, res: Response, edge: EdgeRequest, settings: EdgeSettings): Promise<void> {
@@ -76,11 +88,11 @@ async function serve(req: Request, res: Response, edge: EdgeRequest, settings: E
     for await (const message of await controlStream(settings, edge, clientGone.signal, requestsOf(req))) {
       await writer.message(message);
     }
-    // The stream returns only once its client has gone.
-    edge.code = "canceled";
+    // The stream returns only once its client has gone: the normal end of a control stream.
+    edge.code = "ok";
   } catch (error) {
     if (clientGone.signal.aborted) {
-      edge.code = "canceled";
+      endedByLeaving(edge, settings, error);
       return;
     }
     await writer.end(answer(edge, settings, error));

@@ -39,11 +39,61 @@ const probeBody = (status: string) => ({
   properties: { status: { type: "string", const: status } },
   required: ["status"],
 });
-const redirect = { "302": { description: "Redirect to the next step of the sign-in" } };
+/**
+ * What a probe can answer besides its own status: the HTTP layer refuses a request it cannot read
+ * before any route runs. The probes skip the edge (no credential, no rate limit), so nothing else.
+ */
+const unreadableRequest = {
+  "4XX": {
+    description:
+      "The HTTP layer's refusal of a request it cannot read, before any route: 400 (not HTTP/1.1 or HTTP/2) or 431 (request headers over 16 KiB); no body, and the connection is closed",
+  },
+};
+/** The edge's refusals that reach endpoints past it whatever they are: the rate limit and its store. */
+const edgeRefusals = {
+  "429": errorResponse("resource_exhausted: rate limit (see Retry-After)"),
+  "503": errorResponse("unavailable: the rate limit could not be counted; retry (see Retry-After)"),
+};
+/** A sign-in refusal: an HTML page for browsers (`Accept: text/html`), else google.rpc.Status. */
+const signInFailure = (description: string) => ({
+  description,
+  content: {
+    "text/html": { schema: { type: "string" } },
+    "application/json": { schema: statusRef },
+  },
+});
+const setCookie = (description: string) => ({
+  "Set-Cookie": { description, schema: { type: "string" } },
+});
+const continuePage = {
+  "200": {
+    description:
+      "A page naming the identity provider's host and the workspace, with the link that continues the sign-in there (never a redirect); sets the cookie that binds the sign-in to this browser",
+    headers: setCookie("The binding cookie, scoped to the callback's path"),
+    content: { "text/html": { schema: { type: "string" } } },
+  },
+};
+const signedIn = {
+  "303": {
+    description:
+      "Signed in: the session cookies are set and the browser is sent to the web app (the `returnTo` path of the start); no token is in the URL",
+    headers: {
+      Location: { description: "The web app's address", schema: { type: "string", format: "uri" } },
+      ...setCookie("The session and refresh cookies; the binding cookie cleared"),
+    },
+  },
+};
+const signInFailures = {
+  "400": signInFailure(
+    "invalid_argument or failed_precondition: the request or the sign-in was refused (returnTo, state, binding cookie, signature, audience, expiry...)",
+  ),
+  "429": signInFailure("resource_exhausted: rate limit (see Retry-After)"),
+  default: signInFailure("Any other failure, with its HTTP status"),
+};
 
 const plainTagDescriptions: Readonly<Record<string, string>> = {
   Operations: "Probes and this document: no credential, no database except /readyz's check.",
-  SSO: "Browser endpoints of single sign-on (OIDC and SAML); they answer with redirects.",
+  SSO: "Browser endpoints of single sign-on (OIDC and SAML): a page that continues at the identity provider, then a redirect to the web app.",
   Billing: "The payment provider's webhook.",
 };
 
@@ -56,6 +106,7 @@ export const plainRoutes: readonly PlainRoute[] = [
     summary: "Liveness: the process answers",
     responses: {
       "200": { description: "Alive", content: { "application/json": { schema: probeBody("ok") } } },
+      ...unreadableRequest,
     },
   },
   {
@@ -69,6 +120,7 @@ export const plainRoutes: readonly PlainRoute[] = [
         description: "The database does not answer",
         content: { "application/json": { schema: probeBody("unavailable") } },
       },
+      ...unreadableRequest,
     },
   },
   {
@@ -78,6 +130,7 @@ export const plainRoutes: readonly PlainRoute[] = [
     summary: "This document",
     responses: {
       "200": { description: "The OpenAPI document", content: { "application/json": { schema: {} } } },
+      ...edgeRefusals,
     },
   },
   {
@@ -85,14 +138,14 @@ export const plainRoutes: readonly PlainRoute[] = [
     path: "/v1/sso/oidc/:providerId/start",
     tag: "SSO",
     summary: "Starts an OIDC sign-in with the workspace's identity provider",
-    responses: { ...redirect, "404": errorResponse("No such provider") },
+    responses: { ...continuePage, "404": signInFailure("No such provider"), ...signInFailures },
   },
   {
     method: "get",
     path: "/v1/sso/oidc/callback",
     tag: "SSO",
     summary: "The OIDC redirect URI: finishes the sign-in and sets the session cookie",
-    responses: { ...redirect, "400": errorResponse("The sign-in failed") },
+    responses: { ...signedIn, ...signInFailures },
   },
   {
     method: "get",
@@ -111,8 +164,8 @@ export const plainRoutes: readonly PlainRoute[] = [
     method: "get",
     path: "/v1/sso/saml/:providerId/start",
     tag: "SSO",
-    summary: "Starts a SAML sign-in (AuthnRequest by redirect)",
-    responses: { ...redirect, "404": errorResponse("No such provider") },
+    summary: "Starts a SAML sign-in (its link carries the AuthnRequest)",
+    responses: { ...continuePage, "404": signInFailure("No such provider"), ...signInFailures },
   },
   {
     method: "post",
@@ -131,7 +184,7 @@ export const plainRoutes: readonly PlainRoute[] = [
         },
       },
     },
-    responses: { ...redirect, "400": errorResponse("The assertion was refused") },
+    responses: { ...signedIn, ...signInFailures },
   },
   {
     method: "post",
@@ -159,6 +212,24 @@ export const plainRoutes: readonly PlainRoute[] = [
         content: { "application/pkix-crl": { schema: { type: "string", format: "binary" } } },
       },
       "404": errorResponse("No X.509 authority with that id"),
+    },
+  },
+  {
+    method: "get",
+    path: "/v1/trust/:caId/:document",
+    tag: "CertificateService",
+    summary:
+      "What an authority asks relying parties to trust, no credentials: `user_ca_keys` (sshd TrustedUserCAKeys lines) and `known_hosts` (`@cert-authority` lines for the patterns of the `hosts` query, `*` by default) for SSH, `bundle.pem` for X.509",
+    responses: {
+      "200": {
+        description: "Every key trusted now, the signer of host certificates first",
+        content: {
+          "text/plain": { schema: { type: "string" } },
+          "application/pem-certificate-chain": { schema: { type: "string" } },
+        },
+      },
+      "400": errorResponse("`hosts` is not a list of known_hosts patterns"),
+      "404": errorResponse("No authority of that id and kind"),
     },
   },
 ];

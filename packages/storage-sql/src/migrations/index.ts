@@ -17,6 +17,7 @@ import { recordingsMigration } from "./009-recordings.js";
 import { certificateLifecycleMigration } from "./010-certificate-lifecycle.js";
 import { accountSecurityMigration } from "./011-account-security.js";
 import { wholeSecondDurationsMigration } from "./012-whole-second-durations.js";
+import { reportedEndpointsMigration } from "./013-reported-endpoints.js";
 import { grantKindsMigration } from "./014-grant-kinds.js";
 import { accessRequestsMigration } from "./015-access-requests.js";
 
@@ -39,6 +40,7 @@ export function createMigrations(dialect: SqlDialectName): Record<string, Migrat
     "010_certificate_lifecycle": certificateLifecycleMigration(dialect),
     "011_account_security": accountSecurityMigration(dialect),
     "012_whole_second_durations": wholeSecondDurationsMigration(dialect),
+    "013_reported_endpoints": reportedEndpointsMigration(),
     "014_grant_kinds": grantKindsMigration(dialect),
     "015_access_requests": accessRequestsMigration(dialect),
   };

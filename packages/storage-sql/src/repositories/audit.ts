@@ -84,6 +84,7 @@ function auditFilter(
     if (filter.actions?.length) conditions.push(eb("action", "in", [...filter.actions]));
     if (filter.actorIds?.length) conditions.push(eb("actor_id", "in", [...filter.actorIds]));
     if (filter.actorTypes?.length) conditions.push(eb("actor_type", "in", [...filter.actorTypes]));
+    if (filter.resources?.length) conditions.push(eb("resource", "in", [...filter.resources]));
     if (filter.search) {
       const pattern = likeContains(asciiLower(filter.search));
       conditions.push(

@@ -42,10 +42,17 @@ function targetToRow(t: TargetRecord): Insertable<TargetsTable> {
     description: t.description,
     tags: toJson(t.tags),
     endpoints: toJson(t.endpoints),
+    reported_endpoints: toJson(t.reportedEndpoints ?? []),
     metadata: toJson(t.metadata),
     created_at: fromDate(t.createdAt),
     updated_at: fromDate(t.updatedAt),
   };
+}
+
+/** Present only when something waits: a target without a report reads as it was written. */
+function reportedEndpointsOf(column: string): Pick<TargetRecord, "reportedEndpoints"> {
+  const reported = toStringArray(column);
+  return reported.length > 0 ? { reportedEndpoints: reported } : {};
 }
 
 function rowToTarget(r: Selectable<TargetsTable>): TargetRecord {
@@ -58,6 +65,7 @@ function rowToTarget(r: Selectable<TargetsTable>): TargetRecord {
     description: r.description,
     tags: toStringArray(r.tags),
     endpoints: toStringArray(r.endpoints),
+    ...reportedEndpointsOf(r.reported_endpoints),
     metadata: toStringMap(r.metadata),
     createdAt: toDate(r.created_at),
     updatedAt: toDate(r.updated_at),
@@ -98,7 +106,10 @@ function targetWhere(dialect: SqlDialectTraits, workspaceId: string, filter: Tar
 
 function targetPatch(
   patch: Partial<
-    Pick<TargetRecord, "caId" | "daemonId" | "name" | "description" | "tags" | "endpoints" | "metadata">
+    Pick<
+      TargetRecord,
+      "caId" | "daemonId" | "name" | "description" | "tags" | "endpoints" | "reportedEndpoints" | "metadata"
+    >
   >,
   updatedAt: Date,
 ): Updateable<TargetsTable> {
@@ -112,6 +123,7 @@ function targetPatch(
   if (patch.description !== undefined) set.description = patch.description;
   if (patch.tags !== undefined) set.tags = toJson(patch.tags);
   if (patch.endpoints !== undefined) set.endpoints = toJson(patch.endpoints);
+  if (patch.reportedEndpoints !== undefined) set.reported_endpoints = toJson(patch.reportedEndpoints);
   if (patch.metadata !== undefined) set.metadata = toJson(patch.metadata);
   return set;
 }

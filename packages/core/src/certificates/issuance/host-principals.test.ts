@@ -71,4 +71,28 @@ describe("host certificate principals", () => {
       ),
     );
   });
+
+  it("never names what another target claims, whatever its case, nor the host name a daemon reports", () => {
+    const endpoint = fc.oneof(
+      fc.tuple(fc.ipV4(), port).map(([h, p]) => (p === undefined ? h : `${h}:${p}`)),
+      fc.tuple(fc.domain(), port).map(([h, p]) => (p === undefined ? h : `${h}:${p}`)),
+    );
+    fc.assert(
+      fc.property(
+        fc.array(endpoint, { maxLength: 16 }),
+        fc.array(fc.oneof(fc.ipV4(), fc.domain()), { maxLength: 8 }),
+        fc.domain(),
+        (endpoints, claimed, hostname) => {
+          const target = targetWith({ endpoints, metadata: { hostname } });
+          const elsewhere = new Set(claimed.map((name) => name.toLowerCase()));
+          const principals = hostPrincipalsOf(target, elsewhere);
+          expect(principals[0]).toBe(target.id);
+          for (const principal of principals.slice(1)) {
+            expect(elsewhere.has(principal.toLowerCase())).toBe(false);
+            expect([target.name, ...endpoints.map(endpointHost)]).toContain(principal);
+          }
+        },
+      ),
+    );
+  });
 });

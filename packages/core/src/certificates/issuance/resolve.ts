@@ -13,6 +13,7 @@ import { FailedPreconditionError, NotFoundError } from "../../errors.js";
 import type { AuthorityKind, CertificateAuthorityRecord } from "../../storage/certificate-authorities.js";
 import type { Repositories } from "../../storage/storage.js";
 import type { TargetRecord } from "../../storage/targets.js";
+import { defaultAuthority } from "../default-authority.js";
 
 const kindName: Record<AuthorityKind, string> = { ssh: "an SSH", x509: "an X.509" };
 
@@ -43,13 +44,10 @@ export async function resolveAuthority(
     ca = await storage.certificateAuthorities.findById(workspaceId, id);
     if (ca === null) throw authorityNotFound(id);
   } else {
-    ca = await storage.certificateAuthorities.findDefault(workspaceId, kind);
-    if (ca === null) {
-      throw new FailedPreconditionError(
-        `this workspace has no default ${kind === "ssh" ? "SSH" : "X.509"} certificate authority: name one with caId`,
-        { reason: "NO_DEFAULT_CERTIFICATE_AUTHORITY" },
-      );
-    }
+    ca = await defaultAuthority(storage, workspaceId, kind, {
+      reason: "NO_DEFAULT_CERTIFICATE_AUTHORITY",
+      nameOne: "name one (caId)",
+    });
   }
   if (ca.authorityType !== kind) {
     throw new FailedPreconditionError(

@@ -7,7 +7,9 @@
  *   each target. Daemons get none.
  * - **Host certificates** name a target: the target id first (what a client with `HostKeyAlias
  *   <target id>` checks), then the names a plain `ssh <host>` checks against them: the target's
- *   name, the host name its daemon reports, and the host of each endpoint (hostPrincipalsOf).
+ *   name and the host of each of its endpoints (hostPrincipalsOf): what an administrator set or
+ *   approved (targets/host-names.ts), never a name or address another target also claims, and
+ *   never what a daemon reports that waits for approval.
  *   A daemon gets one for its own target only, once accepted; a person or service account needs
  *   `certificates.sign` (editor and up) and may ask for any target of the workspace.
  *
@@ -31,6 +33,7 @@ import type { WorkspaceScope } from "../../operations/operation.js";
 import type { CertificateAuthorityRecord } from "../../storage/certificate-authorities.js";
 import type { Repositories } from "../../storage/storage.js";
 import type { TargetRecord } from "../../storage/targets.js";
+import { claimedByOtherTargets } from "../../targets/host-names.js";
 import { allowedKeyTypes, backdate, lifetime, type ValidityDraft } from "./options.js";
 import type { SignOption } from "./pipeline.js";
 import { findTarget } from "./resolve.js";
@@ -50,6 +53,8 @@ export interface SshSubject {
   readonly type: SshCertificateType;
   /** The host certificate's target; for user certificates, the target named in the request, if any. */
   readonly target: TargetRecord | undefined;
+  /** Host certificates: the names and addresses other targets of the workspace claim (lower case). */
+  readonly claimedElsewhere?: ReadonlySet<string>;
   /** The user or service-account id a user certificate names. */
   readonly subjectId: string;
 }
@@ -104,7 +109,12 @@ export async function resolveSshSubject(
         reason: "DAEMON_HAS_NO_TARGET",
       });
     }
-    return { type, target, subjectId: daemon.id };
+    return {
+      type,
+      target,
+      subjectId: daemon.id,
+      claimedElsewhere: await claimedByOtherTargets(storage, workspaceId, target.id),
+    };
   }
   if (caller.kind !== "user" && caller.kind !== "service_account") {
     throw new UnauthenticatedError("this call needs credentials");
@@ -122,7 +132,13 @@ export async function resolveSshSubject(
         violations: [{ field: "targetId", description: "is required for host certificates" }],
       });
     }
-    return { type, target: await findTarget(storage, workspaceId, targetId), subjectId };
+    const target = await findTarget(storage, workspaceId, targetId);
+    return {
+      type,
+      target,
+      subjectId,
+      claimedElsewhere: await claimedByOtherTargets(storage, workspaceId, target.id),
+    };
   }
   const target = targetId === undefined ? undefined : await findTarget(storage, workspaceId, targetId);
   return { type, target, subjectId };
@@ -142,14 +158,20 @@ export function endpointHost(endpoint: string): string {
 }
 
 /**
- * The principals of a target's host certificate: its id, its name, the host name its daemon
- * reports (metadata `hostname`) and every endpoint's host, each once, in that order. Names that
- * are neither an IP address nor a DNS name (an endpoint typed by hand, say) are left out:
- * `ssh` could never match them.
+ * The principals of a target's host certificate: its id, its name and every (approved) endpoint's
+ * host, each once, in that order. Names that are neither an IP address nor a DNS name (an
+ * endpoint typed by hand, say) are left out: `ssh` could never match them. So is every name
+ * `claimedElsewhere` (another target's name or address): no host certificate vouches for another
+ * target. The host name a daemon reports (metadata) is never named: it is the daemon's word.
  */
-export function hostPrincipalsOf(target: TargetRecord): string[] {
-  const names = [target.name, target.metadata.hostname ?? "", ...target.endpoints.map(endpointHost)];
-  const usable = names.filter((name) => isIP(name) !== 0 || hostNamePattern.test(name));
+export function hostPrincipalsOf(
+  target: TargetRecord,
+  claimedElsewhere: ReadonlySet<string> = new Set(),
+): string[] {
+  const names = [target.name, ...target.endpoints.map(endpointHost)];
+  const usable = names.filter(
+    (name) => (isIP(name) !== 0 || hostNamePattern.test(name)) && !claimedElsewhere.has(name.toLowerCase()),
+  );
   return [...new Set([target.id, ...usable])];
 }
 
@@ -182,7 +204,7 @@ export function authorizeSshSign(params: {
         name: "host-certificate",
         apply(draft) {
           draft.type = "host";
-          draft.principals = hostPrincipalsOf(subject.target!);
+          draft.principals = hostPrincipalsOf(subject.target!, subject.claimedElsewhere);
           draft.extensions = {};
           draft.criticalOptions = {};
         },

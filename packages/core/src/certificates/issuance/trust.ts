@@ -10,11 +10,11 @@
  */
 import type { Services } from "../../operations/services.js";
 import type {
+  AuthorityKeyRecord,
   CertificateAuthorityRecord,
   RetiredAuthorityKeyRecord,
 } from "../../storage/certificate-authorities.js";
 import type { Repositories } from "../../storage/storage.js";
-import { rotationKeys } from "../rotation.js";
 
 interface Entry {
   readonly version: number;
@@ -63,6 +63,76 @@ export function stillTrusted(
   return retired.filter((key) => key.trustedUntil.getTime() > now.getTime());
 }
 
+/** The keys relying parties trust during a rotation (rotation.ts), the host certificates' signer first. */
+function rotationKeys(ca: CertificateAuthorityRecord): AuthorityKeyRecord[] {
+  if (ca.nextKey === null || ca.rotationPhase === "none") return [ca];
+  return ca.rotationPhase === "host_signing" ? [ca.nextKey, ca] : [ca, ca.nextKey];
+}
+
+/** Why a key is trusted: the authority's key, a staged rotation's incoming key, or a retired one. */
+export type TrustedKeyRole = "current" | "next" | "retired";
+
+/** A key relying parties must trust now, with why, until when, and what it signs. */
+export interface TrustedAuthorityKey {
+  readonly role: TrustedKeyRole;
+  /** authorized_keys line (SSH) or SPKI PEM (X.509). */
+  readonly publicKey: string;
+  /** The CA certificate PEM (X.509); empty for SSH. */
+  readonly certificate: string;
+  /** A retired key: the expiry of the last certificate it signed; else the key's own end of validity. */
+  readonly trustedUntil: Date;
+  readonly signsUser: boolean;
+  readonly signsHost: boolean;
+}
+
+/**
+ * Every key relying parties must trust for `ca` at `now`, the signer of host certificates first:
+ * both keys of a staged rotation, then the retired keys still trusted. The one list every
+ * publication of an authority's trust is made from (GetCertificateAuthority's `trustedKeys`,
+ * SignSSHCertificate's `caPublicKey`, the anonymous trust endpoints).
+ */
+export function trustedKeysOf(
+  ca: CertificateAuthorityRecord,
+  retired: readonly RetiredAuthorityKeyRecord[],
+  now: Date,
+): TrustedAuthorityKey[] {
+  const next = ca.rotationPhase === "none" ? null : ca.nextKey;
+  const nextSignsUser =
+    next !== null && (ca.rotationPhase === "user_signing" || ca.rotationPhase === "host_signing");
+  const nextSignsHost = next !== null && ca.rotationPhase === "host_signing";
+  const live = rotationKeys(ca).map(
+    (key): TrustedAuthorityKey =>
+      key === ca
+        ? {
+            role: "current",
+            publicKey: ca.publicKey,
+            certificate: ca.certificate,
+            trustedUntil: ca.notAfter,
+            signsUser: !nextSignsUser,
+            signsHost: !nextSignsHost,
+          }
+        : {
+            role: "next",
+            publicKey: key.publicKey,
+            certificate: key.certificate,
+            trustedUntil: key.notAfter,
+            signsUser: nextSignsUser,
+            signsHost: nextSignsHost,
+          },
+  );
+  const old = stillTrusted(retired, now).map(
+    (key): TrustedAuthorityKey => ({
+      role: "retired",
+      publicKey: key.publicKey,
+      certificate: key.certificate,
+      trustedUntil: key.trustedUntil,
+      signsUser: false,
+      signsHost: false,
+    }),
+  );
+  return [...live, ...old];
+}
+
 /**
  * The authorized_keys lines to trust for an SSH authority at `now`, the signing key (of host
  * certificates, during a staged rotation) first; both keys of a rotation, then retired keys.
@@ -72,7 +142,9 @@ export function sshTrustedKeysText(
   retired: readonly RetiredAuthorityKeyRecord[],
   now: Date,
 ): string {
-  return [...rotationKeys(ca), ...stillTrusted(retired, now)].map((key) => key.publicKey).join("\n");
+  return trustedKeysOf(ca, retired, now)
+    .map((key) => key.publicKey)
+    .join("\n");
 }
 
 /** The CA certificates to trust for an X.509 authority at `now` (PEM, the current one first). */
@@ -81,7 +153,7 @@ export function x509TrustBundle(
   retired: readonly RetiredAuthorityKeyRecord[],
   now: Date,
 ): string {
-  return [...rotationKeys(ca), ...stillTrusted(retired, now)]
+  return trustedKeysOf(ca, retired, now)
     .map((key) => key.certificate)
     .map((pem) => (pem.endsWith("\n") ? pem : `${pem}\n`))
     .join("");

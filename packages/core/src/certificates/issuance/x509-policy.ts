@@ -25,7 +25,7 @@ import { PermissionDeniedError, PlatformError, UnauthenticatedError } from "../.
 import type { WorkspaceScope } from "../../operations/operation.js";
 import type { CertificateAuthorityRecord } from "../../storage/certificate-authorities.js";
 import type { Repositories } from "../../storage/storage.js";
-import type { TargetRecord } from "../../storage/targets.js";
+import { allTargets } from "../../targets/host-names.js";
 import { allowedKeyTypes, backdate, lifetime, type ValidityDraft } from "./options.js";
 import type { SignOption } from "./pipeline.js";
 
@@ -63,15 +63,6 @@ export function endpointHost(endpoint: string): string {
   const colons = endpoint.split(":").length - 1;
   if (colons === 1) return endpoint.slice(0, endpoint.indexOf(":"));
   return endpoint;
-}
-
-async function allTargets(storage: Repositories, workspaceId: string): Promise<TargetRecord[]> {
-  const targets: TargetRecord[] = [];
-  for (let offset = 0; ; offset += 100) {
-    const page = await storage.targets.list(workspaceId, { limit: 100, offset });
-    targets.push(...page.items);
-    if (page.items.length < 100) return targets;
-  }
 }
 
 /**

@@ -4,6 +4,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { sshFingerprintSha256, sshPublicKeyLine } from "@wap/ssh-wire";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sshCaKeySpecs, sshSubjectKeySpecs } from "../../../test/support/key-specs.js";
 import { decodeBase64Lenient } from "../../lib/base64.js";
@@ -19,7 +20,6 @@ import {
   standardUserExtensions,
 } from "./certificate.js";
 import { type ParsedSshPublicKey, parseSshPublicKey } from "./parse-public-key.js";
-import { sshFingerprintSha256, sshPublicKeyLine } from "./public-key.js";
 
 const run = promisify(execFile);
 

@@ -5,13 +5,13 @@
  * @module
  */
 import { randomFillSync } from "node:crypto";
+import { type SshKeyAlgorithm, sshPublicKeyBlob } from "@wap/ssh-wire";
 import { encodeBase64 } from "../../lib/base64.js";
 import { fromUtf8 } from "../../lib/bytes.js";
 import { SshReader } from "../../lib/ssh-wire.js";
 import { type CaSigningKey, softwareSigningKey } from "../ca-signing-key.js";
 import type { CaKeySpec } from "../key-types.js";
 import type { ParsedSshPublicKey } from "./parse-public-key.js";
-import { type SshKeyAlgorithm, sshPublicKeyBlob } from "./public-key.js";
 
 /** `user` certificates authenticate people to sshd; `host` certificates authenticate sshd to clients. */
 export type SshCertificateType = "user" | "host";

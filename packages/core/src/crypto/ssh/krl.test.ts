@@ -7,6 +7,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { sshPublicKeyLine } from "@wap/ssh-wire";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SshReader } from "../../lib/ssh-wire.js";
@@ -18,7 +19,6 @@ import {
 } from "./certificate.js";
 import { encodeKrl } from "./krl.js";
 import { parseSshPublicKey } from "./parse-public-key.js";
-import { sshPublicKeyLine } from "./public-key.js";
 
 const run = promisify(execFile);
 let dir: string;

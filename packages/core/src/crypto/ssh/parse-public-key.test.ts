@@ -4,6 +4,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { sshFingerprintSha256, sshKeyAlgorithmOf, sshPublicKeyBlob, sshPublicKeyLine } from "@wap/ssh-wire";
 import * as fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { decodeBase64Url, encodeBase64 } from "../../lib/base64.js";
@@ -12,7 +13,6 @@ import { SshReader, SshWriter } from "../../lib/ssh-wire.js";
 import { type GeneratedKey, generateKeyPair } from "../generate-key.js";
 import { allCaKeySpecs, describeKeySpec, keyBitsOf } from "../key-types.js";
 import { type ParsedSshPublicKey, parseSshPublicKey, SshKeyParseError } from "./parse-public-key.js";
-import { sshFingerprintSha256, sshKeyAlgorithmOf, sshPublicKeyBlob, sshPublicKeyLine } from "./public-key.js";
 
 const run = promisify(execFile);
 

@@ -4,10 +4,11 @@
  *
  * @module
  */
+
+import { type SshKeyAlgorithm, sshFingerprintSha256 } from "@wap/ssh-wire";
 import { decodeBase64Lenient } from "../../lib/base64.js";
 import { fromUtf8, toHex } from "../../lib/bytes.js";
 import { SshReader } from "../../lib/ssh-wire.js";
-import { type SshKeyAlgorithm, sshFingerprintSha256 } from "./public-key.js";
 
 /** A validated SSH public key. */
 export interface ParsedSshPublicKey {

@@ -4,18 +4,18 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fromPem } from "../../lib/pem.js";
-import { SshReader } from "../../lib/ssh-wire.js";
-import { type GeneratedKey, generateKeyPair } from "../generate-key.js";
-import { allCaKeySpecs, describeKeySpec, keyBitsOf } from "../key-types.js";
 import {
   opensshPrivateKey,
   sshFingerprintSha256,
   sshKeyAlgorithmOf,
   sshPublicKeyBlob,
   sshPublicKeyLine,
-} from "./public-key.js";
+} from "@wap/ssh-wire";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fromPem } from "../../lib/pem.js";
+import { SshReader } from "../../lib/ssh-wire.js";
+import { type GeneratedKey, generateKeyPair } from "../generate-key.js";
+import { allCaKeySpecs, describeKeySpec, keyBitsOf } from "../key-types.js";
 
 const run = promisify(execFile);
 const sshKeygen = "/usr/bin/ssh-keygen";

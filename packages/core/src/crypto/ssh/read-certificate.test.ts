@@ -1,10 +1,9 @@
+import { readSshCertificate, sshPublicKeyLine } from "@wap/ssh-wire";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { generateKeyPair } from "../generate-key.js";
 import { createSshCertificateSigner } from "./certificate.js";
 import { parseSshPublicKey } from "./parse-public-key.js";
-import { sshPublicKeyLine } from "./public-key.js";
-import { readSshCertificate } from "./read-certificate.js";
 
 describe("readSshCertificate", () => {
   it("reads back what the encoder wrote, for every subject key type", async () => {

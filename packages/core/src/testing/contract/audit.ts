@@ -93,15 +93,22 @@ function filtersAndScan(ctx: ContractContext): void {
   const storage = () => ctx.storage();
 
   describe("audit log filters and scan", () => {
-    test("auditEvents: list filters by lists of actors, actor types and actions", async () => {
+    test("auditEvents: list filters by lists of actors, actor types, actions and resources", async () => {
       const { workspace } = await seedWorkspace();
       const [x, y] = [uid(), uid()];
       const events = [
-        anAuditEvent(workspace.id, { actorId: x, actorType: "user", action: "a.one", timestamp: at(1) }),
+        anAuditEvent(workspace.id, {
+          actorId: x,
+          actorType: "user",
+          action: "a.one",
+          resource: "target:t1",
+          timestamp: at(1),
+        }),
         anAuditEvent(workspace.id, {
           actorId: y,
           actorType: "service_account",
           action: "a.two",
+          resource: "team:t2",
           timestamp: at(2),
         }),
         anAuditEvent(workspace.id, {
@@ -126,6 +133,9 @@ function filtersAndScan(ctx: ContractContext): void {
       expect(await ids({ ...all, actions: ["a.one", "a.two"], actorTypes: ["service_account"] })).toEqual([
         e1,
       ]);
+      expect(await ids({ ...all, resources: ["team:t2", "target:t1"] })).toEqual([e1, e0]);
+      expect(await ids({ ...all, resources: ["target:t"] })).toEqual([]);
+      expect(await ids({ ...all, resources: [] })).toEqual([e2, e1, e0]);
     });
 
     test("auditEvents: search is a substring, ASCII-case-insensitive, wildcards literal", async () => {

@@ -106,6 +106,22 @@ function targetRecords(ctx: ContractContext): void {
       expect(updated).toEqual({ ...target, ...patch, updatedAt: at(30, 9) });
       const cleared = await storage().targets.update(workspace.id, target.id, { daemonId: null }, at(31));
       expect(cleared).toEqual({ ...target, ...patch, daemonId: null, updatedAt: at(31) });
+      // What a daemon reported waits beside the endpoints; an empty list reads as none waiting.
+      const waiting = await storage().targets.update(
+        workspace.id,
+        target.id,
+        { reportedEndpoints: ["10.0.0.9:22", "[fd00::1]:4022"] },
+        at(32),
+      );
+      expect(waiting?.reportedEndpoints).toEqual(["10.0.0.9:22", "[fd00::1]:4022"]);
+      expect(waiting?.endpoints).toEqual(patch.endpoints);
+      const approved = await storage().targets.update(
+        workspace.id,
+        target.id,
+        { reportedEndpoints: [] },
+        at(33),
+      );
+      expect(approved).toEqual({ ...target, ...patch, daemonId: null, updatedAt: at(33) });
       expect(await storage().targets.delete(workspace.id, target.id)).toBe(true);
       expect(await storage().targets.delete(workspace.id, target.id)).toBe(false);
       expect(await storage().targets.findById(workspace.id, target.id)).toBeNull();

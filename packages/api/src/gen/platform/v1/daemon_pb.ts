@@ -500,7 +500,7 @@ export type EnrollDaemonRequest = Message<"platform.v1.EnrollDaemonRequest"> & {
   token: string;
 
   /**
-   * no uuid rule
+   * the SSH authority's id or name (at most 256 characters); empty: the workspace's default
    *
    * @generated from field: string ca_id = 2;
    */

@@ -5,10 +5,10 @@
  * @module
  */
 import { createHash, createPrivateKey, createPublicKey, type JsonWebKey, type KeyObject } from "node:crypto";
-import { decodeBase64Url, encodeBase64, encodeBase64NoPad } from "../../lib/base64.js";
-import { concatBytes, toUint8Array } from "../../lib/bytes.js";
-import { toPem } from "../../lib/pem.js";
-import { SshReader, SshWriter } from "../../lib/ssh-wire.js";
+import { decodeBase64Url, encodeBase64, encodeBase64NoPad } from "./base64.js";
+import { concatBytes, toUint8Array } from "./bytes.js";
+import { toPem } from "./pem.js";
+import { SshReader, SshWriter } from "./wire.js";
 
 /** The SSH public key algorithms we produce. */
 export type SshKeyAlgorithm =

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { toHex } from "./bytes.js";
-import { SshReader, SshWriter } from "./ssh-wire.js";
+import { SshReader, SshWriter } from "./wire.js";
 
 const hex = (text: string) => Uint8Array.from(text.match(/../g) ?? [], (b) => Number.parseInt(b, 16));
 

@@ -5,9 +5,9 @@
  *
  * @module
  */
-import { decodeBase64Lenient } from "../../lib/base64.js";
-import { fromUtf8 } from "../../lib/bytes.js";
-import { SshReader } from "../../lib/ssh-wire.js";
+import { decodeBase64Lenient } from "./base64.js";
+import { fromUtf8 } from "./bytes.js";
+import { SshReader, SshWriter } from "./wire.js";
 
 export interface SshCertificateInfo {
   /** e.g. `ssh-ed25519-cert-v01@openssh.com`. */
@@ -16,6 +16,8 @@ export interface SshCertificateInfo {
   readonly serial: bigint;
   readonly keyId: string;
   readonly principals: readonly string[];
+  /** The certified public key as an authorized_keys line without comment (`ssh-ed25519 AAAA…`). */
+  readonly publicKey: string;
   readonly validAfter: Date;
   /** Far in the future (year 292277026596) for a certificate valid forever. */
   readonly validBefore: Date;
@@ -42,7 +44,10 @@ export function readSshCertificate(line: string): SshCertificateInfo {
   const reader = new SshReader(blob);
   if (reader.text() !== certType) throw new RangeError("the certificate's type does not match its line");
   reader.string(); // nonce
-  for (let i = 0; i < fields; i++) reader.string();
+  // The plain key's blob holds the same fields after its own type name (RSA: e then n).
+  const keyType = certType.replace("-cert-v01@openssh.com", "");
+  const key = new SshWriter().string(keyType);
+  for (let i = 0; i < fields; i++) key.string(reader.string());
   const serial = reader.uint64();
   const kind = reader.uint32();
   const keyId = reader.text();
@@ -61,6 +66,7 @@ export function readSshCertificate(line: string): SshCertificateInfo {
     serial,
     keyId,
     principals,
+    publicKey: `${keyType} ${Buffer.from(key.bytes()).toString("base64")}`,
     validAfter: toDate(validAfter),
     validBefore: toDate(validBefore),
     caPublicKey: `${new SshReader(caBlob).text()} ${Buffer.from(caBlob).toString("base64")}`,

@@ -1,0 +1,12 @@
+import { defineConfig } from "tsup";
+
+export default defineConfig({
+  entry: ["src/index.ts", "src/encoding.ts", "src/forms.ts"],
+  format: ["esm"],
+  target: "node20",
+  dts: true,
+  sourcemap: true,
+  clean: true,
+  // No dependencies: everything here is this package's own source.
+  skipNodeModulesBundle: true,
+});
