@@ -2,17 +2,14 @@
  * Certificates issued under an approved access request: a user certificate asked for a target
  * while the caller's request for it is approved ends no later than the approval does (the answer
  * says so), its key id names the request, and the request records it (a `used` transition with
- * the ledger id, audited). When the request is withdrawn or ends, those certificates are revoked,
- * so the authority's KRL names them.
+ * the ledger id, audited). When the request is withdrawn or ends, those certificates are revoked
+ * (./revocation.ts).
  *
  * @module
  */
 import type { ValidityDraft } from "../certificates/issuance/options.js";
 import type { SignOption } from "../certificates/issuance/pipeline.js";
-import { revocationAuditEntries } from "../certificates/revocation.js";
-import type { AuditEntry } from "../operations/operation.js";
 import type { AccessRequestRecord } from "../storage/access-requests.js";
-import type { IssuedCertificateRecord } from "../storage/certificates.js";
 import type { Repositories } from "../storage/storage.js";
 
 /** The caller's approved request for the target at `at` that ends last, or null. */
@@ -54,30 +51,4 @@ export function usedBy(request: AccessRequestRecord, actorId: string, certificat
     events: [...request.events, { type: "used" as const, actorId, reason: "", at, certificateId }],
     version: request.version + 1,
   };
-}
-
-/**
- * Revokes the unexpired certificates issued under `request`, inside the caller's transaction;
- * returns them and the audit entries that tell their authorities' daemons.
- */
-export async function revokeIssuedUnder(
-  tx: Repositories,
-  request: AccessRequestRecord,
-  revokedBy: string,
-  at: Date,
-): Promise<{ revoked: IssuedCertificateRecord[]; entries: AuditEntry[] }> {
-  const revoked: IssuedCertificateRecord[] = [];
-  for (const event of request.events) {
-    if (event.type !== "used" || event.certificateId === undefined) continue;
-    const entry = await tx.issuedCertificates.findById(request.workspaceId, event.certificateId);
-    if (!entry) continue;
-    revoked.push(
-      ...(await tx.issuedCertificates.revoke(
-        request.workspaceId,
-        { by: "serial", caId: entry.caId, serial: entry.serial },
-        { revokedAt: at, reason: "privilege_withdrawn", revokedBy },
-      )),
-    );
-  }
-  return { revoked, entries: revocationAuditEntries(revoked) };
 }

@@ -32,8 +32,8 @@ import type { Repositories } from "../storage/storage.js";
 import { targetNotFound } from "../targets/messages.js";
 import { approvalLimits, principalUsername } from "../validation/bounds.js";
 import { defaultPage, durationSeconds, enumValue, paging, text, uuid } from "../validation/rules.js";
-import { revokeIssuedUnder } from "./certificates.js";
 import { approverIdsOf, stateToWire, toAccessRequestMessage } from "./messages.js";
+import { revokeIssuedUnder } from "./revocation.js";
 import { approversOf, mayApprove, requestablePolicy, stateAt } from "./rules.js";
 
 const workspaceId = uuid.optional();

@@ -10,7 +10,7 @@ import { appendAudit, noRequest } from "../audit/record.js";
 import { notifyDaemonsOfChanges } from "../daemons/change-notifications.js";
 import type { AuditEntry } from "../operations/operation.js";
 import type { Services } from "../operations/services.js";
-import { revokeIssuedUnder } from "./certificates.js";
+import { revokeIssuedUnder } from "./revocation.js";
 import { stateAt } from "./rules.js";
 
 /** How often each platform instance sweeps; well within the 5 s in which ended access must be enforced. */
