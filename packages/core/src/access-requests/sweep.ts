@@ -6,12 +6,12 @@
  *
  * @module
  */
-import { appendAudit, noRequest } from "../audit/record.js";
 import { notifyDaemonsOfChanges } from "../daemons/change-notifications.js";
 import type { AuditEntry } from "../operations/operation.js";
 import type { Services } from "../operations/services.js";
 import { revokeIssuedUnder } from "./revocation.js";
 import { stateAt } from "./rules.js";
+import { auditSystemChange, publishSystemEvents, type SystemEvent } from "./system-changes.js";
 
 /** How often each platform instance sweeps; well within the 5 s in which ended access must be enforced. */
 export const accessRequestSweepMs = 2000;
@@ -20,6 +20,7 @@ export const accessRequestSweepMs = 2000;
 export async function sweepAccessRequests(services: Services): Promise<number> {
   const at = services.clock.now();
   const told: Array<{ workspaceId: string; entries: AuditEntry[] }> = [];
+  const published: SystemEvent[] = [];
   let changed = 0;
   for (const request of await services.storage.accessRequests.due(at)) {
     const state = stateAt(request, at);
@@ -43,22 +44,25 @@ export async function sweepAccessRequests(services: Services): Promise<number> {
       // Certificates issued under it end with it; any still valid (a clock ahead) is revoked.
       if (state === "ended")
         entries.push(...(await revokeIssuedUnder(tx, request, "system:access_request.end", at)).entries);
+      const events: SystemEvent[] = [];
       for (const entry of entries) {
-        await appendAudit(tx, services, noRequest, {
-          workspaceId: request.workspaceId,
-          actorType: "system",
-          actorId: "",
-          action: entry.action,
-          resource: entry.resource,
-          at,
-        });
+        events.push(
+          await auditSystemChange(tx, services, {
+            workspaceId: request.workspaceId,
+            action: entry.action,
+            resource: entry.resource,
+            at,
+          }),
+        );
       }
-      return entries;
+      return { entries, events };
     });
     if (!done) continue;
     changed++;
-    told.push({ workspaceId: request.workspaceId, entries: done });
+    told.push({ workspaceId: request.workspaceId, entries: done.entries });
+    published.push(...done.events);
   }
+  await publishSystemEvents(services, published);
   for (const { workspaceId, entries } of told) await notifyDaemonsOfChanges(services, workspaceId, entries);
   return changed;
 }

@@ -5,7 +5,11 @@
  *
  * @module
  */
-import { appendAudit, noRequest } from "../audit/record.js";
+import {
+  auditSystemChange,
+  publishSystemEvents,
+  type SystemEvent,
+} from "../access-requests/system-changes.js";
 import { notifyDaemonsOfChanges } from "../daemons/change-notifications.js";
 import type { AuditEntry } from "../operations/operation.js";
 import type { Services } from "../operations/services.js";
@@ -16,20 +20,22 @@ export const lapsedGrantSweepMs = 30_000;
 /** Removes the time-bound grants that have ended; returns how many went. */
 export async function removeLapsedGrants(services: Services): Promise<number> {
   const at = services.clock.now();
-  const lapsed = await services.storage.transaction(async (tx) => {
+  const { lapsed, events } = await services.storage.transaction(async (tx) => {
     const removed = await tx.principals.removeLapsed(at);
+    const staged: SystemEvent[] = [];
     for (const { workspaceId, principalId } of removed) {
-      await appendAudit(tx, services, noRequest, {
-        workspaceId,
-        actorType: "system",
-        actorId: "",
-        action: "principal.revoke",
-        resource: `principal:${principalId}`,
-        at,
-      });
+      staged.push(
+        await auditSystemChange(tx, services, {
+          workspaceId,
+          action: "principal.revoke",
+          resource: `principal:${principalId}`,
+          at,
+        }),
+      );
     }
-    return removed;
+    return { lapsed: removed, events: staged };
   });
+  await publishSystemEvents(services, events);
   const byWorkspace = new Map<string, AuditEntry[]>();
   for (const { workspaceId, principalId } of lapsed) {
     const entries = byWorkspace.get(workspaceId) ?? [];
