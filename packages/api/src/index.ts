@@ -67,6 +67,45 @@ export {
 } from "./gen/grpc/reflection/v1/reflection_pb.js";
 
 export type {
+  AccessRequest,
+  AccessRequestEvent,
+  ApproveAccessRequestRequest,
+  ApproveAccessRequestResponse,
+  CreateAccessRequestRequest,
+  CreateAccessRequestResponse,
+  DenyAccessRequestRequest,
+  DenyAccessRequestResponse,
+  GetAccessRequestRequest,
+  GetAccessRequestResponse,
+  ListAccessRequestsRequest,
+  ListAccessRequestsResponse,
+  WithdrawAccessRequestRequest,
+  WithdrawAccessRequestResponse,
+} from "./gen/platform/v1/access_request_pb.js";
+export {
+  AccessRequestEventSchema,
+  AccessRequestEventType,
+  AccessRequestEventTypeSchema,
+  AccessRequestSchema,
+  AccessRequestService,
+  AccessRequestState,
+  AccessRequestStateSchema,
+  ApproveAccessRequestRequestSchema,
+  ApproveAccessRequestResponseSchema,
+  CreateAccessRequestRequestSchema,
+  CreateAccessRequestResponseSchema,
+  DenyAccessRequestRequestSchema,
+  DenyAccessRequestResponseSchema,
+  file_platform_v1_access_request,
+  GetAccessRequestRequestSchema,
+  GetAccessRequestResponseSchema,
+  ListAccessRequestsRequestSchema,
+  ListAccessRequestsResponseSchema,
+  WithdrawAccessRequestRequestSchema,
+  WithdrawAccessRequestResponseSchema,
+} from "./gen/platform/v1/access_request_pb.js";
+
+export type {
   BeginPasskeyLoginRequest,
   BeginPasskeyLoginResponse,
   FinishPasskeyLoginRequest,
@@ -416,6 +455,8 @@ export {
 export type {
   AddSubjectsToPrincipalRequest,
   AddSubjectsToPrincipalResponse,
+  ApprovalPolicy,
+  Grant,
   ListPrincipalsRequest,
   ListPrincipalsResponse,
   Principal,
@@ -429,7 +470,11 @@ export type {
 export {
   AddSubjectsToPrincipalRequestSchema,
   AddSubjectsToPrincipalResponseSchema,
+  ApprovalPolicySchema,
   file_platform_v1_principal,
+  GrantKind,
+  GrantKindSchema,
+  GrantSchema,
   ListPrincipalsRequestSchema,
   ListPrincipalsResponseSchema,
   PrincipalSchema,

@@ -3,6 +3,7 @@
  * order in which the server registers routes and the client builds its service clients. A test
  * checks that it names every service generated from the protos.
  */
+import { AccessRequestService as _AccessRequest } from "./gen/platform/v1/access_request_pb.js";
 import { AuthService as _Auth } from "./gen/platform/v1/auth_pb.js";
 import { BillingService as _Billing } from "./gen/platform/v1/billing_pb.js";
 import { CertificateService as _Certificate } from "./gen/platform/v1/certificates_pb.js";
@@ -46,4 +47,5 @@ export const platformServices = [
   _License,
   _Util,
   _Recording,
+  _AccessRequest,
 ] as const;

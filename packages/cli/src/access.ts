@@ -4,7 +4,14 @@
  *
  * @module
  */
-import type { CertificateAuthority, Daemon, GetSubjectAccessResponse, Target } from "@wap/api";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import {
+  type CertificateAuthority,
+  type Daemon,
+  type GetSubjectAccessResponse,
+  GrantKind,
+  type Target,
+} from "@wap/api";
 import { CliError } from "./exit-codes.js";
 import type { Session } from "./session.js";
 
@@ -12,6 +19,8 @@ export interface Reachable {
   readonly target: Target;
   /** The logins granted to the caller on the target, in the server's order. */
   readonly logins: string[];
+  /** Those of `logins` the caller holds only on request: each needs an approved access request. */
+  readonly onRequest: string[];
   readonly daemon: Daemon | undefined;
   readonly authority: CertificateAuthority | undefined;
 }
@@ -24,9 +33,20 @@ export async function subjectAccess(
 }
 
 export function reachableTargets(access: GetSubjectAccessResponse): Reachable[] {
+  const now = Date.now();
+  // The server sends each principal with the grants that reach the caller.
+  const usableNow = (g: Target["principals"][number]["grants"][number]) =>
+    g.kind === GrantKind.STANDING ||
+    g.kind === GrantKind.UNSPECIFIED ||
+    (g.kind === GrantKind.TIME_BOUND &&
+      g.validUntil !== undefined &&
+      timestampDate(g.validUntil).getTime() > now);
   return access.targets.map((target) => ({
     target,
     logins: target.principals.map((p) => p.username),
+    onRequest: target.principals
+      .filter((p) => p.grants.length > 0 && !p.grants.some(usableNow))
+      .map((p) => p.username),
     daemon: access.daemons.find((d) => d.id === target.daemonId),
     authority: access.certificateAuthorities.find((ca) => ca.id === target.caId),
   }));

@@ -44,6 +44,7 @@ const commands = {
   auth: () => import("./commands/auth.js"),
   certs: () => import("./commands/certs.js"),
   lists: () => import("./commands/lists.js"),
+  requests: () => import("./commands/requests.js"),
   ssh: () => import("./commands/ssh.js"),
 };
 
@@ -136,9 +137,68 @@ export function createProgram(runner: Runner, env: NodeJS.ProcessEnv = process.e
     .argument("<destination>", "[login@]target: a target name; the login defaults to your first one there")
     .argument("[command...]", "a command to run instead of a shell (after --)")
     .usage("[options] [login@]target [-- command...]")
+    .option("--request", "for a login that needs approval: ask for it, wait for the approval, then log in")
+    .option("--duration <duration>", "with --request: how long to ask for", duration, 3_600_000)
+    .option("--reason <text>", "with --request: why you need access", "")
     .action(
-      action(async (ctx, destination: string, command: string[]) =>
-        (await commands.ssh()).ssh(ctx, destination, command),
+      action(
+        async (
+          ctx,
+          destination: string,
+          command: string[],
+          options: { request?: boolean; duration: number; reason: string },
+        ) =>
+          (await commands.ssh()).ssh(ctx, destination, command, {
+            ...(options.request ? { request: { durationMs: options.duration, reason: options.reason } } : {}),
+          }),
+      ),
+    );
+
+  program
+    .command("request")
+    .description("ask for just-in-time access to a login on a target; prints the request id and waits")
+    .argument("<target>", "a target name or id")
+    .requiredOption("--login <user>", "the Unix login to ask for")
+    .requiredOption("--duration <duration>", "how long access should last once approved", duration)
+    .option("--reason <text>", "why you need access (some grants require one)", "")
+    .option("--no-wait", "print the request id and return without waiting for a decision")
+    .action(
+      action(
+        async (
+          ctx,
+          target: string,
+          options: { login: string; duration: number; reason: string; wait: boolean },
+        ) =>
+          (await commands.requests()).request(ctx, target, {
+            login: options.login,
+            durationMs: options.duration,
+            reason: options.reason,
+            wait: options.wait,
+          }),
+      ),
+    );
+  program
+    .command("requests")
+    .description("list your access requests and those you may decide")
+    .action(action(async (ctx) => (await commands.requests()).requests(ctx)));
+  program
+    .command("approve")
+    .description("approve an access request")
+    .argument("<id>", "the request id (`wap requests` lists them)")
+    .option("--reason <text>", "why")
+    .action(
+      action(async (ctx, id: string, options: { reason?: string }) =>
+        (await commands.requests()).decide(ctx, "approve", id, options.reason),
+      ),
+    );
+  program
+    .command("deny")
+    .description("deny an access request")
+    .argument("<id>", "the request id (`wap requests` lists them)")
+    .option("--reason <text>", "why")
+    .action(
+      action(async (ctx, id: string, options: { reason?: string }) =>
+        (await commands.requests()).decide(ctx, "deny", id, options.reason),
       ),
     );
 

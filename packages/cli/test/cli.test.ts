@@ -21,6 +21,8 @@ import {
   CertificateService,
   DaemonService,
   DaemonStatus,
+  GrantKind,
+  InvitationService,
   PrincipalService,
   PrincipalType,
   ServiceAccountService,
@@ -32,7 +34,7 @@ import {
 import { sshPublicKeyLine } from "@wap/ssh-wire";
 import { hasControlCharacters } from "@wap/ssh-wire/forms";
 import { bearer, clientFor, transportFor } from "@wap/test-kit/clients";
-import { signUpWithWorkspace } from "@wap/test-kit/http";
+import { signUp, signUpWithWorkspace } from "@wap/test-kit/http";
 import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { type ControlStream, openControlStream, SignedDaemon } from "@wap/test-kit/signed-daemon";
 import { type RunningSshd, startSshd } from "@wap/test-kit/sshd";
@@ -73,6 +75,7 @@ let owner: Awaited<ReturnType<typeof signUpWithWorkspace>>;
 let serviceAccountToken: string;
 let serviceAccountId: string;
 let targetId: string;
+let daemon: SignedDaemon;
 
 interface Result {
   readonly code: number;
@@ -157,7 +160,7 @@ beforeAll(async () => {
     auth,
   );
   const { token } = await daemons.refreshEnrollToken({ workspaceId }, auth);
-  const daemon = new SignedDaemon(server.url, "web-01");
+  daemon = new SignedDaemon(server.url, "web-01");
   targetId = (await daemon.enroll(token)).targetId;
   await daemons.updateDaemon({ workspaceId, id: daemon.id!, status: DaemonStatus.ACCEPTED }, auth);
 
@@ -725,5 +728,95 @@ describe("wap facing a hostile workspace", { timeout: 180_000 }, () => {
     expect(error.stderr.endsWith("\n")).toBe(true);
     expect(error.stderr.trim().split("\n")).toHaveLength(1);
     expect(error.stderr).toContain("\\x1b]0;owned\\x07");
+  });
+});
+
+describe("wap for just-in-time access", { timeout: 180_000 }, () => {
+  it("a login held on request: wap ssh says how to ask; wap request, refused self-approval, wap approve by another, then ssh logs in", async () => {
+    const transport = transportFor("connect-binary-h2", server.url);
+    const auth = bearer(owner.accessToken);
+    const workspaceId = owner.workspaceId;
+    // Bob joins Ada's workspace and holds the local login only on request, approved by owners.
+    const bob = await signUp(server.url, "bob");
+    const { link } = await clientFor(InvitationService, transport).refreshInviteToken({ workspaceId }, auth);
+    await clientFor(InvitationService, transport).acceptInvitation(
+      { token: link.slice(link.lastIndexOf("/") + 1) },
+      bearer(bob.accessToken),
+    );
+    const bobId = await whoamiId(bearer(bob.accessToken));
+    const principals = clientFor(PrincipalService, transport);
+    const { principals: listed } = await principals.listPrincipals(
+      { workspaceId, targetId, limit: 10 },
+      auth,
+    );
+    await principals.addSubjectsToPrincipal(
+      {
+        workspaceId,
+        id: listed.find((p) => p.username === login)!.id,
+        subjectIds: [bobId],
+        type: PrincipalType.USER,
+        kind: GrantKind.ON_REQUEST,
+        approval: { maxDuration: { seconds: 3600n, nanos: 0 }, approverRoles: ["owner"] },
+      },
+      auth,
+    );
+    const bobConfig = join(scratch, "bob-config");
+    const adaConfig = join(scratch, "ada-jit-config");
+    expect((await signIn(bobConfig, bob.accessToken)).code).toBe(0);
+    expect((await signIn(adaConfig)).code).toBe(0);
+    const asBob = (args: readonly string[]) =>
+      wap(["--workspace", workspaceId, ...args], { WAP_CONFIG_DIR: bobConfig });
+    const asAda = (args: readonly string[]) =>
+      wap(["--workspace", workspaceId, ...args], { WAP_CONFIG_DIR: adaConfig });
+    /** The agent's side: sync and write the login's principals for sshd. */
+    const syncAgent = async () => {
+      const synced = await daemon.daemons.syncDaemon({
+        users: [login, "deploy"],
+        privateIps: [`${sshd.host}:${sshd.port}`],
+        metadata: {},
+      });
+      await sshd.writePrincipals(login, synced.principals.find((p) => p.username === login)?.ids ?? []);
+    };
+
+    const refused = await asBob(["ssh", `${login}@web-01`, "--", "echo", "in"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("needs an approved access request");
+    expect(refused.stderr).toContain("wap ssh --request");
+
+    const asked = await asBob([
+      "--json",
+      "request",
+      "web-01",
+      "--login",
+      login,
+      "--duration",
+      "10m",
+      "--reason",
+      "fix the build",
+      "--no-wait",
+    ]);
+    expect(asked.code, asked.stderr).toBe(0);
+    const request = JSON.parse(asked.stdout) as { id: string; state: string; reason: string };
+    expect(request).toMatchObject({ state: "pending", reason: "fix the build" });
+    expect(asked.stderr).toContain(request.id);
+
+    const self = await asBob(["approve", request.id]);
+    expect(self.code).toBe(1);
+    expect(self.stderr).toMatch(/own access request/);
+
+    const pending = await asAda(["requests"]);
+    expect(pending.stdout).toContain(request.id);
+    expect(pending.stdout).toContain("fix the build");
+
+    const approved = await asAda(["approve", request.id, "--reason", "ok"]);
+    expect(approved.code, approved.stderr).toBe(0);
+    expect(approved.stdout).toContain(`Request ${request.id} is approved until`);
+    const start = performance.now();
+    await syncAgent();
+    const inside = await asBob(["ssh", `${login}@web-01`, "--", "echo", "in"]);
+    const ms = performance.now() - start;
+    console.info(`approval to ssh login through wap: ${ms.toFixed(0)} ms`);
+    expect(inside.stdout.trim(), inside.stderr).toBe("in");
+    expect(ms).toBeLessThan(2000);
   });
 });

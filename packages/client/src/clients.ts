@@ -1,5 +1,6 @@
 import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import {
+  AccessRequestService,
   AuthService,
   BillingService,
   CertificateService,
@@ -42,6 +43,7 @@ export interface ServiceClients {
   readonly license: Client<typeof LicenseService>;
   readonly util: Client<typeof UtilService>;
   readonly recordings: Client<typeof RecordingService>;
+  readonly accessRequests: Client<typeof AccessRequestService>;
 }
 
 /** Builds the typed clients of every service over `transport`. */
@@ -66,5 +68,6 @@ export function createServiceClients(transport: Transport): ServiceClients {
     license: createClient(LicenseService, transport),
     util: createClient(UtilService, transport),
     recordings: createClient(RecordingService, transport),
+    accessRequests: createClient(AccessRequestService, transport),
   };
 }

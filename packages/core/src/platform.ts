@@ -16,6 +16,7 @@ import {
   type MessageShape,
 } from "@bufbuild/protobuf";
 import { roleAllows } from "./access/permissions.js";
+import { accessRequestSweepMs, sweepAccessRequests } from "./access-requests/sweep.js";
 import { recordSecurityEvent } from "./audit/security-events.js";
 import { type AccessTokens, loadAccessTokens } from "./auth/access-tokens.js";
 import { authenticate, type CredentialSource, type Credentials } from "./auth/authenticate.js";
@@ -67,6 +68,7 @@ import {
   type PlatformObserver,
   type Services,
 } from "./operations/services.js";
+import { lapsedGrantSweepMs, removeLapsedGrants } from "./principals/lapsed-grants.js";
 import { type Clock, type Random, systemClock, systemRandom } from "./runtime.js";
 import type { AuditEventRecord } from "./storage/audit.js";
 import {
@@ -231,6 +233,14 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
   for (const operation of bidiStreamingOperations) bidiStreams.set(procedureOf(operation.method), operation);
   const publisher = createPublisher(services.events, options.onPublishError);
   const { onStreamCheckError } = options;
+  // Best effort: a sweep that fails is retried at the next; lapsed grants let no one in meanwhile.
+  const grantSweep = setInterval(() => void removeLapsedGrants(services).catch(() => {}), lapsedGrantSweepMs);
+  grantSweep.unref();
+  const requestSweep = setInterval(
+    () => void sweepAccessRequests(services).catch(() => {}),
+    accessRequestSweepMs,
+  );
+  requestSweep.unref();
 
   function bidiStreamOver(services: Services): Platform["bidiStream"] {
     return async (method, ctx, requests, options = {}) => {
@@ -342,6 +352,8 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
       });
     },
     async close() {
+      clearInterval(grantSweep);
+      clearInterval(requestSweep);
       await publisher.drain();
       try {
         await services.events.close();

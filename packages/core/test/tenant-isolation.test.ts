@@ -30,10 +30,12 @@ import {
   ScalarType,
 } from "@bufbuild/protobuf";
 import {
+  AccessRequestService,
   AuthorityType,
   AuthService,
   CertificateKeyType,
   CertificateService,
+  GrantKind,
   InvitationService,
   PrincipalService,
   PrincipalType,
@@ -236,6 +238,24 @@ async function seedWorld(): Promise<World> {
     subjectIds: [accountB.id],
     type: PrincipalType.SERVICE_ACCOUNT,
   });
+  // A pending just-in-time request of B's owner, under an on-request grant.
+  await call(platform, ownerB, PrincipalService.method.addSubjectsToPrincipal as Unary, {
+    workspaceId: wsB,
+    id: principal,
+    subjectIds: [ownerB.userId],
+    type: PrincipalType.USER,
+    kind: GrantKind.ON_REQUEST,
+    approval: { maxDuration: { seconds: 3600n, nanos: 0 }, approverRoles: ["admin"] },
+  });
+  const accessRequest = as<{ request: { id: string } }>(
+    await call(platform, ownerB, AccessRequestService.method.createAccessRequest as Unary, {
+      workspaceId: wsB,
+      targetId: target,
+      login: "deploy",
+      duration: { seconds: 600n, nanos: 0 },
+      reason: "workspace B secret reason",
+    }),
+  ).request.id;
   const daemonB = await daemon(wsB, target);
   const domain = "b-corp.example.com";
   await call(platform, ownerB, WorkspaceDomainService.method.createWorkspaceDomain as Unary, {
@@ -249,7 +269,19 @@ async function seedWorld(): Promise<World> {
   const image = database.serialize();
   await platform.close();
   database.close();
-  const ids = [wsB, ownerB.userId, memberB.userId, ssh, x509, team, target, principal, accountB.id, daemonB];
+  const ids = [
+    wsB,
+    ownerB.userId,
+    memberB.userId,
+    ssh,
+    x509,
+    team,
+    target,
+    principal,
+    accountB.id,
+    daemonB,
+    accessRequest,
+  ];
   return {
     image,
     a: { workspaceId: wsA, callers: callersA },
@@ -258,7 +290,13 @@ async function seedWorld(): Promise<World> {
       userIds: [ownerB.userId, memberB.userId],
       ids,
       domain,
-      secrets: [...ids, domain, "workspace B secret name", invite.slice(invite.lastIndexOf("/") + 1)],
+      secrets: [
+        ...ids,
+        domain,
+        "workspace B secret name",
+        "workspace B secret reason",
+        invite.slice(invite.lastIndexOf("/") + 1),
+      ],
     },
   };
 }

@@ -27,7 +27,12 @@ describe("UtilService", () => {
     const { roles: listed } = await t.call(caller, UtilService.method.listRoles, {});
     expect(listed.map((r) => r.name)).toEqual(["owner", "admin", "editor", "viewer"]);
     const viewer = listed.find((r) => r.name === "viewer")!;
-    expect(viewer.permissions.every((p) => p.endsWith(".read"))).toBe(true);
+    // Viewers read, and ask for just-in-time access (deciding a request is up to its grant's policy).
+    expect(
+      viewer.permissions.every(
+        (p) => p.endsWith(".read") || p === "access_requests.create" || p === "access_requests.decide",
+      ),
+    ).toBe(true);
     expect(viewer.assignableToServiceAccounts).toBe(true);
     expect(listed.find((r) => r.name === "owner")?.permissions).toEqual(
       expect.arrayContaining([...permissions]),

@@ -94,6 +94,10 @@ describe("postgres adapter", () => {
     // records (Kysely applies only a history without gaps).
     await admin(async (c) => {
       await c.query(`alter table ${schema}.targets drop column reported_endpoints`);
+      await c.query(`drop table ${schema}.access_requests`);
+      await c.query(
+        `alter table ${schema}.principal_subjects drop column grant_kind, drop column valid_until, drop column approval_policy`,
+      );
       await c.query(`drop index ${schema}.users_username_lower_key`);
       await c.query(`drop index ${schema}.cli_logins_address_idx`);
       await c.query(`drop index ${schema}.daemon_sessions_workspace_state_idx`);

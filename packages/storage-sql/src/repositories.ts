@@ -7,6 +7,7 @@
 import type { Repositories } from "@wap/core/storage";
 import type { Kysely } from "kysely";
 import type { SqlDialectTraits } from "./dialect.js";
+import { createAccessRequestRepository } from "./repositories/access-requests.js";
 import { createAuditCheckpointRepository, createAuditEventRepository } from "./repositories/audit.js";
 import { createBackupCodeRepository } from "./repositories/backup-codes.js";
 import { createBillingAccountRepository, createWorkspaceUsageRepository } from "./repositories/billing.js";
@@ -99,5 +100,6 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
     workspaceUsage: createWorkspaceUsageRepository(run),
     secrets: createSecretRepository(run),
     sealedValues: createSealedValueRepository(run),
+    accessRequests: createAccessRequestRepository(run),
   };
 }

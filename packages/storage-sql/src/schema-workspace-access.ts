@@ -65,6 +65,30 @@ export interface PrincipalSubjectsTable {
   team_id: string | null;
   service_account_id: string | null;
   created_at: MillisColumn;
+  grant_kind: string;
+  valid_until: NullableMillisColumn;
+  /** On-request grants: their approval policy as JSON. */
+  approval_policy: string | null;
+}
+
+export interface AccessRequestsTable {
+  id: string;
+  workspace_id: string;
+  target_id: string;
+  login: string;
+  requester_id: string;
+  reason: string;
+  state: string;
+  /** The approval policy, JSON. */
+  policy: string;
+  /** The transitions, JSON, oldest first. */
+  events: string;
+  duration_seconds: BigIntColumn;
+  created_at: MillisColumn;
+  decide_by: MillisColumn;
+  approved_at: NullableMillisColumn;
+  ends_at: NullableMillisColumn;
+  version: number;
 }
 
 export interface WorkspaceAccessTables {
@@ -75,4 +99,5 @@ export interface WorkspaceAccessTables {
   team_members: TeamMembersTable;
   principals: PrincipalsTable;
   principal_subjects: PrincipalSubjectsTable;
+  access_requests: AccessRequestsTable;
 }

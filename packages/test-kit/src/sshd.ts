@@ -95,6 +95,8 @@ export interface RunningSshd {
   writeRevokedKeys(krl: Uint8Array): Promise<void>;
   /** Replaces the TrustedUserCAKeys file; sshd reads it at each login. */
   writeTrustedUserCaKeys(lines: readonly string[]): Promise<void>;
+  /** Replaces a login's AuthorizedPrincipalsFile (as an agent does after a sync); read at each login. */
+  writePrincipals(user: string, principals: readonly string[]): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -347,6 +349,8 @@ export async function startSshd(options: StartSshdOptions): Promise<RunningSshd>
     },
     writeRevokedKeys: (krl) => replace(revokedKeysFile, krl),
     writeTrustedUserCaKeys: (lines) => replace(caFile, lines.map((l) => `${l}\n`).join("")),
+    writePrincipals: (user, principals) =>
+      replace(join(dir, "principals", user), principals.map((p) => `${p}\n`).join("")),
     async ssh(args) {
       const knownHosts = join(dir, `known_hosts-${++calls}`);
       await writeFile(knownHosts, args.knownHostsLine === undefined ? "" : `${args.knownHostsLine}\n`);

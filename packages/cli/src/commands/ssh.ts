@@ -4,7 +4,7 @@
  * @module
  */
 import { join } from "node:path";
-import type { GetSubjectAccessResponse, Workspace } from "@wap/api";
+import { AccessRequestState, type GetSubjectAccessResponse, type Workspace } from "@wap/api";
 import { findTarget, type Reachable, reachableTargets, subjectAccess } from "../access.js";
 import type { ConfigStore } from "../config.js";
 import { CliError, ExitCode } from "../exit-codes.js";
@@ -65,10 +65,52 @@ export function chooseLogin(reachable: Reachable, requested: string | undefined)
   return requested;
 }
 
+export interface SshOptions {
+  /** For a login that needs approval: ask for it for this long, and wait. */
+  readonly request?: { readonly durationMs: number; readonly reason: string };
+}
+
+/**
+ * A login held only on request: goes on when an approved request of the caller covers it (or
+ * `--request` asked for one and it was approved), else says how to ask.
+ */
+async function ensureApproval(
+  ctx: CommandContext,
+  session: Session,
+  workspace: Workspace,
+  reachable: Reachable,
+  login: string,
+  options: SshOptions,
+): Promise<void> {
+  if (!reachable.onRequest.includes(login)) return;
+  const { requests } = await session.clients.accessRequests.listAccessRequests({
+    workspaceId: workspace.id,
+    state: AccessRequestState.APPROVED,
+  });
+  const mine = requests.some(
+    (r) => r.requesterId === session.subjectId && r.targetId === reachable.target.id && r.login === login,
+  );
+  if (mine) return;
+  const target = printable(reachable.target.name);
+  if (options.request === undefined) {
+    throw new CliError(
+      `logging in as "${printable(login)}" on ${target} needs an approved access request: ask with \`wap ssh --request --reason <why> ${printable(login)}@${target}\` or \`wap request ${target} --login ${printable(login)} --duration 1h --reason <why>\``,
+    );
+  }
+  const { ask } = await import("./requests.js");
+  await ask(ctx, session, reachable.target.id, {
+    login,
+    durationMs: options.request.durationMs,
+    reason: options.request.reason,
+    wait: true,
+  });
+}
+
 export async function ssh(
   ctx: CommandContext,
   destination: string,
   command: readonly string[],
+  options: SshOptions = {},
 ): Promise<number> {
   const { login: requested, target: name } = parseDestination(destination);
   const prepared = await withSession(ctx, async (session) => {
@@ -76,6 +118,7 @@ export async function ssh(
     const access = await subjectAccess(session, workspace.id);
     const reachable = findTarget(access, name, workspace.name);
     const login = chooseLogin(reachable, requested);
+    await ensureApproval(ctx, session, workspace, reachable, login, options);
     if (reachable.authority === undefined) {
       throw new CliError(`the certificate authority of ${reachable.target.name} is not available to you`);
     }

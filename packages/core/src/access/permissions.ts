@@ -41,18 +41,28 @@ export const permissions = [
   "audit.read",
   "billing.read",
   "billing.manage",
+  "access_requests.read",
+  "access_requests.create",
+  "access_requests.decide",
+  "access_requests.manage",
 ] as const;
 
 export type Permission = (typeof permissions)[number];
 
-const readOnly = permissions.filter(
-  // What a terminal printed may hold secrets: recordings are for administrators (and, for their
-  // own sessions, the subject who ran them; see recordings/operations.ts).
-  // The issuance ledger says who holds which certificate: like the audit log, not for viewers.
-  (p) =>
-    p.endsWith(".read") &&
-    !["sso.read", "audit.read", "billing.read", "recordings.read", "certificates.read"].includes(p),
-);
+const readOnly: Permission[] = [
+  ...permissions.filter(
+    // What a terminal printed may hold secrets: recordings are for administrators (and, for their
+    // own sessions, the subject who ran them; see recordings/operations.ts).
+    // The issuance ledger says who holds which certificate: like the audit log, not for viewers.
+    (p) =>
+      p.endsWith(".read") &&
+      !["sso.read", "audit.read", "billing.read", "recordings.read", "certificates.read"].includes(p),
+  ),
+  // Every member may ask for just-in-time access and decide requests: who may approve which
+  // request is the grant's approval policy, checked by the operation.
+  "access_requests.create",
+  "access_requests.decide",
+];
 
 const editor: Permission[] = [
   ...readOnly,
@@ -80,6 +90,7 @@ const admin: Permission[] = [
   "billing.read",
   "recordings.read",
   "recordings.delete",
+  "access_requests.manage",
 ];
 
 /** A role as ListRoles describes it. */
@@ -116,7 +127,7 @@ export const roles: readonly RoleDefinition[] = [
   },
   {
     name: "viewer",
-    description: "Reads the workspace's resources; changes nothing.",
+    description: "Reads the workspace's resources and asks for just-in-time access; changes nothing else.",
     permissions: readOnly,
     assignableToUsers: true,
     assignableToServiceAccounts: true,

@@ -9,6 +9,14 @@
 
 export const auditActions = [
   "access.revoke_all",
+  "access_request.approval",
+  "access_request.approve",
+  "access_request.create",
+  "access_request.deny",
+  "access_request.end",
+  "access_request.expire",
+  "access_request.use",
+  "access_request.withdraw",
   "audit.export",
   "audit.export_chain",
   "billing.checkout.create",

@@ -20,6 +20,7 @@ import {
   SignSSHCertificateRequest_CertificateTypeSchema,
 } from "@wap/api";
 import * as z from "zod";
+import { approvalFor, approvalWindow, keyIdUnder, usedBy } from "../access-requests/certificates.js";
 import { actorOf, type CallerKind, throwIfCancelled } from "../context.js";
 import type { SshCertificateType } from "../crypto/ssh/certificate.js";
 import {
@@ -27,7 +28,8 @@ import {
   parseSshPublicKey,
   SshKeyParseError,
 } from "../crypto/ssh/parse-public-key.js";
-import { defineOperation } from "../operations/operation.js";
+import { PlatformError } from "../errors.js";
+import { defineOperation, type OperationCall } from "../operations/operation.js";
 import type { IssuedCertificateRecord } from "../storage/certificates.js";
 import { certificateTtlBounds } from "../validation/bounds.js";
 import { parseField } from "../validation/parse.js";
@@ -60,6 +62,28 @@ function certificateType(value: number | undefined, caller: CallerKind): SshCert
 /** A public key the parser refuses, as `invalid_argument` with its reason. */
 export function parsePublicKeyField(line: string): ParsedSshPublicKey {
   return parseField("publicKey", "INVALID_PUBLIC_KEY", SshKeyParseError, () => parseSshPublicKey(line));
+}
+
+/** Records on the request (read again: it may have changed) that a certificate was issued under it. */
+async function recordUse(
+  call: Pick<OperationCall<unknown>, "services" | "audit" | "workspace" | "now">,
+  requestId: string,
+  actorId: string,
+  certificateId: string,
+): Promise<void> {
+  await call.services.storage.transaction(async (tx) => {
+    const request = await tx.accessRequests.findById(call.workspace.workspaceId, requestId);
+    if (!request || !(await tx.accessRequests.update(usedBy(request, actorId, certificateId, call.now)))) {
+      throw new PlatformError(
+        "aborted",
+        "the access request changed meanwhile; ask for the certificate again",
+        {
+          reason: "ACCESS_REQUEST_CHANGED",
+        },
+      );
+    }
+    await call.audit(tx, { action: "access_request.use", resource: `access_request:${requestId}` });
+  });
 }
 
 export const signSshCertificate = defineOperation({
@@ -96,6 +120,13 @@ export const signSshCertificate = defineOperation({
     // During a staged rotation the phase decides which key signs this type.
     const ca = signingView(authority, type);
     const options = authorizeSshSign({ subject, ca, now, requestedTtlSeconds: input.ttl });
+    // A user certificate for a target the caller reaches through an approved access request
+    // ends with the approval.
+    const approval =
+      type === "user" && subject.target && ctx.caller.kind === "user"
+        ? await approvalFor(storage, workspaceId, subject.target.id, ctx.caller.userId, now)
+        : null;
+    if (approval) options.push(approvalWindow(approval));
     const key = parsePublicKeyField(input.publicKey);
     const draft = applySignOptions<ParsedSshPublicKey, SshDraft>(options, key, {
       type,
@@ -114,7 +145,8 @@ export const signSshCertificate = defineOperation({
     for (let attempt = 1; ; attempt++) {
       const id = services.random.uuid();
       const serial = randomSshSerial(services);
-      const keyId = keyIdOf(workspaceId, actorType, actorId, id);
+      const usual = keyIdOf(workspaceId, actorType, actorId, id);
+      const keyId = approval ? keyIdUnder(usual, approval) : usual;
       const signedCertificate = signer.sign({
         publicKey: key,
         type: draft.type,
@@ -145,6 +177,9 @@ export const signSshCertificate = defineOperation({
       };
       // Nothing is recorded for a caller that has gone away.
       throwIfCancelled(ctx);
+      // The request names the certificate before it is recorded: one that is never recorded is
+      // skipped when the request's certificates are revoked, one that is can never escape it.
+      if (approval) await recordUse(call, approval.id, actorId, id);
       try {
         await recordIssuance(call, entry, ca.keyType);
       } catch (error) {

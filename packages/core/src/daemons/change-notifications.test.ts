@@ -137,6 +137,8 @@ describe("daemon notifications", () => {
       RotateCertificateAuthority: ["authority_targets"],
       RevokeCertificate: ["revocations"],
       UpdateTarget: ["target"],
+      ApproveAccessRequest: ["access_request_target"],
+      WithdrawAccessRequest: ["access_request_target", "revocations"],
     });
   });
 });

@@ -18,6 +18,7 @@
  * | `workspace` | `team.delete`, `access.revoke_all`, `member.remove`, `service_account.delete` | every accepted daemon of the workspace (the grants are gone by now) |
  * | `authority_targets` | `certificate_authority.update`, `.rollover`, `.rotate`, `.delete` (authority) | those of targets trusting it, told SYNC_REQUEST |
  * | `revocations` | `certificate.revoke` (authority) | those of targets trusting it, told REVOCATIONS (fetch GetRevocationList again) |
+ * | `access_request_target` | `access_request.approve`, `.withdraw`, `.end` (access request) | the request's target's |
  *
  * Only accepted daemons are told: the others get no principals anyway. Notifications are best
  * effort; a daemon that misses one catches up at its next sync.
@@ -48,7 +49,9 @@ export type DaemonChange =
   /** The daemons of the targets that trust the authority named by the entry's resource. */
   | "authority_targets"
   /** As `authority_targets`, told that the authority's revocation list changed. */
-  | "revocations";
+  | "revocations"
+  /** The daemons of the target of the access request named by the entry's resource. */
+  | "access_request_target";
 
 interface ActionRule {
   readonly change: DaemonChange;
@@ -90,6 +93,17 @@ export const daemonNotifyingActions: Readonly<Partial<Record<AuditAction, Action
     tell: "SYNC_REQUEST",
   },
   "certificate.revoke": { change: "revocations", resource: "certificate_authority", tell: "REVOCATIONS" },
+  "access_request.approve": {
+    change: "access_request_target",
+    resource: "access_request",
+    tell: "PRINCIPALS",
+  },
+  "access_request.withdraw": {
+    change: "access_request_target",
+    resource: "access_request",
+    tell: "PRINCIPALS",
+  },
+  "access_request.end": { change: "access_request_target", resource: "access_request", tell: "PRINCIPALS" },
 };
 
 const pageSize = 100;
@@ -145,6 +159,10 @@ async function daemonsOf(
       return all((offset) =>
         repos.daemons.list(workspaceId, { limit: pageSize, offset, status: "accepted" }),
       );
+    case "access_request_target": {
+      const request = await repos.accessRequests.findById(workspaceId, id);
+      return daemonsOfTargets(repos, workspaceId, request ? [request.targetId] : []);
+    }
     case "authority_targets":
     case "revocations": {
       const targets = await all((offset) =>

@@ -77,14 +77,23 @@ const sameList = (a: readonly string[], b: readonly string[]) =>
 const sameMap = (a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>) =>
   sameList(Object.keys(a).sort(), Object.keys(b).sort()) && Object.keys(a).every((k) => a[k] === b[k]);
 
-/** The `username -> ids` map of a target, usernames sorted, ids in grant order. */
+/**
+ * The `username -> ids` map of a target at `at`, usernames sorted, ids in grant order, then the
+ * requesters of the access requests approved for it then.
+ */
 export async function principalMapOf(
   repos: Repositories,
   workspaceId: string,
   targetId: string,
+  at: Date,
 ): Promise<Map<string, string[]>> {
   const principals = await repos.principals.listByTargets(workspaceId, [targetId]);
-  const logins = await loginsOf(repos, workspaceId, principals);
+  const logins = await loginsOf(repos, workspaceId, principals, at);
+  // An approved access request lets its requester in as its login during its window.
+  for (const request of await repos.accessRequests.activeOn(workspaceId, targetId, at)) {
+    const ids = logins.get(request.login);
+    if (ids && !ids.includes(request.requesterId)) ids.push(request.requesterId);
+  }
   return new Map([...logins].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
@@ -151,7 +160,7 @@ export const syncDaemon = defineOperation({
       if (changed) await audit(tx, { action: "daemon.sync", resource: `daemon:${daemonId}`, workspaceId });
       const principals =
         daemon.status === "accepted" && target
-          ? await principalMapOf(tx, workspaceId, target.id)
+          ? await principalMapOf(tx, workspaceId, target.id, now)
           : new Map<string, string[]>();
       await tx.daemons.recordSync(workspaceId, daemonId, {
         users: input.users,

@@ -6,6 +6,7 @@
  */
 import type { ErrorCode } from "../errors.js";
 import { accessReasons } from "./access.js";
+import { accessRequestReasons } from "./access-requests.js";
 import { auditReasons } from "./audit.js";
 import { authReasons } from "./auth.js";
 import { billingReasons } from "./billing.js";
@@ -37,6 +38,7 @@ export const errorReasons = {
   domains: domainReasons,
   billing: billingReasons,
   audit: auditReasons,
+  accessRequests: accessRequestReasons,
 } as const satisfies Readonly<Record<string, ReasonTable>>;
 
 type Tables = typeof errorReasons;

@@ -69,3 +69,21 @@ export function resetPasswordMail(to: string, link: string, ttlSeconds: number):
     link,
   );
 }
+
+/** Sent to those who may approve a new access request. */
+export function accessRequestMail(
+  to: string,
+  link: string,
+  request: { requester: string; target: string; login: string; durationSeconds: number; reason: string },
+): MailMessage {
+  return compose(
+    to,
+    `${request.requester} asks for access to ${request.target}`,
+    [
+      `${request.requester} asks to log in as '${request.login}' on ${request.target} for ${hours(request.durationSeconds)}.`,
+      request.reason === "" ? "No reason was given." : `Reason: ${request.reason}`,
+      "Approve or deny the request in the console, or with `wap approve` / `wap deny`.",
+    ],
+    link,
+  );
+}

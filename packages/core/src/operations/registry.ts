@@ -1,3 +1,4 @@
+import { accessRequestOperations } from "../access-requests/operations.js";
 import { auditOperations } from "../audit/operations.js";
 import { accountOperations } from "../auth/account-operations.js";
 import { authOperations } from "../auth/operations.js";
@@ -32,6 +33,7 @@ export const allOperations: readonly AnyOperation[] = withDaemonNotifications([
   ...licenseOperations,
   ...auditOperations,
   ...recordingOperations,
+  ...accessRequestOperations,
 ]);
 
 /** The procedure paths callers may use without a credential (sign-up, sign-in, public lookups). */

@@ -1,3 +1,4 @@
+import { type AccessRequestConfig, defaultAccessRequestConfig } from "../access-requests/config.js";
 import type { AccessTokens } from "../auth/access-tokens.js";
 import { type AccountConfig, defaultAccountConfig } from "../auth/account-config.js";
 import type { PasswordHasher } from "../auth/passwords.js";
@@ -18,7 +19,11 @@ import type { IntegrationServices } from "./integrations.js";
 import type { PlatformState } from "./platform-state.js";
 
 /** Settings of a platform instance; every field has a documented default. */
-export interface PlatformConfig extends AccountConfig, RecordingConfig, WorkspaceQuotaConfig {
+export interface PlatformConfig
+  extends AccountConfig,
+    RecordingConfig,
+    WorkspaceQuotaConfig,
+    AccessRequestConfig {
   /** Lifetime of PASETO access tokens. Default 900 s (15 minutes). */
   readonly accessTokenTtlSeconds: number;
   /** Lifetime of a login session and its refresh tokens. Default 30 days. */
@@ -31,6 +36,7 @@ export const defaultPlatformConfig: PlatformConfig = {
   ...defaultAccountConfig,
   ...defaultRecordingConfig,
   ...defaultWorkspaceQuotaConfig,
+  ...defaultAccessRequestConfig,
   accessTokenTtlSeconds: 900,
   refreshTokenTtlSeconds: 30 * 24 * 3600,
   lastUsedResolutionSeconds: 60,

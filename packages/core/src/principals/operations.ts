@@ -16,6 +16,7 @@ import { UniqueViolationError } from "../storage/storage.js";
 import { targetNotFound } from "../targets/messages.js";
 import { principalsPerTarget, principalUsername, subjectIdCount } from "../validation/bounds.js";
 import { defaultPage, enumValue, paging, text, uuid } from "../validation/rules.js";
+import { grantTermsInput, termsOf } from "./grant-terms.js";
 import { subjectExists, subjectKindFromWire, subjectNotFound, toPrincipalMessage } from "./subjects.js";
 
 const workspaceId = uuid.optional();
@@ -117,7 +118,7 @@ export const addSubjectsToPrincipal = defineOperation({
   method: PrincipalService.method.addSubjectsToPrincipal,
   notifiesDaemons: ["principal_target"],
   access: { kind: "workspace", permission: "principals.manage" },
-  input: z.object({ workspaceId, id: uuid, subjectIds, type: subjectType }),
+  input: z.object({ workspaceId, id: uuid, subjectIds, type: subjectType, ...grantTermsInput }),
   async run({ input, workspace, services, now, audit }) {
     await services.storage.transaction(async (tx) => {
       if (!(await tx.principals.findById(workspace.workspaceId, input.id))) throw principalNotFound(input.id);
@@ -126,7 +127,15 @@ export const addSubjectsToPrincipal = defineOperation({
           throw subjectNotFound(input.type, id);
         }
       }
-      await tx.principals.addSubjects(workspace.workspaceId, input.id, input.type, input.subjectIds, now);
+      const terms = await termsOf(tx, workspace.workspaceId, input, now);
+      await tx.principals.addSubjects(
+        workspace.workspaceId,
+        input.id,
+        input.type,
+        input.subjectIds,
+        now,
+        terms,
+      );
       await audit(tx, { action: "principal.grant", resource: `principal:${input.id}` });
     });
     return {};

@@ -10,6 +10,7 @@ import { type PrincipalSchema, PrincipalType } from "@wap/api";
 import { NotFoundError } from "../errors.js";
 import type { PrincipalGrantsRecord, SubjectKind, SubjectRef } from "../storage/principals.js";
 import type { Repositories } from "../storage/storage.js";
+import { grantLetsIn, toGrantMessage } from "./grant-terms.js";
 
 export const subjectKindFromWire = new Map<number, SubjectKind>([
   [PrincipalType.USER, "user"],
@@ -60,24 +61,35 @@ export function toPrincipalMessage(p: PrincipalGrantsRecord): MessageInitShape<t
     teamIds: [...p.teamIds],
     serviceAccountIds: [...p.serviceAccountIds],
     createdAt: timestampFromDate(p.createdAt),
+    grants: p.grants.map(toGrantMessage),
   };
 }
 
 /**
- * Who may log in as each username of a target: the ids of users (directly or through a team)
- * and service accounts, as the daemon's principal map and certificate principals use them.
+ * Who may log in as each username of a target at `at`: the ids of users (directly or through a
+ * team) and service accounts whose grant lets them in then, as the daemon's principal map and
+ * certificate principals use them.
  */
 export async function loginsOf(
   repos: Repositories,
   workspaceId: string,
   principals: readonly PrincipalGrantsRecord[],
+  at: Date,
 ): Promise<Map<string, string[]>> {
-  const teamIds = [...new Set(principals.flatMap((p) => p.teamIds))];
+  const effective = principals.map((p) => ({
+    username: p.username,
+    subjects: p.grants.filter((g) => grantLetsIn(g, at)).map((g) => g.subject),
+  }));
+  const teamIds = [
+    ...new Set(effective.flatMap((p) => p.subjects.filter((s) => s.kind === "team").map((s) => s.id))),
+  ];
   const teamMembers = await repos.teams.listMembers(workspaceId, teamIds);
   const logins = new Map<string, string[]>();
-  for (const p of principals) {
-    const ids = new Set([...p.userIds, ...p.serviceAccountIds]);
-    for (const m of teamMembers) if (p.teamIds.includes(m.teamId)) ids.add(m.user.id);
+  for (const p of effective) {
+    const ids = new Set<string>();
+    for (const s of p.subjects) if (s.kind !== "team") ids.add(s.id);
+    const teams = new Set(p.subjects.filter((s) => s.kind === "team").map((s) => s.id));
+    for (const m of teamMembers) if (teams.has(m.teamId)) ids.add(m.user.id);
     logins.set(p.username, [...ids]);
   }
   return logins;

@@ -217,7 +217,7 @@ export async function recheckSessionAccess(
   const logins =
     daemon?.targetId == null
       ? undefined
-      : await principalMapOf(services.storage, workspaceId, daemon.targetId);
+      : await principalMapOf(services.storage, workspaceId, daemon.targetId, services.clock.now());
   if (!logins?.get(session.username)?.includes(session.userId)) {
     throw new PermissionDeniedError(`you may no longer log in as '${session.username}' on this daemon`, {
       reason: "NO_LOGIN_GRANT",

@@ -100,7 +100,7 @@ export const createSession = defineOperation({
         reason: "DAEMON_OFFLINE",
       });
     }
-    const logins = await principalMapOf(storage, workspace.workspaceId, daemon.targetId);
+    const logins = await principalMapOf(storage, workspace.workspaceId, daemon.targetId, now);
     if (!logins.get(input.username)?.includes(subject)) {
       throw new PermissionDeniedError(`you may not log in as '${input.username}' on daemon ${daemon.id}`, {
         reason: "NO_LOGIN_GRANT",

@@ -7,6 +7,13 @@
 // What an entry of the audit hash chain covers: the storage links entries with it.
 export { auditEntryContent, chainHash, genesisHash } from "../audit/chain.js";
 export type {
+  AccessRequestEventRecord,
+  AccessRequestEventType,
+  AccessRequestRecord,
+  AccessRequestRepository,
+  AccessRequestState,
+} from "./access-requests.js";
+export type {
   AuditChainHead,
   AuditChainRange,
   AuditCheckpointRecord,
@@ -113,6 +120,10 @@ export type {
   PasskeyRepository,
 } from "./passkeys.js";
 export type {
+  ApprovalPolicy,
+  GrantKind,
+  GrantRecord,
+  GrantTerms,
   PrincipalFilter,
   PrincipalGrantsRecord,
   PrincipalRecord,

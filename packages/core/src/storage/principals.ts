@@ -24,11 +24,37 @@ export interface PrincipalRecord {
   readonly createdAt: Date;
 }
 
-/** A principal with its subjects, each list oldest grant first. */
+/** How a grant lets its subject in: always, until a time, or only during an approved request. */
+export type GrantKind = "standing" | "time_bound" | "on_request";
+
+/** What an access request under an on-request grant needs before it is approved. */
+export interface ApprovalPolicy {
+  readonly maxDurationSeconds: number;
+  /** Workspace roles whose holders may approve. */
+  readonly approverRoles: readonly string[];
+  /** Teams whose members may approve. */
+  readonly approverTeamIds: readonly string[];
+  /** Distinct approvers needed, at least 1. */
+  readonly approvalsRequired: number;
+  readonly reasonRequired: boolean;
+}
+
+/** The terms of one grant: its kind, and the end or the approval policy that kind needs. */
+export type GrantTerms =
+  | { readonly kind: "standing" }
+  | { readonly kind: "time_bound"; readonly validUntil: Date }
+  | { readonly kind: "on_request"; readonly approval: ApprovalPolicy };
+
+/** One subject's grant of a principal. */
+export type GrantRecord = GrantTerms & { readonly subject: SubjectRef; readonly createdAt: Date };
+
+/** A principal with its subjects, each list oldest grant first (every kind of grant). */
 export interface PrincipalGrantsRecord extends PrincipalRecord {
   readonly userIds: readonly string[];
   readonly teamIds: readonly string[];
   readonly serviceAccountIds: readonly string[];
+  /** The same grants with their terms, oldest first. */
+  readonly grants: readonly GrantRecord[];
 }
 
 export interface PrincipalFilter extends PageRequest {
@@ -50,8 +76,9 @@ export interface PrincipalRepository {
   /** The principals of these targets, ordered by target, then username. */
   listByTargets(workspaceId: string, targetIds: readonly string[]): Promise<PrincipalGrantsRecord[]>;
   /**
-   * Grants the principal to subjects of one kind; existing grants stay as they are. Every subject
-   * must exist in the workspace (callers check; database constraints enforce it).
+   * Grants the principal to subjects of one kind on these terms (standing when absent); a subject
+   * granted already keeps its grant's creation time and takes the new terms. Every subject must
+   * exist in the workspace (callers check; database constraints enforce it).
    */
   addSubjects(
     workspaceId: string,
@@ -59,6 +86,7 @@ export interface PrincipalRepository {
     kind: SubjectKind,
     subjectIds: readonly string[],
     at: Date,
+    terms?: GrantTerms,
   ): Promise<void>;
   /** Returns how many grants were removed. */
   removeSubjects(
@@ -71,6 +99,15 @@ export interface PrincipalRepository {
   removeSubjectEverywhere(workspaceId: string, subject: SubjectRef): Promise<number>;
   /** The principals granted to any of these subjects, with all their grants. */
   grantedTo(workspaceId: string, subjects: readonly SubjectRef[]): Promise<PrincipalGrantsRecord[]>;
+  /**
+   * Removes the time-bound grants of every workspace that ended at or before `at`; returns the
+   * removed grants with their workspace and principal.
+   */
+  removeLapsed(
+    at: Date,
+  ): Promise<
+    Array<{ readonly workspaceId: string; readonly principalId: string; readonly grant: GrantRecord }>
+  >;
   /** Every distinct username of the workspace, sorted. */
   usernames(workspaceId: string): Promise<string[]>;
 }

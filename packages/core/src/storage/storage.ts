@@ -16,6 +16,7 @@
  *
  * @module
  */
+import type { AccessRequestRepository } from "./access-requests.js";
 import type { AuditCheckpointRepository, AuditEventRecord, AuditEventRepository } from "./audit.js";
 import type { BackupCodeRepository } from "./backup-codes.js";
 import type { BillingAccountRepository, WorkspaceUsageRepository } from "./billing.js";
@@ -91,6 +92,7 @@ export interface Repositories {
   readonly workspaceUsage: WorkspaceUsageRepository;
   readonly secrets: SecretRepository;
   readonly sealedValues: SealedValueRepository;
+  readonly accessRequests: AccessRequestRepository;
 }
 
 /** What a storage backend can do beyond the port's guarantees. */

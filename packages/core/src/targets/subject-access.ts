@@ -1,6 +1,7 @@
 /**
  * What a subject may reach (GetSubjectAccess): the targets with a
- * principal granted to it (for a user also through its teams), each with just those principals;
+ * principal granted to it (for a user also through its teams), each with just those principals
+ * and, on each, just the grants that reach the subject;
  * the daemons serving them; and the SSH authorities they trust, so every target's `caId` is among
  * the authorities returned and the CLI can write one `@cert-authority` line per authority.
  *
@@ -54,7 +55,16 @@ export async function subjectAccess(
   }
   return {
     targets,
-    principals: granted.filter((p) => reachable.has(p.targetId)),
+    // Each principal with only the grants that reach the subject: their kinds say whether the
+    // subject may log in as it now or must ask (an on-request grant).
+    principals: granted
+      .filter((p) => reachable.has(p.targetId))
+      .map((p) => ({
+        ...p,
+        grants: p.grants.filter((g) =>
+          subjects.some((s) => s.kind === g.subject.kind && s.id === g.subject.id),
+        ),
+      })),
     daemons,
     authorities,
   };

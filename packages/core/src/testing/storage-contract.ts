@@ -11,6 +11,7 @@
 import * as fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Repositories, Storage } from "../storage/storage.js";
+import { runAccessRequestContract } from "./contract/access-requests.js";
 import { runAuditContract } from "./contract/audit.js";
 import { runAuditChainContract } from "./contract/audit-chain.js";
 import { runBackupCodeContract } from "./contract/backup-codes.js";
@@ -136,6 +137,7 @@ export function runStorageContract(options: StorageContractOptions): void {
     runDomainContract(context);
     runTeamContract(context);
     runPrincipalContract(context);
+    runAccessRequestContract(context);
     runRecordingContract({ ...context, expectUnique });
 
     describe("transactions", () => {

@@ -97,6 +97,15 @@ export const subjectIdCount = { min: 1, max: 50 } as const;
 export const tagLimits = { length: 64, count: 50 } as const;
 export const endpointLimits = { length: 261, count: 32 } as const;
 export const principalsPerTarget = 256;
+/**
+ * Approval policies of on-request grants: a request lasts 1 minute to 7 days; at most the four
+ * roles and 50 approver teams; 1 to 10 distinct approvals.
+ */
+export const approvalLimits = {
+  durationSeconds: { min: 60, max: 604_800 },
+  approverTeams: 50,
+  approvals: { min: 1, max: 10 },
+} as const;
 /** A target endpoint (endpoint.ts): a host name or an IP address with an optional port. */
 export const endpoint = text({
   min: 1,

@@ -9,6 +9,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { DescMessage, DescMethodUnary, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import {
+  AccessRequestService,
   AuthorityType,
   AuthService,
   BillingService,
@@ -19,6 +20,7 @@ import {
   DaemonService,
   DaemonSessionService,
   DaemonStatus,
+  GrantKind,
   InvitationService,
   PrincipalService,
   PrincipalType,
@@ -390,6 +392,35 @@ const SA = ServiceAccountService.method;
 const Cert = CertificateService.method;
 const Tgt = TargetService.method;
 const Pr = PrincipalService.method;
+const Req = AccessRequestService.method;
+
+/** An on-request grant of a new target's `ubuntu` to `userId`, approved by owners, twice. */
+async function anOnRequestGrant(f: WalkFixture, o: Owner, userId: string) {
+  const target = await aTarget(f, o);
+  const principal = await grantLogin(f, o, target.id, "ubuntu", PrincipalType.USER, []);
+  await f.call(o.caller, Pr.addSubjectsToPrincipal, {
+    workspaceId: o.workspaceId,
+    id: principal,
+    subjectIds: [userId],
+    type: PrincipalType.USER,
+    kind: GrantKind.ON_REQUEST,
+    approval: { maxDuration: { seconds: 3600n, nanos: 0 }, approverRoles: ["owner"], approvalsRequired: 2 },
+  });
+  return {
+    targetId: target.id,
+    workspaceId: o.workspaceId,
+    login: "ubuntu",
+    duration: { seconds: 600n, nanos: 0 },
+  };
+}
+
+/** A viewer's pending request under {@link anOnRequestGrant}. */
+async function aPendingRequest(f: WalkFixture, o: Owner) {
+  const viewer = await memberWithRole(f, o.workspaceId, "viewer");
+  const ask = await anOnRequestGrant(f, o, viewer.caller.userId);
+  const { request } = await f.call(viewer.caller, Req.createAccessRequest, { ...ask, reason: "walk" });
+  return request!.id;
+}
 const Dmn = DaemonService.method;
 const Auth = AuthService.method;
 const User = UserService.method;
@@ -675,6 +706,25 @@ const steps: ReadonlyArray<Row> = [
       request: { workspaceId: o.workspaceId, subjectId: o.caller.userId, type: PrincipalType.USER },
       resource: `user:${o.caller.userId}`,
     };
+  }),
+
+  // AccessRequestService
+  ownerStep(Req.createAccessRequest, "access_request.create", async (f, o) => ({
+    request: await anOnRequestGrant(f, o, o.caller.userId),
+    resource: ({ request }) => `access_request:${request!.id}`,
+  })),
+  // Two approvals are needed: this one is recorded alone (the last also records the approval of the request).
+  ownerStep(Req.approveAccessRequest, "access_request.approval", async (f, o) => {
+    const id = await aPendingRequest(f, o);
+    return { request: { workspaceId: o.workspaceId, id }, resource: `access_request:${id}` };
+  }),
+  ownerStep(Req.denyAccessRequest, "access_request.deny", async (f, o) => {
+    const id = await aPendingRequest(f, o);
+    return { request: { workspaceId: o.workspaceId, id, reason: "no" }, resource: `access_request:${id}` };
+  }),
+  ownerStep(Req.withdrawAccessRequest, "access_request.withdraw", async (f, o) => {
+    const id = await aPendingRequest(f, o);
+    return { request: { workspaceId: o.workspaceId, id }, resource: `access_request:${id}` };
   }),
 
   // DaemonService

@@ -262,6 +262,43 @@ export const unmappedRpcs = [
 
 /** Routes this server adds to the contract in the reference's style (docs/passkeys.md). */
 const addedRoutes = [
+  // docs/access-requests.md
+  [
+    "AccessRequestService",
+    "CreateAccessRequest",
+    "POST",
+    "/v1/workspaces/{workspace_id}/access_requests",
+    "*",
+  ],
+  [
+    "AccessRequestService",
+    "GetAccessRequest",
+    "GET",
+    "/v1/workspaces/{workspace_id}/access_requests/{id}",
+    "",
+  ],
+  ["AccessRequestService", "ListAccessRequests", "GET", "/v1/workspaces/{workspace_id}/access_requests", ""],
+  [
+    "AccessRequestService",
+    "ApproveAccessRequest",
+    "POST",
+    "/v1/workspaces/{workspace_id}/access_requests/{id}:approve",
+    "*",
+  ],
+  [
+    "AccessRequestService",
+    "DenyAccessRequest",
+    "POST",
+    "/v1/workspaces/{workspace_id}/access_requests/{id}:deny",
+    "*",
+  ],
+  [
+    "AccessRequestService",
+    "WithdrawAccessRequest",
+    "POST",
+    "/v1/workspaces/{workspace_id}/access_requests/{id}:withdraw",
+    "*",
+  ],
   ["CredentialService", "BeginPasskeyRegistration", "POST", "/v1/credentials/passkeys:begin", "*"],
   ["CredentialService", "FinishPasskeyRegistration", "POST", "/v1/credentials/passkeys:finish", "*"],
   ["AuthService", "BeginPasskeyLogin", "POST", "/v1/login/passkey:begin", "*"],

@@ -54,6 +54,9 @@ export async function startTestPostgres(): Promise<TestPostgres> {
       password: "wap-test",
       persistent: false,
       createPostgresUser: true, // postgres refuses to run as root
+      // One server holds every test file's schemas, and a migration takes a lock per object it
+      // creates: the default lock table (64 per connection) runs out while other schemas churn.
+      postgresFlags: ["-c", "max_locks_per_transaction=256"],
       onLog: () => undefined,
     });
     await server.initialise();

@@ -27,6 +27,8 @@ import { accountSecurityMigration } from "./011-account-security.js";
 import { wholeSecondDurationsMigration } from "./012-whole-second-durations.js";
 import { reportedEndpointsMigration } from "./013-reported-endpoints.js";
 import { auditChainMigration } from "./014-audit-chain.js";
+import { grantKindsMigration } from "./015-grant-kinds.js";
+import { accessRequestsMigration } from "./016-access-requests.js";
 
 /** Our own bookkeeping tables, so an application's Kysely migrations in the same schema never collide. */
 export const migrationTableName = "wap_schema_migration";
@@ -49,6 +51,8 @@ export function createMigrations(dialect: SqlDialectName): Record<string, Migrat
     "012_whole_second_durations": wholeSecondDurationsMigration(dialect),
     "013_reported_endpoints": reportedEndpointsMigration(),
     "014_audit_chain": auditChainMigration(dialect),
+    "015_grant_kinds": grantKindsMigration(dialect),
+    "016_access_requests": accessRequestsMigration(dialect),
   };
 }
 

@@ -4,6 +4,9 @@
  * @module
  */
 import type {
+  ApprovalPolicy,
+  GrantRecord,
+  GrantTerms,
   PrincipalFilter,
   PrincipalGrantsRecord,
   PrincipalRepository,
@@ -19,13 +22,45 @@ import {
   sql,
 } from "kysely";
 import type { SqlDialectTraits } from "../dialect.js";
-import { fromDate, toDate } from "../lib/mapping.js";
+import { fromDate, fromDateOrNull, toDate, toJson } from "../lib/mapping.js";
 import { listPage } from "../lib/page.js";
 import { chunks, compare, lowerContains } from "../lib/queries.js";
 import { deleteInWorkspace, findInWorkspace } from "../lib/scoped.js";
 import type { QueryRunner } from "../repositories.js";
 import type { Database } from "../schema.js";
 import type { PrincipalSubjectsTable, PrincipalsTable } from "../schema-workspace-access.js";
+
+/** A grant row's subject and terms. */
+function rowToGrant(g: Selectable<PrincipalSubjectsTable>): GrantRecord {
+  const subject: SubjectRef =
+    g.user_id !== null
+      ? { kind: "user", id: g.user_id }
+      : g.team_id !== null
+        ? { kind: "team", id: g.team_id }
+        : { kind: "service_account", id: g.service_account_id as string };
+  const createdAt = toDate(g.created_at);
+  if (g.grant_kind === "time_bound" && g.valid_until !== null) {
+    return { kind: "time_bound", validUntil: toDate(g.valid_until), subject, createdAt };
+  }
+  if (g.grant_kind === "on_request" && g.approval_policy !== null) {
+    return {
+      kind: "on_request",
+      approval: JSON.parse(g.approval_policy) as ApprovalPolicy,
+      subject,
+      createdAt,
+    };
+  }
+  return { kind: "standing", subject, createdAt };
+}
+
+/** The columns that hold a grant's terms. */
+function termsColumns(terms: GrantTerms) {
+  return {
+    grant_kind: terms.kind,
+    valid_until: fromDateOrNull(terms.kind === "time_bound" ? terms.validUntil : null),
+    approval_policy: terms.kind === "on_request" ? toJson(terms.approval) : null,
+  };
+}
 
 /** A principal and the grant rows that name it, in grant order. */
 function rowsToPrincipal(
@@ -49,6 +84,7 @@ function rowsToPrincipal(
     userIds,
     teamIds,
     serviceAccountIds,
+    grants: grants.map(rowToGrant),
   };
 }
 
@@ -168,9 +204,10 @@ export function createPrincipalRepository(run: QueryRunner, dialect: SqlDialectT
         return withGrants(db, workspaceId, rows);
       });
     },
-    async addSubjects(workspaceId, principalId, kind, subjectIds, at) {
+    async addSubjects(workspaceId, principalId, kind, subjectIds, at, terms = { kind: "standing" }) {
       if (subjectIds.length === 0) return;
       const column = subjectColumn[kind];
+      const columns = termsColumns(terms);
       await run.write((db) =>
         db
           .insertInto("principal_subjects")
@@ -183,10 +220,12 @@ export function createPrincipalRepository(run: QueryRunner, dialect: SqlDialectT
               team_id: kind === "team" ? id : null,
               service_account_id: kind === "service_account" ? id : null,
               created_at: fromDate(at),
+              ...columns,
             })),
           )
-          // A grant that exists already stays as it is (the unique index of this subject column).
-          .onConflict((oc) => oc.columns(["principal_id", column]).doNothing())
+          // A grant that exists already keeps its creation time and takes the new terms (the
+          // unique index of this subject column).
+          .onConflict((oc) => oc.columns(["principal_id", column]).doUpdateSet(columns))
           .execute(),
       );
     },
@@ -243,6 +282,21 @@ export function createPrincipalRepository(run: QueryRunner, dialect: SqlDialectT
         }
         principals.sort((a, b) => compare(a.target_id, b.target_id) || compare(a.username, b.username));
         return withGrants(db, workspaceId, principals);
+      });
+    },
+    async removeLapsed(at) {
+      return run.write(async (db) => {
+        const rows = await db
+          .deleteFrom("principal_subjects")
+          .where("grant_kind", "=", "time_bound")
+          .where("valid_until", "<=", fromDate(at))
+          .returningAll()
+          .execute();
+        return rows.map((r) => ({
+          workspaceId: r.workspace_id,
+          principalId: r.principal_id,
+          grant: rowToGrant(r),
+        }));
       });
     },
     async usernames(workspaceId) {

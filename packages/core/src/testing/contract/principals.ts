@@ -61,8 +61,10 @@ function grants(c: ContractContext): void {
         userIds: expect.arrayContaining([guest.id, user.id]),
         teamIds: [team.id],
         serviceAccountIds: [],
+        grants: expect.any(Array),
       });
       expect(grants?.userIds).toHaveLength(2);
+      expect(grants?.grants.every((g) => g.kind === "standing")).toBe(true);
 
       const listed = await s().principals.list(ws, page);
       expect(listed.total).toBe(3);
@@ -98,6 +100,40 @@ function grants(c: ContractContext): void {
       expect(await s().principals.removeSubjectEverywhere(ws, { kind: "team", id: team.id })).toBe(1);
       expect(await s().principals.delete(ws, root.id)).toBe(true);
       expect(await s().principals.delete(ws, root.id)).toBe(false);
+    });
+
+    test("principals: grant terms round-trip, are replaced by a new grant, and lapsed time-bound grants are removed", async () => {
+      const { ws, user, guest, target } = await seedAccess(c);
+      const p = aPrincipal(ws, target.id);
+      await s().principals.insert(p);
+      const approval = {
+        maxDurationSeconds: 3600,
+        approverRoles: ["admin", "owner"],
+        approverTeamIds: [],
+        approvalsRequired: 2,
+        reasonRequired: true,
+      };
+      await s().principals.addSubjects(ws, p.id, "user", [user.id], at(1), { kind: "on_request", approval });
+      await s().principals.addSubjects(ws, p.id, "user", [guest.id], at(2), {
+        kind: "time_bound",
+        validUntil: at(10),
+      });
+      let [listed] = await s().principals.listByTargets(ws, [target.id]);
+      expect(listed?.grants).toEqual([
+        { kind: "on_request", approval, subject: { kind: "user", id: user.id }, createdAt: at(1) },
+        { kind: "time_bound", validUntil: at(10), subject: { kind: "user", id: guest.id }, createdAt: at(2) },
+      ]);
+      expect(await s().principals.removeLapsed(at(9))).toEqual([]);
+      expect(await s().principals.removeLapsed(at(10))).toEqual([
+        { workspaceId: ws, principalId: p.id, grant: listed!.grants[1] },
+      ]);
+      // A second grant of the same subject takes the new terms and keeps its creation time.
+      await s().principals.addSubjects(ws, p.id, "user", [user.id], at(11));
+      [listed] = await s().principals.listByTargets(ws, [target.id]);
+      expect(listed?.grants).toEqual([
+        { kind: "standing", subject: { kind: "user", id: user.id }, createdAt: at(1) },
+      ]);
+      expect(await s().principals.removeLapsed(at(100))).toEqual([]);
     });
 
     test("principals: grants follow their subjects and targets away (cascades)", async () => {

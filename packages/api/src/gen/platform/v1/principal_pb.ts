@@ -11,15 +11,15 @@
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
-import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_duration, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file platform/v1/principal.proto.
  */
 export const file_platform_v1_principal: GenFile = /*@__PURE__*/
-  fileDesc("ChtwbGF0Zm9ybS92MS9wcmluY2lwYWwucHJvdG8SC3BsYXRmb3JtLnYxIlIKFFNldFByaW5jaXBhbHNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIRCgl0YXJnZXRfaWQYAiABKAkSEQoJdXNlcm5hbWVzGAMgAygJIhcKFVNldFByaW5jaXBhbHNSZXNwb25zZSKYAQoVTGlzdFByaW5jaXBhbHNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIRCgl0YXJnZXRfaWQYAiABKAkSDQoFbGltaXQYAyABKAUSDgoGb2Zmc2V0GAQgASgFEg0KBXF1ZXJ5GAUgASgJEigKBHR5cGUYBiABKA4yGi5wbGF0Zm9ybS52MS5QcmluY2lwYWxUeXBlIlMKFkxpc3RQcmluY2lwYWxzUmVzcG9uc2USKgoKcHJpbmNpcGFscxgBIAMoCzIWLnBsYXRmb3JtLnYxLlByaW5jaXBhbBINCgV0b3RhbBgCIAEoBSKAAQodQWRkU3ViamVjdHNUb1ByaW5jaXBhbFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEhMKC3N1YmplY3RfaWRzGAMgAygJEigKBHR5cGUYBCABKA4yGi5wbGF0Zm9ybS52MS5QcmluY2lwYWxUeXBlIiAKHkFkZFN1YmplY3RzVG9QcmluY2lwYWxSZXNwb25zZSKFAQoiUmVtb3ZlU3ViamVjdHNGcm9tUHJpbmNpcGFsUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSEwoLc3ViamVjdF9pZHMYAyADKAkSKAoEdHlwZRgEIAEoDjIaLnBsYXRmb3JtLnYxLlByaW5jaXBhbFR5cGUiJQojUmVtb3ZlU3ViamVjdHNGcm9tUHJpbmNpcGFsUmVzcG9uc2UibAoWUmV2b2tlQWxsQWNjZXNzUmVxdWVzdBISCgpzdWJqZWN0X2lkGAEgASgJEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRIoCgR0eXBlGAMgASgOMhoucGxhdGZvcm0udjEuUHJpbmNpcGFsVHlwZSIZChdSZXZva2VBbGxBY2Nlc3NSZXNwb25zZSKtAQoJUHJpbmNpcGFsEgoKAmlkGAEgASgJEhEKCXRhcmdldF9pZBgCIAEoCRIQCgh1c2VybmFtZRgDIAEoCRIQCgh1c2VyX2lkcxgEIAMoCRIQCgh0ZWFtX2lkcxgFIAMoCRIbChNzZXJ2aWNlX2FjY291bnRfaWRzGAYgAygJEi4KCmNyZWF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wKoUBCg1QcmluY2lwYWxUeXBlEh4KGlBSSU5DSVBBTF9UWVBFX1VOU1BFQ0lGSUVEEAASFwoTUFJJTkNJUEFMX1RZUEVfVVNFUhABEhcKE1BSSU5DSVBBTF9UWVBFX1RFQU0QAhIiCh5QUklOQ0lQQUxfVFlQRV9TRVJWSUNFX0FDQ09VTlQQAzK4BgoQUHJpbmNpcGFsU2VydmljZRKLAQoNU2V0UHJpbmNpcGFscxIhLnBsYXRmb3JtLnYxLlNldFByaW5jaXBhbHNSZXF1ZXN0GiIucGxhdGZvcm0udjEuU2V0UHJpbmNpcGFsc1Jlc3BvbnNlIjOC0+STAi06ASoiKC92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L3ByaW5jaXBhbHMSjgEKDkxpc3RQcmluY2lwYWxzEiIucGxhdGZvcm0udjEuTGlzdFByaW5jaXBhbHNSZXF1ZXN0GiMucGxhdGZvcm0udjEuTGlzdFByaW5jaXBhbHNSZXNwb25zZSIzkAIBgtPkkwIqEigvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9wcmluY2lwYWxzEqoBChZBZGRTdWJqZWN0c1RvUHJpbmNpcGFsEioucGxhdGZvcm0udjEuQWRkU3ViamVjdHNUb1ByaW5jaXBhbFJlcXVlc3QaKy5wbGF0Zm9ybS52MS5BZGRTdWJqZWN0c1RvUHJpbmNpcGFsUmVzcG9uc2UiN4LT5JMCMToBKiIsL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vcHJpbmNpcGFsczphZGQSvAEKG1JlbW92ZVN1YmplY3RzRnJvbVByaW5jaXBhbBIvLnBsYXRmb3JtLnYxLlJlbW92ZVN1YmplY3RzRnJvbVByaW5jaXBhbFJlcXVlc3QaMC5wbGF0Zm9ybS52MS5SZW1vdmVTdWJqZWN0c0Zyb21QcmluY2lwYWxSZXNwb25zZSI6gtPkkwI0OgEqIi8vdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9wcmluY2lwYWxzOnJlbW92ZRKYAQoPUmV2b2tlQWxsQWNjZXNzEiMucGxhdGZvcm0udjEuUmV2b2tlQWxsQWNjZXNzUmVxdWVzdBokLnBsYXRmb3JtLnYxLlJldm9rZUFsbEFjY2Vzc1Jlc3BvbnNlIjqC0+STAjQ6ASoiLy92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L3ByaW5jaXBhbHM6cmV2b2tlYghlZGl0aW9uc3DoBw", [file_google_api_annotations, file_google_protobuf_timestamp]);
+  fileDesc("ChtwbGF0Zm9ybS92MS9wcmluY2lwYWwucHJvdG8SC3BsYXRmb3JtLnYxIlIKFFNldFByaW5jaXBhbHNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIRCgl0YXJnZXRfaWQYAiABKAkSEQoJdXNlcm5hbWVzGAMgAygJIhcKFVNldFByaW5jaXBhbHNSZXNwb25zZSKYAQoVTGlzdFByaW5jaXBhbHNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIRCgl0YXJnZXRfaWQYAiABKAkSDQoFbGltaXQYAyABKAUSDgoGb2Zmc2V0GAQgASgFEg0KBXF1ZXJ5GAUgASgJEigKBHR5cGUYBiABKA4yGi5wbGF0Zm9ybS52MS5QcmluY2lwYWxUeXBlIlMKFkxpc3RQcmluY2lwYWxzUmVzcG9uc2USKgoKcHJpbmNpcGFscxgBIAMoCzIWLnBsYXRmb3JtLnYxLlByaW5jaXBhbBINCgV0b3RhbBgCIAEoBSKGAgodQWRkU3ViamVjdHNUb1ByaW5jaXBhbFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEhMKC3N1YmplY3RfaWRzGAMgAygJEigKBHR5cGUYBCABKA4yGi5wbGF0Zm9ybS52MS5QcmluY2lwYWxUeXBlEiQKBGtpbmQYBSABKA4yFi5wbGF0Zm9ybS52MS5HcmFudEtpbmQSLwoLdmFsaWRfdW50aWwYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KCGFwcHJvdmFsGAcgASgLMhsucGxhdGZvcm0udjEuQXBwcm92YWxQb2xpY3kiIAoeQWRkU3ViamVjdHNUb1ByaW5jaXBhbFJlc3BvbnNlIoUBCiJSZW1vdmVTdWJqZWN0c0Zyb21QcmluY2lwYWxSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCRITCgtzdWJqZWN0X2lkcxgDIAMoCRIoCgR0eXBlGAQgASgOMhoucGxhdGZvcm0udjEuUHJpbmNpcGFsVHlwZSIlCiNSZW1vdmVTdWJqZWN0c0Zyb21QcmluY2lwYWxSZXNwb25zZSJsChZSZXZva2VBbGxBY2Nlc3NSZXF1ZXN0EhIKCnN1YmplY3RfaWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEigKBHR5cGUYAyABKA4yGi5wbGF0Zm9ybS52MS5QcmluY2lwYWxUeXBlIhkKF1Jldm9rZUFsbEFjY2Vzc1Jlc3BvbnNlItEBCglQcmluY2lwYWwSCgoCaWQYASABKAkSEQoJdGFyZ2V0X2lkGAIgASgJEhAKCHVzZXJuYW1lGAMgASgJEhAKCHVzZXJfaWRzGAQgAygJEhAKCHRlYW1faWRzGAUgAygJEhsKE3NlcnZpY2VfYWNjb3VudF9pZHMYBiADKAkSLgoKY3JlYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIgoGZ3JhbnRzGAggAygLMhIucGxhdGZvcm0udjEuR3JhbnQi+wEKBUdyYW50EigKBHR5cGUYASABKA4yGi5wbGF0Zm9ybS52MS5QcmluY2lwYWxUeXBlEhIKCnN1YmplY3RfaWQYAiABKAkSJAoEa2luZBgDIAEoDjIWLnBsYXRmb3JtLnYxLkdyYW50S2luZBIvCgt2YWxpZF91bnRpbBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLQoIYXBwcm92YWwYBSABKAsyGy5wbGF0Zm9ybS52MS5BcHByb3ZhbFBvbGljeRIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKpAQoOQXBwcm92YWxQb2xpY3kSLwoMbWF4X2R1cmF0aW9uGAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhYKDmFwcHJvdmVyX3JvbGVzGAIgAygJEhkKEWFwcHJvdmVyX3RlYW1faWRzGAMgAygJEhoKEmFwcHJvdmFsc19yZXF1aXJlZBgEIAEoBRIXCg9yZWFzb25fcmVxdWlyZWQYBSABKAgqdgoJR3JhbnRLaW5kEhoKFkdSQU5UX0tJTkRfVU5TUEVDSUZJRUQQABIXChNHUkFOVF9LSU5EX1NUQU5ESU5HEAESGQoVR1JBTlRfS0lORF9USU1FX0JPVU5EEAISGQoVR1JBTlRfS0lORF9PTl9SRVFVRVNUEAMqhQEKDVByaW5jaXBhbFR5cGUSHgoaUFJJTkNJUEFMX1RZUEVfVU5TUEVDSUZJRUQQABIXChNQUklOQ0lQQUxfVFlQRV9VU0VSEAESFwoTUFJJTkNJUEFMX1RZUEVfVEVBTRACEiIKHlBSSU5DSVBBTF9UWVBFX1NFUlZJQ0VfQUNDT1VOVBADMrgGChBQcmluY2lwYWxTZXJ2aWNlEosBCg1TZXRQcmluY2lwYWxzEiEucGxhdGZvcm0udjEuU2V0UHJpbmNpcGFsc1JlcXVlc3QaIi5wbGF0Zm9ybS52MS5TZXRQcmluY2lwYWxzUmVzcG9uc2UiM4LT5JMCLToBKiIoL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vcHJpbmNpcGFscxKOAQoOTGlzdFByaW5jaXBhbHMSIi5wbGF0Zm9ybS52MS5MaXN0UHJpbmNpcGFsc1JlcXVlc3QaIy5wbGF0Zm9ybS52MS5MaXN0UHJpbmNpcGFsc1Jlc3BvbnNlIjOQAgGC0+STAioSKC92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L3ByaW5jaXBhbHMSqgEKFkFkZFN1YmplY3RzVG9QcmluY2lwYWwSKi5wbGF0Zm9ybS52MS5BZGRTdWJqZWN0c1RvUHJpbmNpcGFsUmVxdWVzdBorLnBsYXRmb3JtLnYxLkFkZFN1YmplY3RzVG9QcmluY2lwYWxSZXNwb25zZSI3gtPkkwIxOgEqIiwvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9wcmluY2lwYWxzOmFkZBK8AQobUmVtb3ZlU3ViamVjdHNGcm9tUHJpbmNpcGFsEi8ucGxhdGZvcm0udjEuUmVtb3ZlU3ViamVjdHNGcm9tUHJpbmNpcGFsUmVxdWVzdBowLnBsYXRmb3JtLnYxLlJlbW92ZVN1YmplY3RzRnJvbVByaW5jaXBhbFJlc3BvbnNlIjqC0+STAjQ6ASoiLy92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L3ByaW5jaXBhbHM6cmVtb3ZlEpgBCg9SZXZva2VBbGxBY2Nlc3MSIy5wbGF0Zm9ybS52MS5SZXZva2VBbGxBY2Nlc3NSZXF1ZXN0GiQucGxhdGZvcm0udjEuUmV2b2tlQWxsQWNjZXNzUmVzcG9uc2UiOoLT5JMCNDoBKiIvL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vcHJpbmNpcGFsczpyZXZva2ViCGVkaXRpb25zcOgH", [file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * Request of PrincipalService.SetPrincipals.
@@ -182,6 +182,30 @@ export type AddSubjectsToPrincipalRequest = Message<"platform.v1.AddSubjectsToPr
    * @generated from field: platform.v1.PrincipalType type = 4;
    */
   type: PrincipalType;
+
+  /**
+   * The kind of grant; absent or GRANT_KIND_UNSPECIFIED means standing. Adding a subject that holds
+   * a grant already replaces that grant's kind, end and approval policy.
+   *
+   * defined values only
+   *
+   * @generated from field: platform.v1.GrantKind kind = 5;
+   */
+  kind: GrantKind;
+
+  /**
+   * GRANT_KIND_TIME_BOUND only, and then required: in the future
+   *
+   * @generated from field: google.protobuf.Timestamp valid_until = 6;
+   */
+  validUntil?: Timestamp | undefined;
+
+  /**
+   * GRANT_KIND_ON_REQUEST only, and then required
+   *
+   * @generated from field: platform.v1.ApprovalPolicy approval = 7;
+   */
+  approval?: ApprovalPolicy | undefined;
 };
 
 /**
@@ -357,6 +381,13 @@ export type Principal = Message<"platform.v1.Principal"> & {
    * @generated from field: google.protobuf.Timestamp created_at = 7;
    */
   createdAt?: Timestamp | undefined;
+
+  /**
+   * every grant of the principal, oldest first, with its kind
+   *
+   * @generated from field: repeated platform.v1.Grant grants = 8;
+   */
+  grants: Grant[];
 };
 
 /**
@@ -365,6 +396,142 @@ export type Principal = Message<"platform.v1.Principal"> & {
  */
 export const PrincipalSchema: GenMessage<Principal> = /*@__PURE__*/
   messageDesc(file_platform_v1_principal, 10);
+
+/**
+ * One subject's grant of a principal.
+ *
+ * @generated from message platform.v1.Grant
+ */
+export type Grant = Message<"platform.v1.Grant"> & {
+  /**
+   * @generated from field: platform.v1.PrincipalType type = 1;
+   */
+  type: PrincipalType;
+
+  /**
+   * @generated from field: string subject_id = 2;
+   */
+  subjectId: string;
+
+  /**
+   * @generated from field: platform.v1.GrantKind kind = 3;
+   */
+  kind: GrantKind;
+
+  /**
+   * time-bound grants: when they stop letting anyone in
+   *
+   * @generated from field: google.protobuf.Timestamp valid_until = 4;
+   */
+  validUntil?: Timestamp | undefined;
+
+  /**
+   * on-request grants: who approves a request, and how
+   *
+   * @generated from field: platform.v1.ApprovalPolicy approval = 5;
+   */
+  approval?: ApprovalPolicy | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 6;
+   */
+  createdAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message platform.v1.Grant.
+ * Use `create(GrantSchema)` to create a new message.
+ */
+export const GrantSchema: GenMessage<Grant> = /*@__PURE__*/
+  messageDesc(file_platform_v1_principal, 11);
+
+/**
+ * What an access request under an on-request grant needs before it is approved.
+ *
+ * @generated from message platform.v1.ApprovalPolicy
+ */
+export type ApprovalPolicy = Message<"platform.v1.ApprovalPolicy"> & {
+  /**
+   * required; whole seconds, 60s to 604800s (7 days)
+   *
+   * @generated from field: google.protobuf.Duration max_duration = 1;
+   */
+  maxDuration?: Duration | undefined;
+
+  /**
+   * workspace roles (owner, admin, editor, viewer); at most 4, no repeats
+   *
+   * @generated from field: repeated string approver_roles = 2;
+   */
+  approverRoles: string[];
+
+  /**
+   * each item: uuid of a team of the workspace; at most 50, no repeats
+   *
+   * @generated from field: repeated string approver_team_ids = 3;
+   */
+  approverTeamIds: string[];
+
+  /**
+   * distinct approvers needed; 1 <= value <= 10; default 1
+   *
+   * @generated from field: int32 approvals_required = 4;
+   */
+  approvalsRequired: number;
+
+  /**
+   * whether a request must say why
+   *
+   * @generated from field: bool reason_required = 5;
+   */
+  reasonRequired: boolean;
+};
+
+/**
+ * Describes the message platform.v1.ApprovalPolicy.
+ * Use `create(ApprovalPolicySchema)` to create a new message.
+ */
+export const ApprovalPolicySchema: GenMessage<ApprovalPolicy> = /*@__PURE__*/
+  messageDesc(file_platform_v1_principal, 12);
+
+/**
+ * How a grant lets its subject in.
+ *
+ * @generated from enum platform.v1.GrantKind
+ */
+export enum GrantKind {
+  /**
+   * @generated from enum value: GRANT_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * always, until removed
+   *
+   * @generated from enum value: GRANT_KIND_STANDING = 1;
+   */
+  STANDING = 1,
+
+  /**
+   * until valid_until; removed automatically afterwards
+   *
+   * @generated from enum value: GRANT_KIND_TIME_BOUND = 2;
+   */
+  TIME_BOUND = 2,
+
+  /**
+   * only during an approved access request
+   *
+   * @generated from enum value: GRANT_KIND_ON_REQUEST = 3;
+   */
+  ON_REQUEST = 3,
+}
+
+/**
+ * Describes the enum platform.v1.GrantKind.
+ */
+export const GrantKindSchema: GenEnum<GrantKind> = /*@__PURE__*/
+  enumDesc(file_platform_v1_principal, 0);
 
 /**
  * Kind of subject a principal grant refers to.
@@ -397,7 +564,7 @@ export enum PrincipalType {
  * Describes the enum platform.v1.PrincipalType.
  */
 export const PrincipalTypeSchema: GenEnum<PrincipalType> = /*@__PURE__*/
-  enumDesc(file_platform_v1_principal, 0);
+  enumDesc(file_platform_v1_principal, 1);
 
 /**
  * PrincipalService: Manages access grants: which users, teams and service accounts may log in as which Unix name on a target.

@@ -1,0 +1,64 @@
+/**
+ * Changes the platform makes by itself (a request expires or ends, a time-bound grant lapses):
+ * audited with the platform (`system`) as actor, and, once committed, published as workspace
+ * events like those of any call, so open terminals check their access again at once.
+ *
+ * @module
+ */
+import type { AuditAction } from "../audit/actions.js";
+import type { EventPayload } from "../events/event-bus.js";
+import { toEventPayload, workspaceTopic } from "../events/workspace-events.js";
+import type { Services } from "../operations/services.js";
+import type { Repositories } from "../storage/storage.js";
+
+export interface SystemEvent {
+  readonly topic: string;
+  readonly payload: EventPayload;
+}
+
+/** Appends the audit entry of a change the platform made; returns its event, to publish after commit. */
+export async function auditSystemChange(
+  tx: Repositories,
+  services: Pick<Services, "random">,
+  entry: {
+    readonly workspaceId: string;
+    readonly action: AuditAction;
+    readonly resource: string;
+    readonly at: Date;
+  },
+): Promise<SystemEvent> {
+  const id = services.random.uuid();
+  await tx.auditEvents.append({
+    id,
+    workspaceId: entry.workspaceId,
+    actorId: "",
+    actorType: "system",
+    action: entry.action,
+    resource: entry.resource,
+    ipAddress: "",
+    userAgent: "",
+    statusCode: "ok",
+    requestId: "",
+    timestamp: entry.at,
+  });
+  return {
+    topic: workspaceTopic(entry.workspaceId),
+    payload: toEventPayload({
+      id,
+      type: entry.action,
+      resource: entry.resource,
+      createdAt: entry.at.toISOString(),
+    }),
+  };
+}
+
+/** Publishes committed events; one that cannot be published is dropped (the streams' backstop checks catch up). */
+export async function publishSystemEvents(services: Services, events: readonly SystemEvent[]): Promise<void> {
+  for (const { topic, payload } of events) {
+    try {
+      await services.events.publish(topic, payload);
+    } catch {
+      // See above.
+    }
+  }
+}
