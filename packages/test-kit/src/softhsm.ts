@@ -20,7 +20,7 @@ const MODULE_CANDIDATES = [
 ];
 
 const INSTALL_HINT =
-  "SoftHSM2 is needed for the PKCS#11 tests: `apt-get install -y --no-install-recommends softhsm2` (CI does this in .ci/run)";
+  "SoftHSM2 is needed for the PKCS#11 tests: `apt-get install -y --no-install-recommends softhsm2` (`pnpm test` installs it before the first test when run as root)";
 
 export interface SoftHsmToken {
   readonly module: string;
