@@ -4,24 +4,11 @@
  *
  * @module
  */
+import type { AuditEntry } from "@wap/audit-chain";
 import type { Page, PageRequest } from "./common.js";
 
-export interface AuditEventRecord {
-  readonly id: string;
-  /** Null for events outside any workspace (sign-in, registration). */
-  readonly workspaceId: string | null;
-  readonly actorId: string;
-  readonly actorType: string;
-  /** `<service>.<method>`-style verb, e.g. `certificate_authority.create`. */
-  readonly action: string;
-  /** What the action touched, e.g. `certificate_authority:<id>`. */
-  readonly resource: string;
-  readonly ipAddress: string;
-  readonly userAgent: string;
-  readonly statusCode: string;
-  readonly requestId: string;
-  readonly timestamp: Date;
-}
+/** A row of the audit log: the fields the workspace's hash chain covers (@wap/audit-chain). */
+export type AuditEventRecord = AuditEntry;
 
 export interface AuditEventFilter extends PageRequest {
   readonly since?: Date;
