@@ -42,7 +42,9 @@ type ObjectDef = {
 
 function hasObjectChecks(schema: z.ZodType): boolean {
   const def = (schema as unknown as { _zod: { def: ObjectDef } })._zod.def;
-  if (def.type === "object") return (def.checks?.length ?? 0) > 0;
+  // A check on the request or on an object inside it (a policy whose fields depend on each other).
+  if (def.type === "object")
+    return (def.checks?.length ?? 0) > 0 || Object.values(def.shape ?? {}).some(hasObjectChecks);
   if (def.innerType) return hasObjectChecks(def.innerType);
   if (def.type === "pipe" && def.in) return hasObjectChecks(def.in);
   return false;
