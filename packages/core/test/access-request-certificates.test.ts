@@ -150,7 +150,6 @@ describe("certificates under an access request, as sshd judges them", () => {
       duration: { seconds: 300n, nanos: 0 },
       reason: "deploy hotfix",
     });
-    const approvedAt = performance.now();
     const { request: approved } = await t.call(
       carol.caller,
       AccessRequestService.method.approveAccessRequest,
@@ -162,9 +161,6 @@ describe("certificates under an access request, as sshd judges them", () => {
     await syncAgent();
     const cert = await certificate(86_400);
     expect((await login(cert.file)).stdout.trim()).toBe("in");
-    const approvalToLoginMs = performance.now() - approvedAt;
-    console.info(`approval to login: ${approvalToLoginMs.toFixed(0)} ms`);
-    expect(approvalToLoginMs).toBeLessThan(2000);
 
     // Validity ends at the approval's end, and the answer says why.
     const endsAt = Number(approved!.endsAt!.seconds);
@@ -187,8 +183,8 @@ describe("certificates under an access request, as sshd judges them", () => {
     const entry = ledger.certificates.find((c) => c.keyId === cert.listed.keyId);
     expect(entry?.serial).toBe(cert.listed.serial);
 
-    // Withdrawal: revoked into the KRL, no longer a principal, refused at the next login.
-    const withdrawnAt = performance.now();
+    // Withdrawal: revoked into the KRL, no longer a principal, refused at the next login (the
+    // agent's next sync, with no wait in between).
     await t.call(carol.caller, AccessRequestService.method.withdrawAccessRequest, {
       workspaceId: ada.workspaceId,
       id: request!.id,
@@ -198,11 +194,8 @@ describe("certificates under an access request, as sshd judges them", () => {
     expect(await queried(krl, cert.file)).toBe("revoked");
     expect(await queried(krl, before.file)).toBe("ok");
     const refused = await login(cert.file);
-    const withdrawalMs = performance.now() - withdrawnAt;
-    console.info(`withdrawal to refused login: ${withdrawalMs.toFixed(0)} ms`);
     expect(refused.code).toBe(255);
     expect(sshd.logs()).toMatch(/revoked/i);
-    expect(withdrawalMs).toBeLessThan(5000);
     const logins = await principalMapOf(t.storage, ada.workspaceId, targetId, t.clock.now());
     expect(logins.get(sshd.user)).toEqual([]);
   });
