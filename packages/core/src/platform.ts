@@ -17,6 +17,7 @@ import {
 } from "@bufbuild/protobuf";
 import { roleAllows } from "./access/permissions.js";
 import { accessRequestSweepMs, sweepAccessRequests } from "./access-requests/sweep.js";
+import { auditRow } from "./audit/record.js";
 import { recordSecurityEvent } from "./audit/security-events.js";
 import { type AccessTokens, loadAccessTokens } from "./auth/access-tokens.js";
 import { authenticate, type CredentialSource, type Credentials } from "./auth/authenticate.js";
@@ -553,19 +554,14 @@ function auditRecordOf(
 ): AuditEventRecord {
   const { actorId, actorType } = actorOf(ctx.caller);
   const workspaceId = entry.workspaceId ?? workspace.workspaceId;
-  return {
-    id: services.random.uuid(),
+  return auditRow(services, ctx, {
     workspaceId: workspaceId === "" ? null : workspaceId,
     actorId,
     actorType,
     action: entry.action,
     resource: entry.resource,
-    ipAddress: ctx.ipAddress,
-    userAgent: ctx.userAgent,
-    statusCode: "ok",
-    requestId: ctx.requestId,
-    timestamp: now,
-  };
+    at: now,
+  });
 }
 
 /** The workspace event of an audit row written with `tx`, released when `tx` commits. */

@@ -41,6 +41,22 @@ describe("UtilService", () => {
   });
 });
 
+describe("conditional permissions", () => {
+  it("each adds to its operation's permission: some role holding that one lacks it", () => {
+    const declared = [...allOperations, ...streamingOperations].flatMap((op) =>
+      op.access.kind === "workspace"
+        ? (op.access.conditions ?? []).map((c) => [op.access, c.permission] as const)
+        : [],
+    );
+    expect(declared.length).toBeGreaterThanOrEqual(5);
+    for (const [access, extra] of declared) {
+      if (access.kind !== "workspace") continue;
+      const holders = roles.filter((r) => r.permissions.includes(access.permission));
+      expect(holders.some((r) => !r.permissions.includes(extra))).toBe(true);
+    }
+  });
+});
+
 /** docs/permissions.md is written from the table; regenerate with WAP_UPDATE_DOCS=1. */
 describe("docs/permissions.md", () => {
   it("matches the permission table in access/permissions.ts", async () => {
@@ -59,9 +75,14 @@ describe("docs/permissions.md", () => {
       )
         .map((c) => c.replace("_", " "))
         .join(", ");
+      const conditions = (access.kind === "workspace" ? (access.conditions ?? []) : []).map(
+        (c) => `; \`${c.permission}\` ${c.when}`,
+      );
       return [
         callers,
-        access.kind === "workspace" ? `\`${access.permission}\`` : "(none: not workspace-scoped)",
+        access.kind === "workspace"
+          ? `\`${access.permission}\`${conditions.join("")}`
+          : "(none: not workspace-scoped)",
       ];
     };
     const operationTable = [
@@ -84,7 +105,9 @@ Generated from \`packages/core/src/access/permissions.ts\`, the one table the se
 \`UtilService.ListRoles\` returns. A test fails when the two differ.
 
 Every workspace-scoped operation names one permission; a caller needs a role that holds it in
-that workspace. A caller who is not a member of a workspace is answered \`not_found\` whether or
+that workspace. Some also name a permission needed only in some cases (after a semicolon: a host
+certificate, another subject's session); without it those cases are refused with
+\`permission_denied\`, or, for recordings, only the caller's own are shown. A caller who is not a member of a workspace is answered \`not_found\` whether or
 not the workspace exists; a member whose role lacks the permission gets \`permission_denied\`.
 
 ${roleList}

@@ -103,6 +103,12 @@ export interface ServerConfig extends IntegrationConfig {
   readonly workspaceMaxOpenSessions: number;
   /** Serve the web console at `/` (every GET that is not an API path). */
   readonly console: boolean;
+  /** OTLP/HTTP collector of traces ("": no tracing, and the SDK is never loaded). */
+  readonly otlpEndpoint: string;
+  /** The traces URL itself, when it is not `<otlpEndpoint>/v1/traces`. */
+  readonly otlpTracesEndpoint: string;
+  /** The `service.name` of the spans. */
+  readonly otelServiceName: string;
 }
 
 export const defaultConfig: ServerConfig = {
@@ -142,6 +148,9 @@ export const defaultConfig: ServerConfig = {
   cliLoginMaxPendingPerAddress: 10,
   ...defaultWorkspaceQuotaConfig,
   console: true,
+  otlpEndpoint: "",
+  otlpTracesEndpoint: "",
+  otelServiceName: "wap-server",
   ...defaultIntegrationConfig,
 };
 
@@ -529,6 +538,31 @@ export const settings: readonly Setting[] = [
     defaultText: "10",
     help: "On SIGTERM/SIGINT, how long open requests may run before they are cut.",
     apply: assign("shutdownGraceSeconds", wholeNumber(0, 3600)),
+  },
+  // OpenTelemetry's standard variables, so a collector's usual set-up applies unchanged.
+  {
+    env: "OTEL_EXPORTER_OTLP_ENDPOINT",
+    flag: "--otlp-endpoint",
+    value: "<url>",
+    defaultText: "none",
+    help: "OTLP/HTTP collector (e.g. http://otel-collector:4318): a span per RPC, per stream and per storage call is sent there. Unset: no tracing code is loaded.",
+    apply: assign("otlpEndpoint", verbatim),
+  },
+  {
+    env: "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    flag: "--otlp-traces-endpoint",
+    value: "<url>",
+    defaultText: "<otlp-endpoint>/v1/traces",
+    help: "The collector's traces URL, when it is not under --otlp-endpoint (setting it alone turns tracing on).",
+    apply: assign("otlpTracesEndpoint", verbatim),
+  },
+  {
+    env: "OTEL_SERVICE_NAME",
+    flag: "--otel-service-name",
+    value: "<name>",
+    defaultText: "wap-server",
+    help: "The service name of the spans.",
+    apply: assign("otelServiceName", verbatim),
   },
   {
     env: "WAP_AUDIT_CHECKPOINT_INTERVAL",

@@ -108,7 +108,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
   const diagnosticsAddress =
     config.diagnosticsAddress === undefined ? undefined : parseListenAddress(config.diagnosticsAddress);
   const metrics = diagnosticsAddress ? createServerMetrics() : undefined;
-  const tracing = await startTracing(process.env, logger);
+  const tracing = await startTracing(config, logger);
   // Read before the platform is built: a bad setting must not leave it open.
   const integrations = withOutboundAllowance(
     { ...(await loadIntegrations(config, logger)), ...options.integrations },

@@ -1,13 +1,15 @@
 /**
  * OpenTelemetry traces: a span per RPC and per stream (from its opening to its end, with the code
- * it ended with) and, under them, a span per storage call, exported over OTLP/HTTP. On only when the standard `OTEL_EXPORTER_OTLP_ENDPOINT` (or
- * `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set; otherwise the SDK is never loaded and the request
- * path checks one `undefined`. The exporter reads the other standard variables itself
- * (`OTEL_EXPORTER_OTLP_HEADERS`, timeouts); `OTEL_SERVICE_NAME` names the service.
+ * it ended with) and, under them, a span per storage call, exported over OTLP/HTTP. On only when the
+ * `otlpEndpoint` or `otlpTracesEndpoint` setting is set (the standard `OTEL_EXPORTER_OTLP_ENDPOINT`
+ * and `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` in the settings table); otherwise the SDK is never loaded
+ * and the request path checks one `undefined`. The exporter reads the other standard variables
+ * itself (`OTEL_EXPORTER_OTLP_HEADERS`, timeouts).
  *
  * @module
  */
 import type { Storage } from "@wap/core/storage";
+import type { ServerConfig } from "./config.js";
 import type { Logger } from "./logger.js";
 
 type Api = typeof import("@opentelemetry/api");
@@ -43,14 +45,17 @@ export interface StreamSpan {
   end(code: string): void;
 }
 
-/** Whether the environment asks for traces. */
-export function tracingRequested(env: NodeJS.ProcessEnv): boolean {
-  return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+/** The settings tracing reads. */
+export type TracingSettings = Pick<ServerConfig, "otlpEndpoint" | "otlpTracesEndpoint" | "otelServiceName">;
+
+/** Whether the settings ask for traces. */
+export function tracingRequested(settings: TracingSettings): boolean {
+  return Boolean(settings.otlpEndpoint || settings.otlpTracesEndpoint);
 }
 
 /** Loads the SDK and starts exporting, or returns undefined when traces are not asked for. */
-export async function startTracing(env: NodeJS.ProcessEnv, logger: Logger): Promise<Tracing | undefined> {
-  if (!tracingRequested(env)) return undefined;
+export async function startTracing(settings: TracingSettings, logger: Logger): Promise<Tracing | undefined> {
+  if (!tracingRequested(settings)) return undefined;
   const [api, base, exporterModule, resources, contextModule] = await Promise.all([
     import("@opentelemetry/api"),
     import("@opentelemetry/sdk-trace-base"),
@@ -60,13 +65,15 @@ export async function startTracing(env: NodeJS.ProcessEnv, logger: Logger): Prom
   ]);
   // Spans of storage calls find their RPC's span through the active context.
   api.context.setGlobalContextManager(new contextModule.AsyncLocalStorageContextManager().enable());
+  // As the OTLP specification derives it: the traces path under the base endpoint.
+  const url = settings.otlpTracesEndpoint || `${settings.otlpEndpoint.replace(/\/+$/, "")}/v1/traces`;
   const provider = new base.BasicTracerProvider({
-    resource: resources.resourceFromAttributes({ "service.name": env.OTEL_SERVICE_NAME || "wap-server" }),
-    spanProcessors: [new base.BatchSpanProcessor(new exporterModule.OTLPTraceExporter())],
+    resource: resources.resourceFromAttributes({ "service.name": settings.otelServiceName || "wap-server" }),
+    spanProcessors: [new base.BatchSpanProcessor(new exporterModule.OTLPTraceExporter({ url }))],
   });
   const tracer = provider.getTracer("@wap/server");
   logger.info("exporting traces over OTLP/HTTP", {
-    endpoint: env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT,
+    endpoint: settings.otlpTracesEndpoint || settings.otlpEndpoint,
   });
   return {
     rpc(procedure, attributes, work) {

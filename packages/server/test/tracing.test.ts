@@ -1,5 +1,5 @@
 /**
- * Traces: with OTEL_EXPORTER_OTLP_ENDPOINT set, the server sends a span per RPC and per stream,
+ * Traces: with OTEL_EXPORTER_OTLP_ENDPOINT set (the settings table reads it), the server sends a span per RPC and per stream,
  * with their storage calls as child spans, to an OTLP/HTTP receiver (here a small HTTP server on
  * 127.0.0.1).
  */
@@ -13,6 +13,7 @@ import { startTestServer } from "@wap/test-kit/server";
 import { refusedTerminal, terminalUrl, terminalWorld } from "@wap/test-kit/terminal";
 import { until } from "@wap/test-kit/until";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseConfig, type ServerConfig } from "../src/config.js";
 import { openNdjson } from "./support/ndjson.js";
 
 interface ReceivedSpan {
@@ -45,6 +46,7 @@ describe("OTLP traces", () => {
   const services: string[] = [];
   let receiver: http.Server;
   const saved = { ...process.env };
+  let otel: Pick<ServerConfig, "otlpEndpoint" | "otlpTracesEndpoint" | "otelServiceName">;
 
   beforeAll(async () => {
     receiver = http.createServer((req, res) => {
@@ -70,9 +72,17 @@ describe("OTLP traces", () => {
       });
     });
     await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
-    process.env.OTEL_EXPORTER_OTLP_ENDPOINT = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+    const { config } = parseConfig([], {
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/`,
+      OTEL_SERVICE_NAME: "wap-trace-test",
+    });
+    otel = {
+      otlpEndpoint: config.otlpEndpoint,
+      otlpTracesEndpoint: config.otlpTracesEndpoint,
+      otelServiceName: config.otelServiceName,
+    };
+    // Read by the SDK itself.
     process.env.OTEL_EXPORTER_OTLP_PROTOCOL = "http/json";
-    process.env.OTEL_SERVICE_NAME = "wap-trace-test";
     process.env.OTEL_BSP_SCHEDULE_DELAY = "100";
   });
   afterAll(async () => {
@@ -81,7 +91,7 @@ describe("OTLP traces", () => {
   });
 
   it("exports a span per RPC with its storage calls under it", async () => {
-    const server = await startTestServer();
+    const server = await startTestServer(otel);
     let owner: Awaited<ReturnType<typeof signUpWithWorkspace>>;
     try {
       owner = await signUpWithWorkspace(server.url);
@@ -121,7 +131,7 @@ describe("OTLP traces", () => {
   });
 
   it("exports a span per stream, from its opening to its end, with the code it ended with", async () => {
-    const server = await startTestServer();
+    const server = await startTestServer(otel);
     const streamSpans = () => spans.filter((s) => s.name === subscribe);
     try {
       const owner = await signUpWithWorkspace(server.url, "streamer");
@@ -187,7 +197,7 @@ describe("OTLP traces", () => {
   });
 
   it("exports the spans of a terminal: the daemon's control and session streams and the browser's socket", async () => {
-    const server = await startTestServer({ daemonKeepaliveSeconds: 3600 });
+    const server = await startTestServer({ ...otel, daemonKeepaliveSeconds: 3600 });
     const named = (name: string) => spans.filter((s) => s.name === name);
     let world: Awaited<ReturnType<typeof terminalWorld>>;
     try {

@@ -6,6 +6,7 @@
  * @module
  */
 import type { AuditAction } from "../audit/actions.js";
+import { auditRow, noRequest } from "../audit/record.js";
 import type { EventPayload } from "../events/event-bus.js";
 import { toEventPayload, workspaceTopic } from "../events/workspace-events.js";
 import type { Services } from "../operations/services.js";
@@ -27,24 +28,12 @@ export async function auditSystemChange(
     readonly at: Date;
   },
 ): Promise<SystemEvent> {
-  const id = services.random.uuid();
-  await tx.auditEvents.append({
-    id,
-    workspaceId: entry.workspaceId,
-    actorId: "",
-    actorType: "system",
-    action: entry.action,
-    resource: entry.resource,
-    ipAddress: "",
-    userAgent: "",
-    statusCode: "ok",
-    requestId: "",
-    timestamp: entry.at,
-  });
+  const row = auditRow(services, noRequest, { ...entry, actorId: "", actorType: "system" });
+  await tx.auditEvents.append(row);
   return {
     topic: workspaceTopic(entry.workspaceId),
     payload: toEventPayload({
-      id,
+      id: row.id,
       type: entry.action,
       resource: entry.resource,
       createdAt: entry.at.toISOString(),

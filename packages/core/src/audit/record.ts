@@ -8,6 +8,7 @@
 import type { CallContext } from "../context.js";
 import { stageAccountChange } from "../events/access-watch.js";
 import type { Services } from "../operations/services.js";
+import type { AuditEventRecord } from "../storage/audit.js";
 import type { Repositories } from "../storage/storage.js";
 import type { AuditAction } from "./actions.js";
 
@@ -17,23 +18,26 @@ export type RequestFacts = Pick<CallContext, "ipAddress" | "userAgent" | "reques
 /** No request behind it (a webhook carries no client of ours). */
 export const noRequest: RequestFacts = Object.freeze({ ipAddress: "", userAgent: "", requestId: "" });
 
-export async function appendAudit(
-  tx: Repositories,
-  services: Services,
+/** What happened, by whom, in which workspace (null: the account, outside any workspace). */
+export interface AuditFacts {
+  readonly workspaceId: string | null;
+  /** `user`, `service_account`, `daemon`, `system`, or `billing_provider` for provider webhooks. */
+  readonly actorType: string;
+  readonly actorId: string;
+  readonly action: AuditAction;
+  readonly resource: string;
+  readonly at: Date;
+  /** How the request ended; "ok" unless it records a refusal. */
+  readonly statusCode?: string;
+}
+
+/** The one place an audit row is built: the facts, the request they came from, a fresh id. */
+export function auditRow(
+  services: Pick<Services, "random">,
   request: RequestFacts,
-  entry: {
-    readonly workspaceId: string | null;
-    /** `user`, or `billing_provider` for provider webhooks. */
-    readonly actorType: string;
-    readonly actorId: string;
-    readonly action: AuditAction;
-    readonly resource: string;
-    readonly at: Date;
-    /** How the request ended; "ok" unless it records a refusal. */
-    readonly statusCode?: string;
-  },
-): Promise<void> {
-  await tx.auditEvents.append({
+  entry: AuditFacts,
+): AuditEventRecord {
+  return {
     id: services.random.uuid(),
     workspaceId: entry.workspaceId,
     actorId: entry.actorId,
@@ -45,6 +49,15 @@ export async function appendAudit(
     statusCode: entry.statusCode ?? "ok",
     requestId: request.requestId,
     timestamp: entry.at,
-  });
+  };
+}
+
+export async function appendAudit(
+  tx: Repositories,
+  services: Services,
+  request: RequestFacts,
+  entry: AuditFacts,
+): Promise<void> {
+  await tx.auditEvents.append(auditRow(services, request, entry));
   if (entry.workspaceId === null) stageAccountChange(services, tx, entry.actorId, entry.resource);
 }

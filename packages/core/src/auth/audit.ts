@@ -1,6 +1,6 @@
 import type { AuditAction } from "../audit/actions.js";
+import { appendAudit } from "../audit/record.js";
 import type { CallContext } from "../context.js";
-import { stageAccountChange } from "../events/access-watch.js";
 import type { Services } from "../operations/services.js";
 import type { Repositories } from "../storage/storage.js";
 
@@ -14,19 +14,13 @@ export async function auditAccount(
   ctx: Pick<CallContext, "ipAddress" | "userAgent" | "requestId">,
   entry: { userId: string; action: AuditAction; resource: string; at: Date },
 ): Promise<void> {
-  await tx.auditEvents.append({
-    id: services.random.uuid(),
+  // An account row (no workspace): open streams of the account check their access again.
+  await appendAudit(tx, services, ctx, {
     workspaceId: null,
     actorId: entry.userId,
     actorType: "user",
     action: entry.action,
     resource: entry.resource,
-    ipAddress: ctx.ipAddress,
-    userAgent: ctx.userAgent,
-    statusCode: "ok",
-    requestId: ctx.requestId,
-    timestamp: entry.at,
+    at: entry.at,
   });
-  // A sign-out, a reset, a deletion: open streams of the account check their access again.
-  stageAccountChange(services, tx, entry.userId, entry.resource);
 }

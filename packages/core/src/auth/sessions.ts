@@ -21,6 +21,34 @@ export function mintRefreshToken(services: Services): { token: string; tokenHash
 }
 
 /**
+ * The one place a login session row is written: for `userId`, from `now` for `ttlSeconds`,
+ * remembering where it was started from. Returns its id and end.
+ */
+export async function insertAuthSession(
+  tx: Repositories,
+  services: Pick<Services, "random">,
+  session: {
+    readonly userId: string;
+    readonly now: Date;
+    readonly ttlSeconds: number;
+    readonly from: Pick<CallContext, "ipAddress" | "userAgent">;
+  },
+): Promise<{ sessionId: string; expiresAt: Date }> {
+  const sessionId = services.random.uuid();
+  const expiresAt = new Date(session.now.getTime() + session.ttlSeconds * 1000);
+  await tx.authSessions.insert({
+    id: sessionId,
+    userId: session.userId,
+    createdAt: session.now,
+    expiresAt,
+    revokedAt: null,
+    ipAddress: session.from.ipAddress,
+    userAgent: session.from.userAgent,
+  });
+  return { sessionId, expiresAt };
+}
+
+/**
  * Creates a session for `user` and its first tokens; `method` names the proof in the audit log.
  * Refuses a method the account's organisation does not allow (enforced SSO), so no way of
  * signing in can get around that rule.
@@ -35,18 +63,13 @@ export async function startSession(
 ): Promise<{ accessToken: string; refreshToken: string; sessionId: string }> {
   await assertSignInAllowed(services, user.email, method, tx);
   const now = services.clock.now();
-  const sessionId = services.random.uuid();
-  const expiresAt = new Date(now.getTime() + services.config.refreshTokenTtlSeconds * 1000);
   const refresh = mintRefreshToken(services);
-  await services.storage.transaction(async (tx) => {
-    await tx.authSessions.insert({
-      id: sessionId,
+  const sessionId = await services.storage.transaction(async (tx) => {
+    const { sessionId, expiresAt } = await insertAuthSession(tx, services, {
       userId: user.id,
-      createdAt: now,
-      expiresAt,
-      revokedAt: null,
-      ipAddress: ctx.ipAddress,
-      userAgent: ctx.userAgent,
+      now,
+      ttlSeconds: services.config.refreshTokenTtlSeconds,
+      from: ctx,
     });
     await tx.refreshTokens.insert({
       id: services.random.uuid(),
@@ -62,6 +85,7 @@ export async function startSession(
       resource: `session:${sessionId}`,
       at: now,
     });
+    return sessionId;
   });
   const access = await services.accessTokens.issue(user.id, sessionId, now);
   return { accessToken: access.token, refreshToken: refresh.token, sessionId };

@@ -101,6 +101,31 @@ export const getBilling = defineOperation({
   },
 });
 
+/** A workspace's billing account with a customer at `provider` and no subscription yet. */
+export function blankBillingAccount(
+  workspaceId: string,
+  provider: string,
+  customerId: string,
+  now: Date,
+): BillingAccountRecord {
+  return {
+    workspaceId,
+    provider,
+    customerId,
+    subscriptionId: "",
+    productId: "",
+    productName: "",
+    status: "",
+    cancelAtPeriodEnd: false,
+    currentPeriodEnd: null,
+    metadata: {},
+    // Any state a webhook brings is newer than "no subscription yet".
+    stateAt: new Date(0),
+    createdAt: now,
+    updatedAt: now,
+  };
+}
+
 /** The billing account of the call's workspace, creating the provider's customer the first time. */
 async function ensureCustomer(call: OperationCall<unknown>, provider: BillingProvider) {
   const { services, workspace, ctx, now } = call;
@@ -116,23 +141,10 @@ async function ensureCustomer(call: OperationCall<unknown>, provider: BillingPro
       email: user?.email ?? "",
     }),
   );
-  const account: BillingAccountRecord = {
-    workspaceId: workspace.workspaceId,
-    provider: provider.name,
-    customerId,
-    subscriptionId: "",
-    productId: "",
-    productName: "",
-    status: "",
-    cancelAtPeriodEnd: false,
-    currentPeriodEnd: null,
-    metadata: {},
-    // Any state a webhook brings is newer than "no subscription yet".
-    stateAt: new Date(0),
-    createdAt: now,
-    updatedAt: now,
+  return {
+    account: blankBillingAccount(workspace.workspaceId, provider.name, customerId, now),
+    created: true,
   };
-  return { account, created: true };
 }
 
 export const createCheckout = defineOperation({

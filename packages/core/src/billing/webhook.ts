@@ -10,8 +10,7 @@
 import { appendAudit, noRequest, type RequestFacts } from "../audit/record.js";
 import { integrationsOf } from "../operations/integrations.js";
 import type { Services } from "../operations/services.js";
-import type { BillingAccountRecord } from "../storage/billing.js";
-import { applyState } from "./operations.js";
+import { applyState, blankBillingAccount } from "./operations.js";
 import { BillingWebhookError, selfHostedBilling } from "./provider.js";
 
 /** How long a delivered event id is remembered (providers retry for up to three days). */
@@ -53,22 +52,9 @@ export async function handleBillingWebhook(
     let account = await tx.billingAccounts.findByCustomer(provider.name, state.customerId);
     if (!account && event.workspaceId !== undefined && (await tx.workspaces.findById(event.workspaceId))) {
       // The checkout set the workspace on the subscription; its customer was made elsewhere.
-      const blank: BillingAccountRecord = {
-        workspaceId: event.workspaceId,
-        provider: provider.name,
-        customerId: state.customerId,
-        subscriptionId: "",
-        productId: "",
-        productName: "",
-        status: "",
-        cancelAtPeriodEnd: false,
-        currentPeriodEnd: null,
-        metadata: {},
-        stateAt: new Date(0),
-        createdAt: now,
-        updatedAt: now,
-      };
-      account = (await tx.billingAccounts.find(event.workspaceId)) ?? blank;
+      account =
+        (await tx.billingAccounts.find(event.workspaceId)) ??
+        blankBillingAccount(event.workspaceId, provider.name, state.customerId, now);
       account = { ...account, provider: provider.name, customerId: state.customerId };
     }
     if (!account) return { applied: false, note: "unknown_customer" };

@@ -11,6 +11,7 @@ import type {
   RetiredAuthorityKeyRecord,
 } from "../storage/certificate-authorities.js";
 import type { AuthorityKeyStorage } from "./key-storage.js";
+import { keyAlgorithmFromWire } from "./messages.js";
 
 /** The public half of a new authority key and what the authority row stores of its private half. */
 export interface AuthorityKeyMaterial {
@@ -39,6 +40,29 @@ export function checkKeySpec(algorithm: KeyAlgorithm, keyBits: number | undefine
     }
     throw error;
   }
+}
+
+/**
+ * The type and size of an authority's next key (rollover, rotation): the requested type, or the
+ * current one when none (0) is given; the requested size, or the current size when the type stays
+ * the same, or the type's default. Checked as `checkKeySpec` does.
+ */
+export function nextKeySpec(
+  current: Pick<CertificateAuthorityRecord, "keyType" | "keyBits">,
+  requested: { readonly keyType?: number | undefined; readonly keyBits?: number | undefined },
+): { algorithm: KeyAlgorithm; keyBits: number | undefined } {
+  const algorithm: KeyAlgorithm =
+    requested.keyType === undefined || requested.keyType === 0
+      ? current.keyType
+      : (keyAlgorithmFromWire.get(requested.keyType) as KeyAlgorithm);
+  const keyBits =
+    requested.keyBits !== undefined && requested.keyBits !== 0
+      ? requested.keyBits
+      : algorithm === current.keyType
+        ? current.keyBits
+        : undefined;
+  checkKeySpec(algorithm, keyBits);
+  return { algorithm, keyBits };
 }
 
 /**

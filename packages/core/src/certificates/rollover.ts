@@ -27,12 +27,12 @@ import * as z from "zod";
 import { throwIfCancelled } from "../context.js";
 import { PlatformError } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
-import type { CertificateAuthorityRecord, KeyAlgorithm } from "../storage/certificate-authorities.js";
+import type { CertificateAuthorityRecord } from "../storage/certificate-authorities.js";
 import { enumValue, uuid } from "../validation/rules.js";
-import { checkKeySpec, createAuthorityKey, retiredKeyOf } from "./authority-keys.js";
+import { createAuthorityKey, nextKeySpec, retiredKeyOf } from "./authority-keys.js";
 import { authorityNotFound } from "./issuance/resolve.js";
 import { keyInUse, keyStorageOf } from "./key-storage.js";
-import { authorityMessage, keyAlgorithmFromWire } from "./messages.js";
+import { authorityMessage } from "./messages.js";
 import { assertNoRotation } from "./rotation.js";
 
 /** When the retired key of `ca`, whose last recorded certificate expires at `latest`, stops being trusted. */
@@ -58,17 +58,7 @@ export const rolloverCertificateAuthority = defineOperation({
     const current = await services.storage.certificateAuthorities.findById(workspaceId, input.id);
     if (current === null) throw authorityNotFound(input.id);
     assertNoRotation(current);
-    const algorithm: KeyAlgorithm =
-      input.keyType === undefined || input.keyType === 0
-        ? current.keyType
-        : (keyAlgorithmFromWire.get(input.keyType) as KeyAlgorithm);
-    const keyBits =
-      input.keyBits !== undefined && input.keyBits !== 0
-        ? input.keyBits
-        : algorithm === current.keyType
-          ? current.keyBits
-          : undefined;
-    checkKeySpec(algorithm, keyBits);
+    const { algorithm, keyBits } = nextKeySpec(current, input);
 
     const version = current.keyVersion + 1;
     // The next key lives where the authority's keys live: a PKCS#11 authority's in the token.

@@ -35,14 +35,13 @@ import { FailedPreconditionError, PlatformError } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
 import type {
   CertificateAuthorityRecord,
-  KeyAlgorithm,
   RotationPhase as Phase,
 } from "../storage/certificate-authorities.js";
 import { enumValue, uuid } from "../validation/rules.js";
-import { checkKeySpec, createAuthorityKey, retiredKeyOf } from "./authority-keys.js";
+import { createAuthorityKey, nextKeySpec, retiredKeyOf } from "./authority-keys.js";
 import { authorityNotFound } from "./issuance/resolve.js";
 import { keyInUse, keyStorageOf } from "./key-storage.js";
-import { authorityMessage, keyAlgorithmFromWire } from "./messages.js";
+import { authorityMessage } from "./messages.js";
 
 const phases: readonly Phase[] = ["none", "published", "user_signing", "host_signing"];
 const phaseFromWire = new Map<number, Phase | "retired">([
@@ -117,17 +116,7 @@ export const rotateCertificateAuthority = defineOperation({
     const keyStorage = keyStorageOf(services, current.keyStorage);
     let generated: Uint8Array | undefined;
     if (target === "published" && current.rotationPhase === "none") {
-      const algorithm: KeyAlgorithm =
-        input.keyType === undefined || input.keyType === 0
-          ? current.keyType
-          : (keyAlgorithmFromWire.get(input.keyType) as KeyAlgorithm);
-      const keyBits =
-        input.keyBits !== undefined && input.keyBits !== 0
-          ? input.keyBits
-          : algorithm === current.keyType
-            ? current.keyBits
-            : undefined;
-      checkKeySpec(algorithm, keyBits);
+      const { algorithm, keyBits } = nextKeySpec(current, input);
       const key = await createAuthorityKey({
         storage: keyStorage,
         caId: current.id,

@@ -45,7 +45,12 @@ import {
 } from "./issuance/record.js";
 import { resolveAuthority } from "./issuance/resolve.js";
 import { sshSignerFor } from "./issuance/signers.js";
-import { authorizeSshSign, resolveSshSubject, type SshDraft } from "./issuance/ssh-policy.js";
+import {
+  authorizeSshSign,
+  hostCertificates,
+  resolveSshSubject,
+  type SshDraft,
+} from "./issuance/ssh-policy.js";
 import { retiredKeysOf, sshTrustedKeysText } from "./issuance/trust.js";
 import { signingView } from "./rotation.js";
 
@@ -94,6 +99,7 @@ export const signSshCertificate = defineOperation({
     kind: "workspace",
     permission: "certificate_authorities.read",
     callers: ["user", "service_account", "daemon"],
+    conditions: [hostCertificates],
   },
   input: z.object({
     workspaceId: uuid.optional(),

@@ -36,6 +36,7 @@ import {
   authorizeX509Sign,
   ledgerNames,
   resolveX509NamePolicy,
+  serverCertificates,
   type X509Draft,
 } from "./issuance/x509-policy.js";
 import { crlUrlOf } from "./messages.js";
@@ -58,7 +59,7 @@ export const signX509Certificate = defineOperation({
   method: CertificateService.method.signX509Certificate,
   // Client certificates naming the caller need only sight of the authorities; server
   // certificates need certificates.sign (issuance/x509-policy.ts).
-  access: { kind: "workspace", permission: "certificate_authorities.read" },
+  access: { kind: "workspace", permission: "certificate_authorities.read", conditions: [serverCertificates] },
   input: z.object({
     workspaceId: uuid.optional(),
     caId: optionalId,

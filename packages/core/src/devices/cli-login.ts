@@ -30,6 +30,7 @@ import { auditAccount } from "../auth/audit.js";
 import { callerUser } from "../auth/caller-user.js";
 import { toUserMessage } from "../auth/messages.js";
 import { hashSecret } from "../auth/service-account-tokens.js";
+import { insertAuthSession } from "../auth/sessions.js";
 import { type CallContext, throwIfCancelled } from "../context.js";
 import {
   DeadlineExceededError,
@@ -411,16 +412,11 @@ export const verifyCliLogin = defineOperation({
       }
       const approved = await tx.cliLogins.approve(login.id, user.id, now);
       if (approved === null) return { kind: "unknown" };
-      const sessionId = services.random.uuid();
-      const expiresAt = new Date(now.getTime() + config.deviceSessionTtlSeconds * 1000);
-      await tx.authSessions.insert({
-        id: sessionId,
+      const { sessionId, expiresAt } = await insertAuthSession(tx, services, {
         userId: user.id,
-        createdAt: now,
-        expiresAt,
-        revokedAt: null,
-        ipAddress: login.ipAddress,
-        userAgent: login.userAgent,
+        now,
+        ttlSeconds: config.deviceSessionTtlSeconds,
+        from: login,
       });
       // The same user logs the device in again (a new key): the old binding and its session end.
       if (previous) {

@@ -7,6 +7,7 @@
  */
 import type { DescMessage, DescMethodUnary, MessageInitShape } from "@bufbuild/protobuf";
 import type * as z from "zod";
+import type { ConditionalPermission } from "../access/conditional.js";
 import type { Permission } from "../access/permissions.js";
 import type { AuditAction } from "../audit/actions.js";
 import type { CallContext, CallerKind, WorkspaceRole } from "../context.js";
@@ -51,7 +52,13 @@ export type Access =
    * A caller acting inside the workspace named by the request's `workspaceId` (or, for service
    * accounts and daemons that leave it out, their own), holding `permission` there.
    */
-  | { readonly kind: "workspace"; readonly permission: Permission; readonly callers?: readonly CallerKind[] };
+  | {
+      readonly kind: "workspace";
+      readonly permission: Permission;
+      readonly callers?: readonly CallerKind[];
+      /** Permissions needed beyond `permission` in some cases, checked by the handler. */
+      readonly conditions?: readonly ConditionalPermission[];
+    };
 
 /** The workspace an operation runs in, as established by the access check. */
 export interface WorkspaceScope {

@@ -23,7 +23,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type RecordingSchema, RecordingService } from "@wap/api";
 import * as z from "zod";
-import { roleAllows } from "../access/permissions.js";
+import { type ConditionalPermission, holds } from "../access/conditional.js";
 import { appendAudit } from "../audit/record.js";
 import { actorOf, type CallContext } from "../context.js";
 import { NotFoundError, PermissionDeniedError } from "../errors.js";
@@ -66,11 +66,15 @@ function subjectOf(ctx: CallContext): string {
   throw new PermissionDeniedError("recordings are read by users and service accounts");
 }
 
+/** Without it a caller sees only the recordings of their own sessions. */
+const everyonesRecordings: ConditionalPermission = {
+  permission: "recordings.read",
+  when: "to see others' recordings (without it: one's own)",
+};
+
 /** Undefined when the caller sees every recording; otherwise the subject whose own it sees. */
 function ownerFilter(workspace: WorkspaceScope, ctx: CallContext): string | undefined {
-  return workspace.role !== null && roleAllows(workspace.role, "recordings.read")
-    ? undefined
-    : subjectOf(ctx);
+  return holds(workspace.role, everyonesRecordings) ? undefined : subjectOf(ctx);
 }
 
 /** The recording, if the caller may read it; `not_found` alike for unknown and not theirs. */
@@ -89,7 +93,7 @@ async function findReadable(
 export const listRecordings = defineOperation({
   method: RecordingService.method.listRecordings,
   // Every member may ask (as for their sessions); what they see depends on recordings.read.
-  access: { kind: "workspace", permission: "sessions.read" },
+  access: { kind: "workspace", permission: "sessions.read", conditions: [everyonesRecordings] },
   input: z.object({
     workspaceId: uuid.optional(),
     ...paging,
@@ -115,7 +119,7 @@ export const listRecordings = defineOperation({
 
 export const getRecording = defineStreamingOperation({
   method: RecordingService.method.getRecording,
-  access: { kind: "workspace", permission: "sessions.read" },
+  access: { kind: "workspace", permission: "sessions.read", conditions: [everyonesRecordings] },
   input: z.object({ workspaceId: uuid.optional(), recordingId: uuid }),
   async *run({ input, workspace, services, ctx, ready }) {
     const storage = services.storage;

@@ -25,7 +25,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { DaemonService, type SessionSchema } from "@wap/api";
 import * as z from "zod";
-import { roleAllows } from "../access/permissions.js";
+import { type ConditionalPermission, holds } from "../access/conditional.js";
 import type { CallContext } from "../context.js";
 import { closeEvent, daemonTopic, notify, publishCommitted } from "../daemons/events.js";
 import { principalMapOf } from "../daemons/sync.js";
@@ -179,9 +179,15 @@ export const listSessions = defineOperation({
   },
 });
 
+/** Closing a session of someone else (one's own needs only `sessions.read`). */
+const othersSessions: ConditionalPermission = {
+  permission: "sessions.manage",
+  when: "to close another subject's session",
+};
+
 export const closeSession = defineOperation({
   method: DaemonService.method.closeSession,
-  access: { kind: "workspace", permission: "sessions.read" },
+  access: { kind: "workspace", permission: "sessions.read", conditions: [othersSessions] },
   input: z.object({ workspaceId: uuid.optional(), daemonId: uuid, sessionId: uuid }),
   async run({ input, workspace, services, now, audit, ctx }) {
     const subject = subjectOf(ctx);
@@ -192,9 +198,9 @@ export const closeSession = defineOperation({
         throw new NotFoundError(`session ${input.sessionId} not found`, { reason: "SESSION_NOT_FOUND" });
       }
       const own = session.userId === subject;
-      if (!own && (workspace.role === null || !roleAllows(workspace.role, "sessions.manage"))) {
+      if (!own && !holds(workspace.role, othersSessions)) {
         throw new PermissionDeniedError(
-          "closing another subject's session needs the sessions.manage permission",
+          `closing another subject's session needs the ${othersSessions.permission} permission`,
           {
             reason: "ROLE_LACKS_PERMISSION",
           },

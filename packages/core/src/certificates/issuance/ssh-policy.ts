@@ -18,7 +18,7 @@
  * @module
  */
 import { isIP } from "node:net";
-import { roleAllows } from "../../access/permissions.js";
+import { type ConditionalPermission, holds } from "../../access/conditional.js";
 import type { CallContext } from "../../context.js";
 import type { SshCertificateType } from "../../crypto/ssh/certificate.js";
 import type { ParsedSshPublicKey } from "../../crypto/ssh/parse-public-key.js";
@@ -61,6 +61,12 @@ export interface SshSubject {
 
 /** Critical options our certificates may carry: the daemon's sshd refuses any other. */
 const userCriticalOptions = ["force-command", "source-address"] as const;
+
+/** What a host certificate needs beyond the right to ask for one's own user certificate. */
+export const hostCertificates: ConditionalPermission = {
+  permission: "certificates.sign",
+  when: "for host certificates",
+};
 
 /**
  * Checks that the caller may ask for a certificate of `type` and finds its target: the daemon's
@@ -121,9 +127,9 @@ export async function resolveSshSubject(
   }
   const subjectId = caller.kind === "user" ? caller.userId : caller.serviceAccountId;
   if (type === "host") {
-    if (workspace.role === null || !roleAllows(workspace.role, "certificates.sign")) {
+    if (!holds(workspace.role, hostCertificates)) {
       throw new PermissionDeniedError(
-        `host certificates need the certificates.sign permission (editor and up); the ${workspace.role} role lacks it`,
+        `host certificates need the ${hostCertificates.permission} permission (editor and up); the ${workspace.role} role lacks it`,
         { reason: "ROLE_LACKS_PERMISSION" },
       );
     }

@@ -18,7 +18,7 @@
  * @module
  */
 import { BlockList, isIP } from "node:net";
-import { roleAllows } from "../../access/permissions.js";
+import { type ConditionalPermission, holds } from "../../access/conditional.js";
 import type { CallContext } from "../../context.js";
 import type { ParsedCsr, SubjectAltNames, X509Usage } from "../../crypto/x509/leaf-certificate.js";
 import { PermissionDeniedError, PlatformError, UnauthenticatedError } from "../../errors.js";
@@ -65,6 +65,12 @@ export function endpointHost(endpoint: string): string {
   return endpoint;
 }
 
+/** What a server (or server and client) certificate needs beyond the right to ask for a client one. */
+export const serverCertificates: ConditionalPermission = {
+  permission: "certificates.sign",
+  when: "for server certificates",
+};
+
 /**
  * The name policy for the caller and usage; checks the permission server certificates need.
  */
@@ -75,9 +81,9 @@ export async function resolveX509NamePolicy(
   const { ctx, workspace, usage } = params;
   const caller = ctx.caller;
   if (usage !== "client") {
-    if (workspace.role === null || !roleAllows(workspace.role, "certificates.sign")) {
+    if (!holds(workspace.role, serverCertificates)) {
       throw new PermissionDeniedError(
-        `server certificates need the certificates.sign permission (editor and up); the ${workspace.role ?? "daemon"} caller lacks it`,
+        `server certificates need the ${serverCertificates.permission} permission (editor and up); the ${workspace.role ?? "daemon"} caller lacks it`,
         { reason: "ROLE_LACKS_PERMISSION" },
       );
     }
