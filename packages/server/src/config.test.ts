@@ -32,7 +32,8 @@ describe("parseConfig", () => {
 
   it("reads every setting from both its variable and its flag", () => {
     for (const setting of settings) {
-      expect(setting.env).toMatch(/^WAP_[A-Z0-9_]+$/);
+      // Ours are WAP_*; the OpenTelemetry settings keep the names its SDKs and operators use.
+      expect(setting.env).toMatch(/^(WAP|OTEL)_[A-Z0-9_]+$/);
       expect(setting.flag).toMatch(/^--[a-z0-9-]+$/);
       expect(helpText()).toContain(setting.env);
       expect(helpText()).toContain(setting.flag);
