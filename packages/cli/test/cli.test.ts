@@ -453,6 +453,7 @@ describe("wap as a signed-in user", { timeout: 180_000 }, () => {
     const all = join(scratch, "audit.json");
     const exported = await asUser(["audit", "export", "-o", all]);
     expect(exported, exported.stderr).toMatchObject({ code: 0 });
+    expect((await stat(all)).mode & 0o777).toBe(0o600);
     expect(exported.stdout).toMatch(
       /^Wrote .*audit\.json: entries 1 to \d+ of .* audit chain, 1 checkpoint\(s\)\.\n$/,
     );

@@ -6,7 +6,7 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import { readFile, writeFile } from "node:fs/promises";
+import { chmod, readFile, writeFile } from "node:fs/promises";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { ExportAuditLogsRequest_Format } from "@wap/api";
 import {
@@ -56,7 +56,9 @@ export async function auditExport(ctx: CommandContext, options: AuditExportOptio
       ...(options.since && { startDate: timestampFromDate(options.since) }),
       ...(options.until && { endDate: timestampFromDate(options.until) }),
     });
-    await writeFile(options.output, data);
+    // The log names people, addresses and devices: readable by its owner only, whatever the umask.
+    await writeFile(options.output, data, { mode: 0o600 });
+    await chmod(options.output, 0o600);
     const file = readChainFile(new TextDecoder().decode(data));
     const summary = {
       workspaceId: workspace.id,

@@ -84,7 +84,7 @@ export async function ask(
   });
   let current = request!;
   ctx.out.note(
-    `Asked for ${printable(options.login)} on ${printable(reachable.target.name)} for ${formatDuration(seconds * 1000)}: request ${current.id}`,
+    `Asked for ${printable(options.login)} on ${printable(reachable.target.name)} for ${formatDuration(seconds * 1000)}: request ${printable(current.id)}`,
   );
   if (!options.wait) return current;
   ctx.out.note(`Waiting for approval (until ${at(current, "decideBy")}); \`wap requests\` shows it.`);
@@ -97,7 +97,7 @@ export async function ask(
   if (current.state !== AccessRequestState.APPROVED) {
     const last = current.events.at(-1);
     const why = last?.reason ? `: ${printable(last.reason)}` : "";
-    throw new CliError(`request ${current.id} was ${stateName(current)}${why}`);
+    throw new CliError(`request ${printable(current.id)} was ${stateName(current)}${why}`);
   }
   ctx.out.note(`Approved until ${at(current, "endsAt")}.`);
   return current;
@@ -154,8 +154,8 @@ export async function decide(
     const r = requestJson(decided!);
     ctx.out.result(r, () =>
       r.state === "pending"
-        ? `Approved request ${r.id} (${r.approverIds.length} of ${r.approvalsRequired} approvals).`
-        : `Request ${r.id} is ${r.state}${r.endsAt === "" ? "" : ` until ${r.endsAt}`}.`,
+        ? `Approved request ${printable(r.id)} (${r.approverIds.length} of ${r.approvalsRequired} approvals).`
+        : `Request ${printable(r.id)} is ${r.state}${r.endsAt === "" ? "" : ` until ${r.endsAt}`}.`,
     );
   });
 }
