@@ -211,11 +211,13 @@ export function createWebhookEndpointRepository(run: QueryRunner): WebhookEndpoi
           .where("endpoint_id", "=", secret.endpointId)
           .where("expires_at", "<=", now)
           .execute();
+        // Every earlier secret stops signing at the end of this overlap at the latest.
+        const until = fromDate(previousUntil);
         await db
           .updateTable("webhook_secrets")
-          .set({ expires_at: fromDate(previousUntil) })
+          .set({ expires_at: until })
           .where("endpoint_id", "=", secret.endpointId)
-          .where("expires_at", "is", null)
+          .where((eb) => eb.or([eb("expires_at", "is", null), eb("expires_at", ">", until)]))
           .execute();
         await db.insertInto("webhook_secrets").values(secretRow(secret)).execute();
         return true;
