@@ -53,8 +53,8 @@ import { runSsoContract } from "./contract/sso.js";
 import { runTargetContract } from "./contract/targets.js";
 import { runTeamContract } from "./contract/teams.js";
 import { runUserContract } from "./contract/users.js";
-import { runWorkspaceContract } from "./contract/workspaces.js";
 import { runWebhookContract } from "./contract/webhooks.js";
+import { runWorkspaceContract } from "./contract/workspaces.js";
 
 /** How an adapter's test file wires the contract. */
 export interface StorageContractOptions {
