@@ -116,6 +116,7 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
       config.outboundAllowNetworks,
     ),
     config,
+    logger,
   );
 
   const ownsPlatform = options.platform === undefined;
@@ -473,10 +474,16 @@ function withOutboundAllowance(
 }
 
 /** The webhook settings of the configuration, under those the embedding application gave. */
-function withWebhookSettings(integrations: IntegrationServices, config: ServerConfig): IntegrationServices {
+function withWebhookSettings(
+  integrations: IntegrationServices,
+  config: ServerConfig,
+  logger: Logger,
+): IntegrationServices {
   return {
     ...integrations,
     webhooks: {
+      onError: (error: unknown) =>
+        logger.warn("webhook delivery round failed; retrying", { error: String(error) }),
       allowNetworks: config.outboundAllowNetworks,
       allowHttp: config.webhookAllowHttp,
       retryMaxMs: config.webhookRetryMaxSeconds * 1000,

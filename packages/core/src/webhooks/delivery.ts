@@ -139,8 +139,9 @@ export function startWebhookDelivery(services: Services, settings: WebhookSettin
       let worked = false;
       try {
         worked = await round();
-      } catch {
+      } catch (error) {
         // The storage is unreachable or closing: the next round tries again.
+        if (!closed) settings.onError(error);
       }
       if (!worked) await pause();
     }
@@ -150,7 +151,14 @@ export function startWebhookDelivery(services: Services, settings: WebhookSettin
   async function round(): Promise<boolean> {
     const due = await services.storage.webhookEndpoints.due(services.clock.now(), owner, parallelEndpoints);
     if (due.length === 0 || closed) return false;
-    const served = await Promise.all(due.map((endpoint) => serve(endpoint.id).catch(() => false)));
+    const served = await Promise.all(
+      due.map((endpoint) =>
+        serve(endpoint.id).catch((error: unknown) => {
+          if (!closed) settings.onError(error);
+          return false;
+        }),
+      ),
+    );
     return served.some(Boolean);
   }
 

@@ -28,6 +28,8 @@ export interface WebhookOptions {
   readonly batchSize?: number;
   /** Whether this platform delivers at all. Default true. */
   readonly deliver?: boolean;
+  /** Told when a round of delivery fails (storage unreachable); the next round tries again. Default: ignore. */
+  readonly onError?: (error: unknown) => void;
 }
 
 export interface WebhookSettings {
@@ -41,6 +43,7 @@ export interface WebhookSettings {
   readonly leaseMs: number;
   readonly batchSize: number;
   readonly deliver: boolean;
+  readonly onError: (error: unknown) => void;
 }
 
 export const defaultWebhookSettings: WebhookSettings = {
@@ -54,6 +57,7 @@ export const defaultWebhookSettings: WebhookSettings = {
   leaseMs: 60_000,
   batchSize: 200,
   deliver: true,
+  onError: () => undefined,
 };
 
 /** Largest answer read from a receiver (the body is not used; it is read to finish the exchange). */
