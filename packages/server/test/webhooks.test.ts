@@ -397,6 +397,48 @@ describe("webhooks and the outbound rules", () => {
   });
 });
 
+describe("an endpoint failing too long", () => {
+  it("is disabled by the server (audited), and enabled again resumes where it stopped", async () => {
+    const server = await serve("sqlite", { ...onLoopback, disableAfterMs: 300 });
+    const owner = await signUpWithWorkspace(server.url, "gone");
+    const receiver = await startReceiver();
+    const call = (method: string, path: string, body?: unknown) =>
+      restCall(server.url, method, path, body, { token: owner.accessToken });
+    const hooks = `/v1/workspaces/${owner.workspaceId}/webhooks`;
+    try {
+      const { endpoint } = (await call("POST", hooks, { url: receiver.url })).body;
+      const first = Number(endpoint.deliveredSequence) + 1;
+      await until(() => receiver.received.some((r) => r.sequence === first));
+      await receiver.stop();
+      await call("POST", `/v1/workspaces/${owner.workspaceId}/teams`, { name: "while-down" });
+      let disabled: { enabled?: boolean; disabledReason?: string } = {};
+      await until(async () => {
+        disabled = (await call("GET", `${hooks}/${endpoint.id}`)).body.endpoint;
+        return disabled.enabled === false;
+      });
+      expect(disabled.disabledReason).toBe("failing");
+      const logs = await call("GET", `/v1/audit?workspaceId=${owner.workspaceId}&actions=webhook.disable`);
+      expect(logs.body.logs).toEqual([
+        expect.objectContaining({
+          action: "webhook.disable",
+          actorType: "system",
+          resource: `webhook:${endpoint.id}`,
+        }),
+      ]);
+
+      // Enabled again: what waited is delivered, in order, then the rest.
+      await receiver.start();
+      await call("PATCH", `${hooks}/${endpoint.id}`, { enabled: true });
+      const last = Number((await call("GET", `${hooks}/${endpoint.id}`)).body.endpoint.latestSequence);
+      await until(() => distinctSequences(receiver.received).includes(last));
+      expectInOrderWithoutGaps(receiver.received, first, last);
+      expect(receiver.received.some((r) => r.type === "webhook.disable")).toBe(true);
+    } finally {
+      await receiver.stop();
+    }
+  }, 60_000);
+});
+
 describe("webhooks with two instances on PostgreSQL", () => {
   it("delivers one endpoint's events from one instance at a time, in order", async () => {
     const schema = await pg.freshSchema();

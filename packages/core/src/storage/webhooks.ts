@@ -94,8 +94,8 @@ export interface WebhookEndpointRepository {
   /** Oldest first. */
   list(workspaceId: string, page: PageRequest): Promise<Page<WebhookEndpointRecord>>;
   /**
-   * Replaces the settings. Enabling an endpoint clears its run of failures (delivery resumes after
-   * its cursor). Returns the endpoint, or null when it is not there.
+   * Replaces the settings. Enabling an endpoint, or changing its URL, clears its run of failures
+   * (delivery resumes after its cursor, at once). Returns the endpoint, or null when it is not there.
    */
   updateSettings(
     workspaceId: string,

@@ -138,12 +138,13 @@ export function createWebhookEndpointRepository(run: QueryRunner): WebhookEndpoi
       const row = await run.write(async (db) => {
         const before = await db
           .selectFrom("webhook_endpoints")
-          .select("enabled")
+          .select(["enabled", "url"])
           .where("workspace_id", "=", workspaceId)
           .where("id", "=", id)
           .executeTakeFirst();
         if (!before) return undefined;
-        const enabling = settings.enabled && !fromFlag(before.enabled);
+        // Enabled again, or moved to another address: the next attempt runs at once.
+        const retryNow = (settings.enabled && !fromFlag(before.enabled)) || settings.url !== before.url;
         return db
           .updateTable("webhook_endpoints")
           .set({
@@ -153,7 +154,7 @@ export function createWebhookEndpointRepository(run: QueryRunner): WebhookEndpoi
             enabled: toFlag(settings.enabled),
             disabled_reason: settings.disabledReason,
             updated_at: fromDate(at),
-            ...(enabling && cleared),
+            ...(retryNow && cleared),
           })
           .where("workspace_id", "=", workspaceId)
           .where("id", "=", id)

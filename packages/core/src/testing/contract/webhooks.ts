@@ -210,6 +210,22 @@ export function runWebhookContract(c: ContractContext): void {
           disabledReason: "failing",
         });
         expect(mine(await s().webhookEndpoints.due(at(100), "c", 1000))).toEqual([]);
+        // Another address: its run of failures is over; the cursor stays.
+        const moved = {
+          ...endpoint,
+          url: "https://moved.example/",
+          enabled: false,
+          disabledReason: "failing" as const,
+        };
+        expect(
+          await s().webhookEndpoints.updateSettings(workspace.id, endpoint.id, moved, at(101)),
+        ).toMatchObject({
+          url: "https://moved.example/",
+          cursor: 2,
+          attempts: 0,
+          failingSince: null,
+          nextAttemptAt: null,
+        });
       },
     );
   });
