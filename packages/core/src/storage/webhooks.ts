@@ -79,6 +79,8 @@ export interface WebhookDeliveryRecord {
 
 /** What one round of a worker leaves behind, written only while it still holds the lease. */
 export interface WebhookProgress {
+  /** The cursor the round started from: a round overtaken by a replay writes nothing. */
+  readonly from: number;
   readonly state: WebhookDeliveryState;
   readonly deliveries: readonly WebhookDeliveryRecord[];
   /** Set when the server disables an endpoint that failed too long. */
@@ -128,8 +130,8 @@ export interface WebhookEndpointRepository {
   /** Lets the lease go (when `owner` holds it). */
   release(id: string, owner: string): Promise<void>;
   /**
-   * Records a round's outcome, in one transaction, only while `owner` holds the lease: returns
-   * false (and writes nothing) when it lost it.
+   * Records a round's outcome, in one transaction, only while `owner` holds the lease and the
+   * cursor is still where the round started: returns false (and writes nothing) otherwise.
    */
   saveProgress(id: string, owner: string, progress: WebhookProgress): Promise<boolean>;
   /** Newest first. */

@@ -245,6 +245,8 @@ export function startWebhookDelivery(services: Services, settings: WebhookSettin
     const events: SystemEvent[] = [];
     await services.storage.transaction(async (tx) => {
       const kept = await tx.webhookEndpoints.saveProgress(endpoint.id, owner, {
+        // A replay meanwhile moved the cursor: this round's progress is dropped, the next starts there.
+        from: endpoint.cursor,
         state,
         deliveries,
         keepDeliveries: keptDeliveries,

@@ -292,6 +292,7 @@ export function createWebhookEndpointRepository(run: QueryRunner): WebhookEndpoi
           })
           .where("id", "=", id)
           .where("lease_owner", "=", owner)
+          .where("cursor", "=", progress.from)
           .executeTakeFirst();
         if (Number(result.numUpdatedRows) !== 1) return false;
         if (progress.deliveries.length > 0) {

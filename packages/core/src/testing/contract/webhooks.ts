@@ -174,6 +174,7 @@ export function runWebhookContract(c: ContractContext): void {
         // The holder renews; another's progress is refused.
         expect(await s().webhookEndpoints.claim(endpoint.id, "a", at(20), at(60))).not.toBeNull();
         const progress = {
+          from: 0,
           state: {
             cursor: 2,
             attempts: 1,
@@ -203,7 +204,13 @@ export function runWebhookContract(c: ContractContext): void {
         await s().webhookEndpoints.release(endpoint.id, "b");
         expect(await s().webhookEndpoints.claim(endpoint.id, "c", at(62), at(90))).not.toBeNull();
         // Disabled by the worker: no more work.
-        const disable = { ...progress, deliveries: [], disable: true as const };
+        // A replay moved the cursor since the round started: its progress is refused.
+        expect(await s().webhookEndpoints.setCursor(workspace.id, endpoint.id, 1, at(62))).toBe(true);
+        expect(await s().webhookEndpoints.saveProgress(endpoint.id, "c", { ...progress, from: 2 })).toBe(
+          false,
+        );
+        expect((await s().webhookEndpoints.findById(workspace.id, endpoint.id))?.cursor).toBe(1);
+        const disable = { ...progress, from: 1, deliveries: [], disable: true as const };
         expect(await s().webhookEndpoints.saveProgress(endpoint.id, "c", disable)).toBe(true);
         expect(await s().webhookEndpoints.findById(workspace.id, endpoint.id)).toMatchObject({
           enabled: false,
