@@ -439,6 +439,42 @@ describe("an endpoint failing too long", () => {
   }, 60_000);
 });
 
+describe("a receiver that never answers", () => {
+  it("does not hold the server's shutdown: the request under way is cut", async () => {
+    // Each request may take two minutes; the test ends long before unless closing cuts it.
+    const server = await startTestServer({
+      integrations: { webhooks: { ...onLoopback, requestTimeoutMs: 120_000 } },
+    });
+    const hanging: http.ServerResponse[] = [];
+    const silent = http.createServer((_req, res) => hanging.push(res));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    try {
+      const owner = await signUpWithWorkspace(server.url, "silent");
+      const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/`;
+      const created = await restCall(
+        server.url,
+        "POST",
+        `/v1/workspaces/${owner.workspaceId}/webhooks`,
+        { url },
+        { token: owner.accessToken },
+      );
+      expect(created.status).toBe(200);
+      await restCall(
+        server.url,
+        "POST",
+        `/v1/workspaces/${owner.workspaceId}/teams`,
+        { name: "t" },
+        { token: owner.accessToken },
+      );
+      await until(() => hanging.length > 0);
+      await server.close();
+    } finally {
+      silent.closeAllConnections();
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+    }
+  }, 30_000);
+});
+
 describe("webhooks with two instances on PostgreSQL", () => {
   it("delivers one endpoint's events from one instance at a time, in order", async () => {
     const schema = await pg.freshSchema();

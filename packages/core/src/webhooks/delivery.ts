@@ -80,6 +80,7 @@ export async function sendMessage(
   id: string,
   at: Date,
   body: string,
+  signal?: AbortSignal,
 ): Promise<SendOutcome> {
   const timestamp = Math.floor(at.getTime() / 1000);
   const started = performance.now();
@@ -95,6 +96,7 @@ export async function sendMessage(
         "webhook-signature": webhookSignatureHeader(keys, id, timestamp, body),
       },
       body,
+      ...(signal && { signal }),
     });
     const ok = answer.status >= 200 && answer.status < 300;
     return {
@@ -114,6 +116,8 @@ export function startWebhookDelivery(services: Services, settings: WebhookSettin
   const owner = services.random.uuid();
   const fetch = webhookFetch(settings);
   let closed = false;
+  // Closing cuts a request under way: shutting down never waits for a slow receiver.
+  const stopping = new AbortController();
   let wake: (() => void) | undefined;
   let nudged = false;
 
@@ -195,7 +199,17 @@ export function startWebhookDelivery(services: Services, settings: WebhookSettin
           progressed = true;
           continue;
         }
-        const outcome = await sendMessage(fetch, endpoint.url, keys, entry.id, now, eventBody(entry));
+        const outcome = await sendMessage(
+          fetch,
+          endpoint.url,
+          keys,
+          entry.id,
+          now,
+          eventBody(entry),
+          stopping.signal,
+        );
+        // Cut by the shutdown: not a failure of the receiver; the event is sent again later.
+        if (closed && !outcome.ok) break;
         deliveries.push(deliveryOf(services, endpoint, entry, state.attempts + 1, now, outcome));
         progressed = true;
         if (outcome.ok) {
@@ -274,6 +288,7 @@ export function startWebhookDelivery(services: Services, settings: WebhookSettin
     },
     async close() {
       closed = true;
+      stopping.abort();
       wake?.();
       await running;
     },
