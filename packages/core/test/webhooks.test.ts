@@ -55,6 +55,7 @@ describe("webhook endpoints", () => {
   it("refuse bad input naming the field and the form, and change nothing", async () => {
     const cases: [Record<string, unknown>, string, RegExp][] = [
       [{ url: "" }, "url", /1 to 2048 characters/],
+      [{ url: undefined }, "url", /required|must be sent/],
       [{ url: "http://192.0.2.1/" }, "url", /must be an https URL/],
       [{ url: "javascript:alert(1)" }, "url", /https URL/],
       [{ url: `https://example.com/${"a".repeat(2048)}` }, "url", /1 to 2048 characters \(got 2068\)/],

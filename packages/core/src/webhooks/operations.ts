@@ -29,7 +29,9 @@ import { webhookSecretBytes, webhookSecretContext, webhookSecretText } from "./s
 const workspaceId = uuid.optional();
 const manage = { kind: "workspace", permission: "webhooks.manage" } as const;
 const description = text({ max: 1000 }).optional();
-const url = text({ min: 1, max: 2048 }).optional();
+const url = text({ min: 1, max: 2048 });
+// A list is always sent (empty when not given): optional only so the docs do not call it required.
+const types = eventTypes.optional();
 
 /** The longest overlap of a rotation, and the default. */
 export const rotationOverlap = { min: 0, max: 7 * 24 * 3600, defaultSeconds: 24 * 3600 } as const;
@@ -132,9 +134,9 @@ const resourceOf = (id: string) => `webhook:${id}`;
 export const createWebhookEndpoint = defineOperation({
   method: WebhookService.method.createWebhookEndpoint,
   access: manage,
-  input: z.object({ workspaceId, url, description, eventTypes, disabled: z.boolean().optional() }),
+  input: z.object({ workspaceId, url, description, eventTypes: types, disabled: z.boolean().optional() }),
   async run({ input, workspace, services, now, audit }) {
-    const target = checkedUrl(services, input.url ?? "");
+    const target = checkedUrl(services, input.url);
     return services.storage.transaction(async (tx) => {
       // New endpoints receive what happens from now on (a replay sends what came before).
       const head = await tx.auditEvents.chainHead(workspace.workspaceId);
@@ -143,7 +145,7 @@ export const createWebhookEndpoint = defineOperation({
         workspaceId: workspace.workspaceId,
         url: target,
         description: input.description ?? "",
-        eventTypes: [...new Set(input.eventTypes)],
+        eventTypes: [...new Set(input.eventTypes ?? [])],
         enabled: input.disabled !== true,
         disabledReason: input.disabled === true ? "admin" : "",
         createdAt: now,
@@ -195,14 +197,15 @@ export const updateWebhookEndpoint = defineOperation({
   input: z.object({
     workspaceId,
     id: uuid,
-    url,
+    url: url.optional(),
     description,
-    eventTypes,
+    eventTypes: types,
     allEventTypes: z.boolean().optional(),
     enabled: z.boolean().optional(),
   }),
   async run({ input, workspace, services, now, audit }) {
-    if (input.allEventTypes === true && input.eventTypes.length > 0) {
+    const listed = input.eventTypes ?? [];
+    if (input.allEventTypes === true && listed.length > 0) {
       throw invalid("event_types", "must be empty when all_event_types is set");
     }
     const target = input.url === undefined ? undefined : checkedUrl(services, input.url);
@@ -218,8 +221,8 @@ export const updateWebhookEndpoint = defineOperation({
           eventTypes:
             input.allEventTypes === true
               ? []
-              : input.eventTypes.length > 0
-                ? [...new Set(input.eventTypes)]
+              : listed.length > 0
+                ? [...new Set(listed)]
                 : endpoint.eventTypes,
           enabled,
           disabledReason: enabled ? "" : input.enabled === false ? "admin" : endpoint.disabledReason,
