@@ -227,6 +227,8 @@ export interface IssuedCertificatesTable {
   revoked_at: NullableMillisColumn;
   revocation_reason: string | null;
   revoked_by: string | null;
+  /** SSH user certificates signed under a grant with limits: what it carries, as JSON. */
+  limits: string | null;
 }
 
 export interface CertificateAuthorityKeysTable {

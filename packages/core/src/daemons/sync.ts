@@ -26,6 +26,7 @@ import { DaemonService } from "@wap/api";
 import * as z from "zod";
 import { UnauthenticatedError } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
+import { certificatePrincipalsOf } from "../principals/certificate-principals.js";
 import { loginsOf } from "../principals/subjects.js";
 import type { Repositories } from "../storage/storage.js";
 import type { TargetRecord } from "../storage/targets.js";
@@ -167,7 +168,13 @@ export const syncDaemon = defineOperation({
         principals: Object.fromEntries(principals),
         syncedAt: now,
       });
-      return { daemon, principals };
+      // What the daemon enforces names each grant's certificate principal; what is stored, and what
+      // sessions compare with, stays the subject ids.
+      const enforced =
+        target === null || principals.size === 0
+          ? principals
+          : await certificatePrincipalsOf(tx, workspaceId, target.id, principals, now);
+      return { daemon, principals: enforced };
     });
     return {
       status: statusToWire[result.daemon.status],

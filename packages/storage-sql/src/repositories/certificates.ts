@@ -4,6 +4,7 @@
  * @module
  */
 import type {
+  CertificateLimits,
   IssuedCertificateFilter,
   IssuedCertificateRecord,
   IssuedCertificateRepository,
@@ -48,6 +49,7 @@ export function issuedCertificateToRow(c: IssuedCertificateRecord): Insertable<I
     revoked_at: fromDateOrNull(c.revokedAt ?? null),
     revocation_reason: c.revocationReason ?? null,
     revoked_by: c.revokedBy ?? null,
+    limits: c.limits ? toJson(c.limits) : null,
   };
 }
 
@@ -68,6 +70,7 @@ function rowToIssuedCertificate(r: Selectable<IssuedCertificatesTable>): IssuedC
     targetId: r.target_id,
     keyId: r.key_id,
     createdAt: toDate(r.created_at),
+    ...(r.limits !== null && r.limits !== undefined && { limits: JSON.parse(r.limits) as CertificateLimits }),
     // Revocation fields only on revoked entries, as every adapter's read path returns them.
     ...(r.revoked_at !== null &&
       r.revoked_at !== undefined && {
