@@ -48,7 +48,9 @@ describe("the command allowlist of a certificate", () => {
     fc.assert(
       fc.property(
         fc.uniqueArray(
-          fc.string({ minLength: 1, maxLength: 20 }).filter((s) => !/[\u0000-\u001f\u007f]/.test(s)),
+          fc
+            .string({ minLength: 1, maxLength: 20 })
+            .filter((s) => [...s].every((ch) => ch.charCodeAt(0) >= 0x20 && ch.charCodeAt(0) !== 0x7f)),
           {
             minLength: 1,
             maxLength: 32,

@@ -5,6 +5,7 @@
  *
  * - `allowed-commands@wap`: the commands the certificate may run, as a JSON array of strings
  *   (each 1 to 1024 printable characters, at most 32). A session's command must equal one of them.
+ * - `target@wap` and `single-use@wap`: host-bound, single-use certificates (below).
  *
  * @module
  */
@@ -49,3 +50,10 @@ export function decodeCommandAllowlist(value: string): string[] | null {
   }
   return parsed as string[];
 }
+
+/**
+ * `target@wap`: the id of the one target a certificate is for; the target's agent refuses it
+ * anywhere else. `single-use@wap`: accepted once (the agent refuses a serial it has seen).
+ */
+export const TARGET_EXTENSION = "target@wap";
+export const SINGLE_USE_EXTENSION = "single-use@wap";

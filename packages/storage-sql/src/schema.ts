@@ -229,6 +229,8 @@ export interface IssuedCertificatesTable {
   revoked_by: string | null;
   /** SSH user certificates signed under a grant with limits: what it carries, as JSON. */
   limits: string | null;
+  /** 1 for single-use certificates. */
+  single_use: number;
 }
 
 export interface CertificateAuthorityKeysTable {

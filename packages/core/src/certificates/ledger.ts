@@ -74,6 +74,7 @@ export function toIssuedCertificateMessage(
     revocationReason: reasonToWire[entry.revocationReason ?? "unspecified"],
     revokedBy: entry.revokedBy ?? "",
     ...(entry.limits && { limits: toCertificateLimitsMessage(entry.limits) }),
+    singleUse: entry.singleUse === true,
   };
 }
 

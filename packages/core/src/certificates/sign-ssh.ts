@@ -43,6 +43,7 @@ import {
   chooseGrant,
   grantLimitsOption,
   grantsOfLogin,
+  singleUseOption,
   skKeysOnlyOption,
 } from "./issuance/limits.js";
 import { grantedLifetime } from "./issuance/options.js";
@@ -142,6 +143,17 @@ async function underGrant(
   return chooseGrant(grants, input.limits, ctx.ipAddress);
 }
 
+/** The target a single-use certificate is bound to: user certificates naming a target only. */
+function singleUseTarget(type: SshCertificateType, targetId: string | undefined): string {
+  const field = (name: string, description: string) =>
+    new InvalidArgumentError(`invalid request: ${name}: ${description}`, {
+      violations: [{ field: name, description }],
+    });
+  if (type !== "user") throw field("singleUse", "is only for user certificates");
+  if (targetId === undefined) throw field("targetId", "is required for single-use certificates");
+  return targetId;
+}
+
 export const signSshCertificate = defineOperation({
   method: CertificateService.method.signSSHCertificate,
   // Whoever may see the workspace's authorities may ask for a user certificate naming themselves;
@@ -161,6 +173,7 @@ export const signSshCertificate = defineOperation({
     ttl: durationSeconds(certificateTtlBounds).optional(),
     login: principalUsername.optional(),
     limits: grantLimitsInput.optional(),
+    singleUse: z.boolean().optional(),
   }),
   async run(call) {
     const { input, ctx, workspace, services, now } = call;
@@ -197,6 +210,8 @@ export const signSshCertificate = defineOperation({
         }),
       );
     }
+    const singleUse = input.singleUse === true;
+    if (singleUse) options.push(singleUseOption(singleUseTarget(type, subject.target?.id)));
     const key = parsePublicKeyField(input.publicKey);
     const draft = applySignOptions<ParsedSshPublicKey, SshDraft>(options, key, {
       type,
@@ -245,6 +260,7 @@ export const signSshCertificate = defineOperation({
         keyId,
         createdAt: now,
         ...(chosen?.limits && { limits: chosen.limits }),
+        ...(singleUse && { singleUse }),
       };
       // Nothing is recorded for a caller that has gone away.
       throwIfCancelled(ctx);

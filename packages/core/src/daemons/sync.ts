@@ -35,6 +35,7 @@ import { endpointLimits } from "../validation/bounds.js";
 import { parseEndpoint } from "../validation/endpoint.js";
 import { text } from "../validation/rules.js";
 import { statusToWire } from "./operations.js";
+import { auditRefusals, refusedCertificatesInput } from "./refused-certificates.js";
 
 /** Our own bounds where the contract sets none, so no report can make a row unbounded. */
 export const syncLimits = {
@@ -129,6 +130,7 @@ export const syncDaemon = defineOperation({
       .max(syncLimits.users, `at most ${syncLimits.users} users`),
     privateIps: z.array(endpoint).max(syncLimits.endpoints, `at most ${syncLimits.endpoints} addresses`),
     metadata,
+    refusedCertificates: refusedCertificatesInput,
   }),
   async run({ input, services, now, ctx, audit }) {
     if (ctx.caller.kind !== "daemon") throw new UnauthenticatedError("this call is for daemons");
@@ -159,6 +161,7 @@ export const syncDaemon = defineOperation({
       // A report that changes what others see of the daemon or its target is audited; the
       // periodic report that changes nothing is not (it would flood the log).
       if (changed) await audit(tx, { action: "daemon.sync", resource: `daemon:${daemonId}`, workspaceId });
+      if (target) await auditRefusals(tx, audit, target, input.refusedCertificates);
       const principals =
         daemon.status === "accepted" && target
           ? await principalMapOf(tx, workspaceId, target.id, now)

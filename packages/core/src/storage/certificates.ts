@@ -60,6 +60,8 @@ export interface IssuedCertificateRecord {
    * source addresses as written into it. Absent otherwise.
    */
   readonly limits?: CertificateLimits | null;
+  /** Set (true) on SSH user certificates valid once, on `targetId` only. */
+  readonly singleUse?: boolean;
   /** Set once, when the certificate is revoked; revocation is final. */
   readonly revokedAt?: Date | null;
   readonly revocationReason?: RevocationReasonName | null;

@@ -50,6 +50,7 @@ export function issuedCertificateToRow(c: IssuedCertificateRecord): Insertable<I
     revocation_reason: c.revocationReason ?? null,
     revoked_by: c.revokedBy ?? null,
     limits: c.limits ? toJson(c.limits) : null,
+    single_use: c.singleUse ? 1 : 0,
   };
 }
 
@@ -71,6 +72,7 @@ function rowToIssuedCertificate(r: Selectable<IssuedCertificatesTable>): IssuedC
     keyId: r.key_id,
     createdAt: toDate(r.created_at),
     ...(r.limits !== null && r.limits !== undefined && { limits: JSON.parse(r.limits) as CertificateLimits }),
+    ...(Number(r.single_use) === 1 && { singleUse: true }),
     // Revocation fields only on revoked entries, as every adapter's read path returns them.
     ...(r.revoked_at !== null &&
       r.revoked_at !== undefined && {

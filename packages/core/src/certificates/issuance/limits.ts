@@ -17,7 +17,12 @@
  *
  * @module
  */
-import { COMMAND_ALLOWLIST_EXTENSION, encodeCommandAllowlist } from "@wap/ssh-wire/extensions";
+import {
+  COMMAND_ALLOWLIST_EXTENSION,
+  encodeCommandAllowlist,
+  SINGLE_USE_EXTENSION,
+  TARGET_EXTENSION,
+} from "@wap/ssh-wire/extensions";
 import { InvalidArgumentError, PermissionDeniedError } from "../../errors.js";
 import type { GrantLimitsInput } from "../../principals/grant-limits.js";
 import { grantLetsIn } from "../../principals/grant-terms.js";
@@ -316,4 +321,18 @@ export async function grantsOfLogin(
       (r) => r.requesterId === subject.id && r.login === login,
     );
   return mine.filter((g) => grantLetsIn(g, at) || (approved && g.kind === "on_request")).map((g) => g.limits);
+}
+
+/**
+ * Binds a certificate to one target and one use: the target's agent refuses it on any other
+ * target and refuses its serial a second time. Runs after the grant's options.
+ */
+export function singleUseOption(targetId: string): SshSignOption {
+  return {
+    kind: "modifier",
+    name: "single-use",
+    modify(draft) {
+      draft.extensions = { ...draft.extensions, [TARGET_EXTENSION]: targetId, [SINGLE_USE_EXTENSION]: "" };
+    },
+  };
 }

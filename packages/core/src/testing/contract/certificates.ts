@@ -50,6 +50,7 @@ function issuanceLedger(ctx: ContractContext): void {
       });
       const limited = anIssued(a.workspace.id, a.ca.id, {
         serial: "42",
+        singleUse: true,
         limits: {
           sourceAddresses: ["127.0.0.1", "10.0.0.0/8"],
           permitPortForwarding: false,
