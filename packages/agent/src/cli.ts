@@ -10,7 +10,7 @@ import { defaultHostKeyFile, startAgent } from "./agent.js";
 import { enroll } from "./enroll.js";
 import { exitCodes, explain, NotEnrolledError } from "./errors.js";
 import { jsonLineLogger } from "./log.js";
-import { checkPrincipals, connectionOfParent, principalsCommandLines } from "./principals-check.js";
+import { principalsCheckMain, principalsCommandLines } from "./principals-check.js";
 import { parseSshCertificate } from "./ssh-key.js";
 import { defaultSshdDir, SshdFiles } from "./sshd-files.js";
 import { AgentState, defaultStateDir } from "./state.js";
@@ -150,6 +150,7 @@ export function program(): Command {
       process.stdout.write(`${withPrincipalsCommand(files, opts).join("\n")}\n`);
     });
 
+  // Run by bin.ts without loading this command line (sshd runs it at every certificate login).
   cli
     .command("principals-check")
     .description("for sshd's AuthorizedPrincipalsCommand: print a certificate login's principals, or none")
@@ -158,16 +159,7 @@ export function program(): Command {
     .argument("<type>", "%t")
     .argument("<certificate>", "%k")
     .action(async (user: string, type: string, certificate: string, opts: { sshdDir: string }) => {
-      const principals = await checkPrincipals({
-        sshdDir: opts.sshdDir,
-        user,
-        certificateType: type,
-        certificateBase64: certificate,
-        // sshd asks twice per connection; its process for the connection tells them apart.
-        connection: await connectionOfParent(),
-        now: new Date(),
-      });
-      process.stdout.write(principals.map((p) => `${p}\n`).join(""));
+      await principalsCheckMain(["--sshd-dir", opts.sshdDir, user, type, certificate], defaultSshdDir);
     });
 
   cli

@@ -266,3 +266,34 @@ export async function watchRefusals(
     if (String(name).endsWith(".json")) onRefusal();
   });
 }
+
+/**
+ * `principals-check [--sshd-dir <dir>] <user> <type> <certificate>` without the rest of the
+ * command line: sshd runs it twice per certificate login, so it loads only this module. Prints
+ * the principals; exits 0 even when there are none (sshd then refuses the login).
+ */
+export async function principalsCheckMain(args: readonly string[], defaultDir: string): Promise<number> {
+  const rest = [...args];
+  let sshdDir = defaultDir;
+  if (rest[0] === "--sshd-dir") {
+    sshdDir = rest[1] ?? "";
+    rest.splice(0, 2);
+  }
+  const [user, certificateType, certificateBase64] = rest;
+  if (rest.length !== 3 || sshdDir === "" || !user || !certificateType || !certificateBase64) {
+    process.stderr.write(
+      "usage: wap-agent principals-check [--sshd-dir <dir>] <user> <type> <certificate>\n",
+    );
+    return 2;
+  }
+  const principals = await checkPrincipals({
+    sshdDir,
+    user,
+    certificateType,
+    certificateBase64,
+    connection: await connectionOfParent(),
+    now: new Date(),
+  });
+  process.stdout.write(principals.map((p) => `${p}\n`).join(""));
+  return 0;
+}

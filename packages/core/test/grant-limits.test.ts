@@ -16,7 +16,12 @@ import {
   TeamService,
 } from "@wap/api";
 import { readSshCertificate } from "@wap/ssh-wire";
-import { COMMAND_ALLOWLIST_EXTENSION, decodeCommandAllowlist } from "@wap/ssh-wire/extensions";
+import {
+  COMMAND_ALLOWLIST_EXTENSION,
+  decodeCommandAllowlist,
+  SINGLE_USE_EXTENSION,
+  TARGET_EXTENSION,
+} from "@wap/ssh-wire/extensions";
 import { type RunningSshd, startSshd } from "@wap/test-kit/sshd";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Caller, createCallContext } from "../src/context.js";
@@ -271,5 +276,62 @@ describe("what a grant allows", () => {
   it("a login without a grant of the caller is permission_denied", async () => {
     const carol = await memberWithRole(t, ada.workspaceId, "viewer");
     await expectCode(certificate(carol.caller), "permission_denied");
+  });
+});
+
+describe("single-use certificates", () => {
+  it("name their target and single use, and the ledger says so", async () => {
+    await grant(undefined);
+    const cert = await certificate(bob.caller, { singleUse: true });
+    const signed = readSshCertificate(cert.signedCertificate);
+    expect(signed.extensions[TARGET_EXTENSION]).toBe(targetId);
+    expect(SINGLE_USE_EXTENSION in signed.extensions).toBe(true);
+    expect(cert.listed.raw).toMatch(/target@wap/);
+    const entry = (
+      await t.call(ada.caller, CertificateService.method.listIssuedCertificates, {
+        workspaceId: ada.workspaceId,
+        subjectId: bob.caller.userId,
+      })
+    ).certificates.find((c) => c.serial === cert.listed.serial);
+    expect(entry).toMatchObject({ singleUse: true, targetId });
+  });
+
+  it("need a target", async () => {
+    const error = await expectCode(
+      certificate(bob.caller, { singleUse: true, targetId: undefined, login: undefined }),
+      "invalid_argument",
+    );
+    expect(error.message).toMatch(/targetId/);
+  });
+
+  it("a refusal the daemon reports is audited with the ledger entry", async () => {
+    const cert = await certificate(bob.caller, { singleUse: true });
+    const entry = (
+      await t.call(ada.caller, CertificateService.method.listIssuedCertificates, {
+        workspaceId: ada.workspaceId,
+        subjectId: bob.caller.userId,
+      })
+    ).certificates.find((c) => c.serial === cert.listed.serial)!;
+    await t.call(daemon.caller, DaemonService.method.syncDaemon, {
+      users: [],
+      privateIps: [],
+      metadata: {},
+      refusedCertificates: [{ serial: cert.listed.serial, reason: "replayed" }],
+    });
+    const { items } = await t.storage.auditEvents.list(ada.workspaceId, { limit: 5, offset: 0 });
+    const refused = items.find((e) => e.action === "certificate.use_refused");
+    expect(refused?.resource).toBe(
+      `issued_certificate:${entry.id} serial=${cert.listed.serial} target=${targetId} reason=replayed`,
+    );
+    expect(refused?.actorId).toBe(daemon.id);
+    await expectCode(
+      t.call(daemon.caller, DaemonService.method.syncDaemon, {
+        users: [],
+        privateIps: [],
+        metadata: {},
+        refusedCertificates: [{ serial: "12; drop", reason: "replayed" }],
+      }),
+      "invalid_argument",
+    );
   });
 });
