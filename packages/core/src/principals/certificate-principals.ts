@@ -9,7 +9,7 @@
  */
 import type { Repositories } from "../storage/storage.js";
 import { grantPrincipal } from "./grant-limits.js";
-import { grantLetsIn } from "./grant-terms.js";
+import { grantLetsIn } from "./grant-window.js";
 
 /** `logins` (username -> subject ids) with each id replaced by its grants' principals. */
 export async function certificatePrincipalsOf(

@@ -140,17 +140,7 @@ async function kindTermsOf(
   return { kind: "standing" };
 }
 
-/** Whether a grant by itself lets its subject in at `at` (on-request grants need an approved request). */
-export function grantLetsIn(grant: GrantTerms, at: Date): boolean {
-  switch (grant.kind) {
-    case "standing":
-      return true;
-    case "time_bound":
-      return at.getTime() < grant.validUntil.getTime();
-    case "on_request":
-      return false;
-  }
-}
+export { grantLetsIn } from "./grant-window.js";
 
 const kindToWire = {
   standing: GrantKind.STANDING,

@@ -25,7 +25,7 @@ import {
 } from "@wap/ssh-wire/extensions";
 import { InvalidArgumentError, PermissionDeniedError } from "../../errors.js";
 import type { GrantLimitsInput } from "../../principals/grant-limits.js";
-import { grantLetsIn } from "../../principals/grant-terms.js";
+import { grantLetsIn } from "../../principals/grant-window.js";
 import type { CertificateLimits } from "../../storage/certificates.js";
 import type { GrantLimits, SubjectRef } from "../../storage/principals.js";
 import type { Repositories } from "../../storage/storage.js";
