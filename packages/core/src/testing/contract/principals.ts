@@ -102,7 +102,7 @@ function grants(c: ContractContext): void {
       expect(await s().principals.delete(ws, root.id)).toBe(false);
     });
 
-    test("principals: grant limits round-trip with every kind of grant, and a new grant replaces them", async () => {
+    test("principals: grant limits round-trip with grants of each kind, and a new grant replaces them", async () => {
       const { ws, user, guest, target } = await seedAccess(c);
       const p = aPrincipal(ws, target.id);
       await s().principals.insert(p);
@@ -118,17 +118,25 @@ function grants(c: ContractContext): void {
         commands: ["uptime", "systemctl status nginx"],
       };
       await s().principals.addSubjects(ws, p.id, "user", [user.id], at(1), { kind: "standing", limits });
+      // On request rather than time-bound: the sweep of lapsed grants in another test is global.
+      const approval = {
+        maxDurationSeconds: 600,
+        approverRoles: ["admin"],
+        approverTeamIds: [],
+        approvalsRequired: 1,
+        reasonRequired: false,
+      };
       await s().principals.addSubjects(ws, p.id, "user", [guest.id], at(2), {
-        kind: "time_bound",
-        validUntil: at(10),
+        kind: "on_request",
+        approval,
         limits: { ...limits, commands: [] },
       });
       let [listed] = await s().principals.listByTargets(ws, [target.id]);
       expect(listed?.grants).toEqual([
         { kind: "standing", limits, subject: { kind: "user", id: user.id }, createdAt: at(1) },
         {
-          kind: "time_bound",
-          validUntil: at(10),
+          kind: "on_request",
+          approval,
           limits: { ...limits, commands: [] },
           subject: { kind: "user", id: guest.id },
           createdAt: at(2),
