@@ -6,6 +6,8 @@
  * more than the grant is `invalid_argument` naming the field; the ledger records the limits;
  * service accounts get the same.
  */
+
+import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { create, type DescMessage, type DescMethodUnary, type MessageInitShape } from "@bufbuild/protobuf";
 import {
   CertificateService,
@@ -15,7 +17,7 @@ import {
   PrincipalType,
   TeamService,
 } from "@wap/api";
-import { readSshCertificate } from "@wap/ssh-wire";
+import { readSshCertificate, SshWriter } from "@wap/ssh-wire";
 import {
   COMMAND_ALLOWLIST_EXTENSION,
   decodeCommandAllowlist,
@@ -101,6 +103,39 @@ const grant = (
     type,
     ...(limits && { limits }),
   });
+
+/** A security-key (FIDO) public key line as `ssh-keygen -t ed25519-sk` writes one. */
+function skEd25519Line() {
+  const blob = new SshWriter()
+    .string(new TextEncoder().encode("sk-ssh-ed25519@openssh.com"))
+    .string(randomBytes(32))
+    .string(new TextEncoder().encode("ssh:"))
+    .bytes();
+  return {
+    line: `sk-ssh-ed25519@openssh.com ${Buffer.from(blob).toString("base64")} bob@token`,
+    certType: "sk-ssh-ed25519-cert-v01@openssh.com",
+  };
+}
+
+/** The same for `ssh-keygen -t ecdsa-sk`: a P-256 point, then the application. */
+function skEcdsaLine() {
+  const jwk = generateKeyPairSync("ec", { namedCurve: "P-256" }).publicKey.export({ format: "jwk" });
+  const point = Buffer.concat([
+    Buffer.from([4]),
+    Buffer.from(jwk.x!, "base64url"),
+    Buffer.from(jwk.y!, "base64url"),
+  ]);
+  const blob = new SshWriter()
+    .string(new TextEncoder().encode("sk-ecdsa-sha2-nistp256@openssh.com"))
+    .string(new TextEncoder().encode("nistp256"))
+    .string(point)
+    .string(new TextEncoder().encode("ssh:"))
+    .bytes();
+  return {
+    line: `sk-ecdsa-sha2-nistp256@openssh.com ${Buffer.from(blob).toString("base64")}`,
+    certType: "sk-ecdsa-sha2-nistp256-cert-v01@openssh.com",
+  };
+}
 
 /** What the agent does on sync: writes the principals the server sends for the login. */
 async function syncAgent() {
@@ -235,10 +270,33 @@ describe("what a grant allows", () => {
     expect(result, sshd.logs()).toMatchObject({ code: 0, stdout: "allowed\n" });
   });
 
-  it("only sk- keys when it says so", async () => {
+  it("only sk- keys when it says so, with verify-required", async () => {
     await grant({ skKeysOnly: true, verifyRequired: true });
     const error = await expectCode(certificate(), "invalid_argument");
     expect((error as PlatformError).message).toMatch(/publicKey/);
+    for (const sk of [skEd25519Line(), skEcdsaLine()]) {
+      const cert = await certificate(bob.caller, { publicKey: sk.line });
+      expect(cert.listed.type).toMatch(new RegExp(`^${sk.certType} user certificate`));
+      expect(cert.listed.raw).toMatch(/verify-required/);
+      // The CLI and the agent read it too.
+      expect(readSshCertificate(cert.signedCertificate)).toMatchObject({
+        certType: sk.certType,
+        criticalOptions: { "verify-required": "" },
+      });
+    }
+  });
+
+  it("never a security key for a host", async () => {
+    const error = await expectCode(
+      t.call(ada.caller, CertificateService.method.signSSHCertificate, {
+        workspaceId: ada.workspaceId,
+        targetId,
+        type: CertType.HOST,
+        publicKey: skEd25519Line().line,
+      }),
+      "invalid_argument",
+    );
+    expect(error.message).toMatch(/publicKey: a host key cannot be a security-key/);
   });
 
   it("under several grants, the most permissive that allows what is asked, never a union", async () => {

@@ -58,6 +58,9 @@ const publicKeyFields: Readonly<Record<string, number>> = {
   "ecdsa-sha2-nistp384-cert-v01@openssh.com": 2,
   "ecdsa-sha2-nistp521-cert-v01@openssh.com": 2,
   "ssh-rsa-cert-v01@openssh.com": 2,
+  // Security keys: the key's fields, then the application.
+  "sk-ssh-ed25519-cert-v01@openssh.com": 2,
+  "sk-ecdsa-sha2-nistp256-cert-v01@openssh.com": 3,
 };
 
 /** Throws a RangeError naming what is wrong when `line` is not an OpenSSH certificate. */
@@ -71,7 +74,8 @@ export function readSshCertificate(line: string): SshCertificateInfo {
   if (reader.text() !== certType) throw new RangeError("the certificate's type does not match its line");
   reader.string(); // nonce
   // The plain key's blob holds the same fields after its own type name (RSA: e then n).
-  const keyType = certType.replace("-cert-v01@openssh.com", "");
+  const plainType = certType.replace("-cert-v01@openssh.com", "");
+  const keyType = plainType.startsWith("sk-") ? `${plainType}@openssh.com` : plainType;
   const key = new SshWriter().string(keyType);
   for (let i = 0; i < fields; i++) key.string(reader.string());
   const serial = reader.uint64();
