@@ -83,6 +83,24 @@ describe("CIDR blocks", () => {
     expect(grantLimitsInput.safeParse({ sourceCidrs: ["10.0.0.0/33"], commands: [] }).success).toBe(false);
   });
 
+  it("are accepted in a grant up to the bound, never beyond", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: grantLimitBounds.cidrs + 8 }),
+        fc.integer({ min: 0, max: grantLimitBounds.commands + 8 }),
+        (cidrs, commands) => {
+          const parsed = grantLimitsInput.safeParse({
+            sourceCidrs: Array.from({ length: cidrs }, (_, i) => `10.${i}.0.0/16`),
+            commands: Array.from({ length: commands }, (_, i) => `command ${i}`),
+          });
+          expect(parsed.success).toBe(
+            cidrs <= grantLimitBounds.cidrs && commands <= grantLimitBounds.commands,
+          );
+        },
+      ),
+    );
+  });
+
   it("bound the lists a grant holds", () => {
     const many = (n: number, f: (i: number) => string) => Array.from({ length: n }, (_, i) => f(i));
     const at = (cidrs: number, commands: number) =>
