@@ -10,9 +10,10 @@
  *   first), holding when the certificate expires and the connection that used it: sshd asks
  *   twice on one connection (without, then with the signature), and the same connection within
  *   {@link sameConnectionMs} is the same use. The connection is sshd's process for it (the
- *   command's parent, with its start time, so a reused pid is another connection). Entries go once their certificate has expired
- *   (sshd refuses it then anyway); at most {@link maxUsedSerials} are kept, and when that many are
- *   live every single-use certificate is refused rather than one forgotten.
+ *   command's parent, with its start time, so a reused pid is another connection). Entries of
+ *   expired certificates (sshd refuses those anyway) are removed once there are more than 1 000;
+ *   at most {@link maxUsedSerials} are kept, and when that many are live every single-use
+ *   certificate is refused rather than one forgotten.
  *
  * A refusal is written to `refused-certificates/` for the agent to report at its next sync, where
  * the server audits it.
@@ -29,6 +30,8 @@ import { readIfPresent, replaceFile } from "./atomic-file.js";
 import { principalPattern, usernamePattern } from "./sshd-files.js";
 
 export const maxUsedSerials = 10_000;
+/** Expired entries are removed once there are more than this many (each login counts them). */
+const pruneAbove = 1_000;
 export const maxPendingRefusals = 1_000;
 export const sameConnectionMs = 60_000;
 /** What one SyncDaemon reports at most (the server's bound); the rest waits for the next. */
@@ -149,8 +152,10 @@ async function firstUse(
       now.getTime() - seen.firstAt < sameConnectionMs
     );
   }
-  // Bounded: past the bound, refuse rather than forget a live serial.
-  if ((await pruneUsed(dir, now)) > maxUsedSerials) {
+  // Bounded: expired entries go once there are many (reading them all costs), and past the bound
+  // a certificate is refused rather than a live serial forgotten.
+  const count = (await readdir(dir)).length;
+  if (count > pruneAbove && (await pruneUsed(dir, now)) > maxUsedSerials) {
     await rm(path, { force: true });
     return false;
   }
