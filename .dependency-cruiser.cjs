@@ -5,7 +5,7 @@
  */
 const entries = [
   "packages/api/src/index\\.ts",
-  "packages/ssh-wire/src/(index|encoding|forms)\\.ts",
+  "packages/ssh-wire/src/(index|encoding|forms|extensions)\\.ts",
   "packages/audit-chain/src/index\\.ts",
   "packages/core/src/index\\.ts",
   "packages/core/src/storage/index\\.ts",

@@ -1,7 +1,7 @@
 import { defineConfig } from "tsup";
 
 export default defineConfig({
-  entry: ["src/index.ts", "src/encoding.ts", "src/forms.ts"],
+  entry: ["src/index.ts", "src/encoding.ts", "src/forms.ts", "src/extensions.ts"],
   format: ["esm"],
   target: "node20",
   dts: true,

@@ -19,6 +19,7 @@
 import { exec } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import {
   type ConnectRequest,
   ConnectRequestSchema,
@@ -43,6 +44,7 @@ import {
   sshdPort,
 } from "./machine.js";
 import { sleep } from "./message-queue.js";
+import { pendingRefusals, refusalsPerSync, reportedRefusals, watchRefusals } from "./principals-check.js";
 import { cannotRunAs } from "./pty-shell.js";
 import { type RunningSession, runSession } from "./session.js";
 import { keyBlobOf, parseSshCertificate, type SshCertificate } from "./ssh-key.js";
@@ -123,6 +125,8 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
   const stopping = new AbortController();
   const sessions = new Map<string, RunningSession>();
   let principals: PrincipalsMap = await files.readPrincipals();
+  // Certificates sshd's principals command refused are reported (and audited) at once.
+  await watchRefusals(files.dir, () => void requestSync(false), stopping.signal);
   let finish!: (result: { exitCode: number; reason: string }) => void;
   const done = new Promise<{ exitCode: number; reason: string }>((resolve) => {
     finish = resolve;
@@ -157,11 +161,21 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
   async function syncOnce(forceCertificate: boolean): Promise<void> {
     const users = options.users ? [...options.users] : await loginAccounts();
     let res: Awaited<ReturnType<DaemonClient["daemons"]["syncDaemon"]>>;
+    const pendingReports = await pendingRefusals(files.dir, refusalsPerSync);
     try {
       res = await client.daemons.syncDaemon(
-        { users, privateIps: endpoints, metadata: machineMetadata(hostname) },
+        {
+          users,
+          privateIps: endpoints,
+          metadata: machineMetadata(hostname),
+          refusedCertificates: pendingReports.refusals.map((r) => ({
+            ...r,
+            refusedAt: timestampFromDate(r.refusedAt),
+          })),
+        },
         { timeoutMs: syncTimeoutMs, signal: stopping.signal },
       );
+      await reportedRefusals(pendingReports.files);
     } catch (error) {
       if (isUnauthenticated(error)) return refused(error);
       log({

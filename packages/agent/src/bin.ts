@@ -14,16 +14,23 @@ if (import.meta.url.endsWith(".ts")) {
   );
 }
 
-import("./cli.js")
-  .then(({ main }) => main())
-  .then(
-    (code) => {
-      process.exitCode = code;
-    },
-    (error: unknown) => {
-      process.stderr.write(
-        `wap-agent: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-      );
-      process.exitCode = 1;
-    },
-  );
+// sshd runs `principals-check` at every certificate login: it loads nothing else.
+const run =
+  process.argv[2] === "principals-check"
+    ? () =>
+        Promise.all([import("./principals-check.js"), import("./sshd-files.js")]).then(([check, files]) =>
+          check.principalsCheckMain(process.argv.slice(3), files.defaultSshdDir),
+        )
+    : () => import("./cli.js").then(({ main }) => main());
+
+run().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(
+      `wap-agent: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+    process.exitCode = 1;
+  },
+);

@@ -10,10 +10,27 @@ import { defaultHostKeyFile, startAgent } from "./agent.js";
 import { enroll } from "./enroll.js";
 import { exitCodes, explain, NotEnrolledError } from "./errors.js";
 import { jsonLineLogger } from "./log.js";
+import { principalsCheckMain, principalsCommandLines } from "./principals-check.js";
 import { parseSshCertificate } from "./ssh-key.js";
 import { defaultSshdDir, SshdFiles } from "./sshd-files.js";
 import { AgentState, defaultStateDir } from "./state.js";
 import { agentVersion } from "./version.js";
+
+/** The sshd_config lines, with the principals command in place of the principals files when asked. */
+function withPrincipalsCommand(
+  files: SshdFiles,
+  opts: { principalsCommand?: string; principalsCommandUser: string },
+): string[] {
+  const lines = files.configLines();
+  if (opts.principalsCommand === undefined) return lines;
+  if (!opts.principalsCommand.startsWith("/")) {
+    throw new InvalidArgumentError("--principals-command must be an absolute path (sshd requires one)");
+  }
+  return [
+    ...lines.filter((line) => !line.startsWith("AuthorizedPrincipalsFile ")),
+    ...principalsCommandLines(opts.principalsCommand.split(" "), files.dir, opts.principalsCommandUser),
+  ];
+}
 
 /** `ip:port` (IPv6 in brackets), as SyncDaemon takes endpoints. */
 function sshAddress(value: string, previous: string[] = []): string[] {
@@ -121,11 +138,28 @@ export function program(): Command {
       "print the sshd_config lines that make sshd use the agent's files (creating the folder and an empty revocation list)",
     )
     .option("--sshd-dir <dir>", "the folder given to `run`", defaultSshdDir)
-    .action(async (opts: { sshdDir: string }) => {
+    .option(
+      "--principals-command <program>",
+      "have sshd ask this agent program (absolute path) for a login's principals, which enforces host-bound and single-use certificates",
+    )
+    .option("--principals-command-user <user>", "the user sshd runs the principals command as", "root")
+    .action(async (opts: { sshdDir: string; principalsCommand?: string; principalsCommandUser: string }) => {
       const files = new SshdFiles(opts.sshdDir);
       // sshd refuses every login while RevokedKeys names a missing file.
       await files.prepare();
-      process.stdout.write(`${files.configLines().join("\n")}\n`);
+      process.stdout.write(`${withPrincipalsCommand(files, opts).join("\n")}\n`);
+    });
+
+  // Run by bin.ts without loading this command line (sshd runs it at every certificate login).
+  cli
+    .command("principals-check")
+    .description("for sshd's AuthorizedPrincipalsCommand: print a certificate login's principals, or none")
+    .option("--sshd-dir <dir>", "the folder given to `run`", defaultSshdDir)
+    .argument("<user>", "%u")
+    .argument("<type>", "%t")
+    .argument("<certificate>", "%k")
+    .action(async (user: string, type: string, certificate: string, opts: { sshdDir: string }) => {
+      await principalsCheckMain(["--sshd-dir", opts.sshdDir, user, type, certificate], defaultSshdDir);
     });
 
   cli

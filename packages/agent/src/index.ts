@@ -7,6 +7,8 @@ export type { Agent, AgentEvents, AgentOptions } from "./agent.js";
 export { defaultHostKeyFile, startAgent } from "./agent.js";
 export type { BackoffOptions } from "./backoff.js";
 export { Backoff, defaultBackoff } from "./backoff.js";
+export type { Allowlist, CommandDecision } from "./command-allowlist.js";
+export { allowlistOf, certificateOfUserAuth, decideCommand } from "./command-allowlist.js";
 export type { EnrollOptions, EnrollResult } from "./enroll.js";
 export { enroll } from "./enroll.js";
 export { exitCodes, NotEnrolledError, UnreadableFileError } from "./errors.js";

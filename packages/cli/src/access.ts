@@ -21,6 +21,11 @@ export interface Reachable {
   readonly logins: string[];
   /** Those of `logins` the caller holds only on request: each needs an approved access request. */
   readonly onRequest: string[];
+  /**
+   * Those of `logins` whose every grant to the caller has limits: only a certificate signed for
+   * that login (carrying the grant's limits) logs in there.
+   */
+  readonly limited: string[];
   readonly daemon: Daemon | undefined;
   readonly authority: CertificateAuthority | undefined;
 }
@@ -46,6 +51,9 @@ export function reachableTargets(access: GetSubjectAccessResponse): Reachable[] 
     logins: target.principals.map((p) => p.username),
     onRequest: target.principals
       .filter((p) => p.grants.length > 0 && !p.grants.some(usableNow))
+      .map((p) => p.username),
+    limited: target.principals
+      .filter((p) => p.grants.length > 0 && p.grants.every((g) => g.limits !== undefined))
       .map((p) => p.username),
     daemon: access.daemons.find((d) => d.id === target.daemonId),
     authority: access.certificateAuthorities.find((ca) => ca.id === target.caId),

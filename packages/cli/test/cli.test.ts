@@ -310,6 +310,59 @@ describe("wap as a signed-in user", { timeout: 180_000 }, () => {
     expect(failing.code).toBe(7);
   });
 
+  it("wap ssh signs a certificate for a login whose grant carries limits, and sshd enforces them", async () => {
+    const auth = bearer(owner.accessToken);
+    const principals = clientFor(PrincipalService, transportFor("connect-binary-h2", server.url));
+    const { principals: listed } = await principals.listPrincipals(
+      { workspaceId: owner.workspaceId, targetId, limit: 10 },
+      auth,
+    );
+    const local = listed.find((p) => p.username === login)!;
+    const me = await whoamiId(auth);
+    const grantOwner = (limits?: Record<string, unknown>) =>
+      principals.addSubjectsToPrincipal(
+        {
+          workspaceId: owner.workspaceId,
+          id: local.id,
+          subjectIds: [me],
+          type: PrincipalType.USER,
+          ...(limits && { limits }),
+        },
+        auth,
+      );
+    const syncSshd = async () => {
+      const synced = await daemon.daemons.syncDaemon({
+        users: [login, "deploy"],
+        privateIps: [],
+        metadata: {},
+      });
+      await sshd.writePrincipals(login, synced.principals.find((p) => p.username === login)?.ids ?? []);
+    };
+    await grantOwner({ pinClientAddress: true });
+    await syncSshd();
+    try {
+      const result = await asUser(["ssh", `${login}@web-01`, "--", "echo", "limited"]);
+      expect(result, `${result.stderr}\n${sshd.logs()}`).toMatchObject({ code: 0, stdout: "limited\n" });
+      const bound = (await readdir(join(configDir, "ssh"))).find((f) =>
+        f.endsWith(`.${targetId}.${login}-cert.pub`),
+      );
+      expect(bound).toBeDefined();
+      const { stdout } = await promisify(execFile)("ssh-keygen", [
+        "-L",
+        "-f",
+        join(configDir, "ssh", bound!),
+      ]);
+      expect(stdout).toMatch(/source-address 127\.0\.0\.1/);
+    } finally {
+      await grantOwner();
+      await syncSshd();
+      // The later tests count the authority's own files.
+      for (const file of await readdir(join(configDir, "ssh"))) {
+        if (file.includes(`.${targetId}.`)) await rm(join(configDir, "ssh", file));
+      }
+    }
+  });
+
   it("refuses a login that is not granted before ssh runs, naming the logins there are", async () => {
     const before = sshd.logs().length;
     const result = await asUser(["ssh", "deploy@web-01", "--", "echo", "no"]);

@@ -536,6 +536,49 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
       .waitFor();
   });
 
+  it("shows a grant's limits and edits them; the daemon then lets in only certificates carrying them", async () => {
+    await go(`${workspaceUrl}/targets`);
+    await page
+      .getByRole("button", { name: /^Access to / })
+      .first()
+      .click();
+    const summary = page.getByTitle("Limits of Ada Lovelace");
+    expect(await summary.textContent()).toBe("no limits (the authority's options)");
+    await page.getByRole("button", { name: "Edit limits of Ada Lovelace" }).click();
+    const form = page.getByRole("form", { name: "Limits of Ada Lovelace's grant" });
+    await form.getByLabel("No limits (certificates carry the authority's options)").uncheck();
+    await form.getByLabel("Pin to the address the certificate is issued to").check();
+    await form.getByLabel("Allow a PTY").check();
+    await form.getByLabel("Allowed commands (one per line; none: any)").fill("uptime\ndf -h");
+    await form.getByRole("button", { name: "Save limits of Ada Lovelace" }).click();
+    await summary
+      .filter({ hasText: "allows PTY; from the address it was issued to; commands: uptime; df -h" })
+      .waitFor();
+    // A bad block is refused with the field named, and nothing changes.
+    await page.getByRole("button", { name: "Edit limits of Ada Lovelace" }).click();
+    await form.getByLabel("Source addresses (one address or CIDR block per line)").fill("10.0.0.0/33");
+    await form.getByRole("button", { name: "Save limits of Ada Lovelace" }).click();
+    await form.getByRole("alert").filter({ hasText: "limits.sourceCidrs.0" }).waitFor();
+    await shot("grant-limits");
+    // The daemon now lists the grant's certificate principal instead of the bare id.
+    const adaId = await page.evaluate<string>(
+      "fetch('/v1/whoami').then((r) => r.json()).then((b) => b.user.id)",
+    );
+    const principalsFile = join(stateDir, "sshd", "principals", login);
+    await untilAsync(async () =>
+      new RegExp(`^${adaId}\\+[0-9a-f]{16}$`, "m").test(
+        await readFile(principalsFile, "utf8").catch(() => ""),
+      ),
+    );
+    // Back to no limits, as the rest of the walk expects.
+    await form.getByLabel("No limits (certificates carry the authority's options)").check();
+    await form.getByRole("button", { name: "Save limits of Ada Lovelace" }).click();
+    await summary.filter({ hasText: "no limits (the authority's options)" }).waitFor();
+    await untilAsync(async () =>
+      new RegExp(`^${adaId}$`, "m").test(await readFile(principalsFile, "utf8").catch(() => "")),
+    );
+  });
+
   it("shows the addresses a daemon reports for approval, and approves them", async () => {
     // As a later SyncDaemon leaves it: a changed address waits beside the approved one.
     const workspaceId = workspaceUrl.split("/").at(-1)!;

@@ -434,7 +434,8 @@ describe("upgrade repair", () => {
          drop table webhook_deliveries; drop table webhook_secrets; drop table webhook_endpoints;
          drop table access_requests; drop index principal_subjects_valid_until_idx;
          alter table principal_subjects drop column grant_kind; alter table principal_subjects drop column valid_until;
-         alter table principal_subjects drop column approval_policy;`,
+         alter table principal_subjects drop column approval_policy;
+         alter table principal_subjects drop column limits; alter table issued_certificates drop column limits; alter table issued_certificates drop column single_use;`,
       );
       execFileSync("sqlite3", [db, `.read ${script}`]);
       server = await start();

@@ -23,6 +23,32 @@ export interface SshCertificateInfo {
   readonly validBefore: Date;
   /** The signing CA's public key as an authorized_keys line without comment. */
   readonly caPublicKey: string;
+  /** Critical options by name (`source-address`, `force-command`, ...); flags have the value `""`. */
+  readonly criticalOptions: Readonly<Record<string, string>>;
+  /** Extensions by name (`permit-pty`, ...); flags have the value `""`. */
+  readonly extensions: Readonly<Record<string, string>>;
+}
+
+/**
+ * A name/data list: a non-empty data is itself one string (the value). A name listed twice, or
+ * data that is not one string, is refused (OpenSSH refuses such certificates too).
+ */
+function optionList(bytes: Uint8Array, what: string): Record<string, string> {
+  const list = new SshReader(bytes);
+  const options: Record<string, string> = Object.create(null);
+  while (list.remaining > 0) {
+    const name = fromUtf8(list.string());
+    const data = list.string();
+    if (Object.hasOwn(options, name)) throw new RangeError(`the certificate lists the ${what} ${name} twice`);
+    let value = "";
+    if (data.length > 0) {
+      const inner = new SshReader(data);
+      value = fromUtf8(inner.string());
+      if (inner.remaining > 0) throw new RangeError(`the certificate's ${what} ${name} has trailing data`);
+    }
+    options[name] = value;
+  }
+  return options;
 }
 
 /** How many wire strings (or mpints) the subject's public key occupies after the nonce. */
@@ -32,6 +58,9 @@ const publicKeyFields: Readonly<Record<string, number>> = {
   "ecdsa-sha2-nistp384-cert-v01@openssh.com": 2,
   "ecdsa-sha2-nistp521-cert-v01@openssh.com": 2,
   "ssh-rsa-cert-v01@openssh.com": 2,
+  // Security keys: the key's fields, then the application.
+  "sk-ssh-ed25519-cert-v01@openssh.com": 2,
+  "sk-ecdsa-sha2-nistp256-cert-v01@openssh.com": 3,
 };
 
 /** Throws a RangeError naming what is wrong when `line` is not an OpenSSH certificate. */
@@ -45,7 +74,8 @@ export function readSshCertificate(line: string): SshCertificateInfo {
   if (reader.text() !== certType) throw new RangeError("the certificate's type does not match its line");
   reader.string(); // nonce
   // The plain key's blob holds the same fields after its own type name (RSA: e then n).
-  const keyType = certType.replace("-cert-v01@openssh.com", "");
+  const plainType = certType.replace("-cert-v01@openssh.com", "");
+  const keyType = plainType.startsWith("sk-") ? `${plainType}@openssh.com` : plainType;
   const key = new SshWriter().string(keyType);
   for (let i = 0; i < fields; i++) key.string(reader.string());
   const serial = reader.uint64();
@@ -56,8 +86,8 @@ export function readSshCertificate(line: string): SshCertificateInfo {
   while (packed.remaining > 0) principals.push(fromUtf8(packed.string()));
   const validAfter = reader.uint64();
   const validBefore = reader.uint64();
-  reader.string(); // critical options
-  reader.string(); // extensions
+  const criticalOptions = optionList(reader.string(), "critical option");
+  const extensions = optionList(reader.string(), "extension");
   reader.string(); // reserved
   const caBlob = reader.string();
   return {
@@ -70,6 +100,8 @@ export function readSshCertificate(line: string): SshCertificateInfo {
     validAfter: toDate(validAfter),
     validBefore: toDate(validBefore),
     caPublicKey: `${new SshReader(caBlob).text()} ${Buffer.from(caBlob).toString("base64")}`,
+    criticalOptions,
+    extensions,
   };
 }
 

@@ -69,6 +69,8 @@ export interface PrincipalSubjectsTable {
   valid_until: NullableMillisColumn;
   /** On-request grants: their approval policy as JSON. */
   approval_policy: string | null;
+  /** The grant's limits as JSON; null: none. */
+  limits: string | null;
 }
 
 export interface AccessRequestsTable {

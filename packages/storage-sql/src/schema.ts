@@ -228,6 +228,10 @@ export interface IssuedCertificatesTable {
   revoked_at: NullableMillisColumn;
   revocation_reason: string | null;
   revoked_by: string | null;
+  /** SSH user certificates signed under a grant with limits: what it carries, as JSON. */
+  limits: string | null;
+  /** 1 for single-use certificates. */
+  single_use: number;
 }
 
 export interface CertificateAuthorityKeysTable {

@@ -26,8 +26,11 @@ describe("014_audit_chain on SQLite", () => {
     // And without what later migrations add (Kysely applies only a history without gaps).
     raw.exec("drop table webhook_deliveries; drop table webhook_secrets; drop table webhook_endpoints");
     raw.exec("drop table access_requests; drop index principal_subjects_valid_until_idx");
-    for (const column of ["grant_kind", "valid_until", "approval_policy"])
+    for (const column of ["grant_kind", "valid_until", "approval_policy", "limits"])
       raw.exec(`alter table principal_subjects drop column ${column}`);
+    raw.exec(
+      "alter table issued_certificates drop column limits; alter table issued_certificates drop column single_use",
+    );
     raw.prepare(`delete from ${migrationTableName} where name >= '014_audit_chain'`).run();
     const workspaces = [randomUUID(), randomUUID()];
     for (const ws of workspaces) {

@@ -31,9 +31,12 @@ describe("011_account_security on SQLite", () => {
       raw.exec(`alter table audit_events drop column ${column}`);
     raw.exec("drop table webhook_deliveries; drop table webhook_secrets; drop table webhook_endpoints");
     raw.exec("drop table access_requests; drop index principal_subjects_valid_until_idx");
-    for (const column of ["grant_kind", "valid_until", "approval_policy"]) {
+    for (const column of ["grant_kind", "valid_until", "approval_policy", "limits"]) {
       raw.exec(`alter table principal_subjects drop column ${column}`);
     }
+    raw.exec(
+      "alter table issued_certificates drop column limits; alter table issued_certificates drop column single_use",
+    );
     raw.prepare(`delete from ${migrationTableName} where name >= '011_account_security'`).run();
     const insert = raw.prepare(
       "insert into users (id, name, username, email, email_verified, picture, password_hash, enable_email_recovery, created_at, updated_at) values (?, 'n', ?, ?, 0, '', null, 0, 0, 0)",

@@ -67,6 +67,8 @@ export interface SshArgs {
   readonly hostKeyAlias?: string;
   /** Login user; the user sshd runs as when omitted. */
   readonly user?: string;
+  /** More client arguments before the host (e.g. `-o BindAddress=127.0.0.2`, `-tt`, `-R ...`). */
+  readonly clientArgs?: readonly string[];
   readonly command: string;
 }
 
@@ -382,6 +384,7 @@ export async function startSshd(options: StartSshdOptions): Promise<RunningSshd>
         "-o",
         "ConnectTimeout=10",
         ...(args.hostKeyAlias === undefined ? [] : ["-o", `HostKeyAlias=${args.hostKeyAlias}`]),
+        ...(args.clientArgs ?? []),
         "127.0.0.1",
         args.command,
       ];

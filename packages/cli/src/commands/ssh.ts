@@ -24,7 +24,7 @@ import {
   targetProblem,
   usableEndpoints,
 } from "../ssh/targets.js";
-import { ensureCertificate } from "../ssh/user-certificates.js";
+import { ensureCertificate, issueCertificate } from "../ssh/user-certificates.js";
 import { listWorkspaces, resolveWorkspace } from "../workspaces.js";
 
 export function knownHostsPath(store: ConfigStore, workspaceId: string): string {
@@ -134,12 +134,20 @@ export async function ssh(
         `wap will not pass the login ${JSON.stringify(login)} to ssh: it is not a Unix login name; ask a workspace administrator to correct it`,
       );
     }
-    const certificate = await ensureCertificate(session, ctx.store, ctx.env, {
-      workspaceId: workspace.id,
-      caId: reachable.authority.id,
-      caPublicKey: reachable.authority.publicKey,
-      renewBeforeMs: defaultRenewBeforeMs,
-    });
+    // A login whose grants all carry limits takes a certificate signed for it, fresh each time
+    // (it may be pinned to the address the server sees now); others share the authority's.
+    const certificate = reachable.limited.includes(login)
+      ? await issueCertificate(session, ctx.store, ctx.env, {
+          workspaceId: workspace.id,
+          caId: reachable.authority.id,
+          binding: { targetId: reachable.target.id, login },
+        })
+      : await ensureCertificate(session, ctx.store, ctx.env, {
+          workspaceId: workspace.id,
+          caId: reachable.authority.id,
+          caPublicKey: reachable.authority.publicKey,
+          renewBeforeMs: defaultRenewBeforeMs,
+        });
     const knownHosts = await writeKnownHosts(ctx.store, workspace.id, access);
     return { reachable, login, certificate, knownHosts, endpoints };
   });

@@ -171,7 +171,14 @@ const entry = fc
     const workspace = create(WorkspaceSchema, { id: e.workspaceId, name: e.workspaceName });
     const target = create(TargetSchema, { id: e.id, name: e.name, endpoints: e.endpoints, caId: e.caId });
     const authority = create(CertificateAuthoritySchema, { id: e.caId, publicKey: "ssh-ed25519 AAAA" });
-    const reachable: Reachable = { target, logins: e.logins, onRequest: [], daemon: undefined, authority };
+    const reachable: Reachable = {
+      target,
+      logins: e.logins,
+      onRequest: [],
+      limited: [],
+      daemon: undefined,
+      authority,
+    };
     return { workspace, reachable };
   });
 

@@ -26,7 +26,7 @@ import type { ConfigStore } from "../config.js";
 import { CliError } from "../exit-codes.js";
 import type { Session } from "../session.js";
 import { addToAgent, agentAvailable, agentPublicKeys, withoutComment } from "./agent.js";
-import { isId } from "./targets.js";
+import { isId, isLoginName } from "./targets.js";
 
 /** A certificate ready for `ssh`. */
 export interface UserCertificate {
@@ -42,11 +42,24 @@ export interface UserCertificate {
   readonly info: SshCertificateInfo;
 }
 
-/** The key and certificate files of an authority, named by its id (only ever a UUID, never a path). */
-export function certificatePaths(store: ConfigStore, caId: string) {
+/** A certificate signed for one login of a target, under that login's grant and its limits. */
+export interface LoginBinding {
+  readonly targetId: string;
+  readonly login: string;
+}
+
+/**
+ * The key and certificate files of an authority, named by its id (only ever a UUID, never a
+ * path); those of a certificate for one login add the target id and the login.
+ */
+export function certificatePaths(store: ConfigStore, caId: string, binding?: LoginBinding) {
   if (!isId(caId))
     throw new CliError(`the server named an authority ${JSON.stringify(caId)}, which is not an id`);
-  const privateKey = join(store.sshDir, caId);
+  if (binding !== undefined && (!isId(binding.targetId) || !isLoginName(binding.login))) {
+    throw new CliError(`the target id or login ${JSON.stringify(binding)} cannot name a file`);
+  }
+  const name = binding === undefined ? caId : `${caId}.${binding.targetId}.${binding.login}`;
+  const privateKey = join(store.sshDir, name);
   return { privateKey, publicKey: `${privateKey}.pub`, certificate: `${privateKey}-cert.pub` };
 }
 
@@ -91,6 +104,8 @@ export interface IssueOptions {
   readonly caId: string;
   /** Asked for; the server keeps it within the CA's limits. Its default when absent. */
   readonly ttlMs?: number;
+  /** Sign for this login of this target, under its grant (the certificate carries its limits). */
+  readonly binding?: LoginBinding;
 }
 
 /** Signs a fresh Ed25519 key with the CA and stores it (agent or file) with its certificate. */
@@ -108,6 +123,7 @@ export async function issueCertificate(
     caId: options.caId,
     type: SignSSHCertificateRequest_CertificateType.USER,
     publicKey: publicLine,
+    ...(options.binding && { targetId: options.binding.targetId, login: options.binding.login }),
     ...(options.ttlMs === undefined ? {} : { ttl: { seconds: BigInt(Math.round(options.ttlMs / 1000)) } }),
   });
   if (signed.caId !== options.caId) {
@@ -116,7 +132,7 @@ export async function issueCertificate(
     );
   }
   const info = readSshCertificate(signed.signedCertificate);
-  const paths = certificatePaths(store, options.caId);
+  const paths = certificatePaths(store, options.caId, options.binding);
   const privateText = opensshPrivateKey(privateKey.export({ format: "der", type: "pkcs8" }), comment);
   const inAgent = await agentAvailable(env);
   if (inAgent) {

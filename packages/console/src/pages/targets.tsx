@@ -33,6 +33,7 @@ import {
   text,
   useAction,
 } from "../ui";
+import { GrantLimitsEditor } from "./grant-limits";
 import { useWs } from "./workspace";
 
 /**
@@ -293,6 +294,31 @@ export function TargetsPage() {
   );
 }
 
+/** The limits of one subject's grant of a principal. */
+function LimitsOf({
+  principal,
+  subjectId,
+  who,
+}: {
+  principal: Target["principals"][number];
+  subjectId: string;
+  who: string;
+}) {
+  const ws = useWs();
+  const access = useAccess(ws);
+  const grant = principal.grants.find((g) => g.subjectId === subjectId);
+  if (!grant) return null;
+  return (
+    <GrantLimitsEditor
+      workspaceId={ws}
+      principalId={principal.id}
+      grant={grant}
+      who={who}
+      canEdit={access.can("principals.manage")}
+    />
+  );
+}
+
 /** Usernames on a target, and the people, teams and service accounts granted each. */
 function TargetAccess({ target }: { target: Target }) {
   const ws = useWs();
@@ -361,13 +387,16 @@ function TargetAccess({ target }: { target: Target }) {
                     onConfirm={() => revoke.act(p.id, id)}
                   />
                 </Can>
+                <LimitsOf principal={p} subjectId={id} who={names.get(id) ?? id} />
               </li>
             ))}
             {p.teamIds.map((id) => (
               <li key={id}>team {id}</li>
             ))}
             {p.serviceAccountIds.map((id) => (
-              <li key={id}>service account {id}</li>
+              <li key={id}>
+                service account {id} <LimitsOf principal={p} subjectId={id} who={`service account ${id}`} />
+              </li>
             ))}
           </ul>
           <Can access={access} need="principals.manage" doing="" quiet>

@@ -28,6 +28,7 @@ export const auditActions = [
   "certificate.sign_ssh_host",
   "certificate.sign_ssh_user",
   "certificate.sign_x509",
+  "certificate.use_refused",
   "certificate_authority.create",
   "certificate_authority.delete",
   "certificate_authority.rollover",

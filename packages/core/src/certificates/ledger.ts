@@ -20,6 +20,7 @@ import {
 import * as z from "zod";
 import { InvalidArgumentError, NotFoundError } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
+import { toCertificateLimitsMessage } from "../principals/grant-limits.js";
 import type {
   IssuedCertificateKind,
   IssuedCertificateRecord,
@@ -72,6 +73,8 @@ export function toIssuedCertificateMessage(
     ...(revokedAt !== null && { revokedAt: timestampFromDate(revokedAt) }),
     revocationReason: reasonToWire[entry.revocationReason ?? "unspecified"],
     revokedBy: entry.revokedBy ?? "",
+    ...(entry.limits && { limits: toCertificateLimitsMessage(entry.limits) }),
+    singleUse: entry.singleUse === true,
   };
 }
 

@@ -7,6 +7,8 @@
  * 4. authorise: the sign options for this subject and authority;
  * 5. key: parsed strictly (`invalid_argument`), its type allowed by the authority;
  * 6. options: template, backdating, lifetime (clamped to the maximum and the authority's end);
+ *    A user certificate for a `login` of the target is signed under the caller's grant of that
+ *    login and carries its limits (issuance/limits.ts);
  * 7. serial (random uint64, unique per authority) and key id (`wap:<workspace>:<requester
  *    type>:<requester id>:<ledger id>`), signed by the cached signer of the current key;
  * 8. record: ledger entry and audit event, group-committed; the answer waits for the commit.
@@ -28,12 +30,22 @@ import {
   parseSshPublicKey,
   SshKeyParseError,
 } from "../crypto/ssh/parse-public-key.js";
-import { PlatformError } from "../errors.js";
+import { InvalidArgumentError, PermissionDeniedError, PlatformError } from "../errors.js";
 import { defineOperation, type OperationCall } from "../operations/operation.js";
+import { type GrantLimitsInput, grantLimitsInput, grantPrincipal } from "../principals/grant-limits.js";
 import type { IssuedCertificateRecord } from "../storage/certificates.js";
-import { certificateTtlBounds } from "../validation/bounds.js";
+import type { SubjectRef } from "../storage/principals.js";
+import { certificateTtlBounds, principalUsername } from "../validation/bounds.js";
 import { parseField } from "../validation/parse.js";
 import { durationSeconds, enumValue, text, uuid } from "../validation/rules.js";
+import {
+  type ChosenGrant,
+  chooseGrant,
+  grantLimitsOption,
+  grantsOfLogin,
+  singleUseOption,
+  skKeysOnlyOption,
+} from "./issuance/limits.js";
 import { grantedLifetime } from "./issuance/options.js";
 import { applySignOptions } from "./issuance/pipeline.js";
 import {
@@ -91,6 +103,57 @@ async function recordUse(
   });
 }
 
+/** Whether `login` and `limits` may be sent, and the grant a user certificate for a login is signed under. */
+async function underGrant(
+  call: Pick<OperationCall<unknown>, "services" | "workspace" | "now" | "ctx"> & {
+    readonly input: { readonly login?: string | undefined; readonly limits?: GrantLimitsInput | undefined };
+  },
+  type: SshCertificateType,
+  targetId: string | undefined,
+): Promise<ChosenGrant | undefined> {
+  const { input, ctx } = call;
+  const field = (name: string, description: string) =>
+    new InvalidArgumentError(`invalid request: ${name}: ${description}`, {
+      violations: [{ field: name, description }],
+    });
+  if (input.login === undefined) {
+    if (input.limits !== undefined) throw field("limits", "needs login: limits narrow a grant of a login");
+    return undefined;
+  }
+  if (type !== "user") throw field("login", "is only for user certificates");
+  if (targetId === undefined) throw field("targetId", "is required with login");
+  const caller = ctx.caller;
+  if (caller.kind !== "user" && caller.kind !== "service_account") return undefined;
+  const subject: SubjectRef =
+    caller.kind === "user"
+      ? { kind: "user", id: caller.userId }
+      : { kind: "service_account", id: caller.serviceAccountId };
+  const grants = await grantsOfLogin(call.services.storage, {
+    workspaceId: call.workspace.workspaceId,
+    targetId,
+    login: input.login,
+    subject,
+    at: call.now,
+  });
+  if (grants.length === 0) {
+    throw new PermissionDeniedError(`you hold no grant of login '${input.login}' on this target now`, {
+      reason: "NO_GRANT_OF_LOGIN",
+    });
+  }
+  return chooseGrant(grants, input.limits, ctx.ipAddress);
+}
+
+/** The target a single-use certificate is bound to: user certificates naming a target only. */
+function singleUseTarget(type: SshCertificateType, targetId: string | undefined): string {
+  const field = (name: string, description: string) =>
+    new InvalidArgumentError(`invalid request: ${name}: ${description}`, {
+      violations: [{ field: name, description }],
+    });
+  if (type !== "user") throw field("singleUse", "is only for user certificates");
+  if (targetId === undefined) throw field("targetId", "is required for single-use certificates");
+  return targetId;
+}
+
 export const signSshCertificate = defineOperation({
   method: CertificateService.method.signSSHCertificate,
   // Whoever may see the workspace's authorities may ask for a user certificate naming themselves;
@@ -108,6 +171,9 @@ export const signSshCertificate = defineOperation({
     type: enumValue(SignSSHCertificateRequest_CertificateTypeSchema, { definedOnly: true }).optional(),
     publicKey: text({ min: 1, max: 10_000, controlCharacters: "allowed" }),
     ttl: durationSeconds(certificateTtlBounds).optional(),
+    login: principalUsername.optional(),
+    limits: grantLimitsInput.optional(),
+    singleUse: z.boolean().optional(),
   }),
   async run(call) {
     const { input, ctx, workspace, services, now } = call;
@@ -133,6 +199,19 @@ export const signSshCertificate = defineOperation({
         ? await approvalFor(storage, workspaceId, subject.target.id, ctx.caller.userId, now)
         : null;
     if (approval) options.push(approvalWindow(approval));
+    const chosen = await underGrant(call, type, subject.target?.id);
+    if (chosen) {
+      options.push(
+        skKeysOnlyOption(chosen.limits),
+        grantLimitsOption({
+          principal: grantPrincipal(subject.subjectId, chosen.grant),
+          limits: chosen.limits,
+          ca,
+        }),
+      );
+    }
+    const singleUse = input.singleUse === true;
+    if (singleUse) options.push(singleUseOption(singleUseTarget(type, subject.target?.id)));
     const key = parsePublicKeyField(input.publicKey);
     const draft = applySignOptions<ParsedSshPublicKey, SshDraft>(options, key, {
       type,
@@ -180,6 +259,8 @@ export const signSshCertificate = defineOperation({
         targetId: subject.target?.id ?? null,
         keyId,
         createdAt: now,
+        ...(chosen?.limits && { limits: chosen.limits }),
+        ...(singleUse && { singleUse }),
       };
       // Nothing is recorded for a caller that has gone away.
       throwIfCancelled(ctx);

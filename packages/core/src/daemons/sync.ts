@@ -26,6 +26,7 @@ import { DaemonService } from "@wap/api";
 import * as z from "zod";
 import { UnauthenticatedError } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
+import { certificatePrincipalsOf } from "../principals/certificate-principals.js";
 import { loginsOf } from "../principals/subjects.js";
 import type { Repositories } from "../storage/storage.js";
 import type { TargetRecord } from "../storage/targets.js";
@@ -34,6 +35,7 @@ import { endpointLimits } from "../validation/bounds.js";
 import { parseEndpoint } from "../validation/endpoint.js";
 import { text } from "../validation/rules.js";
 import { statusToWire } from "./operations.js";
+import { auditRefusals, refusedCertificatesInput } from "./refused-certificates.js";
 
 /** Our own bounds where the contract sets none, so no report can make a row unbounded. */
 export const syncLimits = {
@@ -128,6 +130,7 @@ export const syncDaemon = defineOperation({
       .max(syncLimits.users, `at most ${syncLimits.users} users`),
     privateIps: z.array(endpoint).max(syncLimits.endpoints, `at most ${syncLimits.endpoints} addresses`),
     metadata,
+    refusedCertificates: refusedCertificatesInput,
   }),
   async run({ input, services, now, ctx, audit }) {
     if (ctx.caller.kind !== "daemon") throw new UnauthenticatedError("this call is for daemons");
@@ -158,6 +161,7 @@ export const syncDaemon = defineOperation({
       // A report that changes what others see of the daemon or its target is audited; the
       // periodic report that changes nothing is not (it would flood the log).
       if (changed) await audit(tx, { action: "daemon.sync", resource: `daemon:${daemonId}`, workspaceId });
+      if (target) await auditRefusals(tx, audit, target, input.refusedCertificates);
       const principals =
         daemon.status === "accepted" && target
           ? await principalMapOf(tx, workspaceId, target.id, now)
@@ -167,7 +171,13 @@ export const syncDaemon = defineOperation({
         principals: Object.fromEntries(principals),
         syncedAt: now,
       });
-      return { daemon, principals };
+      // What the daemon enforces names each grant's certificate principal; what is stored, and what
+      // sessions compare with, stays the subject ids.
+      const enforced =
+        target === null || principals.size === 0
+          ? principals
+          : await certificatePrincipalsOf(tx, workspaceId, target.id, principals, now);
+      return { daemon, principals: enforced };
     });
     return {
       status: statusToWire[result.daemon.status],

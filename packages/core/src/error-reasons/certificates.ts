@@ -55,6 +55,24 @@ export const certificateReasons = {
     code: "failed_precondition",
     description: "The target trusts another authority than the one named; sign with the target's authority.",
   },
+  LIMITS_EXCEED_GRANT: {
+    code: "invalid_argument",
+    description:
+      "The request asks for more than the caller's grant of the login allows (a forwarding, the PTY, an address, a command, or without a requirement of the grant); ask for less.",
+  },
+  SOURCE_ADDRESS_NOT_ALLOWED: {
+    code: "permission_denied",
+    description:
+      "The grant pins certificates to the caller's address, and that address lies outside the blocks the grant allows; connect from an allowed network.",
+  },
+  NO_GRANT_OF_LOGIN: {
+    code: "permission_denied",
+    description: "The caller holds no grant of this login on the target now; ask for access first.",
+  },
+  SK_KEY_REQUIRED: {
+    code: "invalid_argument",
+    description: "The grant signs only sk- (FIDO hardware) keys; send such a key.",
+  },
   KEY_TYPE_NOT_ALLOWED: {
     code: "invalid_argument",
     description: "The key type is not allowed by the workspace's issuance policy; use an allowed key type.",

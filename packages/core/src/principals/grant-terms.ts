@@ -22,6 +22,7 @@ import type { Repositories } from "../storage/storage.js";
 import { teamNotFound } from "../teams/operations.js";
 import { approvalLimits } from "../validation/bounds.js";
 import { durationSeconds, enumValue, timestamp, uuid } from "../validation/rules.js";
+import { type GrantLimitsInput, grantLimitsInput, limitsOf, toGrantLimitsMessage } from "./grant-limits.js";
 
 const noRepeats = (values: readonly string[], ctx: z.RefinementCtx) => {
   const seen = new Set<string>();
@@ -72,12 +73,14 @@ export const grantTermsInput = {
   kind: enumValue(GrantKindSchema, { definedOnly: true }).optional(),
   validUntil: timestamp.optional(),
   approval: approvalInput.optional(),
+  limits: grantLimitsInput.optional(),
 };
 
 type TermsInput = {
   kind?: number | undefined;
   validUntil?: Date | undefined;
   approval?: z.output<typeof approvalInput> | undefined;
+  limits?: GrantLimitsInput | undefined;
 };
 
 const invalid = (field: string, description: string) =>
@@ -90,6 +93,16 @@ const invalid = (field: string, description: string) =>
  * time-bound grant must end after `now`, and approver teams must be teams of the workspace.
  */
 export async function termsOf(
+  repos: Repositories,
+  workspaceId: string,
+  input: TermsInput,
+  now: Date,
+): Promise<GrantTerms> {
+  const terms = await kindTermsOf(repos, workspaceId, input, now);
+  return input.limits === undefined ? terms : { ...terms, limits: limitsOf(input.limits) };
+}
+
+async function kindTermsOf(
   repos: Repositories,
   workspaceId: string,
   input: TermsInput,
@@ -127,17 +140,7 @@ export async function termsOf(
   return { kind: "standing" };
 }
 
-/** Whether a grant by itself lets its subject in at `at` (on-request grants need an approved request). */
-export function grantLetsIn(grant: GrantTerms, at: Date): boolean {
-  switch (grant.kind) {
-    case "standing":
-      return true;
-    case "time_bound":
-      return at.getTime() < grant.validUntil.getTime();
-    case "on_request":
-      return false;
-  }
-}
+export { grantLetsIn } from "./grant-window.js";
 
 const kindToWire = {
   standing: GrantKind.STANDING,
@@ -168,5 +171,6 @@ export function toGrantMessage(grant: GrantRecord): MessageInitShape<typeof Gran
     createdAt: timestampFromDate(grant.createdAt),
     ...(grant.kind === "time_bound" && { validUntil: timestampFromDate(grant.validUntil) }),
     ...(approval && { approval }),
+    ...(grant.limits && { limits: toGrantLimitsMessage(grant.limits) }),
   };
 }

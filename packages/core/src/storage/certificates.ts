@@ -16,6 +16,20 @@ export type RevocationReasonName =
   | "privilege_withdrawn";
 
 /** One entry of the issuance ledger: a certificate the platform signed. Only revocation changes it. */
+/** The limits an SSH user certificate carries (principals/grant-limits.ts). */
+export interface CertificateLimits {
+  /** source-address, as written; empty: anywhere. */
+  readonly sourceAddresses: readonly string[];
+  readonly permitPortForwarding: boolean;
+  readonly permitAgentForwarding: boolean;
+  readonly permitX11Forwarding: boolean;
+  readonly permitPty: boolean;
+  readonly verifyRequired: boolean;
+  readonly skKeysOnly: boolean;
+  /** The command allowlist; empty: any. */
+  readonly commands: readonly string[];
+}
+
 export interface IssuedCertificateRecord {
   readonly id: string;
   readonly workspaceId: string;
@@ -41,6 +55,13 @@ export interface IssuedCertificateRecord {
   /** The SSH key id, or the X.509 subject; identifies the request in sshd and TLS logs. */
   readonly keyId: string;
   readonly createdAt: Date;
+  /**
+   * SSH user certificates signed under a grant with limits: what the certificate allows, with the
+   * source addresses as written into it. Absent otherwise.
+   */
+  readonly limits?: CertificateLimits | null;
+  /** Set (true) on SSH user certificates valid once, on `targetId` only. */
+  readonly singleUse?: boolean;
   /** Set once, when the certificate is revoked; revocation is final. */
   readonly revokedAt?: Date | null;
   readonly revocationReason?: RevocationReasonName | null;

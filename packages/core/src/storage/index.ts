@@ -48,6 +48,7 @@ export type {
   RotationPhase,
 } from "./certificate-authorities.js";
 export type {
+  CertificateLimits,
   IssuedCertificateFilter,
   IssuedCertificateKind,
   IssuedCertificateRecord,
@@ -122,6 +123,7 @@ export type {
 export type {
   ApprovalPolicy,
   GrantKind,
+  GrantLimits,
   GrantRecord,
   GrantTerms,
   PrincipalFilter,

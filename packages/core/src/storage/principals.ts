@@ -39,11 +39,36 @@ export interface ApprovalPolicy {
   readonly reasonRequired: boolean;
 }
 
-/** The terms of one grant: its kind, and the end or the approval policy that kind needs. */
-export type GrantTerms =
+/**
+ * What an SSH certificate signed under a grant may allow (principals/grant-limits.ts). Everything
+ * is off unless allowed here; sshd enforces each.
+ */
+export interface GrantLimits {
+  /** source-address is the client address the server saw at issuance (within `sourceCidrs` if set). */
+  readonly pinClientAddress: boolean;
+  /** Addresses or CIDR blocks connections may come from, normalised; empty: anywhere. */
+  readonly sourceCidrs: readonly string[];
+  readonly permitPortForwarding: boolean;
+  readonly permitAgentForwarding: boolean;
+  readonly permitX11Forwarding: boolean;
+  readonly permitPty: boolean;
+  /** `verify-required`: FIDO keys must verify the user (PIN or biometrics). */
+  readonly verifyRequired: boolean;
+  /** Only sk- (FIDO hardware) keys are signed. */
+  readonly skKeysOnly: boolean;
+  /** The commands allowed; empty: any. */
+  readonly commands: readonly string[];
+}
+
+/**
+ * The terms of one grant: its kind, and the end or the approval policy that kind needs; its
+ * limits when it has any (none: certificates carry the authority's own options).
+ */
+export type GrantTerms = (
   | { readonly kind: "standing" }
   | { readonly kind: "time_bound"; readonly validUntil: Date }
-  | { readonly kind: "on_request"; readonly approval: ApprovalPolicy };
+  | { readonly kind: "on_request"; readonly approval: ApprovalPolicy }
+) & { readonly limits?: GrantLimits | undefined };
 
 /** One subject's grant of a principal. */
 export type GrantRecord = GrantTerms & { readonly subject: SubjectRef; readonly createdAt: Date };

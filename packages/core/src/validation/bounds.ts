@@ -106,6 +106,13 @@ export const approvalLimits = {
   approverTeams: 50,
   approvals: { min: 1, max: 10 },
 } as const;
+/** Grant limits: at most 32 source addresses (each up to an IPv6 CIDR's length) and 32 commands of 1 to 1024 characters. */
+export const grantLimitBounds = {
+  cidrs: 32,
+  cidrLength: 64,
+  commands: 32,
+  commandLength: 1024,
+} as const;
 /** A target endpoint (endpoint.ts): a host name or an IP address with an optional port. */
 export const endpoint = text({
   min: 1,

@@ -4,6 +4,7 @@
  * @module
  */
 import type {
+  CertificateLimits,
   IssuedCertificateFilter,
   IssuedCertificateRecord,
   IssuedCertificateRepository,
@@ -48,6 +49,8 @@ export function issuedCertificateToRow(c: IssuedCertificateRecord): Insertable<I
     revoked_at: fromDateOrNull(c.revokedAt ?? null),
     revocation_reason: c.revocationReason ?? null,
     revoked_by: c.revokedBy ?? null,
+    limits: c.limits ? toJson(c.limits) : null,
+    single_use: c.singleUse ? 1 : 0,
   };
 }
 
@@ -68,6 +71,8 @@ function rowToIssuedCertificate(r: Selectable<IssuedCertificatesTable>): IssuedC
     targetId: r.target_id,
     keyId: r.key_id,
     createdAt: toDate(r.created_at),
+    ...(r.limits !== null && r.limits !== undefined && { limits: JSON.parse(r.limits) as CertificateLimits }),
+    ...(Number(r.single_use) === 1 && { singleUse: true }),
     // Revocation fields only on revoked entries, as every adapter's read path returns them.
     ...(r.revoked_at !== null &&
       r.revoked_at !== undefined && {

@@ -5,6 +5,7 @@
  */
 import type {
   ApprovalPolicy,
+  GrantLimits,
   GrantRecord,
   GrantTerms,
   PrincipalFilter,
@@ -39,8 +40,10 @@ function rowToGrant(g: Selectable<PrincipalSubjectsTable>): GrantRecord {
         ? { kind: "team", id: g.team_id }
         : { kind: "service_account", id: g.service_account_id as string };
   const createdAt = toDate(g.created_at);
+  const limits =
+    g.limits === null || g.limits === undefined ? {} : { limits: JSON.parse(g.limits) as GrantLimits };
   if (g.grant_kind === "time_bound" && g.valid_until !== null) {
-    return { kind: "time_bound", validUntil: toDate(g.valid_until), subject, createdAt };
+    return { kind: "time_bound", validUntil: toDate(g.valid_until), subject, createdAt, ...limits };
   }
   if (g.grant_kind === "on_request" && g.approval_policy !== null) {
     return {
@@ -48,9 +51,10 @@ function rowToGrant(g: Selectable<PrincipalSubjectsTable>): GrantRecord {
       approval: JSON.parse(g.approval_policy) as ApprovalPolicy,
       subject,
       createdAt,
+      ...limits,
     };
   }
-  return { kind: "standing", subject, createdAt };
+  return { kind: "standing", subject, createdAt, ...limits };
 }
 
 /** The columns that hold a grant's terms. */
@@ -59,6 +63,7 @@ function termsColumns(terms: GrantTerms) {
     grant_kind: terms.kind,
     valid_until: fromDateOrNull(terms.kind === "time_bound" ? terms.validUntil : null),
     approval_policy: terms.kind === "on_request" ? toJson(terms.approval) : null,
+    limits: terms.limits ? toJson(terms.limits) : null,
   };
 }
 

@@ -181,6 +181,20 @@ export function hostPrincipalsOf(
   return [...new Set([target.id, ...usable])];
 }
 
+/** A host key is never a security key: a host cannot touch a token at every connection. */
+const noSecurityKeyHosts: SshSignOption = {
+  kind: "key",
+  name: "no-security-key-hosts",
+  check(key) {
+    if (!key.algorithm.startsWith("sk-")) return;
+    const description = "a host key cannot be a security-key (sk-) key";
+    throw new InvalidArgumentError(`invalid request: publicKey: ${description}`, {
+      reason: "INVALID_PUBLIC_KEY",
+      violations: [{ field: "publicKey", description }],
+    });
+  },
+};
+
 /** The options a certificate for `subject` from `ca` is issued under. */
 export function authorizeSshSign(params: {
   readonly subject: SshSubject;
@@ -217,6 +231,7 @@ export function authorizeSshSign(params: {
       };
   return [
     allowedKeyTypes<ParsedSshPublicKey>(ca.allowedKeyTypes, "publicKey", (key) => key.keyType),
+    ...(user ? [] : [noSecurityKeyHosts]),
     template,
     backdate(now),
     lifetime({

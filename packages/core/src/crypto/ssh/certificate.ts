@@ -328,7 +328,8 @@ export function sshCertificateSignerOf(caKey: CaSigningKey): SshCertificateSigne
       if (typeCode === undefined) throw new TypeError(`unknown certificate type ${String(params.type)}`);
       const comment = params.comment ?? publicKey.comment;
       if (/[\r\n\0]/.test(comment)) throw new TypeError("comment must not contain line breaks or NUL");
-      const certType = `${publicKey.algorithm}-cert-v01@openssh.com`;
+      // sk-ssh-ed25519@openssh.com becomes sk-ssh-ed25519-cert-v01@openssh.com.
+      const certType = `${publicKey.algorithm.replace(/@openssh\.com$/, "")}-cert-v01@openssh.com`;
 
       out.reset();
       out.text(certType);

@@ -10,9 +10,15 @@ import { decodeBase64Lenient } from "../../lib/base64.js";
 import { fromUtf8, toHex } from "../../lib/bytes.js";
 import { SshReader } from "../../lib/ssh-wire.js";
 
+/**
+ * Security-key (FIDO) keys: an Ed25519 or P-256 key held by a hardware token, with the
+ * application it was made for (`ssh:` and more). Signed for user certificates only.
+ */
+export type SkKeyAlgorithm = "sk-ssh-ed25519@openssh.com" | "sk-ecdsa-sha2-nistp256@openssh.com";
+
 /** A validated SSH public key. */
 export interface ParsedSshPublicKey {
-  readonly algorithm: SshKeyAlgorithm;
+  readonly algorithm: SshKeyAlgorithm | SkKeyAlgorithm;
   readonly keyType: "ed25519" | "ecdsa" | "rsa";
   /** 256 for Ed25519, the curve size for ECDSA, the modulus length for RSA. */
   readonly bits: number;
@@ -68,7 +74,9 @@ const curveParams: Readonly<Record<EcdsaAlgorithm, { p: bigint; b: bigint }>> = 
   },
 };
 
-const supported: ReadonlySet<string> = new Set<SshKeyAlgorithm>([
+const supported: ReadonlySet<string> = new Set<SshKeyAlgorithm | SkKeyAlgorithm>([
+  "sk-ssh-ed25519@openssh.com",
+  "sk-ecdsa-sha2-nistp256@openssh.com",
   "ssh-ed25519",
   "ecdsa-sha2-nistp256",
   "ecdsa-sha2-nistp384",
@@ -82,7 +90,7 @@ function refusedType(type: string): string | undefined {
     return "certificates are not accepted here: send the plain public key (the .pub file, not -cert.pub)";
   }
   if (type.startsWith("sk-")) {
-    return `security-key (FIDO) keys such as ${clip(type)} are not supported: use an ed25519, ecdsa or rsa key`;
+    return `security-key (FIDO) keys of type ${clip(type)} are not supported: use sk-ssh-ed25519@openssh.com or sk-ecdsa-sha2-nistp256@openssh.com`;
   }
   if (type === "ssh-dss") return "DSA (ssh-dss) keys are not supported: use an ed25519, ecdsa or rsa key";
   if (type.startsWith("ecdsa-sha2-")) return `unsupported ECDSA curve in key type ${clip(type)}`;
@@ -170,8 +178,21 @@ function parseRsa(r: SshReader): BlobFields {
   return { keyType: "rsa", bits };
 }
 
+/** The longest application a security key may name (OpenSSH's own limit is far above real ones). */
+const MAX_APPLICATION_LENGTH = 255;
+
+/** A security key's application: `ssh:` and printable ASCII, as `ssh-keygen -O application=` requires. */
+function parseApplication(r: SshReader, algorithm: string): void {
+  const application = fromUtf8(r.string());
+  if (!/^ssh:[\x21-\x7e]*$/.test(application) || application.length > MAX_APPLICATION_LENGTH) {
+    fail(
+      `${algorithm} key's application must be "ssh:" and at most ${MAX_APPLICATION_LENGTH} printable characters`,
+    );
+  }
+}
+
 /** Validates a wire-format blob whose outer line named `algorithm`. */
-function parseBlob(blob: Uint8Array, algorithm: SshKeyAlgorithm): BlobFields {
+function parseBlob(blob: Uint8Array, algorithm: SshKeyAlgorithm | SkKeyAlgorithm): BlobFields {
   const r = new SshReader(blob);
   const inner = r.string();
   const innerName = fromUtf8(inner);
@@ -184,6 +205,14 @@ function parseBlob(blob: Uint8Array, algorithm: SshKeyAlgorithm): BlobFields {
       break;
     case "ssh-rsa":
       fields = parseRsa(r);
+      break;
+    case "sk-ssh-ed25519@openssh.com":
+      fields = parseEd25519(r);
+      parseApplication(r, algorithm);
+      break;
+    case "sk-ecdsa-sha2-nistp256@openssh.com":
+      fields = parseEcdsa(r, "ecdsa-sha2-nistp256");
+      parseApplication(r, algorithm);
       break;
     default:
       fields = parseEcdsa(r, algorithm);
@@ -212,7 +241,7 @@ function parseLine(line: string): ParsedSshPublicKey {
     }
     fail(`unsupported or unrecognised key type "${clip(type)}"`);
   }
-  const algorithm = type as SshKeyAlgorithm;
+  const algorithm = type as SshKeyAlgorithm | SkKeyAlgorithm;
 
   const encoded = tokens[1];
   if (encoded === undefined) fail(`missing base64 key data after ${algorithm}`);
@@ -237,8 +266,9 @@ function parseLine(line: string): ParsedSshPublicKey {
 /**
  * Parses one public key in authorized_keys / `.pub` form, `<type> <base64> [comment]`, with
  * surrounding whitespace (a trailing newline) allowed. Supported: ssh-ed25519,
- * ecdsa-sha2-nistp256/384/521 and ssh-rsa with at least 2048 bits. Refused with a reason:
- * certificates, sk- (FIDO) keys, DSA, authorized_keys options, and any malformed key data.
+ * ecdsa-sha2-nistp256/384/521, ssh-rsa with at least 2048 bits, and the security-key (FIDO)
+ * sk-ssh-ed25519 and sk-ecdsa-sha2-nistp256 with an `ssh:` application. Refused with a reason:
+ * certificates, other sk- keys, DSA, authorized_keys options, and any malformed key data.
  *
  * @throws {SshKeyParseError} for every input that is not such a key, and never any other error.
  *

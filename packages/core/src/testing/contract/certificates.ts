@@ -48,8 +48,22 @@ function issuanceLedger(ctx: ContractContext): void {
         principals: ["alice", "DNS:alice.example.com", "IP:2001:db8::1", "email:alice@example.com"],
         keyId: "CN=alice",
       });
-      for (const c of [user, host, x509]) await storage().issuedCertificates.insert(c);
-      for (const c of [user, host, x509]) {
+      const limited = anIssued(a.workspace.id, a.ca.id, {
+        serial: "42",
+        singleUse: true,
+        limits: {
+          sourceAddresses: ["127.0.0.1", "10.0.0.0/8"],
+          permitPortForwarding: false,
+          permitAgentForwarding: false,
+          permitX11Forwarding: false,
+          permitPty: true,
+          verifyRequired: false,
+          skKeysOnly: false,
+          commands: ["uptime"],
+        },
+      });
+      for (const c of [user, host, x509, limited]) await storage().issuedCertificates.insert(c);
+      for (const c of [user, host, x509, limited]) {
         expect(await storage().issuedCertificates.findBySerial(a.workspace.id, a.ca.id, c.serial)).toEqual(c);
       }
       expect(

@@ -102,6 +102,56 @@ function grants(c: ContractContext): void {
       expect(await s().principals.delete(ws, root.id)).toBe(false);
     });
 
+    test("principals: grant limits round-trip with grants of each kind, and a new grant replaces them", async () => {
+      const { ws, user, guest, target } = await seedAccess(c);
+      const p = aPrincipal(ws, target.id);
+      await s().principals.insert(p);
+      const limits = {
+        pinClientAddress: true,
+        sourceCidrs: ["10.0.0.0/8", "2001:db8::/32"],
+        permitPortForwarding: false,
+        permitAgentForwarding: true,
+        permitX11Forwarding: false,
+        permitPty: true,
+        verifyRequired: true,
+        skKeysOnly: false,
+        commands: ["uptime", "systemctl status nginx"],
+      };
+      await s().principals.addSubjects(ws, p.id, "user", [user.id], at(1), { kind: "standing", limits });
+      // On request rather than time-bound: the sweep of lapsed grants in another test is global.
+      const approval = {
+        maxDurationSeconds: 600,
+        approverRoles: ["admin"],
+        approverTeamIds: [],
+        approvalsRequired: 1,
+        reasonRequired: false,
+      };
+      await s().principals.addSubjects(ws, p.id, "user", [guest.id], at(2), {
+        kind: "on_request",
+        approval,
+        limits: { ...limits, commands: [] },
+      });
+      let [listed] = await s().principals.listByTargets(ws, [target.id]);
+      expect(listed?.grants).toEqual([
+        { kind: "standing", limits, subject: { kind: "user", id: user.id }, createdAt: at(1) },
+        {
+          kind: "on_request",
+          approval,
+          limits: { ...limits, commands: [] },
+          subject: { kind: "user", id: guest.id },
+          createdAt: at(2),
+        },
+      ]);
+      // Granted again without limits: the grant has none.
+      await s().principals.addSubjects(ws, p.id, "user", [user.id], at(3));
+      [listed] = await s().principals.listByTargets(ws, [target.id]);
+      expect(listed?.grants[0]).toEqual({
+        kind: "standing",
+        subject: { kind: "user", id: user.id },
+        createdAt: at(1),
+      });
+    });
+
     test("principals: grant terms round-trip, are replaced by a new grant, and lapsed time-bound grants are removed", async () => {
       const { ws, user, guest, target } = await seedAccess(c);
       const p = aPrincipal(ws, target.id);

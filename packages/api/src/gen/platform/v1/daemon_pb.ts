@@ -19,7 +19,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file platform/v1/daemon.proto.
  */
 export const file_platform_v1_daemon: GenFile = /*@__PURE__*/
-  fileDesc("ChhwbGF0Zm9ybS92MS9kYWVtb24ucHJvdG8SC3BsYXRmb3JtLnYxIjQKEEdldERhZW1vblJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIjgKEUdldERhZW1vblJlc3BvbnNlEiMKBmRhZW1vbhgBIAEoCzITLnBsYXRmb3JtLnYxLkRhZW1vbiKNAQoTVXBkYXRlRGFlbW9uUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSKQoGc3RhdHVzGAMgASgOMhkucGxhdGZvcm0udjEuRGFlbW9uU3RhdHVzEikKBmNvbmZpZxgEIAEoCzIZLnBsYXRmb3JtLnYxLkRhZW1vbkNvbmZpZyIWChRVcGRhdGVEYWVtb25SZXNwb25zZSI3ChNEZWxldGVEYWVtb25SZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSIWChREZWxldGVEYWVtb25SZXNwb25zZSKTAQoSTGlzdERhZW1vbnNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRINCgVsaW1pdBgCIAEoBRIOCgZvZmZzZXQYAyABKAUSDQoFcXVlcnkYBCABKAkSDgoGb25saW5lGAUgASgIEikKBnN0YXR1cxgGIAEoDjIZLnBsYXRmb3JtLnYxLkRhZW1vblN0YXR1cyJKChNMaXN0RGFlbW9uc1Jlc3BvbnNlEiQKB2RhZW1vbnMYASADKAsyEy5wbGF0Zm9ybS52MS5EYWVtb24SDQoFdG90YWwYAiABKAUiMQoZUmVmcmVzaEVucm9sbFRva2VuUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiWwoaUmVmcmVzaEVucm9sbFRva2VuUmVzcG9uc2USDQoFdG9rZW4YASABKAkSLgoKZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiMAoYUmV2b2tlRW5yb2xsVG9rZW5SZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCSIbChlSZXZva2VFbnJvbGxUb2tlblJlc3BvbnNlIj4KE0xpc3RTZXNzaW9uc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhEKCWRhZW1vbl9pZBgCIAEoCSJTChRMaXN0U2Vzc2lvbnNSZXNwb25zZRImCghzZXNzaW9ucxgBIAMoCzIULnBsYXRmb3JtLnYxLlNlc3Npb24SEwoLZGFlbW9uX25hbWUYAiABKAkiUQoUQ3JlYXRlU2Vzc2lvblJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhEKCWRhZW1vbl9pZBgCIAEoCRIQCgh1c2VybmFtZRgDIAEoCSJTChVDcmVhdGVTZXNzaW9uUmVzcG9uc2USJQoHc2Vzc2lvbhgBIAEoCzIULnBsYXRmb3JtLnYxLlNlc3Npb24SEwoLZGFlbW9uX25hbWUYAiABKAkiUgoTQ2xvc2VTZXNzaW9uUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEQoJZGFlbW9uX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkiFgoUQ2xvc2VTZXNzaW9uUmVzcG9uc2UiXQoTRW5yb2xsRGFlbW9uUmVxdWVzdBINCgV0b2tlbhgBIAEoCRINCgVjYV9pZBgCIAEoCRITCgthdXRoX21ldGhvZBgDIAEoCRITCgthdXRoX3B1YmtleRgEIAEoCSKhAQoURW5yb2xsRGFlbW9uUmVzcG9uc2USCgoCaWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEhEKCXRhcmdldF9pZBgDIAEoCRIpCgZzdGF0dXMYBCABKA4yGS5wbGF0Zm9ybS52MS5EYWVtb25TdGF0dXMSKQoGY29uZmlnGAUgASgLMhkucGxhdGZvcm0udjEuRGFlbW9uQ29uZmlnIqgBChFTeW5jRGFlbW9uUmVxdWVzdBINCgV1c2VycxgBIAMoCRITCgtwcml2YXRlX2lwcxgCIAMoCRI+CghtZXRhZGF0YRgDIAMoCzIsLnBsYXRmb3JtLnYxLlN5bmNEYWVtb25SZXF1ZXN0Lk1ldGFkYXRhRW50cnkaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIpsBChJTeW5jRGFlbW9uUmVzcG9uc2USKQoGc3RhdHVzGAEgASgOMhkucGxhdGZvcm0udjEuRGFlbW9uU3RhdHVzEikKBmNvbmZpZxgCIAEoCzIZLnBsYXRmb3JtLnYxLkRhZW1vbkNvbmZpZxIvCgpwcmluY2lwYWxzGAMgAygLMhsucGxhdGZvcm0udjEuUHJpbmNpcGFsVXNlcnMibQoOQ29ubmVjdFJlcXVlc3QSKwoJaGVhcnRiZWF0GAEgASgLMhYucGxhdGZvcm0udjEuSGVhcnRiZWF0SAASJwoEc3luYxgCIAEoCzIXLnBsYXRmb3JtLnYxLlN5bmNSZXBvcnRIAEIFCgNtc2ciqAEKD0Nvbm5lY3RSZXNwb25zZRIyCg1oZWFydGJlYXRfYWNrGAEgASgLMhkucGxhdGZvcm0udjEuSGVhcnRiZWF0QWNrSAASMQoMbm90aWZpY2F0aW9uGAIgASgLMhkucGxhdGZvcm0udjEuTm90aWZpY2F0aW9uSAASJwoHc2Vzc2lvbhgDIAEoCzIULnBsYXRmb3JtLnYxLlNlc3Npb25IAEIFCgNtc2ciggEKDlNlc3Npb25SZXF1ZXN0EioKBXJlYWR5GAEgASgLMhkucGxhdGZvcm0udjEuU2Vzc2lvblJlYWR5SAASEAoGc3Rkb3V0GAIgASgMSAASKwoGZXhpdGVkGAMgASgLMhkucGxhdGZvcm0udjEuU2Vzc2lvbkVuZGVkSABCBQoDbXNnIoMBCg9TZXNzaW9uUmVzcG9uc2USDwoFc3RkaW4YASABKAxIABIsCgZyZXNpemUYAiABKAsyGi5wbGF0Zm9ybS52MS5SZXNpemVSZXF1ZXN0SAASKgoFY2xvc2UYAyABKAsyGS5wbGF0Zm9ybS52MS5DbG9zZVJlcXVlc3RIAEIFCgNtc2ci5AIKBkRhZW1vbhIKCgJpZBgBIAEoCRIUCgx3b3Jrc3BhY2VfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIOCgZvbmxpbmUYBCABKAgSKQoGc3RhdHVzGAUgASgOMhkucGxhdGZvcm0udjEuRGFlbW9uU3RhdHVzEikKBmNvbmZpZxgGIAEoCzIZLnBsYXRmb3JtLnYxLkRhZW1vbkNvbmZpZxIzCghtZXRhZGF0YRgHIAMoCzIhLnBsYXRmb3JtLnYxLkRhZW1vbi5NZXRhZGF0YUVudHJ5Ei4KCnVwZGF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASInCgxEYWVtb25Db25maWcSFwoPcmVjb3JkX3Nlc3Npb25zGAEgASgIIi8KDlByaW5jaXBhbFVzZXJzEhAKCHVzZXJuYW1lGAEgASgJEgsKA2lkcxgCIAMoCSJACgdTZXNzaW9uEhIKCnNlc3Npb25faWQYASABKAkSEAoIdXNlcm5hbWUYAiABKAkSDwoHdXNlcl9pZBgDIAEoCSILCglIZWFydGJlYXQiDgoMSGVhcnRiZWF0QWNrIpoBCgpTeW5jUmVwb3J0Eg0KBXVzZXJzGAEgAygJEhMKC3ByaXZhdGVfaXBzGAIgAygJEjcKCG1ldGFkYXRhGAMgAygLMiUucGxhdGZvcm0udjEuU3luY1JlcG9ydC5NZXRhZGF0YUVudHJ5Gi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASK3AgoMTm90aWZpY2F0aW9uEjcKCmV2ZW50X3R5cGUYASABKA4yIy5wbGF0Zm9ybS52MS5Ob3RpZmljYXRpb24uRXZlbnRUeXBlEhEKCWRhZW1vbl9pZBgCIAEoCRIpCgZzdGF0dXMYAyABKA4yGS5wbGF0Zm9ybS52MS5EYWVtb25TdGF0dXMirwEKCUV2ZW50VHlwZRIaChZFVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASFQoRRVZFTlRfVFlQRV9TVEFUVVMQARIZChVFVkVOVF9UWVBFX1BSSU5DSVBBTFMQAhIbChdFVkVOVF9UWVBFX0NFUlRJRklDQVRFUxADEhsKF0VWRU5UX1RZUEVfU1lOQ19SRVFVRVNUEAQSGgoWRVZFTlRfVFlQRV9SRVZPQ0FUSU9OUxAFIlwKDFNlc3Npb25SZWFkeRISCgpzZXNzaW9uX2lkGAEgASgJEhUKDXJlcGxheV9idWZmZXIYAiABKAwSEAoIdXNlcm5hbWUYAyABKAkSDwoHdXNlcl9pZBgEIAEoCSIuCg1SZXNpemVSZXF1ZXN0Eg0KBXdpZHRoGAEgASgNEg4KBmhlaWdodBgCIAEoDSI4CgxTZXNzaW9uRW5kZWQSEQoJZXhpdF9jb2RlGAEgASgFEhUKDWVycm9yX21lc3NhZ2UYAiABKAkiHgoMQ2xvc2VSZXF1ZXN0Eg4KBnJlYXNvbhgBIAEoCSqAAQoMRGFlbW9uU3RhdHVzEh0KGURBRU1PTl9TVEFUVVNfVU5TUEVDSUZJRUQQABIZChVEQUVNT05fU1RBVFVTX1BFTkRJTkcQARIaChZEQUVNT05fU1RBVFVTX0FDQ0VQVEVEEAISGgoWREFFTU9OX1NUQVRVU19SRUpFQ1RFRBADMu8LCg1EYWVtb25TZXJ2aWNlEoEBCglHZXREYWVtb24SHS5wbGF0Zm9ybS52MS5HZXREYWVtb25SZXF1ZXN0Gh4ucGxhdGZvcm0udjEuR2V0RGFlbW9uUmVzcG9uc2UiNZACAYLT5JMCLBIqL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vZGFlbW9ucy97aWR9EooBCgxVcGRhdGVEYWVtb24SIC5wbGF0Zm9ybS52MS5VcGRhdGVEYWVtb25SZXF1ZXN0GiEucGxhdGZvcm0udjEuVXBkYXRlRGFlbW9uUmVzcG9uc2UiNYLT5JMCLzoBKjIqL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vZGFlbW9ucy97aWR9EocBCgxEZWxldGVEYWVtb24SIC5wbGF0Zm9ybS52MS5EZWxldGVEYWVtb25SZXF1ZXN0GiEucGxhdGZvcm0udjEuRGVsZXRlRGFlbW9uUmVzcG9uc2UiMoLT5JMCLCoqL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vZGFlbW9ucy97aWR9EoIBCgtMaXN0RGFlbW9ucxIfLnBsYXRmb3JtLnYxLkxpc3REYWVtb25zUmVxdWVzdBogLnBsYXRmb3JtLnYxLkxpc3REYWVtb25zUmVzcG9uc2UiMJACAYLT5JMCJxIlL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vZGFlbW9ucxKbAQoSUmVmcmVzaEVucm9sbFRva2VuEiYucGxhdGZvcm0udjEuUmVmcmVzaEVucm9sbFRva2VuUmVxdWVzdBonLnBsYXRmb3JtLnYxLlJlZnJlc2hFbnJvbGxUb2tlblJlc3BvbnNlIjSC0+STAi4iLC92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2Vucm9sbDpyZWZyZXNoEpcBChFSZXZva2VFbnJvbGxUb2tlbhIlLnBsYXRmb3JtLnYxLlJldm9rZUVucm9sbFRva2VuUmVxdWVzdBomLnBsYXRmb3JtLnYxLlJldm9rZUVucm9sbFRva2VuUmVzcG9uc2UiM4LT5JMCLSorL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vZW5yb2xsOnJldm9rZRKaAQoMTGlzdFNlc3Npb25zEiAucGxhdGZvcm0udjEuTGlzdFNlc3Npb25zUmVxdWVzdBohLnBsYXRmb3JtLnYxLkxpc3RTZXNzaW9uc1Jlc3BvbnNlIkWQAgGC0+STAjwSOi92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2RhZW1vbnMve2RhZW1vbl9pZH0vc2Vzc2lvbnMSnQEKDUNyZWF0ZVNlc3Npb24SIS5wbGF0Zm9ybS52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBoiLnBsYXRmb3JtLnYxLkNyZWF0ZVNlc3Npb25SZXNwb25zZSJFgtPkkwI/OgEqIjovdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9kYWVtb25zL3tkYWVtb25faWR9L3Nlc3Npb25zEqQBCgxDbG9zZVNlc3Npb24SIC5wbGF0Zm9ybS52MS5DbG9zZVNlc3Npb25SZXF1ZXN0GiEucGxhdGZvcm0udjEuQ2xvc2VTZXNzaW9uUmVzcG9uc2UiT4LT5JMCSSpHL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vZGFlbW9ucy97ZGFlbW9uX2lkfS9zZXNzaW9ucy97c2Vzc2lvbl9pZH0SUwoMRW5yb2xsRGFlbW9uEiAucGxhdGZvcm0udjEuRW5yb2xsRGFlbW9uUmVxdWVzdBohLnBsYXRmb3JtLnYxLkVucm9sbERhZW1vblJlc3BvbnNlEk0KClN5bmNEYWVtb24SHi5wbGF0Zm9ybS52MS5TeW5jRGFlbW9uUmVxdWVzdBofLnBsYXRmb3JtLnYxLlN5bmNEYWVtb25SZXNwb25zZTJgChREYWVtb25Db250cm9sU2VydmljZRJICgdDb25uZWN0EhsucGxhdGZvcm0udjEuQ29ubmVjdFJlcXVlc3QaHC5wbGF0Zm9ybS52MS5Db25uZWN0UmVzcG9uc2UoATABMmAKFERhZW1vblNlc3Npb25TZXJ2aWNlEkgKB1Nlc3Npb24SGy5wbGF0Zm9ybS52MS5TZXNzaW9uUmVxdWVzdBocLnBsYXRmb3JtLnYxLlNlc3Npb25SZXNwb25zZSgBMAFiCGVkaXRpb25zcOgH", [file_google_api_annotations, file_google_protobuf_timestamp]);
+  fileDesc("ChhwbGF0Zm9ybS92MS9kYWVtb24ucHJvdG8SC3BsYXRmb3JtLnYxIjQKEEdldERhZW1vblJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIjgKEUdldERhZW1vblJlc3BvbnNlEiMKBmRhZW1vbhgBIAEoCzITLnBsYXRmb3JtLnYxLkRhZW1vbiKNAQoTVXBkYXRlRGFlbW9uUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSKQoGc3RhdHVzGAMgASgOMhkucGxhdGZvcm0udjEuRGFlbW9uU3RhdHVzEikKBmNvbmZpZxgEIAEoCzIZLnBsYXRmb3JtLnYxLkRhZW1vbkNvbmZpZyIWChRVcGRhdGVEYWVtb25SZXNwb25zZSI3ChNEZWxldGVEYWVtb25SZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSIWChREZWxldGVEYWVtb25SZXNwb25zZSKTAQoSTGlzdERhZW1vbnNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRINCgVsaW1pdBgCIAEoBRIOCgZvZmZzZXQYAyABKAUSDQoFcXVlcnkYBCABKAkSDgoGb25saW5lGAUgASgIEikKBnN0YXR1cxgGIAEoDjIZLnBsYXRmb3JtLnYxLkRhZW1vblN0YXR1cyJKChNMaXN0RGFlbW9uc1Jlc3BvbnNlEiQKB2RhZW1vbnMYASADKAsyEy5wbGF0Zm9ybS52MS5EYWVtb24SDQoFdG90YWwYAiABKAUiMQoZUmVmcmVzaEVucm9sbFRva2VuUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiWwoaUmVmcmVzaEVucm9sbFRva2VuUmVzcG9uc2USDQoFdG9rZW4YASABKAkSLgoKZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiMAoYUmV2b2tlRW5yb2xsVG9rZW5SZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCSIbChlSZXZva2VFbnJvbGxUb2tlblJlc3BvbnNlIj4KE0xpc3RTZXNzaW9uc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhEKCWRhZW1vbl9pZBgCIAEoCSJTChRMaXN0U2Vzc2lvbnNSZXNwb25zZRImCghzZXNzaW9ucxgBIAMoCzIULnBsYXRmb3JtLnYxLlNlc3Npb24SEwoLZGFlbW9uX25hbWUYAiABKAkiUQoUQ3JlYXRlU2Vzc2lvblJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhEKCWRhZW1vbl9pZBgCIAEoCRIQCgh1c2VybmFtZRgDIAEoCSJTChVDcmVhdGVTZXNzaW9uUmVzcG9uc2USJQoHc2Vzc2lvbhgBIAEoCzIULnBsYXRmb3JtLnYxLlNlc3Npb24SEwoLZGFlbW9uX25hbWUYAiABKAkiUgoTQ2xvc2VTZXNzaW9uUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEQoJZGFlbW9uX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkiFgoUQ2xvc2VTZXNzaW9uUmVzcG9uc2UiXQoTRW5yb2xsRGFlbW9uUmVxdWVzdBINCgV0b2tlbhgBIAEoCRINCgVjYV9pZBgCIAEoCRITCgthdXRoX21ldGhvZBgDIAEoCRITCgthdXRoX3B1YmtleRgEIAEoCSKhAQoURW5yb2xsRGFlbW9uUmVzcG9uc2USCgoCaWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEhEKCXRhcmdldF9pZBgDIAEoCRIpCgZzdGF0dXMYBCABKA4yGS5wbGF0Zm9ybS52MS5EYWVtb25TdGF0dXMSKQoGY29uZmlnGAUgASgLMhkucGxhdGZvcm0udjEuRGFlbW9uQ29uZmlnIucBChFTeW5jRGFlbW9uUmVxdWVzdBINCgV1c2VycxgBIAMoCRITCgtwcml2YXRlX2lwcxgCIAMoCRI+CghtZXRhZGF0YRgDIAMoCzIsLnBsYXRmb3JtLnYxLlN5bmNEYWVtb25SZXF1ZXN0Lk1ldGFkYXRhRW50cnkSPQoUcmVmdXNlZF9jZXJ0aWZpY2F0ZXMYBCADKAsyHy5wbGF0Zm9ybS52MS5SZWZ1c2VkQ2VydGlmaWNhdGUaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBImQKElJlZnVzZWRDZXJ0aWZpY2F0ZRIOCgZzZXJpYWwYASABKAkSDgoGcmVhc29uGAIgASgJEi4KCnJlZnVzZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpsBChJTeW5jRGFlbW9uUmVzcG9uc2USKQoGc3RhdHVzGAEgASgOMhkucGxhdGZvcm0udjEuRGFlbW9uU3RhdHVzEikKBmNvbmZpZxgCIAEoCzIZLnBsYXRmb3JtLnYxLkRhZW1vbkNvbmZpZxIvCgpwcmluY2lwYWxzGAMgAygLMhsucGxhdGZvcm0udjEuUHJpbmNpcGFsVXNlcnMibQoOQ29ubmVjdFJlcXVlc3QSKwoJaGVhcnRiZWF0GAEgASgLMhYucGxhdGZvcm0udjEuSGVhcnRiZWF0SAASJwoEc3luYxgCIAEoCzIXLnBsYXRmb3JtLnYxLlN5bmNSZXBvcnRIAEIFCgNtc2ciqAEKD0Nvbm5lY3RSZXNwb25zZRIyCg1oZWFydGJlYXRfYWNrGAEgASgLMhkucGxhdGZvcm0udjEuSGVhcnRiZWF0QWNrSAASMQoMbm90aWZpY2F0aW9uGAIgASgLMhkucGxhdGZvcm0udjEuTm90aWZpY2F0aW9uSAASJwoHc2Vzc2lvbhgDIAEoCzIULnBsYXRmb3JtLnYxLlNlc3Npb25IAEIFCgNtc2ciggEKDlNlc3Npb25SZXF1ZXN0EioKBXJlYWR5GAEgASgLMhkucGxhdGZvcm0udjEuU2Vzc2lvblJlYWR5SAASEAoGc3Rkb3V0GAIgASgMSAASKwoGZXhpdGVkGAMgASgLMhkucGxhdGZvcm0udjEuU2Vzc2lvbkVuZGVkSABCBQoDbXNnIoMBCg9TZXNzaW9uUmVzcG9uc2USDwoFc3RkaW4YASABKAxIABIsCgZyZXNpemUYAiABKAsyGi5wbGF0Zm9ybS52MS5SZXNpemVSZXF1ZXN0SAASKgoFY2xvc2UYAyABKAsyGS5wbGF0Zm9ybS52MS5DbG9zZVJlcXVlc3RIAEIFCgNtc2ci5AIKBkRhZW1vbhIKCgJpZBgBIAEoCRIUCgx3b3Jrc3BhY2VfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIOCgZvbmxpbmUYBCABKAgSKQoGc3RhdHVzGAUgASgOMhkucGxhdGZvcm0udjEuRGFlbW9uU3RhdHVzEikKBmNvbmZpZxgGIAEoCzIZLnBsYXRmb3JtLnYxLkRhZW1vbkNvbmZpZxIzCghtZXRhZGF0YRgHIAMoCzIhLnBsYXRmb3JtLnYxLkRhZW1vbi5NZXRhZGF0YUVudHJ5Ei4KCnVwZGF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASInCgxEYWVtb25Db25maWcSFwoPcmVjb3JkX3Nlc3Npb25zGAEgASgIIi8KDlByaW5jaXBhbFVzZXJzEhAKCHVzZXJuYW1lGAEgASgJEgsKA2lkcxgCIAMoCSJACgdTZXNzaW9uEhIKCnNlc3Npb25faWQYASABKAkSEAoIdXNlcm5hbWUYAiABKAkSDwoHdXNlcl9pZBgDIAEoCSILCglIZWFydGJlYXQiDgoMSGVhcnRiZWF0QWNrIpoBCgpTeW5jUmVwb3J0Eg0KBXVzZXJzGAEgAygJEhMKC3ByaXZhdGVfaXBzGAIgAygJEjcKCG1ldGFkYXRhGAMgAygLMiUucGxhdGZvcm0udjEuU3luY1JlcG9ydC5NZXRhZGF0YUVudHJ5Gi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASK3AgoMTm90aWZpY2F0aW9uEjcKCmV2ZW50X3R5cGUYASABKA4yIy5wbGF0Zm9ybS52MS5Ob3RpZmljYXRpb24uRXZlbnRUeXBlEhEKCWRhZW1vbl9pZBgCIAEoCRIpCgZzdGF0dXMYAyABKA4yGS5wbGF0Zm9ybS52MS5EYWVtb25TdGF0dXMirwEKCUV2ZW50VHlwZRIaChZFVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASFQoRRVZFTlRfVFlQRV9TVEFUVVMQARIZChVFVkVOVF9UWVBFX1BSSU5DSVBBTFMQAhIbChdFVkVOVF9UWVBFX0NFUlRJRklDQVRFUxADEhsKF0VWRU5UX1RZUEVfU1lOQ19SRVFVRVNUEAQSGgoWRVZFTlRfVFlQRV9SRVZPQ0FUSU9OUxAFIlwKDFNlc3Npb25SZWFkeRISCgpzZXNzaW9uX2lkGAEgASgJEhUKDXJlcGxheV9idWZmZXIYAiABKAwSEAoIdXNlcm5hbWUYAyABKAkSDwoHdXNlcl9pZBgEIAEoCSIuCg1SZXNpemVSZXF1ZXN0Eg0KBXdpZHRoGAEgASgNEg4KBmhlaWdodBgCIAEoDSI4CgxTZXNzaW9uRW5kZWQSEQoJZXhpdF9jb2RlGAEgASgFEhUKDWVycm9yX21lc3NhZ2UYAiABKAkiHgoMQ2xvc2VSZXF1ZXN0Eg4KBnJlYXNvbhgBIAEoCSqAAQoMRGFlbW9uU3RhdHVzEh0KGURBRU1PTl9TVEFUVVNfVU5TUEVDSUZJRUQQABIZChVEQUVNT05fU1RBVFVTX1BFTkRJTkcQARIaChZEQUVNT05fU1RBVFVTX0FDQ0VQVEVEEAISGgoWREFFTU9OX1NUQVRVU19SRUpFQ1RFRBADMu8LCg1EYWVtb25TZXJ2aWNlEoEBCglHZXREYWVtb24SHS5wbGF0Zm9ybS52MS5HZXREYWVtb25SZXF1ZXN0Gh4ucGxhdGZvcm0udjEuR2V0RGFlbW9uUmVzcG9uc2UiNZACAYLT5JMCLBIqL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vZGFlbW9ucy97aWR9EooBCgxVcGRhdGVEYWVtb24SIC5wbGF0Zm9ybS52MS5VcGRhdGVEYWVtb25SZXF1ZXN0GiEucGxhdGZvcm0udjEuVXBkYXRlRGFlbW9uUmVzcG9uc2UiNYLT5JMCLzoBKjIqL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vZGFlbW9ucy97aWR9EocBCgxEZWxldGVEYWVtb24SIC5wbGF0Zm9ybS52MS5EZWxldGVEYWVtb25SZXF1ZXN0GiEucGxhdGZvcm0udjEuRGVsZXRlRGFlbW9uUmVzcG9uc2UiMoLT5JMCLCoqL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vZGFlbW9ucy97aWR9EoIBCgtMaXN0RGFlbW9ucxIfLnBsYXRmb3JtLnYxLkxpc3REYWVtb25zUmVxdWVzdBogLnBsYXRmb3JtLnYxLkxpc3REYWVtb25zUmVzcG9uc2UiMJACAYLT5JMCJxIlL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vZGFlbW9ucxKbAQoSUmVmcmVzaEVucm9sbFRva2VuEiYucGxhdGZvcm0udjEuUmVmcmVzaEVucm9sbFRva2VuUmVxdWVzdBonLnBsYXRmb3JtLnYxLlJlZnJlc2hFbnJvbGxUb2tlblJlc3BvbnNlIjSC0+STAi4iLC92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2Vucm9sbDpyZWZyZXNoEpcBChFSZXZva2VFbnJvbGxUb2tlbhIlLnBsYXRmb3JtLnYxLlJldm9rZUVucm9sbFRva2VuUmVxdWVzdBomLnBsYXRmb3JtLnYxLlJldm9rZUVucm9sbFRva2VuUmVzcG9uc2UiM4LT5JMCLSorL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vZW5yb2xsOnJldm9rZRKaAQoMTGlzdFNlc3Npb25zEiAucGxhdGZvcm0udjEuTGlzdFNlc3Npb25zUmVxdWVzdBohLnBsYXRmb3JtLnYxLkxpc3RTZXNzaW9uc1Jlc3BvbnNlIkWQAgGC0+STAjwSOi92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2RhZW1vbnMve2RhZW1vbl9pZH0vc2Vzc2lvbnMSnQEKDUNyZWF0ZVNlc3Npb24SIS5wbGF0Zm9ybS52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBoiLnBsYXRmb3JtLnYxLkNyZWF0ZVNlc3Npb25SZXNwb25zZSJFgtPkkwI/OgEqIjovdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9kYWVtb25zL3tkYWVtb25faWR9L3Nlc3Npb25zEqQBCgxDbG9zZVNlc3Npb24SIC5wbGF0Zm9ybS52MS5DbG9zZVNlc3Npb25SZXF1ZXN0GiEucGxhdGZvcm0udjEuQ2xvc2VTZXNzaW9uUmVzcG9uc2UiT4LT5JMCSSpHL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vZGFlbW9ucy97ZGFlbW9uX2lkfS9zZXNzaW9ucy97c2Vzc2lvbl9pZH0SUwoMRW5yb2xsRGFlbW9uEiAucGxhdGZvcm0udjEuRW5yb2xsRGFlbW9uUmVxdWVzdBohLnBsYXRmb3JtLnYxLkVucm9sbERhZW1vblJlc3BvbnNlEk0KClN5bmNEYWVtb24SHi5wbGF0Zm9ybS52MS5TeW5jRGFlbW9uUmVxdWVzdBofLnBsYXRmb3JtLnYxLlN5bmNEYWVtb25SZXNwb25zZTJgChREYWVtb25Db250cm9sU2VydmljZRJICgdDb25uZWN0EhsucGxhdGZvcm0udjEuQ29ubmVjdFJlcXVlc3QaHC5wbGF0Zm9ybS52MS5Db25uZWN0UmVzcG9uc2UoATABMmAKFERhZW1vblNlc3Npb25TZXJ2aWNlEkgKB1Nlc3Npb24SGy5wbGF0Zm9ybS52MS5TZXNzaW9uUmVxdWVzdBocLnBsYXRmb3JtLnYxLlNlc3Npb25SZXNwb25zZSgBMAFiCGVkaXRpb25zcOgH", [file_google_api_annotations, file_google_protobuf_timestamp]);
 
 /**
  * Request of DaemonService.GetDaemon.
@@ -587,6 +587,14 @@ export type SyncDaemonRequest = Message<"platform.v1.SyncDaemonRequest"> & {
    * @generated from field: map<string, string> metadata = 3;
    */
   metadata: { [key: string]: string };
+
+  /**
+   * Single-use certificates the host refused since the last report (a serial seen before, or a
+   * certificate for another target); each is audited. At most 100.
+   *
+   * @generated from field: repeated platform.v1.RefusedCertificate refused_certificates = 4;
+   */
+  refusedCertificates: RefusedCertificate[];
 };
 
 /**
@@ -595,6 +603,39 @@ export type SyncDaemonRequest = Message<"platform.v1.SyncDaemonRequest"> & {
  */
 export const SyncDaemonRequestSchema: GenMessage<SyncDaemonRequest> = /*@__PURE__*/
   messageDesc(file_platform_v1_daemon, 20);
+
+/**
+ * A user certificate the host refused.
+ *
+ * @generated from message platform.v1.RefusedCertificate
+ */
+export type RefusedCertificate = Message<"platform.v1.RefusedCertificate"> & {
+  /**
+   * decimal uint64, length 1-20
+   *
+   * @generated from field: string serial = 1;
+   */
+  serial: string;
+
+  /**
+   * "replayed" or "other_target"
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp refused_at = 3;
+   */
+  refusedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message platform.v1.RefusedCertificate.
+ * Use `create(RefusedCertificateSchema)` to create a new message.
+ */
+export const RefusedCertificateSchema: GenMessage<RefusedCertificate> = /*@__PURE__*/
+  messageDesc(file_platform_v1_daemon, 21);
 
 /**
  * Response of DaemonService.SyncDaemon.
@@ -623,7 +664,7 @@ export type SyncDaemonResponse = Message<"platform.v1.SyncDaemonResponse"> & {
  * Use `create(SyncDaemonResponseSchema)` to create a new message.
  */
 export const SyncDaemonResponseSchema: GenMessage<SyncDaemonResponse> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 21);
+  messageDesc(file_platform_v1_daemon, 22);
 
 /**
  * Request of DaemonControlService.Connect.
@@ -654,7 +695,7 @@ export type ConnectRequest = Message<"platform.v1.ConnectRequest"> & {
  * Use `create(ConnectRequestSchema)` to create a new message.
  */
 export const ConnectRequestSchema: GenMessage<ConnectRequest> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 22);
+  messageDesc(file_platform_v1_daemon, 23);
 
 /**
  * Response of DaemonControlService.Connect.
@@ -691,7 +732,7 @@ export type ConnectResponse = Message<"platform.v1.ConnectResponse"> & {
  * Use `create(ConnectResponseSchema)` to create a new message.
  */
 export const ConnectResponseSchema: GenMessage<ConnectResponse> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 23);
+  messageDesc(file_platform_v1_daemon, 24);
 
 /**
  * Request of DaemonSessionService.Session.
@@ -730,7 +771,7 @@ export type SessionRequest = Message<"platform.v1.SessionRequest"> & {
  * Use `create(SessionRequestSchema)` to create a new message.
  */
 export const SessionRequestSchema: GenMessage<SessionRequest> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 24);
+  messageDesc(file_platform_v1_daemon, 25);
 
 /**
  * Response of DaemonSessionService.Session.
@@ -769,7 +810,7 @@ export type SessionResponse = Message<"platform.v1.SessionResponse"> & {
  * Use `create(SessionResponseSchema)` to create a new message.
  */
 export const SessionResponseSchema: GenMessage<SessionResponse> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 25);
+  messageDesc(file_platform_v1_daemon, 26);
 
 /**
  * An enrolled agent.
@@ -830,7 +871,7 @@ export type Daemon = Message<"platform.v1.Daemon"> & {
  * Use `create(DaemonSchema)` to create a new message.
  */
 export const DaemonSchema: GenMessage<Daemon> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 26);
+  messageDesc(file_platform_v1_daemon, 27);
 
 /**
  * Configuration pushed to a daemon.
@@ -849,7 +890,7 @@ export type DaemonConfig = Message<"platform.v1.DaemonConfig"> & {
  * Use `create(DaemonConfigSchema)` to create a new message.
  */
 export const DaemonConfigSchema: GenMessage<DaemonConfig> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 27);
+  messageDesc(file_platform_v1_daemon, 28);
 
 /**
  * A Unix login name and the subject ids a daemon must let log in as it.
@@ -875,7 +916,7 @@ export type PrincipalUsers = Message<"platform.v1.PrincipalUsers"> & {
  * Use `create(PrincipalUsersSchema)` to create a new message.
  */
 export const PrincipalUsersSchema: GenMessage<PrincipalUsers> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 28);
+  messageDesc(file_platform_v1_daemon, 29);
 
 /**
  * A terminal session on a daemon; pushed on the control stream to say "open this session".
@@ -906,7 +947,7 @@ export type Session = Message<"platform.v1.Session"> & {
  * Use `create(SessionSchema)` to create a new message.
  */
 export const SessionSchema: GenMessage<Session> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 29);
+  messageDesc(file_platform_v1_daemon, 30);
 
 /**
  * Daemon liveness ping on the control stream.
@@ -921,7 +962,7 @@ export type Heartbeat = Message<"platform.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 30);
+  messageDesc(file_platform_v1_daemon, 31);
 
 /**
  * Service reply to a Heartbeat.
@@ -936,7 +977,7 @@ export type HeartbeatAck = Message<"platform.v1.HeartbeatAck"> & {
  * Use `create(HeartbeatAckSchema)` to create a new message.
  */
 export const HeartbeatAckSchema: GenMessage<HeartbeatAck> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 31);
+  messageDesc(file_platform_v1_daemon, 32);
 
 /**
  * A daemon's local state, sent on the control stream (same shape as SyncDaemonRequest).
@@ -965,7 +1006,7 @@ export type SyncReport = Message<"platform.v1.SyncReport"> & {
  * Use `create(SyncReportSchema)` to create a new message.
  */
 export const SyncReportSchema: GenMessage<SyncReport> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 32);
+  messageDesc(file_platform_v1_daemon, 33);
 
 /**
  * Tells a daemon that something concerning it changed.
@@ -998,7 +1039,7 @@ export type Notification = Message<"platform.v1.Notification"> & {
  * Use `create(NotificationSchema)` to create a new message.
  */
 export const NotificationSchema: GenMessage<Notification> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 33);
+  messageDesc(file_platform_v1_daemon, 34);
 
 /**
  * What changed.
@@ -1043,7 +1084,7 @@ export enum Notification_EventType {
  * Describes the enum platform.v1.Notification.EventType.
  */
 export const Notification_EventTypeSchema: GenEnum<Notification_EventType> = /*@__PURE__*/
-  enumDesc(file_platform_v1_daemon, 33, 0);
+  enumDesc(file_platform_v1_daemon, 34, 0);
 
 /**
  * First message of the terminal relay: the session is open.
@@ -1079,7 +1120,7 @@ export type SessionReady = Message<"platform.v1.SessionReady"> & {
  * Use `create(SessionReadySchema)` to create a new message.
  */
 export const SessionReadySchema: GenMessage<SessionReady> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 34);
+  messageDesc(file_platform_v1_daemon, 35);
 
 /**
  * Terminal size change (columns x rows).
@@ -1107,7 +1148,7 @@ export type ResizeRequest = Message<"platform.v1.ResizeRequest"> & {
  * Use `create(ResizeRequestSchema)` to create a new message.
  */
 export const ResizeRequestSchema: GenMessage<ResizeRequest> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 35);
+  messageDesc(file_platform_v1_daemon, 36);
 
 /**
  * Last message of the terminal relay: how the session ended.
@@ -1131,7 +1172,7 @@ export type SessionEnded = Message<"platform.v1.SessionEnded"> & {
  * Use `create(SessionEndedSchema)` to create a new message.
  */
 export const SessionEndedSchema: GenMessage<SessionEnded> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 36);
+  messageDesc(file_platform_v1_daemon, 37);
 
 /**
  * Asks the daemon to close the terminal session.
@@ -1150,7 +1191,7 @@ export type CloseRequest = Message<"platform.v1.CloseRequest"> & {
  * Use `create(CloseRequestSchema)` to create a new message.
  */
 export const CloseRequestSchema: GenMessage<CloseRequest> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 37);
+  messageDesc(file_platform_v1_daemon, 38);
 
 /**
  * Approval status of an enrolled daemon.

@@ -19,7 +19,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file platform/v1/principal.proto.
  */
 export const file_platform_v1_principal: GenFile = /*@__PURE__*/
-  fileDesc("ChtwbGF0Zm9ybS92MS9wcmluY2lwYWwucHJvdG8SC3BsYXRmb3JtLnYxIlIKFFNldFByaW5jaXBhbHNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIRCgl0YXJnZXRfaWQYAiABKAkSEQoJdXNlcm5hbWVzGAMgAygJIhcKFVNldFByaW5jaXBhbHNSZXNwb25zZSKYAQoVTGlzdFByaW5jaXBhbHNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIRCgl0YXJnZXRfaWQYAiABKAkSDQoFbGltaXQYAyABKAUSDgoGb2Zmc2V0GAQgASgFEg0KBXF1ZXJ5GAUgASgJEigKBHR5cGUYBiABKA4yGi5wbGF0Zm9ybS52MS5QcmluY2lwYWxUeXBlIlMKFkxpc3RQcmluY2lwYWxzUmVzcG9uc2USKgoKcHJpbmNpcGFscxgBIAMoCzIWLnBsYXRmb3JtLnYxLlByaW5jaXBhbBINCgV0b3RhbBgCIAEoBSKGAgodQWRkU3ViamVjdHNUb1ByaW5jaXBhbFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEhMKC3N1YmplY3RfaWRzGAMgAygJEigKBHR5cGUYBCABKA4yGi5wbGF0Zm9ybS52MS5QcmluY2lwYWxUeXBlEiQKBGtpbmQYBSABKA4yFi5wbGF0Zm9ybS52MS5HcmFudEtpbmQSLwoLdmFsaWRfdW50aWwYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KCGFwcHJvdmFsGAcgASgLMhsucGxhdGZvcm0udjEuQXBwcm92YWxQb2xpY3kiIAoeQWRkU3ViamVjdHNUb1ByaW5jaXBhbFJlc3BvbnNlIoUBCiJSZW1vdmVTdWJqZWN0c0Zyb21QcmluY2lwYWxSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCRITCgtzdWJqZWN0X2lkcxgDIAMoCRIoCgR0eXBlGAQgASgOMhoucGxhdGZvcm0udjEuUHJpbmNpcGFsVHlwZSIlCiNSZW1vdmVTdWJqZWN0c0Zyb21QcmluY2lwYWxSZXNwb25zZSJsChZSZXZva2VBbGxBY2Nlc3NSZXF1ZXN0EhIKCnN1YmplY3RfaWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEigKBHR5cGUYAyABKA4yGi5wbGF0Zm9ybS52MS5QcmluY2lwYWxUeXBlIhkKF1Jldm9rZUFsbEFjY2Vzc1Jlc3BvbnNlItEBCglQcmluY2lwYWwSCgoCaWQYASABKAkSEQoJdGFyZ2V0X2lkGAIgASgJEhAKCHVzZXJuYW1lGAMgASgJEhAKCHVzZXJfaWRzGAQgAygJEhAKCHRlYW1faWRzGAUgAygJEhsKE3NlcnZpY2VfYWNjb3VudF9pZHMYBiADKAkSLgoKY3JlYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIgoGZ3JhbnRzGAggAygLMhIucGxhdGZvcm0udjEuR3JhbnQi+wEKBUdyYW50EigKBHR5cGUYASABKA4yGi5wbGF0Zm9ybS52MS5QcmluY2lwYWxUeXBlEhIKCnN1YmplY3RfaWQYAiABKAkSJAoEa2luZBgDIAEoDjIWLnBsYXRmb3JtLnYxLkdyYW50S2luZBIvCgt2YWxpZF91bnRpbBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLQoIYXBwcm92YWwYBSABKAsyGy5wbGF0Zm9ybS52MS5BcHByb3ZhbFBvbGljeRIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKpAQoOQXBwcm92YWxQb2xpY3kSLwoMbWF4X2R1cmF0aW9uGAEgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhYKDmFwcHJvdmVyX3JvbGVzGAIgAygJEhkKEWFwcHJvdmVyX3RlYW1faWRzGAMgAygJEhoKEmFwcHJvdmFsc19yZXF1aXJlZBgEIAEoBRIXCg9yZWFzb25fcmVxdWlyZWQYBSABKAgqdgoJR3JhbnRLaW5kEhoKFkdSQU5UX0tJTkRfVU5TUEVDSUZJRUQQABIXChNHUkFOVF9LSU5EX1NUQU5ESU5HEAESGQoVR1JBTlRfS0lORF9USU1FX0JPVU5EEAISGQoVR1JBTlRfS0lORF9PTl9SRVFVRVNUEAMqhQEKDVByaW5jaXBhbFR5cGUSHgoaUFJJTkNJUEFMX1RZUEVfVU5TUEVDSUZJRUQQABIXChNQUklOQ0lQQUxfVFlQRV9VU0VSEAESFwoTUFJJTkNJUEFMX1RZUEVfVEVBTRACEiIKHlBSSU5DSVBBTF9UWVBFX1NFUlZJQ0VfQUNDT1VOVBADMrgGChBQcmluY2lwYWxTZXJ2aWNlEosBCg1TZXRQcmluY2lwYWxzEiEucGxhdGZvcm0udjEuU2V0UHJpbmNpcGFsc1JlcXVlc3QaIi5wbGF0Zm9ybS52MS5TZXRQcmluY2lwYWxzUmVzcG9uc2UiM4LT5JMCLToBKiIoL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vcHJpbmNpcGFscxKOAQoOTGlzdFByaW5jaXBhbHMSIi5wbGF0Zm9ybS52MS5MaXN0UHJpbmNpcGFsc1JlcXVlc3QaIy5wbGF0Zm9ybS52MS5MaXN0UHJpbmNpcGFsc1Jlc3BvbnNlIjOQAgGC0+STAioSKC92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L3ByaW5jaXBhbHMSqgEKFkFkZFN1YmplY3RzVG9QcmluY2lwYWwSKi5wbGF0Zm9ybS52MS5BZGRTdWJqZWN0c1RvUHJpbmNpcGFsUmVxdWVzdBorLnBsYXRmb3JtLnYxLkFkZFN1YmplY3RzVG9QcmluY2lwYWxSZXNwb25zZSI3gtPkkwIxOgEqIiwvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9wcmluY2lwYWxzOmFkZBK8AQobUmVtb3ZlU3ViamVjdHNGcm9tUHJpbmNpcGFsEi8ucGxhdGZvcm0udjEuUmVtb3ZlU3ViamVjdHNGcm9tUHJpbmNpcGFsUmVxdWVzdBowLnBsYXRmb3JtLnYxLlJlbW92ZVN1YmplY3RzRnJvbVByaW5jaXBhbFJlc3BvbnNlIjqC0+STAjQ6ASoiLy92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L3ByaW5jaXBhbHM6cmVtb3ZlEpgBCg9SZXZva2VBbGxBY2Nlc3MSIy5wbGF0Zm9ybS52MS5SZXZva2VBbGxBY2Nlc3NSZXF1ZXN0GiQucGxhdGZvcm0udjEuUmV2b2tlQWxsQWNjZXNzUmVzcG9uc2UiOoLT5JMCNDoBKiIvL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vcHJpbmNpcGFsczpyZXZva2ViCGVkaXRpb25zcOgH", [file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("ChtwbGF0Zm9ybS92MS9wcmluY2lwYWwucHJvdG8SC3BsYXRmb3JtLnYxIlIKFFNldFByaW5jaXBhbHNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIRCgl0YXJnZXRfaWQYAiABKAkSEQoJdXNlcm5hbWVzGAMgAygJIhcKFVNldFByaW5jaXBhbHNSZXNwb25zZSKYAQoVTGlzdFByaW5jaXBhbHNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIRCgl0YXJnZXRfaWQYAiABKAkSDQoFbGltaXQYAyABKAUSDgoGb2Zmc2V0GAQgASgFEg0KBXF1ZXJ5GAUgASgJEigKBHR5cGUYBiABKA4yGi5wbGF0Zm9ybS52MS5QcmluY2lwYWxUeXBlIlMKFkxpc3RQcmluY2lwYWxzUmVzcG9uc2USKgoKcHJpbmNpcGFscxgBIAMoCzIWLnBsYXRmb3JtLnYxLlByaW5jaXBhbBINCgV0b3RhbBgCIAEoBSKwAgodQWRkU3ViamVjdHNUb1ByaW5jaXBhbFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEhMKC3N1YmplY3RfaWRzGAMgAygJEigKBHR5cGUYBCABKA4yGi5wbGF0Zm9ybS52MS5QcmluY2lwYWxUeXBlEiQKBGtpbmQYBSABKA4yFi5wbGF0Zm9ybS52MS5HcmFudEtpbmQSLwoLdmFsaWRfdW50aWwYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KCGFwcHJvdmFsGAcgASgLMhsucGxhdGZvcm0udjEuQXBwcm92YWxQb2xpY3kSKAoGbGltaXRzGAggASgLMhgucGxhdGZvcm0udjEuR3JhbnRMaW1pdHMiIAoeQWRkU3ViamVjdHNUb1ByaW5jaXBhbFJlc3BvbnNlIoUBCiJSZW1vdmVTdWJqZWN0c0Zyb21QcmluY2lwYWxSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCRITCgtzdWJqZWN0X2lkcxgDIAMoCRIoCgR0eXBlGAQgASgOMhoucGxhdGZvcm0udjEuUHJpbmNpcGFsVHlwZSIlCiNSZW1vdmVTdWJqZWN0c0Zyb21QcmluY2lwYWxSZXNwb25zZSJsChZSZXZva2VBbGxBY2Nlc3NSZXF1ZXN0EhIKCnN1YmplY3RfaWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEigKBHR5cGUYAyABKA4yGi5wbGF0Zm9ybS52MS5QcmluY2lwYWxUeXBlIhkKF1Jldm9rZUFsbEFjY2Vzc1Jlc3BvbnNlItEBCglQcmluY2lwYWwSCgoCaWQYASABKAkSEQoJdGFyZ2V0X2lkGAIgASgJEhAKCHVzZXJuYW1lGAMgASgJEhAKCHVzZXJfaWRzGAQgAygJEhAKCHRlYW1faWRzGAUgAygJEhsKE3NlcnZpY2VfYWNjb3VudF9pZHMYBiADKAkSLgoKY3JlYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIgoGZ3JhbnRzGAggAygLMhIucGxhdGZvcm0udjEuR3JhbnQipQIKBUdyYW50EigKBHR5cGUYASABKA4yGi5wbGF0Zm9ybS52MS5QcmluY2lwYWxUeXBlEhIKCnN1YmplY3RfaWQYAiABKAkSJAoEa2luZBgDIAEoDjIWLnBsYXRmb3JtLnYxLkdyYW50S2luZBIvCgt2YWxpZF91bnRpbBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLQoIYXBwcm92YWwYBSABKAsyGy5wbGF0Zm9ybS52MS5BcHByb3ZhbFBvbGljeRIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIoCgZsaW1pdHMYByABKAsyGC5wbGF0Zm9ybS52MS5HcmFudExpbWl0cyL0AQoLR3JhbnRMaW1pdHMSGgoScGluX2NsaWVudF9hZGRyZXNzGAEgASgIEhQKDHNvdXJjZV9jaWRycxgCIAMoCRIeChZwZXJtaXRfcG9ydF9mb3J3YXJkaW5nGAMgASgIEh8KF3Blcm1pdF9hZ2VudF9mb3J3YXJkaW5nGAQgASgIEh0KFXBlcm1pdF94MTFfZm9yd2FyZGluZxgFIAEoCBISCgpwZXJtaXRfcHR5GAYgASgIEhcKD3ZlcmlmeV9yZXF1aXJlZBgHIAEoCBIUCgxza19rZXlzX29ubHkYCCABKAgSEAoIY29tbWFuZHMYCSADKAkiqQEKDkFwcHJvdmFsUG9saWN5Ei8KDG1heF9kdXJhdGlvbhgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIWCg5hcHByb3Zlcl9yb2xlcxgCIAMoCRIZChFhcHByb3Zlcl90ZWFtX2lkcxgDIAMoCRIaChJhcHByb3ZhbHNfcmVxdWlyZWQYBCABKAUSFwoPcmVhc29uX3JlcXVpcmVkGAUgASgIKnYKCUdyYW50S2luZBIaChZHUkFOVF9LSU5EX1VOU1BFQ0lGSUVEEAASFwoTR1JBTlRfS0lORF9TVEFORElORxABEhkKFUdSQU5UX0tJTkRfVElNRV9CT1VORBACEhkKFUdSQU5UX0tJTkRfT05fUkVRVUVTVBADKoUBCg1QcmluY2lwYWxUeXBlEh4KGlBSSU5DSVBBTF9UWVBFX1VOU1BFQ0lGSUVEEAASFwoTUFJJTkNJUEFMX1RZUEVfVVNFUhABEhcKE1BSSU5DSVBBTF9UWVBFX1RFQU0QAhIiCh5QUklOQ0lQQUxfVFlQRV9TRVJWSUNFX0FDQ09VTlQQAzK4BgoQUHJpbmNpcGFsU2VydmljZRKLAQoNU2V0UHJpbmNpcGFscxIhLnBsYXRmb3JtLnYxLlNldFByaW5jaXBhbHNSZXF1ZXN0GiIucGxhdGZvcm0udjEuU2V0UHJpbmNpcGFsc1Jlc3BvbnNlIjOC0+STAi06ASoiKC92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L3ByaW5jaXBhbHMSjgEKDkxpc3RQcmluY2lwYWxzEiIucGxhdGZvcm0udjEuTGlzdFByaW5jaXBhbHNSZXF1ZXN0GiMucGxhdGZvcm0udjEuTGlzdFByaW5jaXBhbHNSZXNwb25zZSIzkAIBgtPkkwIqEigvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9wcmluY2lwYWxzEqoBChZBZGRTdWJqZWN0c1RvUHJpbmNpcGFsEioucGxhdGZvcm0udjEuQWRkU3ViamVjdHNUb1ByaW5jaXBhbFJlcXVlc3QaKy5wbGF0Zm9ybS52MS5BZGRTdWJqZWN0c1RvUHJpbmNpcGFsUmVzcG9uc2UiN4LT5JMCMToBKiIsL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vcHJpbmNpcGFsczphZGQSvAEKG1JlbW92ZVN1YmplY3RzRnJvbVByaW5jaXBhbBIvLnBsYXRmb3JtLnYxLlJlbW92ZVN1YmplY3RzRnJvbVByaW5jaXBhbFJlcXVlc3QaMC5wbGF0Zm9ybS52MS5SZW1vdmVTdWJqZWN0c0Zyb21QcmluY2lwYWxSZXNwb25zZSI6gtPkkwI0OgEqIi8vdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9wcmluY2lwYWxzOnJlbW92ZRKYAQoPUmV2b2tlQWxsQWNjZXNzEiMucGxhdGZvcm0udjEuUmV2b2tlQWxsQWNjZXNzUmVxdWVzdBokLnBsYXRmb3JtLnYxLlJldm9rZUFsbEFjY2Vzc1Jlc3BvbnNlIjqC0+STAjQ6ASoiLy92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L3ByaW5jaXBhbHM6cmV2b2tlYghlZGl0aW9uc3DoBw", [file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * Request of PrincipalService.SetPrincipals.
@@ -206,6 +206,14 @@ export type AddSubjectsToPrincipalRequest = Message<"platform.v1.AddSubjectsToPr
    * @generated from field: platform.v1.ApprovalPolicy approval = 7;
    */
   approval?: ApprovalPolicy | undefined;
+
+  /**
+   * What certificates signed under this grant allow; absent: the authority's own options. Adding a
+   * subject that holds a grant already replaces its limits too.
+   *
+   * @generated from field: platform.v1.GrantLimits limits = 8;
+   */
+  limits?: GrantLimits | undefined;
 };
 
 /**
@@ -436,6 +444,13 @@ export type Grant = Message<"platform.v1.Grant"> & {
    * @generated from field: google.protobuf.Timestamp created_at = 6;
    */
   createdAt?: Timestamp | undefined;
+
+  /**
+   * absent: certificates carry the authority's own options
+   *
+   * @generated from field: platform.v1.GrantLimits limits = 7;
+   */
+  limits?: GrantLimits | undefined;
 };
 
 /**
@@ -444,6 +459,77 @@ export type Grant = Message<"platform.v1.Grant"> & {
  */
 export const GrantSchema: GenMessage<Grant> = /*@__PURE__*/
   messageDesc(file_platform_v1_principal, 11);
+
+/**
+ * What an SSH certificate signed under a grant allows; sshd enforces each. Everything is off unless
+ * allowed here.
+ *
+ * @generated from message platform.v1.GrantLimits
+ */
+export type GrantLimits = Message<"platform.v1.GrantLimits"> & {
+  /**
+   * Pin source-address to the client address the server sees at issuance (within source_cidrs when
+   * they are set too).
+   *
+   * @generated from field: bool pin_client_address = 1;
+   */
+  pinClientAddress: boolean;
+
+  /**
+   * each item: an IPv4 or IPv6 address or CIDR block; at most 32, no repeats
+   *
+   * @generated from field: repeated string source_cidrs = 2;
+   */
+  sourceCidrs: string[];
+
+  /**
+   * @generated from field: bool permit_port_forwarding = 3;
+   */
+  permitPortForwarding: boolean;
+
+  /**
+   * @generated from field: bool permit_agent_forwarding = 4;
+   */
+  permitAgentForwarding: boolean;
+
+  /**
+   * @generated from field: bool permit_x11_forwarding = 5;
+   */
+  permitX11Forwarding: boolean;
+
+  /**
+   * @generated from field: bool permit_pty = 6;
+   */
+  permitPty: boolean;
+
+  /**
+   * FIDO keys must verify the user (PIN or biometrics)
+   *
+   * @generated from field: bool verify_required = 7;
+   */
+  verifyRequired: boolean;
+
+  /**
+   * only sk- (FIDO hardware) keys are signed
+   *
+   * @generated from field: bool sk_keys_only = 8;
+   */
+  skKeysOnly: boolean;
+
+  /**
+   * the commands allowed, each length 1-1024; at most 32, no repeats; empty: any
+   *
+   * @generated from field: repeated string commands = 9;
+   */
+  commands: string[];
+};
+
+/**
+ * Describes the message platform.v1.GrantLimits.
+ * Use `create(GrantLimitsSchema)` to create a new message.
+ */
+export const GrantLimitsSchema: GenMessage<GrantLimits> = /*@__PURE__*/
+  messageDesc(file_platform_v1_principal, 12);
 
 /**
  * What an access request under an on-request grant needs before it is approved.
@@ -492,7 +578,7 @@ export type ApprovalPolicy = Message<"platform.v1.ApprovalPolicy"> & {
  * Use `create(ApprovalPolicySchema)` to create a new message.
  */
 export const ApprovalPolicySchema: GenMessage<ApprovalPolicy> = /*@__PURE__*/
-  messageDesc(file_platform_v1_principal, 12);
+  messageDesc(file_platform_v1_principal, 13);
 
 /**
  * How a grant lets its subject in.
