@@ -5,7 +5,7 @@
  * that answer, and AuthorizedPrincipalsFile from the daemon's SyncDaemon principals map. One
  * server and one sshd for the whole file.
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
 import { existsSync } from "node:fs";
 import { cp, lstat, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
@@ -15,6 +15,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
+  AccessRequestService,
   AuthorityType,
   AuthService,
   CertificateKeyType,
@@ -222,6 +223,9 @@ async function whoamiId(auth: ReturnType<typeof bearer>): Promise<string> {
   return (await clientFor(UserService, transportFor("connect-binary-h2", server.url)).whoami({}, auth)).user!
     .id;
 }
+
+const execFileSyncText = (command: string, args: readonly string[]) =>
+  execFileSync(command, args, { encoding: "utf8" });
 
 const mode = async (path: string) => (await stat(path)).mode & 0o777;
 
@@ -733,7 +737,7 @@ describe("wap facing a hostile workspace", { timeout: 180_000 }, () => {
 });
 
 describe("wap for just-in-time access", { timeout: 180_000 }, () => {
-  it("a login held on request: wap ssh says how to ask; wap request, refused self-approval, wap approve by another, then ssh logs in", async () => {
+  it("a login held on request: wap ssh says how to ask; wap request, refused self-approval, wap approve by another, then ssh logs in; a certificate of an ended or other request is never reused", async () => {
     const transport = transportFor("connect-binary-h2", server.url);
     const auth = bearer(owner.accessToken);
     const workspaceId = owner.workspaceId;
@@ -816,5 +820,60 @@ describe("wap for just-in-time access", { timeout: 180_000 }, () => {
     await syncAgent();
     const inside = await asBob(["ssh", `${login}@web-01`, "--", "echo", "in"]);
     expect(inside.stdout.trim(), inside.stderr).toBe("in");
+
+    // The certificate is the request's own, kept apart: its key id names the request, and the
+    // next login reuses it.
+    const sshDir = join(bobConfig, "ssh");
+    const keyId = (file: string) =>
+      /Key ID: "([^"]*)"/.exec(execFileSyncText("ssh-keygen", ["-L", "-f", join(sshDir, file)]))?.[1] ?? "";
+    const certOf = async (id: string) =>
+      (await readdir(sshDir)).find((f) => f.endsWith(`-request-${id}-cert.pub`));
+    const bound = (await certOf(request.id))!;
+    expect(bound).toBeDefined();
+    expect(keyId(bound)).toMatch(new RegExp(`:request:${request.id}$`));
+    const issued = await readFile(join(sshDir, bound), "utf8");
+    expect((await asBob(["ssh", `${login}@web-01`, "--", "echo", "in"])).stdout.trim()).toBe("in");
+    expect(await readFile(join(sshDir, bound), "utf8")).toBe(issued);
+
+    // Withdrawn: wap ssh stops before ssh runs, and refuses to be pointed at it.
+    await clientFor(AccessRequestService, transport).withdrawAccessRequest(
+      { workspaceId, id: request.id, reason: "done" },
+      auth,
+    );
+    await syncAgent();
+    const ended = await asBob(["ssh", `${login}@web-01`, "--", "echo", "in"]);
+    expect(ended.code).toBe(1);
+    expect(ended.stderr).toContain("needs an approved access request");
+    const named = await asBob(["ssh", "--use-request", request.id, `${login}@web-01`, "--", "echo", "in"]);
+    expect(named.code).toBe(1);
+    expect(named.stderr).toContain(`request ${request.id} is not an approved request of yours`);
+
+    // A new request, approved. A copy of the withdrawn request's key and certificate where the
+    // new request's go (a stale or planted file) is not used: a certificate naming the new
+    // request is issued, and the login works.
+    const again = await asBob([
+      "--json",
+      "request",
+      "web-01",
+      "--login",
+      login,
+      "--duration",
+      "10m",
+      "--reason",
+      "one more fix",
+      "--no-wait",
+    ]);
+    const second = JSON.parse(again.stdout) as { id: string };
+    expect((await asAda(["approve", second.id])).code).toBe(0);
+    await syncAgent();
+    const stale = bound.replace(`-request-${request.id}-cert.pub`, `-request-${second.id}`);
+    const old = bound.replace("-cert.pub", "");
+    await cp(join(sshDir, old), join(sshDir, stale));
+    await cp(join(sshDir, `${old}.pub`), join(sshDir, `${stale}.pub`));
+    await cp(join(sshDir, bound), join(sshDir, `${stale}-cert.pub`));
+    const fresh = await asBob(["ssh", "--use-request", second.id, `${login}@web-01`, "--", "echo", "in"]);
+    expect(fresh.stdout.trim(), fresh.stderr).toBe("in");
+    expect(keyId(`${stale}-cert.pub`)).toMatch(new RegExp(`:request:${second.id}$`));
+    expect(await readFile(join(sshDir, `${stale}-cert.pub`), "utf8")).not.toBe(issued);
   });
 });

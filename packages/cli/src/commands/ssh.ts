@@ -4,7 +4,13 @@
  * @module
  */
 import { join } from "node:path";
-import { AccessRequestState, type GetSubjectAccessResponse, type Workspace } from "@wap/api";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import {
+  type AccessRequest,
+  AccessRequestState,
+  type GetSubjectAccessResponse,
+  type Workspace,
+} from "@wap/api";
 import { findTarget, type Reachable, reachableTargets, subjectAccess } from "../access.js";
 import type { ConfigStore } from "../config.js";
 import { CliError, ExitCode } from "../exit-codes.js";
@@ -68,11 +74,16 @@ export function chooseLogin(reachable: Reachable, requested: string | undefined)
 export interface SshOptions {
   /** For a login that needs approval: ask for it for this long, and wait. */
   readonly request?: { readonly durationMs: number; readonly reason: string };
+  /** For a login that needs approval: the approved request to log in under (its id). */
+  readonly useRequest?: string;
 }
 
+const endOf = (r: AccessRequest) => (r.endsAt === undefined ? 0 : timestampDate(r.endsAt).getTime());
+
 /**
- * A login held only on request: goes on when an approved request of the caller covers it (or
- * `--request` asked for one and it was approved), else says how to ask.
+ * A login held only on request: the approved request of the caller it goes on under (the one
+ * named by `--use-request`, else the one that ends last, or the one `--request` asked for and got
+ * approved); otherwise says how to ask. Undefined for a login held without one.
  */
 async function ensureApproval(
   ctx: CommandContext,
@@ -81,30 +92,55 @@ async function ensureApproval(
   reachable: Reachable,
   login: string,
   options: SshOptions,
-): Promise<void> {
-  if (!reachable.onRequest.includes(login)) return;
+): Promise<AccessRequest | undefined> {
+  if (!reachable.onRequest.includes(login)) {
+    if (options.useRequest !== undefined)
+      throw new CliError(
+        `"${printable(login)}" on ${printable(reachable.target.name)} needs no access request`,
+      );
+    return undefined;
+  }
   const { requests } = await session.clients.accessRequests.listAccessRequests({
     workspaceId: workspace.id,
     state: AccessRequestState.APPROVED,
   });
-  const mine = requests.some(
-    (r) => r.requesterId === session.subjectId && r.targetId === reachable.target.id && r.login === login,
-  );
-  if (mine) return;
+  const mine = requests
+    .filter(
+      (r) =>
+        r.requesterId === session.subjectId &&
+        r.targetId === reachable.target.id &&
+        r.login === login &&
+        r.state === AccessRequestState.APPROVED &&
+        endOf(r) > Date.now(),
+    )
+    .sort((a, b) => endOf(b) - endOf(a));
   const target = printable(reachable.target.name);
+  if (options.useRequest !== undefined) {
+    const chosen = mine.find((r) => r.id === options.useRequest);
+    if (chosen === undefined) {
+      throw new CliError(
+        `request ${printable(options.useRequest)} is not an approved request of yours for "${printable(login)}" on ${target} (\`wap requests\` lists them)`,
+      );
+    }
+    return chosen;
+  }
+  if (mine[0] !== undefined) return mine[0];
   if (options.request === undefined) {
     throw new CliError(
       `logging in as "${printable(login)}" on ${target} needs an approved access request: ask with \`wap ssh --request --reason <why> ${printable(login)}@${target}\` or \`wap request ${target} --login ${printable(login)} --duration 1h --reason <why>\``,
     );
   }
   const { ask } = await import("./requests.js");
-  await ask(ctx, session, reachable.target.id, {
+  return ask(ctx, session, reachable.target.id, {
     login,
     durationMs: options.request.durationMs,
     reason: options.request.reason,
     wait: true,
   });
 }
+
+/** Reuse margin of a certificate bound to a request: it ends with the approval, never later. */
+const requestRenewBeforeMs = 30_000;
 
 export async function ssh(
   ctx: CommandContext,
@@ -118,7 +154,7 @@ export async function ssh(
     const access = await subjectAccess(session, workspace.id);
     const reachable = findTarget(access, name, workspace.name);
     const login = chooseLogin(reachable, requested);
-    await ensureApproval(ctx, session, workspace, reachable, login, options);
+    const approval = await ensureApproval(ctx, session, workspace, reachable, login, options);
     if (reachable.authority === undefined) {
       throw new CliError(`the certificate authority of ${reachable.target.name} is not available to you`);
     }
@@ -134,11 +170,14 @@ export async function ssh(
         `wap will not pass the login ${JSON.stringify(login)} to ssh: it is not a Unix login name; ask a workspace administrator to correct it`,
       );
     }
+    // Under an approval, the certificate is the request's own: never one of another request,
+    // or of one since ended or withdrawn.
     const certificate = await ensureCertificate(session, ctx.store, ctx.env, {
       workspaceId: workspace.id,
       caId: reachable.authority.id,
       caPublicKey: reachable.authority.publicKey,
-      renewBeforeMs: defaultRenewBeforeMs,
+      renewBeforeMs: approval === undefined ? defaultRenewBeforeMs : requestRenewBeforeMs,
+      ...(approval === undefined ? {} : { request: { id: approval.id, targetId: reachable.target.id } }),
     });
     const knownHosts = await writeKnownHosts(ctx.store, workspace.id, access);
     return { reachable, login, certificate, knownHosts, endpoints };

@@ -7,8 +7,16 @@
  *     ssh/<ca id>.pub        its public key (how ssh finds the key in the agent)
  *     ssh/<ca id>-cert.pub   the certificate
  *
+ * A login held on request gets a certificate of its own, asked for the target so that the server
+ * binds it to the approved request (its validity ends with the approval; its key id names the
+ * request), kept apart by the request's id:
+ *
+ *     ssh/<ca id>-request-<request id>   (and .pub, -cert.pub)
+ *
  * A certificate is reused while it has more than the renewal margin left, was signed by the CA's
- * current key, and its key is still at hand; otherwise a new key is made and signed.
+ * current key, its key is still at hand, and its key id names the request it is wanted for (none
+ * for a standing login): one issued under another request, or under one that has since ended or
+ * been withdrawn, is never reused. Otherwise a new key is made and signed.
  *
  * @module
  */
@@ -42,12 +50,22 @@ export interface UserCertificate {
   readonly info: SshCertificateInfo;
 }
 
-/** The key and certificate files of an authority, named by its id (only ever a UUID, never a path). */
-export function certificatePaths(store: ConfigStore, caId: string) {
+/**
+ * The key and certificate files of an authority, and of an access request when given, named by
+ * their ids (only ever UUIDs, never paths).
+ */
+export function certificatePaths(store: ConfigStore, caId: string, requestId?: string) {
   if (!isId(caId))
     throw new CliError(`the server named an authority ${JSON.stringify(caId)}, which is not an id`);
-  const privateKey = join(store.sshDir, caId);
+  if (requestId !== undefined && !isId(requestId))
+    throw new CliError(`the server named an access request ${JSON.stringify(requestId)}, which is not an id`);
+  const privateKey = join(store.sshDir, requestId === undefined ? caId : `${caId}-request-${requestId}`);
   return { privateKey, publicKey: `${privateKey}.pub`, certificate: `${privateKey}-cert.pub` };
+}
+
+/** The access request a certificate's key id names (`…:request:<id>`, as the server issues them). */
+export function requestOfKeyId(keyId: string): string | undefined {
+  return /:request:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i.exec(keyId)?.[1];
 }
 
 /** Reads a certificate file; undefined when it is missing or not a certificate. */
@@ -64,17 +82,22 @@ export async function readCertificateFile(
   }
 }
 
-/** The stored certificate for `caId` if it can still be used for longer than `renewBeforeMs`. */
+/**
+ * The stored certificate for `caId` (and `requestId`) if it can still be used for longer than
+ * `renewBeforeMs` and its key id names `requestId` (no request when absent).
+ */
 export async function currentCertificate(
   store: ConfigStore,
   env: NodeJS.ProcessEnv,
   caId: string,
   renewBeforeMs: number,
   caPublicKey?: string,
+  requestId?: string,
 ): Promise<UserCertificate | undefined> {
-  const paths = certificatePaths(store, caId);
+  const paths = certificatePaths(store, caId, requestId);
   const info = await readCertificateFile(store, paths.certificate);
   if (info === undefined || info.validBefore.getTime() - Date.now() <= renewBeforeMs) return undefined;
+  if (requestOfKeyId(info.keyId) !== requestId) return undefined;
   if (caPublicKey !== undefined && withoutComment(caPublicKey.split("\n")[0]!) !== info.caPublicKey)
     return undefined;
   if ((await store.readFile(paths.privateKey)) !== undefined) {
@@ -91,6 +114,11 @@ export interface IssueOptions {
   readonly caId: string;
   /** Asked for; the server keeps it within the CA's limits. Its default when absent. */
   readonly ttlMs?: number;
+  /**
+   * For a login held on request: the approved request and its target. The certificate is asked
+   * for the target (the server binds it to the caller's approved request there) and kept apart.
+   */
+  readonly request?: { readonly id: string; readonly targetId: string };
 }
 
 /** Signs a fresh Ed25519 key with the CA and stores it (agent or file) with its certificate. */
@@ -109,6 +137,7 @@ export async function issueCertificate(
     type: SignSSHCertificateRequest_CertificateType.USER,
     publicKey: publicLine,
     ...(options.ttlMs === undefined ? {} : { ttl: { seconds: BigInt(Math.round(options.ttlMs / 1000)) } }),
+    ...(options.request === undefined ? {} : { targetId: options.request.targetId }),
   });
   if (signed.caId !== options.caId) {
     throw new CliError(
@@ -116,7 +145,7 @@ export async function issueCertificate(
     );
   }
   const info = readSshCertificate(signed.signedCertificate);
-  const paths = certificatePaths(store, options.caId);
+  const paths = certificatePaths(store, options.caId, options.request?.id);
   const privateText = opensshPrivateKey(privateKey.export({ format: "der", type: "pkcs8" }), comment);
   const inAgent = await agentAvailable(env);
   if (inAgent) {
@@ -149,6 +178,7 @@ export async function ensureCertificate(
     options.caId,
     options.renewBeforeMs,
     options.caPublicKey,
+    options.request?.id,
   );
   if (current !== undefined) return { ...current, renewed: false };
   return { ...(await issueCertificate(session, store, env, options)), renewed: true };
