@@ -198,7 +198,11 @@ describe("access requests in the console", { timeout: 90_000 }, () => {
 
     // Amy's page follows the stream: approved, by whom and why.
     await mine.getByText(/^approved until /).waitFor();
-    await mine.getByRole("list", { name: "History" }).getByText("matches the change ticket").first().waitFor();
+    await mine
+      .getByRole("list", { name: "History" })
+      .getByText("matches the change ticket")
+      .first()
+      .waitFor();
     expect(await mine.getByRole("list", { name: "History" }).textContent()).toMatch(
       /Requested by Amy Archer.*rotate the replication keys.*Approval by Ben Bishop.*Approved by Ben Bishop until/,
     );
