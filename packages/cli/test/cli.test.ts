@@ -36,6 +36,7 @@ import { sshPublicKeyLine } from "@wap/ssh-wire";
 import { hasControlCharacters } from "@wap/ssh-wire/forms";
 import { bearer, clientFor, transportFor } from "@wap/test-kit/clients";
 import { signUp, signUpWithWorkspace } from "@wap/test-kit/http";
+import { oldestNode as node18, oldestNodeVersion } from "@wap/test-kit/oldest-node";
 import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { type ControlStream, openControlStream, SignedDaemon } from "@wap/test-kit/signed-daemon";
 import { type RunningSshd, startSshd } from "@wap/test-kit/sshd";
@@ -57,7 +58,7 @@ async function bundleBinary(): Promise<void> {
     bundle: true,
     platform: "node",
     format: "esm",
-    target: "node20",
+    target: "node18",
     conditions: ["dev-source"],
     // Bundled CommonJS dependencies call require().
     banner: {
@@ -91,8 +92,12 @@ function environment(extra: Record<string, string | undefined>): NodeJS.ProcessE
   return env;
 }
 
-function startWap(args: readonly string[], env: Record<string, string | undefined>): ChildProcess {
-  return spawn(process.execPath, [bin, ...args], {
+function startWap(
+  args: readonly string[],
+  env: Record<string, string | undefined>,
+  node = process.execPath,
+): ChildProcess {
+  return spawn(node, [bin, ...args], {
     env: environment(env),
     cwd: scratch,
     stdio: ["ignore", "pipe", "pipe"],
@@ -114,8 +119,8 @@ function finished(child: ChildProcess): Promise<Result> {
   });
 }
 
-const wap = (args: readonly string[], env: Record<string, string | undefined>) =>
-  finished(startWap(args, env));
+const wap = (args: readonly string[], env: Record<string, string | undefined>, node?: string) =>
+  finished(startWap(args, env, node));
 
 /** `wap login --no-browser`, approved through VerifyCLILogin with the codes the CLI printed. */
 async function signIn(configDir: string, accessToken = owner.accessToken): Promise<Result> {
@@ -512,6 +517,26 @@ describe("wap as a signed-in user", { timeout: 180_000 }, () => {
 });
 
 describe("wap for scripts and mistakes", { timeout: 180_000 }, () => {
+  it("runs on Node.js 18.19 (Debian 12's): a service account signs in, lists its targets and logs in with ssh", async () => {
+    expect((await run(node18, ["--version"])).stdout.trim()).toBe(oldestNodeVersion);
+    const env = {
+      WAP_CONFIG_DIR: join(scratch, "node18-config"),
+      WAP_TOKEN: serviceAccountToken,
+      WAP_SERVER: server.url,
+    };
+    const status = await wap(["status", "--json"], env, node18);
+    expect(status.code, status.stderr).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({ signedInWith: "token", serviceAccountId });
+    const targets = await wap(["targets", "--json"], env, node18);
+    expect(JSON.parse(targets.stdout)).toEqual([
+      expect.objectContaining({ name: "web-01", logins: [login] }),
+    ]);
+    const result = await wap(["ssh", "web-01", "--", "echo", "from node 18"], env, node18);
+    expect(result, `${result.stderr}\n${sshd.logs()}`).toMatchObject({ code: 0, stdout: "from node 18\n" });
+    // Nothing but the program's own output: no warning of an unsupported or experimental feature.
+    expect(status.stderr + targets.stderr + result.stderr).toBe("");
+  });
+
   it("WAP_TOKEN signs in a service account, which reaches the target it was granted", async () => {
     const env = {
       WAP_CONFIG_DIR: join(scratch, "token-config"),
