@@ -20,6 +20,7 @@ import {
   WorkspaceService,
 } from "@wap/api";
 import { useEffect, useId, useState } from "react";
+import { Can, useAccess } from "../access";
 import { api, when } from "../api";
 import { useMe } from "../session";
 import {
@@ -407,7 +408,10 @@ export function AccessRequestsPage() {
   const search = useSearch({ strict: false }) as { request?: string };
   const names = useNames(ws);
   const all = useQuery(AccessRequestService.method.listAccessRequests, { workspaceId: ws, limit: 100 });
-  const waiting = usePendingDecisions(ws);
+  const access = useAccess(ws);
+  // The role table says whether the role may decide at all; each request says whether its
+  // policy lets this person decide it.
+  const waiting = usePendingDecisions(ws).filter(() => access.can("access_requests.decide"));
   return (
     <Page title="Access requests">
       <Section title="Waiting for your decision">
@@ -422,7 +426,9 @@ export function AccessRequestsPage() {
         )}
       </Section>
       <Section title="Ask for access">
-        <AskForm ws={ws} />
+        <Can access={access} need="access_requests.create" doing="ask for access">
+          <AskForm ws={ws} />
+        </Can>
       </Section>
       <Section title="Requests">
         <QueryState
