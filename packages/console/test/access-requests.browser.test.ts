@@ -4,7 +4,8 @@
  * requests waiting for them rise without a reload, approves with a reason after an in-page
  * confirmation naming who gets what, and the requester's page shows the approval as it happens.
  * Nobody is offered their own request to approve; a viewer the policy does not name sees no
- * approve button; an approver withdraws, and the history says who did what.
+ * approve button; the owner withdraws, an approver denies with a reason, and the history says
+ * who did what.
  */
 import { spawnSync } from "node:child_process";
 import { createServer as createNetServer } from "node:net";
@@ -243,6 +244,37 @@ describe("access requests in the console", { timeout: 90_000 }, () => {
     await ada.context().close();
   });
 
+  it("a denial, after its confirmation, reaches the requester's page with its reason", async () => {
+    const amy = await signedIn("amy", requestsPath());
+    const ask = amy.getByRole("form", { name: "Ask for access" });
+    await ask.getByLabel("Duration in minutes", { exact: true }).fill("15");
+    await ask.getByLabel("Reason (required)", { exact: true }).fill("look at the slow queries");
+    await ask.getByRole("button", { name: "Ask for access" }).click();
+    const mine = amy.getByRole("list", { name: "Requests" }).getByRole("listitem").first();
+    await mine.getByText("pending: 0 of 1 approvals", { exact: false }).waitFor();
+
+    const ben = await signedIn("ben", requestsPath());
+    const row = "Amy Archer as deploy on db-1";
+    const waiting = ben.getByRole("listitem", { name: `Request of ${row}` });
+    await waiting.getByLabel(`Reason for your decision on ${row}`, { exact: true }).fill("use the replica");
+    await waiting.getByRole("button", { name: `Deny ${row}` }).click();
+    await waiting
+      .getByRole("group", {
+        name: "Refuse Amy Archer the login as deploy on db-1 for 15 minutes? A denied request cannot be approved later.",
+      })
+      .getByRole("button", { name: `Yes, deny ${row}` })
+      .click();
+    await ben.getByText("No request is waiting for your decision.").waitFor();
+
+    await mine.getByText("denied", { exact: true }).first().waitFor();
+    expect(await mine.getByRole("list", { name: "History" }).textContent()).toMatch(
+      /Denied by Ben Bishop.*use the replica/,
+    );
+    expect(await mine.getByRole("button", { name: /^Withdraw / }).count()).toBe(0);
+    await ben.context().close();
+    await amy.context().close();
+  });
+
   it("the mailed link opens the request on its workspace's page", async () => {
     const amy = await signedIn("amy", `/w/${workspaceId}`);
     await amy.getByRole("navigation", { name: "Workspace" }).waitFor();
@@ -255,7 +287,9 @@ describe("access requests in the console", { timeout: 90_000 }, () => {
         token: tokens.amy,
       },
     );
-    const id = listed.body.requests[0].id as string;
+    const id = (listed.body.requests as { id: string; state: string }[]).find(
+      (r) => r.state === "ACCESS_REQUEST_STATE_WITHDRAWN",
+    )!.id;
     await amy.goto(`${base}/access-requests?workspace=${workspaceId}&request=${id}`);
     await amy.getByRole("heading", { level: 1, name: "Access requests" }).waitFor();
     expect(new URL(amy.url()).pathname).toBe(requestsPath());
