@@ -914,5 +914,7 @@ describe("wap for just-in-time access", { timeout: 180_000 }, () => {
     expect(fresh.stdout.trim(), fresh.stderr).toBe("in");
     expect(keyId(`${stale}-cert.pub`)).toMatch(new RegExp(`:request:${second.id}$`));
     expect(await readFile(join(sshDir, `${stale}-cert.pub`), "utf8")).not.toBe(issued);
+    // The withdrawn request's key and certificate are gone.
+    expect((await readdir(sshDir)).filter((f) => f.includes(request.id))).toEqual([]);
   });
 });

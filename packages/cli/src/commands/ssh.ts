@@ -30,7 +30,7 @@ import {
   targetProblem,
   usableEndpoints,
 } from "../ssh/targets.js";
-import { ensureCertificate } from "../ssh/user-certificates.js";
+import { ensureCertificate, removeEndedRequestCertificates } from "../ssh/user-certificates.js";
 import { listWorkspaces, resolveWorkspace } from "../workspaces.js";
 
 export function knownHostsPath(store: ConfigStore, workspaceId: string): string {
@@ -83,7 +83,8 @@ const endOf = (r: AccessRequest) => (r.endsAt === undefined ? 0 : timestampDate(
 /**
  * A login held only on request: the approved request of the caller it goes on under (the one
  * named by `--use-request`, else the one that ends last, or the one `--request` asked for and got
- * approved); otherwise says how to ask. Undefined for a login held without one.
+ * approved), with the ids of all the caller's requests approved now; otherwise says how to ask.
+ * Undefined for a login held without one.
  */
 async function ensureApproval(
   ctx: CommandContext,
@@ -92,7 +93,7 @@ async function ensureApproval(
   reachable: Reachable,
   login: string,
   options: SshOptions,
-): Promise<AccessRequest | undefined> {
+): Promise<{ request: AccessRequest; approved: Set<string> } | undefined> {
   if (!reachable.onRequest.includes(login)) {
     if (options.useRequest !== undefined)
       throw new CliError(
@@ -104,15 +105,13 @@ async function ensureApproval(
     workspaceId: workspace.id,
     state: AccessRequestState.APPROVED,
   });
-  const mine = requests
-    .filter(
-      (r) =>
-        r.requesterId === session.subjectId &&
-        r.targetId === reachable.target.id &&
-        r.login === login &&
-        r.state === AccessRequestState.APPROVED &&
-        endOf(r) > Date.now(),
-    )
+  const approvedMine = requests.filter(
+    (r) =>
+      r.requesterId === session.subjectId && r.state === AccessRequestState.APPROVED && endOf(r) > Date.now(),
+  );
+  const approved = new Set(approvedMine.map((r) => r.id));
+  const mine = approvedMine
+    .filter((r) => r.targetId === reachable.target.id && r.login === login)
     .sort((a, b) => endOf(b) - endOf(a));
   const target = printable(reachable.target.name);
   if (options.useRequest !== undefined) {
@@ -122,21 +121,22 @@ async function ensureApproval(
         `request ${printable(options.useRequest)} is not an approved request of yours for "${printable(login)}" on ${target} (\`wap requests\` lists them)`,
       );
     }
-    return chosen;
+    return { request: chosen, approved };
   }
-  if (mine[0] !== undefined) return mine[0];
+  if (mine[0] !== undefined) return { request: mine[0], approved };
   if (options.request === undefined) {
     throw new CliError(
       `logging in as "${printable(login)}" on ${target} needs an approved access request: ask with \`wap ssh --request --reason <why> ${printable(login)}@${target}\` or \`wap request ${target} --login ${printable(login)} --duration 1h --reason <why>\``,
     );
   }
   const { ask } = await import("./requests.js");
-  return ask(ctx, session, reachable.target.id, {
+  const asked = await ask(ctx, session, reachable.target.id, {
     login,
     durationMs: options.request.durationMs,
     reason: options.request.reason,
     wait: true,
   });
+  return { request: asked, approved: approved.add(asked.id) };
 }
 
 /** Reuse margin of a certificate bound to a request: it ends with the approval, never later. */
@@ -177,8 +177,13 @@ export async function ssh(
       caId: reachable.authority.id,
       caPublicKey: reachable.authority.publicKey,
       renewBeforeMs: approval === undefined ? defaultRenewBeforeMs : requestRenewBeforeMs,
-      ...(approval === undefined ? {} : { request: { id: approval.id, targetId: reachable.target.id } }),
+      ...(approval === undefined
+        ? {}
+        : { request: { id: approval.request.id, targetId: reachable.target.id } }),
     });
+    // The keys and certificates of this authority's requests no longer approved go.
+    if (approval !== undefined)
+      await removeEndedRequestCertificates(ctx.store, reachable.authority.id, approval.approved);
     const knownHosts = await writeKnownHosts(ctx.store, workspace.id, access);
     return { reachable, login, certificate, knownHosts, endpoints };
   });

@@ -5,13 +5,18 @@
  */
 import { execFileSync } from "node:child_process";
 import { rmSync } from "node:fs";
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigStore } from "../config.js";
-import { certificatePaths, currentCertificate, requestOfKeyId } from "./user-certificates.js";
+import {
+  certificatePaths,
+  currentCertificate,
+  removeEndedRequestCertificates,
+  requestOfKeyId,
+} from "./user-certificates.js";
 
 const caId = "0193f1c2-7a0e-7d4b-9d55-0a3c2f9b1e77";
 const requestA = "0193f1c2-7a0e-7d4b-9d55-0a3c2f9b1e01";
@@ -89,5 +94,29 @@ describe("certificates bound to an access request", () => {
     // And a certificate bound to no request is not one for request A.
     storeCertificate(forA, usual);
     expect(await currentCertificate(store, {}, caId, 0, undefined, requestA)).toBeUndefined();
+  });
+
+  it("the files of requests no longer approved go; those of approved ones, other authorities and standing logins stay", async () => {
+    const otherCa = "0193f1c2-7a0e-7d4b-9d55-0a3c2f9b1e99";
+    storeCertificate(certificatePaths(store, caId, requestA), `${usual}:request:${requestA}`);
+    storeCertificate(certificatePaths(store, caId, requestB), `${usual}:request:${requestB}`);
+    storeCertificate(certificatePaths(store, otherCa, requestB), `${usual}:request:${requestB}`);
+    storeCertificate(certificatePaths(store, caId), usual);
+    await writeFile(join(store.sshDir, `${caId}-request-not-an-id`), "kept\n");
+    await removeEndedRequestCertificates(store, caId, new Set([requestA]));
+    expect((await readdir(store.sshDir)).sort()).toEqual(
+      [
+        caId,
+        `${caId}-cert.pub`,
+        `${caId}.pub`,
+        `${caId}-request-${requestA}`,
+        `${caId}-request-${requestA}-cert.pub`,
+        `${caId}-request-${requestA}.pub`,
+        `${caId}-request-not-an-id`,
+        `${otherCa}-request-${requestB}`,
+        `${otherCa}-request-${requestB}-cert.pub`,
+        `${otherCa}-request-${requestB}.pub`,
+      ].sort(),
+    );
   });
 });

@@ -21,7 +21,7 @@
  * @module
  */
 import { generateKeyPairSync } from "node:crypto";
-import { rm } from "node:fs/promises";
+import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { SignSSHCertificateRequest_CertificateType } from "@wap/api";
 import {
@@ -61,6 +61,30 @@ export function certificatePaths(store: ConfigStore, caId: string, requestId?: s
     throw new CliError(`the server named an access request ${JSON.stringify(requestId)}, which is not an id`);
   const privateKey = join(store.sshDir, requestId === undefined ? caId : `${caId}-request-${requestId}`);
   return { privateKey, publicKey: `${privateKey}.pub`, certificate: `${privateKey}-cert.pub` };
+}
+
+/**
+ * Removes the keys and certificates kept for `caId`'s access requests other than `approved` (the
+ * caller's requests approved now): a withdrawn or ended request's files are of no more use.
+ */
+export async function removeEndedRequestCertificates(
+  store: ConfigStore,
+  caId: string,
+  approved: ReadonlySet<string>,
+): Promise<void> {
+  const prefix = `${caId}-request-`;
+  const names = await readdir(store.sshDir).catch(() => [] as string[]);
+  const ended = new Set(
+    names
+      .filter((name) => name.startsWith(prefix))
+      .map((name) => name.slice(prefix.length, prefix.length + 36))
+      .filter((id) => isId(id) && !approved.has(id)),
+  );
+  for (const id of ended) {
+    const paths = certificatePaths(store, caId, id);
+    for (const file of [paths.privateKey, paths.publicKey, paths.certificate])
+      await rm(file, { force: true });
+  }
 }
 
 /** The access request a certificate's key id names (`…:request:<id>`, as the server issues them). */
