@@ -41,6 +41,7 @@ const release = [
   "packages/console/test/console.browser.test.ts",
   "packages/console/test/access-requests.browser.test.ts",
   "packages/console/test/grpc-web.browser.test.ts",
+  "packages/console/test/webhooks.browser.test.ts",
 ];
 
 const inPackage = (name: string) => (path: string) => path.startsWith(`packages/${name}/`);

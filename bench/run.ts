@@ -17,6 +17,8 @@
  * 7. `wap ssh` end to end (wap-ssh.ts): `wap ssh <target> -- true` against a local sshd with a
  *    cached certificate and with one issued, against plain `ssh`; the CLI's start-up against
  *    `node -e 0`.
+ * 8. Webhook delivery (webhooks.ts): audit events delivered in order to one receiver on loopback,
+ *    against the same bodies POSTed by node:http alone.
  *
  * Benchmarks are chosen by name on the command line (`pnpm bench ledger`, `pnpm bench sign raw`)
  * or by BENCH_ONLY; none named means all. `ledger` is the certificate lifecycle's name too.
@@ -24,7 +26,7 @@
  * Settings:
  * - BENCH_SECONDS (default 5) and BENCH_CONCURRENCY (default 32): each load run of the request
  *   path;
- * - BENCH_ONLY (comma-separated subset of `healthz,get-ca,sign,raw,audit-export,daemon-streams,agent,certificate-lifecycle,workers,wap-ssh`,
+ * - BENCH_ONLY (comma-separated subset of `healthz,get-ca,sign,raw,audit-export,daemon-streams,agent,certificate-lifecycle,workers,wap-ssh,webhooks`,
  *   default all), e.g. to profile one request path alone;
  * - BENCH_AUDIT_ROWS (default 1,000,000): events in the exported window;
  * - BENCH_LEDGER_ROWS (default 1,000,000), BENCH_KRL_SERIALS (default 100,000) and
@@ -36,6 +38,7 @@
  * - BENCH_PROFILE (default `1`): `0` skips the profiled second run of GetCertificateAuthority and
  *   SignSSHCertificate that splits their event loop time per request by part (call-budget.ts);
  * - BENCH_WAP_SSH_RUNS (default 100): runs of each `wap ssh` series;
+ * - BENCH_WEBHOOK_EVENTS (default 10,000): events delivered by the webhook benchmark;
  * - BENCH_LOG_LEVEL (default silent; `info` logs every request to stderr as the server does by
  *   default: run with `2>/dev/null` or a file to see its cost);
  * - BENCH_REPORT (default `1`): `0` prints the figures without writing REPORT.md and report.svg.
@@ -57,6 +60,7 @@ import {
 import { requestPathMeasures, runRequestPathBench } from "./request-path.js";
 import type { BenchSection } from "./results.js";
 import { runWapSshBench } from "./wap-ssh.js";
+import { runWebhooksBench } from "./webhooks.js";
 import { runWorkersBench } from "./workers.js";
 
 const benchmarks = [
@@ -67,6 +71,7 @@ const benchmarks = [
   "certificate-lifecycle",
   "workers",
   "wap-ssh",
+  "webhooks",
 ] as const;
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
@@ -128,6 +133,11 @@ if (only.has("workers")) {
 if (only.has("wap-ssh")) {
   console.log("\nwap ssh end to end");
   sections.push(await runWapSshBench());
+}
+
+if (only.has("webhooks")) {
+  console.log("\nWebhook delivery");
+  sections.push(await runWebhooksBench());
 }
 
 for (const section of sections) console.log(sectionText(section));

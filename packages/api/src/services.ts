@@ -23,6 +23,7 @@ import { TargetService as _Target } from "./gen/platform/v1/target_pb.js";
 import { TeamService as _Team } from "./gen/platform/v1/team_pb.js";
 import { UserService as _User } from "./gen/platform/v1/user_pb.js";
 import { UtilService as _Util } from "./gen/platform/v1/util_pb.js";
+import { WebhookService as _Webhook } from "./gen/platform/v1/webhook_pb.js";
 import { WorkspaceDomainService as _WorkspaceDomain } from "./gen/platform/v1/workspace_domain_pb.js";
 import { WorkspaceService as _Workspace } from "./gen/platform/v1/workspace_pb.js";
 
@@ -48,4 +49,5 @@ export const platformServices = [
   _Util,
   _Recording,
   _AccessRequest,
+  _Webhook,
 ] as const;

@@ -46,6 +46,7 @@ const commands = {
   lists: () => import("./commands/lists.js"),
   requests: () => import("./commands/requests.js"),
   ssh: () => import("./commands/ssh.js"),
+  webhooks: () => import("./commands/webhooks.js"),
 };
 
 function instant(value: string): Date {
@@ -203,6 +204,64 @@ export function createProgram(runner: Runner, env: NodeJS.ProcessEnv = process.e
         (await commands.requests()).decide(ctx, "deny", id, options.reason),
       ),
     );
+
+  const webhooks = program
+    .command("webhooks")
+    .description(
+      "the workspace's webhook endpoints: every audit event, signed, in order (owners and admins)",
+    );
+  webhooks
+    .command("list")
+    .description("list the endpoints and where delivery to each stands")
+    .action(action(async (ctx) => (await commands.webhooks()).listWebhooks(ctx)));
+  webhooks
+    .command("create")
+    .description("add an endpoint; prints its signing secret, once")
+    .argument("<url>", "the https URL to POST the events to")
+    .option("--description <text>", "what it is for", "")
+    .option(
+      "--event-type <type>",
+      "only these audit actions or prefixes (team.create, team.*); repeatable",
+      collect,
+      [],
+    )
+    .action(
+      action(async (ctx, url: string, options: { description: string; eventType: string[] }) =>
+        (await commands.webhooks()).createWebhook(ctx, url, {
+          description: options.description,
+          eventTypes: options.eventType,
+        }),
+      ),
+    );
+  webhooks
+    .command("delete")
+    .description("delete an endpoint")
+    .argument("<id>", "the endpoint id (`wap webhooks list` shows them)")
+    .action(action(async (ctx, id: string) => (await commands.webhooks()).deleteWebhook(ctx, id)));
+  webhooks
+    .command("rotate")
+    .description("make a new signing secret; the old one signs beside it for the overlap")
+    .argument("<id>", "the endpoint id")
+    .option(
+      "--overlap <duration>",
+      "how long the old secret keeps signing (default 1d, at most 7d)",
+      duration,
+    )
+    .action(
+      action(async (ctx, id: string, options: { overlap?: number }) =>
+        (await commands.webhooks()).rotateWebhook(ctx, id, options.overlap),
+      ),
+    );
+  webhooks
+    .command("test")
+    .description("send a webhook.test message now; exits 1 when it is not delivered")
+    .argument("<id>", "the endpoint id")
+    .action(action(async (ctx, id: string) => (await commands.webhooks()).testWebhook(ctx, id)));
+  webhooks
+    .command("deliveries")
+    .description("the recent delivery attempts to an endpoint, newest first")
+    .argument("<id>", "the endpoint id")
+    .action(action(async (ctx, id: string) => (await commands.webhooks()).webhookDeliveries(ctx, id)));
 
   const config = program.command("config").description("write configuration for other tools");
   config

@@ -18,6 +18,7 @@ import {
   TeamService,
   UserService,
   UtilService,
+  WebhookService,
   WorkspaceDomainService,
   WorkspaceService,
 } from "@wap/api";
@@ -44,6 +45,7 @@ export interface ServiceClients {
   readonly util: Client<typeof UtilService>;
   readonly recordings: Client<typeof RecordingService>;
   readonly accessRequests: Client<typeof AccessRequestService>;
+  readonly webhooks: Client<typeof WebhookService>;
 }
 
 /** Builds the typed clients of every service over `transport`. */
@@ -69,5 +71,6 @@ export function createServiceClients(transport: Transport): ServiceClients {
     util: createClient(UtilService, transport),
     recordings: createClient(RecordingService, transport),
     accessRequests: createClient(AccessRequestService, transport),
+    webhooks: createClient(WebhookService, transport),
   };
 }

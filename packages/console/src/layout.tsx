@@ -25,6 +25,7 @@ const workspaceLinks = [
   ["sso", "Single sign-on", "sso.read"],
   ["billing", "Billing", "billing.read"],
   ["audit", "Audit log", "audit.read"],
+  ["webhooks", "Webhooks", "webhooks.manage"],
 ] as const;
 
 export function Shell() {

@@ -30,6 +30,7 @@ import { AuthoritiesPage } from "./pages/certificates";
 import { CliLoginPage, InvitePage } from "./pages/links";
 import { RecordingsPage, SessionsPage, TerminalPage } from "./pages/sessions";
 import { DaemonsPage, TargetsPage } from "./pages/targets";
+import { WebhooksPage } from "./pages/webhooks";
 import { MembersPage, OverviewPage, ServiceAccountsPage, TeamsPage, WorkspacesPage } from "./pages/workspace";
 import "./styles.css";
 
@@ -124,6 +125,11 @@ const routeTree = root.addChildren([
     inShell("/w/$ws/terminal/$daemon/$session", TerminalPage, "A terminal on a machine, in the browser."),
     inShell("/w/$ws/recordings", RecordingsPage, "Recorded terminal sessions: play, download, delete."),
     inShell("/w/$ws/audit", AuditPage, "Who did what, to what, and when: filter and export."),
+    inShell(
+      "/w/$ws/webhooks",
+      WebhooksPage,
+      "Endpoints that receive every audit event, and their deliveries.",
+    ),
   ]),
 ]);
 

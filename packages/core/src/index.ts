@@ -185,3 +185,4 @@ export { beginOidcSignIn, finishOidcSignIn } from "./sso/oidc.js";
 export type { SsoOptions } from "./sso/options.js";
 export { ssoUrls } from "./sso/options.js";
 export { beginSamlSignIn, finishSamlSignIn, samlServiceProviderMetadata } from "./sso/saml.js";
+export type { WebhookOptions } from "./webhooks/options.js";

@@ -80,6 +80,8 @@ import {
 } from "./storage/storage.js";
 import { parseRequest } from "./validation/parse.js";
 import { uuid } from "./validation/rules.js";
+import { startWebhookDelivery } from "./webhooks/delivery.js";
+import { webhookSettings } from "./webhooks/options.js";
 
 /** What `createPlatform` needs. Only `storage` and `keyStore` have no default. */
 export interface PlatformOptions extends IntegrationServices {
@@ -242,6 +244,8 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
     accessRequestSweepMs,
   );
   requestSweep.unref();
+  const webhooks = webhookSettings(options.webhooks);
+  const webhookDelivery = webhooks.deliver ? startWebhookDelivery(services, webhooks) : undefined;
 
   function bidiStreamOver(services: Services): Platform["bidiStream"] {
     return async (method, ctx, requests, options = {}) => {
@@ -293,7 +297,10 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
         }
         throw fault;
       }
-      publisher.publish(events.committed());
+      const committed = events.committed();
+      publisher.publish(committed);
+      // A change was audited: its events are for the webhook endpoints now.
+      if (committed.length > 0) webhookDelivery?.nudge();
       return create(method.output, result as never) as MessageShape<typeof method.output>;
     },
     async *stream(method, ctx, request, options = {}) {
@@ -355,6 +362,7 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
     async close() {
       clearInterval(grantSweep);
       clearInterval(requestSweep);
+      await webhookDelivery?.close();
       await publisher.drain();
       try {
         await services.events.close();

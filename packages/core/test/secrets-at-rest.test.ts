@@ -1,5 +1,5 @@
 /**
- * CA private keys (and the workspaces' audit keys) are sealed under the master key: a dump of the whole SQLite database (main
+ * CA private keys (and the workspaces' audit keys, and webhook signing secrets) are sealed under the master key: a dump of the whole SQLite database (main
  * file, WAL and shared memory, while open and after close) holds none of them in plaintext, in
  * any encoding, after authorities of every type were created, used and rolled over.
  */
@@ -12,6 +12,7 @@ import {
   CertificateService,
   SignSSHCertificateRequest_CertificateType as CertType,
   UtilService,
+  WebhookService,
 } from "@wap/api";
 import { createSqliteStorage } from "@wap/storage-sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -30,6 +31,8 @@ let workspaceId: string;
 const keyStore = createMasterKeyStore({ masterKey: generateMasterKey() });
 /** Every private key the platform holds, opened, as PKCS#8 DER. */
 const plaintextKeys: Uint8Array[] = [];
+/** The webhook signing secrets the platform answered, as bytes. */
+const webhookSecrets: Buffer[] = [];
 
 const specs: readonly CaKeySpec[] = [
   { type: "ed25519" },
@@ -69,6 +72,19 @@ beforeAll(async () => {
   await t.call(ada.caller, UtilService.method.exportAuditChain, { workspaceId });
   const auditKey = await storage.auditCheckpoints.findKey(workspaceId);
   plaintextKeys.push(await keyStore.open(auditKey!.sealedPrivateKey, `audit-key:${workspaceId}`));
+  // A webhook endpoint (disabled: nothing is sent) and its rotated secret: both sealed.
+  const hook = await t.call(ada.caller, WebhookService.method.createWebhookEndpoint, {
+    workspaceId,
+    url: "https://192.0.2.1/hooks",
+    disabled: true,
+  });
+  const rotated = await t.call(ada.caller, WebhookService.method.rotateWebhookSecret, {
+    workspaceId,
+    id: hook.endpoint!.id,
+  });
+  for (const secret of [hook.secret!, rotated.secret!]) {
+    webhookSecrets.push(Buffer.from(secret.slice("whsec_".length), "base64"));
+  }
   for (const name of ["access-token-signing-key", "service-account-token-signing-key"]) {
     const signing = await storage.secrets.find(name);
     plaintextKeys.push(await keyStore.open(signing!.sealed, `secret:${name}`));
@@ -133,6 +149,18 @@ function leaks(bytes: Buffer): string[] {
 }
 
 describe("secrets at rest", () => {
+  it("holds the webhook signing secrets sealed: not their bytes, hex, base64 or whsec_ text", async () => {
+    const bytes = await dump();
+    const text = bytes.toString("latin1");
+    expect(webhookSecrets).toHaveLength(2);
+    for (const secret of webhookSecrets) {
+      expect(bytes.includes(secret.subarray(0, 16))).toBe(false);
+      expect(text.toLowerCase().includes(secret.subarray(0, 16).toString("hex"))).toBe(false);
+      for (const form of base64Forms(secret)) expect(text.includes(form)).toBe(false);
+    }
+    expect(text.includes("whsec_")).toBe(false);
+  });
+
   it("the test itself can see a key where there is one", () => {
     // A CA key per spec and authority type, the workspace's audit key and the two token signing keys.
     expect(plaintextKeys.length).toBe(specs.length * 2 + 3);

@@ -42,6 +42,7 @@ import {
   ServiceAccountService,
   TargetService,
   TeamService,
+  WebhookService,
   WorkspaceDomainService,
   WorkspaceService,
 } from "@wap/api";
@@ -256,6 +257,15 @@ async function seedWorld(): Promise<World> {
       reason: "workspace B secret reason",
     }),
   ).request.id;
+  // A webhook endpoint of B (disabled: nothing is sent from the fixture).
+  const webhook = as<{ endpoint: { id: string } }>(
+    await call(platform, ownerB, WebhookService.method.createWebhookEndpoint as Unary, {
+      workspaceId: wsB,
+      url: "https://hooks.b-corp.example/secret-path",
+      description: "workspace B secret hook",
+      disabled: true,
+    }),
+  ).endpoint.id;
   const daemonB = await daemon(wsB, target);
   const domain = "b-corp.example.com";
   await call(platform, ownerB, WorkspaceDomainService.method.createWorkspaceDomain as Unary, {
@@ -281,6 +291,7 @@ async function seedWorld(): Promise<World> {
     accountB.id,
     daemonB,
     accessRequest,
+    webhook,
   ];
   return {
     image,
@@ -295,6 +306,8 @@ async function seedWorld(): Promise<World> {
         domain,
         "workspace B secret name",
         "workspace B secret reason",
+        "workspace B secret hook",
+        "hooks.b-corp.example/secret-path",
         invite.slice(invite.lastIndexOf("/") + 1),
       ],
     },

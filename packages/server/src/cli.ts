@@ -133,9 +133,9 @@ async function operatorTask(parsed: ParsedCommandLine, logger: Logger): Promise<
       const storage = await openStorageOnly(target);
       try {
         const outcome = await rotateMasterKey(storage, plan);
-        const { ca_key, secret, oidc_client_secret, audit_key } = outcome.resealed;
+        const { ca_key, secret, oidc_client_secret, audit_key, webhook_secret } = outcome.resealed;
         process.stdout.write(
-          `re-sealed ${ca_key} CA keys, ${secret} server secrets, ${oidc_client_secret} OIDC client secrets and ${audit_key} audit signing keys under the new master key\n` +
+          `re-sealed ${ca_key} CA keys, ${secret} server secrets, ${oidc_client_secret} OIDC client secrets, ${audit_key} audit signing keys and ${webhook_secret} webhook secrets under the new master key\n` +
             (outcome.keyFile
               ? `the new key is in ${outcome.keyFile}: back it up now; earlier backups still need the old key\n`
               : "every secret is under WAP_MASTER_KEY now: remove WAP_PREVIOUS_MASTER_KEY from every instance\n"),

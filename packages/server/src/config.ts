@@ -59,6 +59,12 @@ export interface ServerConfig extends IntegrationConfig {
   readonly shutdownGraceSeconds: number;
   /** How often the heads of the audit chains that moved are signed (docs/audit.md); 0: never. */
   readonly auditCheckpointSeconds: number;
+  /** Whether webhook endpoints may be plain http URLs. */
+  readonly webhookAllowHttp: boolean;
+  /** The longest wait between two attempts to deliver to a failing webhook endpoint. */
+  readonly webhookRetryMaxSeconds: number;
+  /** How long a webhook endpoint may fail before the server disables it. */
+  readonly webhookDisableAfterSeconds: number;
   /**
    * Where users reach the web app (links in mails, the CLI's verification URL, the passkey
    * origin); unset means `http(s)://localhost:<port>`.
@@ -134,6 +140,9 @@ export const defaultConfig: ServerConfig = {
   logLevel: "info",
   shutdownGraceSeconds: 10,
   auditCheckpointSeconds: 300,
+  webhookAllowHttp: false,
+  webhookRetryMaxSeconds: 600,
+  webhookDisableAfterSeconds: 3 * 86_400,
   publicUrl: undefined,
   internalUrl: undefined,
   smtpUrl: undefined,
@@ -571,6 +580,31 @@ export const settings: readonly Setting[] = [
     defaultText: "300",
     help: "How often the heads of the workspaces' audit chains that moved are signed (0: only on export).",
     apply: assign("auditCheckpointSeconds", wholeNumber(0, 86_400)),
+  },
+  {
+    env: "WAP_WEBHOOK_ALLOW_HTTP",
+    flag: "--webhook-allow-http",
+    value: "[true|false]",
+    defaultText: "false",
+    bare: "true",
+    help: "Let webhook endpoints be plain http URLs (a receiver on a private network). By default they must be https. Which addresses they may reach is --outbound-allow-networks.",
+    apply: assign("webhookAllowHttp", boolean),
+  },
+  {
+    env: "WAP_WEBHOOK_RETRY_MAX",
+    flag: "--webhook-retry-max",
+    value: "<seconds>",
+    defaultText: "600",
+    help: "The longest wait between two attempts to deliver an event to a failing webhook endpoint (the wait doubles from 5 s up to it, with jitter).",
+    apply: assign("webhookRetryMaxSeconds", wholeNumber(5, 86_400)),
+  },
+  {
+    env: "WAP_WEBHOOK_DISABLE_AFTER",
+    flag: "--webhook-disable-after",
+    value: "<seconds>",
+    defaultText: "259200",
+    help: "A webhook endpoint that has failed for this long is disabled (audited as webhook.disable); an admin enables it again and delivery resumes where it stopped.",
+    apply: assign("webhookDisableAfterSeconds", wholeNumber(60, 365 * 86_400)),
   },
 ];
 

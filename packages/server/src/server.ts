@@ -110,9 +110,13 @@ export async function createServer(options: ServerOptions = {}): Promise<Running
   const metrics = diagnosticsAddress ? createServerMetrics() : undefined;
   const tracing = await startTracing(config, logger);
   // Read before the platform is built: a bad setting must not leave it open.
-  const integrations = withOutboundAllowance(
-    { ...(await loadIntegrations(config, logger)), ...options.integrations },
-    config.outboundAllowNetworks,
+  const integrations = withWebhookSettings(
+    withOutboundAllowance(
+      { ...(await loadIntegrations(config, logger)), ...options.integrations },
+      config.outboundAllowNetworks,
+    ),
+    config,
+    logger,
   );
 
   const ownsPlatform = options.platform === undefined;
@@ -460,13 +464,33 @@ function urlHost(host: string): string {
   return host.includes(":") ? `[${host}]` : host;
 }
 
-/** The operator's allowance of non-public networks, for the fetches to identity providers. */
+/** The operator's allowance of non-public networks, for the fetches to identity providers (webhooks: below). */
 function withOutboundAllowance(
   integrations: IntegrationServices,
   allowNetworks: readonly string[],
 ): IntegrationServices {
   if (allowNetworks.length === 0) return integrations;
   return { ...integrations, sso: { allowNetworks, ...integrations.sso } };
+}
+
+/** The webhook settings of the configuration, under those the embedding application gave. */
+function withWebhookSettings(
+  integrations: IntegrationServices,
+  config: ServerConfig,
+  logger: Logger,
+): IntegrationServices {
+  return {
+    ...integrations,
+    webhooks: {
+      onError: (error: unknown) =>
+        logger.warn("webhook delivery round failed; retrying", { error: String(error) }),
+      allowNetworks: config.outboundAllowNetworks,
+      allowHttp: config.webhookAllowHttp,
+      retryMaxMs: config.webhookRetryMaxSeconds * 1000,
+      disableAfterMs: config.webhookDisableAfterSeconds * 1000,
+      ...integrations.webhooks,
+    },
+  };
 }
 
 /** The settings among the options, over the defaults. */

@@ -244,7 +244,7 @@ describe("rotate-master-key on SQLite (key file, server stopped)", () => {
       const rotated = await wapServer(["rotate-master-key"], env);
       expect(rotated.code, rotated.stderr).toBe(0);
       expect(rotated.stdout).toContain(
-        "re-sealed 1 CA keys, 2 server secrets, 0 OIDC client secrets and 0 audit signing keys",
+        "re-sealed 1 CA keys, 2 server secrets, 0 OIDC client secrets, 0 audit signing keys and 0 webhook secrets",
       );
       const newKey = (await readFile(join(dataDir, "master.key"), "utf8")).trim();
       expect(newKey).not.toBe(oldKey);

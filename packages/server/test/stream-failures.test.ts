@@ -59,7 +59,13 @@ function withFaults<T extends object>(repos: T): T {
       ),
     );
   const r = repos as unknown as Record<
-    "daemons" | "daemonSessions" | "cliLogins" | "recordings" | "authSessions" | "auditCheckpoints",
+    | "daemons"
+    | "daemonSessions"
+    | "cliLogins"
+    | "recordings"
+    | "authSessions"
+    | "auditCheckpoints"
+    | "webhookEndpoints",
     object
   >;
   return through(repos, {
@@ -74,6 +80,7 @@ function withFaults<T extends object>(repos: T): T {
     recordings: faulty("recordings", r.recordings, ["findById", "appendChunk"]),
     authSessions: faulty("authSessions", r.authSessions, ["findById"]),
     auditCheckpoints: faulty("auditCheckpoints", r.auditCheckpoints, ["unsignedHeads"]),
+    webhookEndpoints: faulty("webhookEndpoints", r.webhookEndpoints, ["due"]),
     ...("transaction" in repos && {
       transaction: <R>(fn: (tx: object) => Promise<R>) =>
         (repos as unknown as Storage).transaction((tx) => fn(withFaults(tx))),
@@ -550,6 +557,23 @@ describe("a background task", () => {
       faults.delete("auditCheckpoints.unsignedHeads");
       await quick.close();
     }
+  });
+
+  it("whose storage call fails (webhook delivery) is logged, and the server goes on", async () => {
+    const before = lines().length;
+    faults.set("webhookEndpoints.due", new Error("database is locked"));
+    try {
+      await until(() =>
+        lines()
+          .slice(before)
+          .some(
+            (l) => l.msg === "webhook delivery round failed; retrying" && String(l.error).includes("locked"),
+          ),
+      );
+    } finally {
+      faults.delete("webhookEndpoints.due");
+    }
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
   });
 
   it("whose event bus fails (the lag probe) is logged, and the server goes on", async () => {

@@ -42,6 +42,7 @@ import {
 import { createTargetRepository } from "./repositories/targets.js";
 import { createTeamRepository } from "./repositories/teams.js";
 import { createUserRepository } from "./repositories/users.js";
+import { createWebhookEndpointRepository } from "./repositories/webhooks.js";
 import { createWorkspaceRepository, createWorkspaceSettingsRepository } from "./repositories/workspaces.js";
 import type { Database } from "./schema.js";
 
@@ -101,5 +102,6 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
     secrets: createSecretRepository(run),
     sealedValues: createSealedValueRepository(run),
     accessRequests: createAccessRequestRepository(run),
+    webhookEndpoints: createWebhookEndpointRepository(run),
   };
 }

@@ -9,6 +9,7 @@ import type { AccountTables } from "./schema-accounts.js";
 import type { DaemonProtocolColumns, DaemonTables } from "./schema-daemons.js";
 import type { RecordingTables } from "./schema-recordings.js";
 import type { SsoBillingTables } from "./schema-sso-billing.js";
+import type { WebhookTables } from "./schema-webhooks.js";
 import type { WorkspaceAccessTables } from "./schema-workspace-access.js";
 
 /** Epoch milliseconds in a 64-bit column. pg returns int8 as a string; the mapping layer parses it. */
@@ -251,7 +252,8 @@ export interface Database
     WorkspaceAccessTables,
     SsoBillingTables,
     DaemonTables,
-    RecordingTables {
+    RecordingTables,
+    WebhookTables {
   users: UsersTable;
   auth_sessions: AuthSessionsTable;
   refresh_tokens: RefreshTokensTable;

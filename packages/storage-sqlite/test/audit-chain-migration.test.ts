@@ -24,6 +24,7 @@ describe("014_audit_chain on SQLite", () => {
     for (const column of ["chain_position", "previous_hash", "hash"])
       raw.exec(`alter table audit_events drop column ${column}`);
     // And without what later migrations add (Kysely applies only a history without gaps).
+    raw.exec("drop table webhook_deliveries; drop table webhook_secrets; drop table webhook_endpoints");
     raw.exec("drop table access_requests; drop index principal_subjects_valid_until_idx");
     for (const column of ["grant_kind", "valid_until", "approval_policy"])
       raw.exec(`alter table principal_subjects drop column ${column}`);

@@ -45,6 +45,7 @@ export const permissions = [
   "access_requests.create",
   "access_requests.decide",
   "access_requests.manage",
+  "webhooks.manage",
 ] as const;
 
 export type Permission = (typeof permissions)[number];
@@ -91,6 +92,8 @@ const admin: Permission[] = [
   "recordings.read",
   "recordings.delete",
   "access_requests.manage",
+  // Webhook endpoints receive the whole audit log: for those who may read it.
+  "webhooks.manage",
 ];
 
 /** A role as ListRoles describes it. */

@@ -21,6 +21,7 @@ import { sessionReasons } from "./sessions.js";
 import { ssoReasons } from "./sso.js";
 import { targetReasons } from "./targets.js";
 import { transportReasons } from "./transport.js";
+import { webhookReasons } from "./webhooks.js";
 
 /** The tables, by area (a reason is declared in one area only). */
 export const errorReasons = {
@@ -39,6 +40,7 @@ export const errorReasons = {
   billing: billingReasons,
   audit: auditReasons,
   accessRequests: accessRequestReasons,
+  webhooks: webhookReasons,
 } as const satisfies Readonly<Record<string, ReasonTable>>;
 
 type Tables = typeof errorReasons;

@@ -11,6 +11,7 @@ import type { KeyStore } from "../crypto/key-store.js";
 import { clientSecretContext } from "../sso/operations.js";
 import type { SealedValueRef } from "../storage/secrets.js";
 import type { Storage } from "../storage/storage.js";
+import { webhookSecretContext } from "../webhooks/secrets.js";
 
 /** The key store context a sealed value was sealed under. */
 export function sealedValueContext(ref: SealedValueRef): string {
@@ -23,6 +24,8 @@ export function sealedValueContext(ref: SealedValueRef): string {
       return clientSecretContext(ref.workspaceId);
     case "audit_key":
       return auditKeyContext(ref.workspaceId);
+    case "webhook_secret":
+      return webhookSecretContext(ref.endpointId, ref.version);
   }
 }
 
@@ -37,7 +40,7 @@ export interface ResealResult {
  */
 export async function resealSecrets(storage: Storage, from: KeyStore, to: KeyStore): Promise<ResealResult> {
   return storage.transaction(async (tx) => {
-    const resealed = { ca_key: 0, secret: 0, oidc_client_secret: 0, audit_key: 0 };
+    const resealed = { ca_key: 0, secret: 0, oidc_client_secret: 0, audit_key: 0, webhook_secret: 0 };
     for (const value of await tx.sealedValues.listAll()) {
       const context = sealedValueContext(value.ref);
       const plaintext = await from.open(value.sealed, context);

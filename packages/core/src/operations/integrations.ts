@@ -13,6 +13,7 @@ import type { AuditExportOptions } from "../audit/export.js";
 import type { BillingProvider } from "../billing/provider.js";
 import type { LicenseOptions } from "../license/license.js";
 import type { SsoOptions } from "../sso/options.js";
+import type { WebhookOptions } from "../webhooks/options.js";
 import type { Services } from "./services.js";
 
 export interface IntegrationServices {
@@ -24,9 +25,11 @@ export interface IntegrationServices {
   readonly sso?: SsoOptions;
   /** Size limits of ExportAuditLogs. */
   readonly auditExport?: AuditExportOptions;
+  /** Which networks and schemes endpoints may use, retries, timeouts; whether this instance delivers. */
+  readonly webhooks?: WebhookOptions;
 }
 
-const keys = ["billing", "license", "sso", "auditExport"] as const;
+const keys = ["billing", "license", "sso", "auditExport", "webhooks"] as const;
 
 /** The integration services of a platform (each may be absent). */
 export function integrationsOf(services: Services): IntegrationServices {

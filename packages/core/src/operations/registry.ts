@@ -12,6 +12,7 @@ import { recordingOperations } from "../recordings/operations.js";
 import { serviceAccountOperations } from "../service-accounts/operations.js";
 import { ssoOperations } from "../sso/operations.js";
 import { utilOperations } from "../util/operations.js";
+import { webhookOperations } from "../webhooks/operations.js";
 import { workspaceAccessOperations } from "../workspaces/access-operations.js";
 import { workspaceOperations } from "../workspaces/operations.js";
 import type { AnyOperation } from "./operation.js";
@@ -34,6 +35,7 @@ export const allOperations: readonly AnyOperation[] = withDaemonNotifications([
   ...auditOperations,
   ...recordingOperations,
   ...accessRequestOperations,
+  ...webhookOperations,
 ]);
 
 /** The procedure paths callers may use without a credential (sign-up, sign-in, public lookups). */

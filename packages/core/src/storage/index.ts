@@ -202,6 +202,16 @@ export type {
   UserRepository,
 } from "./users.js";
 export type {
+  WebhookDeliveryRecord,
+  WebhookDeliveryState,
+  WebhookDisabledReason,
+  WebhookEndpointRecord,
+  WebhookEndpointRepository,
+  WebhookProgress,
+  WebhookSecretRecord,
+  WebhookSettings,
+} from "./webhooks.js";
+export type {
   WorkspaceRecord,
   WorkspaceRepository,
   WorkspaceSettingsRecord,

@@ -25,7 +25,8 @@ export type SealedValueRef =
   | { readonly kind: "ca_key"; readonly caId: string; readonly keyVersion: number }
   | { readonly kind: "secret"; readonly name: string }
   | { readonly kind: "oidc_client_secret"; readonly providerId: string; readonly workspaceId: string }
-  | { readonly kind: "audit_key"; readonly workspaceId: string };
+  | { readonly kind: "audit_key"; readonly workspaceId: string }
+  | { readonly kind: "webhook_secret"; readonly endpointId: string; readonly version: number };
 
 export interface SealedValue {
   readonly ref: SealedValueRef;
@@ -37,7 +38,7 @@ export interface SealedValue {
  * new key (`wap-server rotate-master-key`), never for operations serving a request.
  */
 export interface SealedValueRepository {
-  /** Every sealed value: CA private keys, server secrets, OIDC client secrets, audit signing keys. */
+  /** Every sealed value: CA private keys, server secrets, OIDC client secrets, audit signing keys, webhook secrets. */
   listAll(): Promise<SealedValue[]>;
   /**
    * Replaces one sealed value. A CA key is replaced only while the authority still has that key

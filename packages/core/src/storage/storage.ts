@@ -51,6 +51,7 @@ import type {
 import type { TargetRepository } from "./targets.js";
 import type { TeamRepository } from "./teams.js";
 import type { UserRepository } from "./users.js";
+import type { WebhookEndpointRepository } from "./webhooks.js";
 import type { WorkspaceRepository, WorkspaceSettingsRepository } from "./workspaces.js";
 
 /** Every repository, one per resource: what an operation reads and writes, inside or outside a transaction. */
@@ -93,6 +94,7 @@ export interface Repositories {
   readonly secrets: SecretRepository;
   readonly sealedValues: SealedValueRepository;
   readonly accessRequests: AccessRequestRepository;
+  readonly webhookEndpoints: WebhookEndpointRepository;
 }
 
 /** What a storage backend can do beyond the port's guarantees. */

@@ -53,6 +53,7 @@ import { runSsoContract } from "./contract/sso.js";
 import { runTargetContract } from "./contract/targets.js";
 import { runTeamContract } from "./contract/teams.js";
 import { runUserContract } from "./contract/users.js";
+import { runWebhookContract } from "./contract/webhooks.js";
 import { runWorkspaceContract } from "./contract/workspaces.js";
 
 /** How an adapter's test file wires the contract. */
@@ -138,6 +139,7 @@ export function runStorageContract(options: StorageContractOptions): void {
     runTeamContract(context);
     runPrincipalContract(context);
     runAccessRequestContract(context);
+    runWebhookContract(context);
     runRecordingContract({ ...context, expectUnique });
 
     describe("transactions", () => {

@@ -34,6 +34,7 @@ import {
   TeamService,
   UserService,
   UtilService,
+  WebhookService,
   WorkspaceDomainService,
   WorkspaceService,
 } from "@wap/api";
@@ -259,6 +260,15 @@ async function aTeam(f: WalkFixture, owner: Owner) {
   return team!;
 }
 
+/** A webhook endpoint at a documentation address: refused by the outbound rules, nothing leaves. */
+async function aWebhook(f: WalkFixture, owner: Owner) {
+  const { endpoint } = await f.call(owner.caller, WebhookService.method.createWebhookEndpoint, {
+    workspaceId: owner.workspaceId,
+    url: "https://192.0.2.1/hooks",
+  });
+  return endpoint!.id;
+}
+
 async function aTarget(f: WalkFixture, owner: Owner) {
   await sshAuthority(f, owner);
   const { target } = await f.call(owner.caller, TargetService.method.createTarget, {
@@ -393,6 +403,7 @@ const Cert = CertificateService.method;
 const Tgt = TargetService.method;
 const Pr = PrincipalService.method;
 const Req = AccessRequestService.method;
+const Hook = WebhookService.method;
 
 /** An on-request grant of a new target's `ubuntu` to `userId`, approved by owners, twice. */
 async function anOnRequestGrant(f: WalkFixture, o: Owner, userId: string) {
@@ -726,6 +737,23 @@ const steps: ReadonlyArray<Row> = [
     const id = await aPendingRequest(f, o);
     return { request: { workspaceId: o.workspaceId, id }, resource: `access_request:${id}` };
   }),
+
+  // WebhookService
+  ownerStep(Hook.createWebhookEndpoint, "webhook.create", (_f, o) => ({
+    request: { workspaceId: o.workspaceId, url: "https://192.0.2.1/hooks" },
+    resource: ({ endpoint }) => `webhook:${endpoint!.id}`,
+  })),
+  ...changeByIdSteps(
+    "webhook",
+    [
+      [Hook.updateWebhookEndpoint, "webhook.update", { description: "SIEM" }],
+      [Hook.deleteWebhookEndpoint, "webhook.delete", {}],
+      [Hook.rotateWebhookSecret, "webhook.rotate_secret", {}],
+      [Hook.sendTestWebhook, "webhook.test", {}],
+      [Hook.replayWebhookEvents, "webhook.replay", { fromSequence: 1n }],
+    ],
+    aWebhook,
+  ),
 
   // DaemonService
   ownerStep(Dmn.updateDaemon, "daemon.update", async (f, o) => {

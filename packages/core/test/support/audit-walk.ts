@@ -260,6 +260,8 @@ export async function createWalkFixture(network: WalkNetwork): Promise<WalkFixtu
     mailer: mail.mailer,
     dns: network.resolver,
     config: { publicBaseUrl },
+    // The walk compares tables before and after one call: no background delivery writes meanwhile.
+    webhooks: { deliver: false },
     billing: createStripeBillingProvider({
       secretKey: "sk_test_walk",
       webhookSecret: "whsec_walk",

@@ -306,6 +306,34 @@ const addedRoutes = [
   // docs/audit.md
   ["UtilService", "GetAuditSigningKey", "GET", "/v1/audit/signing-key", ""],
   ["UtilService", "ExportAuditChain", "POST", "/v1/audit:exportChain", "*"],
+  // docs/webhooks.md
+  ["WebhookService", "CreateWebhookEndpoint", "POST", "/v1/workspaces/{workspace_id}/webhooks", "*"],
+  ["WebhookService", "ListWebhookEndpoints", "GET", "/v1/workspaces/{workspace_id}/webhooks", ""],
+  ["WebhookService", "GetWebhookEndpoint", "GET", "/v1/workspaces/{workspace_id}/webhooks/{id}", ""],
+  ["WebhookService", "UpdateWebhookEndpoint", "PATCH", "/v1/workspaces/{workspace_id}/webhooks/{id}", "*"],
+  ["WebhookService", "DeleteWebhookEndpoint", "DELETE", "/v1/workspaces/{workspace_id}/webhooks/{id}", ""],
+  [
+    "WebhookService",
+    "RotateWebhookSecret",
+    "POST",
+    "/v1/workspaces/{workspace_id}/webhooks/{id}:rotateSecret",
+    "*",
+  ],
+  [
+    "WebhookService",
+    "ListWebhookDeliveries",
+    "GET",
+    "/v1/workspaces/{workspace_id}/webhooks/{id}/deliveries",
+    "",
+  ],
+  ["WebhookService", "SendTestWebhook", "POST", "/v1/workspaces/{workspace_id}/webhooks/{id}:test", "*"],
+  [
+    "WebhookService",
+    "ReplayWebhookEvents",
+    "POST",
+    "/v1/workspaces/{workspace_id}/webhooks/{id}:replay",
+    "*",
+  ],
   // docs/recordings.md
   ["RecordingService", "ListRecordings", "GET", "/v1/workspaces/{workspace_id}/recordings", ""],
   ["RecordingService", "GetRecording", "GET", "/v1/workspaces/{workspace_id}/recordings/{recording_id}", ""],

@@ -43,7 +43,7 @@ export function createSecretRepository(run: QueryRunner): SecretRepository {
 export function createSealedValueRepository(run: QueryRunner): SealedValueRepository {
   return {
     async listAll() {
-      const [authorities, secrets, providers, auditKeys] = await run.read((db) =>
+      const [authorities, secrets, providers, auditKeys, webhookSecrets] = await run.read((db) =>
         Promise.all([
           db
             .selectFrom("certificate_authorities")
@@ -63,6 +63,12 @@ export function createSealedValueRepository(run: QueryRunner): SealedValueReposi
             .selectFrom("audit_signing_keys")
             .select(["workspace_id", "sealed_private_key"])
             .orderBy("workspace_id")
+            .execute(),
+          db
+            .selectFrom("webhook_secrets")
+            .select(["endpoint_id", "version", "sealed"])
+            .orderBy("endpoint_id")
+            .orderBy("version")
             .execute(),
         ]),
       );
@@ -85,6 +91,12 @@ export function createSealedValueRepository(run: QueryRunner): SealedValueReposi
         values.push({
           ref: { kind: "audit_key", workspaceId: row.workspace_id },
           sealed: toBytes(row.sealed_private_key),
+        });
+      }
+      for (const row of webhookSecrets) {
+        values.push({
+          ref: { kind: "webhook_secret", endpointId: row.endpoint_id, version: row.version },
+          sealed: toBytes(row.sealed),
         });
       }
       return values;
@@ -118,6 +130,13 @@ export function createSealedValueRepository(run: QueryRunner): SealedValueReposi
               .updateTable("audit_signing_keys")
               .set({ sealed_private_key: bytes })
               .where("workspace_id", "=", ref.workspaceId)
+              .executeTakeFirst();
+          case "webhook_secret":
+            return db
+              .updateTable("webhook_secrets")
+              .set({ sealed: bytes })
+              .where("endpoint_id", "=", ref.endpointId)
+              .where("version", "=", ref.version)
               .executeTakeFirst();
         }
       });
