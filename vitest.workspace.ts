@@ -39,6 +39,7 @@ const release = [
   "scripts/release.test.ts",
   "packages/server/test/workers.test.ts",
   "packages/console/test/console.browser.test.ts",
+  "packages/console/test/access-requests.browser.test.ts",
   "packages/console/test/grpc-web.browser.test.ts",
   "packages/console/test/webhooks.browser.test.ts",
 ];

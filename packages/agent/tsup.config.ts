@@ -3,7 +3,7 @@ import { defineConfig } from "tsup";
 export default defineConfig({
   entry: ["src/index.ts", "src/bin.ts"],
   format: ["esm"],
-  target: "node20",
+  target: "node18",
   dts: true,
   sourcemap: true,
   clean: true,

@@ -3,6 +3,9 @@
  * program, and a real OpenSSH sshd whose only authentication settings are the lines
  * `wap-agent sshd-config` prints. Logins are made with the real `ssh` client, whose known_hosts
  * holds nothing but `@cert-authority * <CA key>` (no HostKeyAlias, StrictHostKeyChecking yes).
+ *
+ * The program runs on Node.js 18.19, Debian 12's nodejs and the oldest the agent supports (the
+ * console's and the release's tests run it on the current one).
  */
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -19,12 +22,20 @@ import {
 import { createPlatformClient, type PlatformClient } from "@wap/client";
 import { createArgon2PasswordHasher } from "@wap/core";
 import { createServer, type RunningServer, type ServerOptions, silentLogger } from "@wap/server";
-import { type AgentProcess, runAgent, wapAgent } from "@wap/test-kit/agent-process";
+import {
+  type AgentProcess,
+  runAgent as runAgentOn,
+  wapAgent as wapAgentOn,
+} from "@wap/test-kit/agent-process";
+import { oldestNode, oldestNodeVersion } from "@wap/test-kit/oldest-node";
 import { type RunningSshd, startSshd } from "@wap/test-kit/sshd";
 import { openTerminal, terminalUrl } from "@wap/test-kit/terminal";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const run = promisify(execFile);
+const wapAgent = (args: readonly string[], env: NodeJS.ProcessEnv = {}) =>
+  wapAgentOn(args, env, undefined, oldestNode);
+const runAgent = (args: readonly string[]) => runAgentOn(args, undefined, oldestNode);
 
 let dir: string;
 let server: RunningServer;
@@ -50,6 +61,7 @@ const serverOptions = (port = 0): ServerOptions => ({
 });
 
 beforeAll(async () => {
+  expect((await run(oldestNode, ["--version"])).stdout.trim()).toBe(oldestNodeVersion);
   dir = await mkdtemp(join(tmpdir(), "wap-agent-test-"));
   stateDir = join(dir, "state");
   sshdDir = join(dir, "sshd");

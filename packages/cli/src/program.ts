@@ -141,16 +141,18 @@ export function createProgram(runner: Runner, env: NodeJS.ProcessEnv = process.e
     .option("--request", "for a login that needs approval: ask for it, wait for the approval, then log in")
     .option("--duration <duration>", "with --request: how long to ask for", duration, 3_600_000)
     .option("--reason <text>", "with --request: why you need access", "")
+    .option("--use-request <id>", "for a login that needs approval: the approved request to log in under")
     .action(
       action(
         async (
           ctx,
           destination: string,
           command: string[],
-          options: { request?: boolean; duration: number; reason: string },
+          options: { request?: boolean; duration: number; reason: string; useRequest?: string },
         ) =>
           (await commands.ssh()).ssh(ctx, destination, command, {
             ...(options.request ? { request: { durationMs: options.duration, reason: options.reason } } : {}),
+            ...(options.useRequest === undefined ? {} : { useRequest: options.useRequest }),
           }),
       ),
     );

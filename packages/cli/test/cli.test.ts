@@ -5,7 +5,7 @@
  * that answer, and AuthorizedPrincipalsFile from the daemon's SyncDaemon principals map. One
  * server and one sshd for the whole file.
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
 import { existsSync } from "node:fs";
 import { cp, lstat, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
@@ -15,6 +15,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
+  AccessRequestService,
   AuthorityType,
   AuthService,
   CertificateKeyType,
@@ -35,6 +36,7 @@ import { sshPublicKeyLine } from "@wap/ssh-wire";
 import { hasControlCharacters } from "@wap/ssh-wire/forms";
 import { bearer, clientFor, transportFor } from "@wap/test-kit/clients";
 import { signUp, signUpWithWorkspace } from "@wap/test-kit/http";
+import { oldestNode as node18, oldestNodeVersion } from "@wap/test-kit/oldest-node";
 import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { type ControlStream, openControlStream, SignedDaemon } from "@wap/test-kit/signed-daemon";
 import { type RunningSshd, startSshd } from "@wap/test-kit/sshd";
@@ -56,7 +58,7 @@ async function bundleBinary(): Promise<void> {
     bundle: true,
     platform: "node",
     format: "esm",
-    target: "node20",
+    target: "node18",
     conditions: ["dev-source"],
     // Bundled CommonJS dependencies call require().
     banner: {
@@ -90,8 +92,12 @@ function environment(extra: Record<string, string | undefined>): NodeJS.ProcessE
   return env;
 }
 
-function startWap(args: readonly string[], env: Record<string, string | undefined>): ChildProcess {
-  return spawn(process.execPath, [bin, ...args], {
+function startWap(
+  args: readonly string[],
+  env: Record<string, string | undefined>,
+  node = process.execPath,
+): ChildProcess {
+  return spawn(node, [bin, ...args], {
     env: environment(env),
     cwd: scratch,
     stdio: ["ignore", "pipe", "pipe"],
@@ -113,8 +119,8 @@ function finished(child: ChildProcess): Promise<Result> {
   });
 }
 
-const wap = (args: readonly string[], env: Record<string, string | undefined>) =>
-  finished(startWap(args, env));
+const wap = (args: readonly string[], env: Record<string, string | undefined>, node?: string) =>
+  finished(startWap(args, env, node));
 
 /** `wap login --no-browser`, approved through VerifyCLILogin with the codes the CLI printed. */
 async function signIn(configDir: string, accessToken = owner.accessToken): Promise<Result> {
@@ -223,12 +229,15 @@ async function whoamiId(auth: ReturnType<typeof bearer>): Promise<string> {
     .id;
 }
 
+const execFileSyncText = (command: string, args: readonly string[]) =>
+  execFileSync(command, args, { encoding: "utf8" });
+
 const mode = async (path: string) => (await stat(path)).mode & 0o777;
 
 describe("wap as a signed-in user", { timeout: 180_000 }, () => {
   let configDir: string;
-  const asUser = (args: readonly string[], extra: Record<string, string | undefined> = {}) =>
-    wap(args, { WAP_CONFIG_DIR: configDir, ...extra });
+  const asUser = (args: readonly string[], extra: Record<string, string | undefined> = {}, node?: string) =>
+    wap(args, { WAP_CONFIG_DIR: configDir, ...extra }, node);
 
   beforeAll(async () => {
     configDir = join(scratch, "user-config");
@@ -483,6 +492,20 @@ describe("wap as a signed-in user", { timeout: 180_000 }, () => {
     const text = await run("openssl", ["x509", "-in", written.certificate, "-noout", "-text"]);
     expect(text.stdout).toMatch(/DNS:web-01/);
     expect(text.stdout).toMatch(/IP Address:127\.0\.0\.1/);
+
+    // The same on Node.js 18.19 (Debian 12's), with nothing on stderr: Node 18's warning that
+    // Ed25519 in Web Crypto is experimental is left out.
+    const out18 = await mkdtemp(join(scratch, "tls18-"));
+    const on18 = await asUser(
+      ["cert", "tls", "--cn", "web-01", "--usage", "server", "--out", out18, "--json"],
+      {},
+      node18,
+    );
+    expect(on18).toMatchObject({ code: 0, stderr: "" });
+    const written18 = JSON.parse(on18.stdout);
+    expect(
+      (await run("openssl", ["verify", "-CAfile", written18.caChain, written18.certificate])).stdout,
+    ).toContain(": OK");
   });
 
   it("wap cert tls without --cn makes a client certificate naming the caller by id, and says so", async () => {
@@ -561,6 +584,26 @@ describe("wap as a signed-in user", { timeout: 180_000 }, () => {
 });
 
 describe("wap for scripts and mistakes", { timeout: 180_000 }, () => {
+  it("runs on Node.js 18.19 (Debian 12's): a service account signs in, lists its targets and logs in with ssh", async () => {
+    expect((await run(node18, ["--version"])).stdout.trim()).toBe(oldestNodeVersion);
+    const env = {
+      WAP_CONFIG_DIR: join(scratch, "node18-config"),
+      WAP_TOKEN: serviceAccountToken,
+      WAP_SERVER: server.url,
+    };
+    const status = await wap(["status", "--json"], env, node18);
+    expect(status.code, status.stderr).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({ signedInWith: "token", serviceAccountId });
+    const targets = await wap(["targets", "--json"], env, node18);
+    expect(JSON.parse(targets.stdout)).toEqual([
+      expect.objectContaining({ name: "web-01", logins: [login] }),
+    ]);
+    const result = await wap(["ssh", "web-01", "--", "echo", "from node 18"], env, node18);
+    expect(result, `${result.stderr}\n${sshd.logs()}`).toMatchObject({ code: 0, stdout: "from node 18\n" });
+    // Nothing but the program's own output: no warning of an unsupported or experimental feature.
+    expect(status.stderr + targets.stderr + result.stderr).toBe("");
+  });
+
   it("WAP_TOKEN signs in a service account, which reaches the target it was granted", async () => {
     const env = {
       WAP_CONFIG_DIR: join(scratch, "token-config"),
@@ -786,7 +829,7 @@ describe("wap facing a hostile workspace", { timeout: 180_000 }, () => {
 });
 
 describe("wap for just-in-time access", { timeout: 180_000 }, () => {
-  it("a login held on request: wap ssh says how to ask; wap request, refused self-approval, wap approve by another, then ssh logs in", async () => {
+  it("a login held on request: wap ssh says how to ask; wap request, refused self-approval, wap approve by another, then ssh logs in; a certificate of an ended or other request is never reused", async () => {
     const transport = transportFor("connect-binary-h2", server.url);
     const auth = bearer(owner.accessToken);
     const workspaceId = owner.workspaceId;
@@ -869,5 +912,62 @@ describe("wap for just-in-time access", { timeout: 180_000 }, () => {
     await syncAgent();
     const inside = await asBob(["ssh", `${login}@web-01`, "--", "echo", "in"]);
     expect(inside.stdout.trim(), inside.stderr).toBe("in");
+
+    // The certificate is the request's own, kept apart: its key id names the request, and the
+    // next login reuses it.
+    const sshDir = join(bobConfig, "ssh");
+    const keyId = (file: string) =>
+      /Key ID: "([^"]*)"/.exec(execFileSyncText("ssh-keygen", ["-L", "-f", join(sshDir, file)]))?.[1] ?? "";
+    const certOf = async (id: string) =>
+      (await readdir(sshDir)).find((f) => f.endsWith(`-request-${id}-cert.pub`));
+    const bound = (await certOf(request.id))!;
+    expect(bound).toBeDefined();
+    expect(keyId(bound)).toMatch(new RegExp(`:request:${request.id}$`));
+    const issued = await readFile(join(sshDir, bound), "utf8");
+    expect((await asBob(["ssh", `${login}@web-01`, "--", "echo", "in"])).stdout.trim()).toBe("in");
+    expect(await readFile(join(sshDir, bound), "utf8")).toBe(issued);
+
+    // Withdrawn: wap ssh stops before ssh runs, and refuses to be pointed at it.
+    await clientFor(AccessRequestService, transport).withdrawAccessRequest(
+      { workspaceId, id: request.id, reason: "done" },
+      auth,
+    );
+    await syncAgent();
+    const ended = await asBob(["ssh", `${login}@web-01`, "--", "echo", "in"]);
+    expect(ended.code).toBe(1);
+    expect(ended.stderr).toContain("needs an approved access request");
+    const named = await asBob(["ssh", "--use-request", request.id, `${login}@web-01`, "--", "echo", "in"]);
+    expect(named.code).toBe(1);
+    expect(named.stderr).toContain(`request ${request.id} is not an approved request of yours`);
+
+    // A new request, approved. A copy of the withdrawn request's key and certificate where the
+    // new request's go (a stale or planted file) is not used: a certificate naming the new
+    // request is issued, and the login works.
+    const again = await asBob([
+      "--json",
+      "request",
+      "web-01",
+      "--login",
+      login,
+      "--duration",
+      "10m",
+      "--reason",
+      "one more fix",
+      "--no-wait",
+    ]);
+    const second = JSON.parse(again.stdout) as { id: string };
+    expect((await asAda(["approve", second.id])).code).toBe(0);
+    await syncAgent();
+    const stale = bound.replace(`-request-${request.id}-cert.pub`, `-request-${second.id}`);
+    const old = bound.replace("-cert.pub", "");
+    await cp(join(sshDir, old), join(sshDir, stale));
+    await cp(join(sshDir, `${old}.pub`), join(sshDir, `${stale}.pub`));
+    await cp(join(sshDir, bound), join(sshDir, `${stale}-cert.pub`));
+    const fresh = await asBob(["ssh", "--use-request", second.id, `${login}@web-01`, "--", "echo", "in"]);
+    expect(fresh.stdout.trim(), fresh.stderr).toBe("in");
+    expect(keyId(`${stale}-cert.pub`)).toMatch(new RegExp(`:request:${second.id}$`));
+    expect(await readFile(join(sshDir, `${stale}-cert.pub`), "utf8")).not.toBe(issued);
+    // The withdrawn request's key and certificate are gone.
+    expect((await readdir(sshDir)).filter((f) => f.includes(request.id))).toEqual([]);
   });
 });

@@ -5,6 +5,7 @@ import { WorkspaceService } from "@wap/api";
 import { useEffect, useRef, useState } from "react";
 import { useAccess } from "./access";
 import { api } from "./api";
+import { DecisionsBadge, useAccessRequestEvents, usePendingDecisions } from "./pages/access-requests";
 import { currentPath, useMe, useSignedIn } from "./session";
 import { ErrorNote, Loading } from "./ui";
 
@@ -14,6 +15,7 @@ const workspaceLinks = [
   ["targets", "Targets", "targets.read"],
   ["daemons", "Daemons", "daemons.read"],
   ["sessions", "Sessions", "sessions.read"],
+  ["access-requests", "Access requests", "access_requests.read"],
   ["recordings", "Recordings", "sessions.read"],
   ["authorities", "Certificates", "certificate_authorities.read"],
   ["members", "Members", "members.read"],
@@ -36,6 +38,10 @@ export function Shell() {
   const [menuOpen, setMenuOpen] = useState(false);
   const main = useRef<HTMLElement>(null);
   const access = useAccess(params.ws ?? "");
+  // The count of requests waiting for this person, kept current by the event stream.
+  const requestsReadable = access.ready && access.can("access_requests.read");
+  useAccessRequestEvents(requestsReadable ? params.ws : undefined);
+  const waiting = usePendingDecisions(params.ws, requestsReadable).length;
 
   // Each page change moves focus to the new page's heading, as a screen reader expects.
   // biome-ignore lint/correctness/useExhaustiveDependencies: runs on every change of page.
@@ -112,6 +118,7 @@ export function Shell() {
                       activeProps={{ "aria-current": "page", className: "active" }}
                     >
                       {label}
+                      {path === "access-requests" && <DecisionsBadge count={waiting} />}
                     </Link>
                   </li>
                 ))}

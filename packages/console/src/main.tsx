@@ -14,6 +14,7 @@ import { StrictMode, useEffect } from "react";
 import { createRoot } from "react-dom/client";
 import { Code, isCode, transport } from "./api";
 import { Shell } from "./layout";
+import { AccessRequestLinkPage, AccessRequestsPage } from "./pages/access-requests";
 import { AccountPage } from "./pages/account";
 import { BillingPage, DomainsPage, SsoSettingsPage } from "./pages/admin";
 import { AuditPage } from "./pages/audit";
@@ -97,6 +98,7 @@ const routeTree = root.addChildren([
   page("/sso", SsoPage, "The outcome of a sign-in through your organisation's identity provider."),
   page("/invites/$token", InvitePage, "Accept an invitation to join a workspace."),
   page("/cli-login", CliLoginPage, "Approve or deny a sign-in of the wap command line."),
+  page("/access-requests", AccessRequestLinkPage, "Open an access request from its mailed link."),
   shell.addChildren([
     inShell("/", WorkspacesPage, "Your workspaces, and a new one."),
     inShell("/account", AccountPage, "Your profile, password, passkeys, backup codes and signed-in devices."),
@@ -113,6 +115,11 @@ const routeTree = root.addChildren([
       "SSH and X.509 certificate authorities: create, trust, roll over.",
     ),
     inShell("/w/$ws/targets", TargetsPage, "Machines to log in to, and who may log in as which account."),
+    inShell(
+      "/w/$ws/access-requests",
+      AccessRequestsPage,
+      "Ask for just-in-time access, and approve or deny the requests waiting for you.",
+    ),
     inShell("/w/$ws/daemons", DaemonsPage, "Enrol machines with the agent, and accept them."),
     inShell("/w/$ws/sessions", SessionsPage, "Open a terminal on a machine, and the open sessions."),
     inShell("/w/$ws/terminal/$daemon/$session", TerminalPage, "A terminal on a machine, in the browser."),

@@ -526,10 +526,22 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await page.locator(".xterm-rows", { hasText: "hello-42" }).waitFor();
     await shot("terminal");
 
+    // Closing asks first, in the page, naming the session; Cancel leaves it running.
+    await page.getByRole("button", { name: "Close session" }).click();
+    const question = page.getByRole("group", {
+      name: `Close this session as ${login} on web-1? Its shell and every program it started end.`,
+    });
+    await question.waitFor();
+    await question.getByRole("button", { name: "Cancel" }).click();
+    await page.locator(".xterm").click();
+    await page.keyboard.type("echo still-$((6*7))\n");
+    await page.locator(".xterm-rows", { hasText: "still-42" }).waitFor();
+
     await go(workspaceUrl);
     await page.getByText("Everything is set up: people can log in.").waitFor();
     await page.goBack();
     await page.getByRole("button", { name: "Close session" }).click();
+    await page.getByRole("button", { name: "Yes, close the session" }).click();
     await page
       .getByTestId("terminal-state")
       .filter({ hasText: /Session ended|Disconnected/ })
@@ -696,6 +708,26 @@ describe("the console in a browser", { timeout: 60_000 }, () => {
     await page.getByRole("button", { name: "Add a passkey" }).click();
     await page.getByRole("cell", { name: "Virtual key", exact: true }).waitFor();
     await shot("account");
+    // Renamed in the page (no browser dialog): Escape steps back, Save name applies.
+    let dialogs = 0;
+    page.on("dialog", (dialog) => {
+      dialogs++;
+      void dialog.dismiss();
+    });
+    await page.getByRole("button", { name: "Rename Virtual key" }).click();
+    const rename = page.getByRole("form", { name: "Rename Virtual key" });
+    const newName = rename.getByLabel("New name of Virtual key", { exact: true });
+    expect(await newName.inputValue()).toBe("Virtual key");
+    await newName.fill("Throwaway");
+    await newName.press("Escape");
+    await rename.waitFor({ state: "detached" });
+    await page.getByRole("cell", { name: "Virtual key", exact: true }).waitFor();
+    await page.getByRole("button", { name: "Rename Virtual key" }).click();
+    await newName.fill("Laptop key");
+    await rename.getByRole("button", { name: "Save name" }).click();
+    await page.getByRole("cell", { name: "Laptop key", exact: true }).waitFor();
+    await page.getByRole("button", { name: "Rename Laptop key" }).waitFor();
+    expect(dialogs).toBe(0);
 
     await page.getByRole("button", { name: "Sign out", exact: true }).click();
     await heading("Sign in");

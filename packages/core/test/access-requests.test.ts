@@ -172,6 +172,42 @@ describe("access requests", () => {
     expect(late.reason).toBe("ACCESS_REQUEST_DECIDED");
   });
 
+  it("tells each caller what they may do with a request, as the decisions and withdrawal then answer", async () => {
+    await onRequest({ approverRoles: ["editor"], approvalsRequired: 2 });
+    const { request } = await ask();
+    const id = request!.id;
+    const get = async (who: Person | Owner) =>
+      (await t.call(who.caller, AccessRequestService.method.getAccessRequest, { workspaceId: ws(), id }))
+        .request!;
+    const rights = async (who: Person | Owner) => {
+      const r = await get(who);
+      const listed = (await list(who)).find((l) => l.id === id)!;
+      // The list and the single answer agree.
+      expect([listed.callerMayDecide, listed.callerMayWithdraw]).toEqual([
+        r.callerMayDecide,
+        r.callerMayWithdraw,
+      ]);
+      return { decide: r.callerMayDecide, withdraw: r.callerMayWithdraw };
+    };
+    // The requester withdraws but never decides; the editor (named by the policy) does both;
+    // an admin not named by the policy withdraws only.
+    expect(request).toMatchObject({ callerMayDecide: false, callerMayWithdraw: true });
+    expect(await rights(bob)).toEqual({ decide: false, withdraw: true });
+    expect(await rights(erin)).toEqual({ decide: true, withdraw: true });
+    expect(await rights(carol)).toEqual({ decide: false, withdraw: true });
+    expect((await expectCode(decide("approveAccessRequest", carol, id), "permission_denied")).reason).toBe(
+      "NOT_AN_APPROVER",
+    );
+    const { request: once } = await decide("approveAccessRequest", erin, id);
+    // Approved once by erin: erin may not approve again.
+    expect(once).toMatchObject({ state: AccessRequestState.PENDING, callerMayDecide: false });
+    expect(await rights(erin)).toEqual({ decide: false, withdraw: true });
+    const { request: withdrawn } = await decide("withdrawAccessRequest", carol, id, "not needed");
+    expect(withdrawn).toMatchObject({ state: AccessRequestState.WITHDRAWN, callerMayWithdraw: false });
+    for (const who of [ada, bob, carol, erin])
+      expect(await rights(who)).toEqual({ decide: false, withdraw: false });
+  });
+
   it("only approvers named by the policy decide: a role, or a team", async () => {
     const oncall = (
       await t.call(ada.caller, TeamService.method.createTeam, { workspaceId: ws(), name: "oncall" })

@@ -33,7 +33,7 @@ trap 'rm -rf "$work"' EXIT INT TERM
 fetch() { curl -fsSL --retry 3 -o "$work/$1" "$WAP_SERVER/install/$1" || fail "could not download $WAP_SERVER/install/$1"; }
 
 fetch SHA256SUMS
-# A Debian package where dpkg is, else the npm package (Node.js 20 or later with npm).
+# A Debian package where dpkg is, else the npm package (Node.js 18.19 or later with npm).
 file=""
 if command -v dpkg >/dev/null 2>&1; then
   arch=$(dpkg --print-architecture)
@@ -42,7 +42,7 @@ fi
 if [ -z "$file" ]; then
   file=$(awk '{print $2}' "$work/SHA256SUMS" | grep -E '^wap-agent-[^/]+\.tgz$' | head -n 1 || true)
   [ -n "$file" ] || fail "$WAP_SERVER offers no wap-agent package"
-  command -v npm >/dev/null 2>&1 || fail "no dpkg here: Node.js 20 or later with npm is needed for $file"
+  command -v npm >/dev/null 2>&1 || fail "no dpkg here: Node.js 18.19 or later with npm is needed for $file"
 fi
 version=$(printf '%s\n' "$file" | sed -E 's/^wap-agent[-_]([0-9][^_]*)(_.*\.deb|\.tgz)$/\1/')
 

@@ -18,8 +18,9 @@ export function wapAgent(
   args: readonly string[],
   env: NodeJS.ProcessEnv = {},
   asUid?: number,
+  node = process.execPath,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
-  const command = [process.execPath, ...nodeArgs, ...args];
+  const command = [node, ...nodeArgs, ...args];
   if (asUid !== undefined)
     command.unshift("setpriv", `--reuid=${asUid}`, `--regid=${asUid}`, "--clear-groups");
   return new Promise((done) => {
@@ -54,10 +55,14 @@ export interface AgentProcess {
 
 /**
  * Starts `wap-agent run <args>`; `program` replaces the sources with another build of the
- * command (e.g. a bundled `wap-agent.js`, without the TypeScript loader).
+ * command (e.g. a bundled `wap-agent.js`, without the TypeScript loader); `node` runs it.
  */
-export function runAgent(args: readonly string[], program: readonly string[] = nodeArgs): AgentProcess {
-  const child = spawn(process.execPath, [...program, "run", ...args], {
+export function runAgent(
+  args: readonly string[],
+  program: readonly string[] = nodeArgs,
+  node = process.execPath,
+): AgentProcess {
+  const child = spawn(node, [...program, "run", ...args], {
     cwd: repoRoot,
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -4,7 +4,13 @@
  * @module
  */
 import { join } from "node:path";
-import { AccessRequestState, type GetSubjectAccessResponse, type Workspace } from "@wap/api";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import {
+  type AccessRequest,
+  AccessRequestState,
+  type GetSubjectAccessResponse,
+  type Workspace,
+} from "@wap/api";
 import { findTarget, type Reachable, reachableTargets, subjectAccess } from "../access.js";
 import type { ConfigStore } from "../config.js";
 import { CliError, ExitCode } from "../exit-codes.js";
@@ -24,7 +30,11 @@ import {
   targetProblem,
   usableEndpoints,
 } from "../ssh/targets.js";
-import { ensureCertificate, issueCertificate } from "../ssh/user-certificates.js";
+import {
+  ensureCertificate,
+  issueCertificate,
+  removeEndedRequestCertificates,
+} from "../ssh/user-certificates.js";
 import { listWorkspaces, resolveWorkspace } from "../workspaces.js";
 
 export function knownHostsPath(store: ConfigStore, workspaceId: string): string {
@@ -68,11 +78,17 @@ export function chooseLogin(reachable: Reachable, requested: string | undefined)
 export interface SshOptions {
   /** For a login that needs approval: ask for it for this long, and wait. */
   readonly request?: { readonly durationMs: number; readonly reason: string };
+  /** For a login that needs approval: the approved request to log in under (its id). */
+  readonly useRequest?: string;
 }
 
+const endOf = (r: AccessRequest) => (r.endsAt === undefined ? 0 : timestampDate(r.endsAt).getTime());
+
 /**
- * A login held only on request: goes on when an approved request of the caller covers it (or
- * `--request` asked for one and it was approved), else says how to ask.
+ * A login held only on request: the approved request of the caller it goes on under (the one
+ * named by `--use-request`, else the one that ends last, or the one `--request` asked for and got
+ * approved), with the ids of all the caller's requests approved now; otherwise says how to ask.
+ * Undefined for a login held without one.
  */
 async function ensureApproval(
   ctx: CommandContext,
@@ -81,30 +97,54 @@ async function ensureApproval(
   reachable: Reachable,
   login: string,
   options: SshOptions,
-): Promise<void> {
-  if (!reachable.onRequest.includes(login)) return;
+): Promise<{ request: AccessRequest; approved: Set<string> } | undefined> {
+  if (!reachable.onRequest.includes(login)) {
+    if (options.useRequest !== undefined)
+      throw new CliError(
+        `"${printable(login)}" on ${printable(reachable.target.name)} needs no access request`,
+      );
+    return undefined;
+  }
   const { requests } = await session.clients.accessRequests.listAccessRequests({
     workspaceId: workspace.id,
     state: AccessRequestState.APPROVED,
   });
-  const mine = requests.some(
-    (r) => r.requesterId === session.subjectId && r.targetId === reachable.target.id && r.login === login,
+  const approvedMine = requests.filter(
+    (r) =>
+      r.requesterId === session.subjectId && r.state === AccessRequestState.APPROVED && endOf(r) > Date.now(),
   );
-  if (mine) return;
+  const approved = new Set(approvedMine.map((r) => r.id));
+  const mine = approvedMine
+    .filter((r) => r.targetId === reachable.target.id && r.login === login)
+    .sort((a, b) => endOf(b) - endOf(a));
   const target = printable(reachable.target.name);
+  if (options.useRequest !== undefined) {
+    const chosen = mine.find((r) => r.id === options.useRequest);
+    if (chosen === undefined) {
+      throw new CliError(
+        `request ${printable(options.useRequest)} is not an approved request of yours for "${printable(login)}" on ${target} (\`wap requests\` lists them)`,
+      );
+    }
+    return { request: chosen, approved };
+  }
+  if (mine[0] !== undefined) return { request: mine[0], approved };
   if (options.request === undefined) {
     throw new CliError(
       `logging in as "${printable(login)}" on ${target} needs an approved access request: ask with \`wap ssh --request --reason <why> ${printable(login)}@${target}\` or \`wap request ${target} --login ${printable(login)} --duration 1h --reason <why>\``,
     );
   }
   const { ask } = await import("./requests.js");
-  await ask(ctx, session, reachable.target.id, {
+  const asked = await ask(ctx, session, reachable.target.id, {
     login,
     durationMs: options.request.durationMs,
     reason: options.request.reason,
     wait: true,
   });
+  return { request: asked, approved: approved.add(asked.id) };
 }
+
+/** Reuse margin of a certificate bound to a request: it ends with the approval, never later. */
+const requestRenewBeforeMs = 30_000;
 
 export async function ssh(
   ctx: CommandContext,
@@ -118,7 +158,7 @@ export async function ssh(
     const access = await subjectAccess(session, workspace.id);
     const reachable = findTarget(access, name, workspace.name);
     const login = chooseLogin(reachable, requested);
-    await ensureApproval(ctx, session, workspace, reachable, login, options);
+    const approval = await ensureApproval(ctx, session, workspace, reachable, login, options);
     if (reachable.authority === undefined) {
       throw new CliError(`the certificate authority of ${reachable.target.name} is not available to you`);
     }
@@ -135,19 +175,27 @@ export async function ssh(
       );
     }
     // A login whose grants all carry limits takes a certificate signed for it, fresh each time
-    // (it may be pinned to the address the server sees now); others share the authority's.
+    // (it may be pinned to the address the server sees now). Under an approval, the certificate
+    // is the request's own: never one of another request, or of one since ended or withdrawn.
+    const request =
+      approval === undefined ? undefined : { id: approval.request.id, targetId: reachable.target.id };
     const certificate = reachable.limited.includes(login)
       ? await issueCertificate(session, ctx.store, ctx.env, {
           workspaceId: workspace.id,
           caId: reachable.authority.id,
           binding: { targetId: reachable.target.id, login },
+          ...(request && { request }),
         })
       : await ensureCertificate(session, ctx.store, ctx.env, {
           workspaceId: workspace.id,
           caId: reachable.authority.id,
           caPublicKey: reachable.authority.publicKey,
-          renewBeforeMs: defaultRenewBeforeMs,
+          renewBeforeMs: approval === undefined ? defaultRenewBeforeMs : requestRenewBeforeMs,
+          ...(request && { request }),
         });
+    // The keys and certificates of this authority's requests no longer approved go.
+    if (approval !== undefined)
+      await removeEndedRequestCertificates(ctx.store, reachable.authority.id, approval.approved);
     const knownHosts = await writeKnownHosts(ctx.store, workspace.id, access);
     return { reachable, login, certificate, knownHosts, endpoints };
   });

@@ -7,13 +7,26 @@
  *     ssh/<ca id>.pub        its public key (how ssh finds the key in the agent)
  *     ssh/<ca id>-cert.pub   the certificate
  *
+ * A login held on request gets a certificate of its own, asked for the target so that the server
+ * binds it to the approved request (its validity ends with the approval; its key id names the
+ * request), kept apart by the request's id:
+ *
+ *     ssh/<ca id>-request-<request id>   (and .pub, -cert.pub)
+ *
+ * A login whose grants all carry limits gets a certificate signed for that login of that target,
+ * fresh at each use (it may be pinned to the address the server sees then):
+ *
+ *     ssh/<ca id>.<target id>.<login>      (and .pub, -cert.pub)
+ *
  * A certificate is reused while it has more than the renewal margin left, was signed by the CA's
- * current key, and its key is still at hand; otherwise a new key is made and signed.
+ * current key, its key is still at hand, and its key id names the request it is wanted for (none
+ * for a standing login): one issued under another request, or under one that has since ended or
+ * been withdrawn, is never reused. Otherwise a new key is made and signed.
  *
  * @module
  */
 import { generateKeyPairSync } from "node:crypto";
-import { rm } from "node:fs/promises";
+import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { SignSSHCertificateRequest_CertificateType } from "@wap/api";
 import {
@@ -48,19 +61,63 @@ export interface LoginBinding {
   readonly login: string;
 }
 
+/** What a certificate is kept apart for: one login of a target (its limits), or an access request. */
+export interface CertificateScope {
+  readonly binding?: LoginBinding;
+  readonly requestId?: string;
+}
+
 /**
  * The key and certificate files of an authority, named by its id (only ever a UUID, never a
- * path); those of a certificate for one login add the target id and the login.
+ * path); those of a certificate for one login add the target id and the login, those of an
+ * access request the request's id.
  */
-export function certificatePaths(store: ConfigStore, caId: string, binding?: LoginBinding) {
+export function certificatePaths(store: ConfigStore, caId: string, scope: CertificateScope = {}) {
+  const { binding, requestId } = scope;
   if (!isId(caId))
     throw new CliError(`the server named an authority ${JSON.stringify(caId)}, which is not an id`);
   if (binding !== undefined && (!isId(binding.targetId) || !isLoginName(binding.login))) {
     throw new CliError(`the target id or login ${JSON.stringify(binding)} cannot name a file`);
   }
-  const name = binding === undefined ? caId : `${caId}.${binding.targetId}.${binding.login}`;
+  if (requestId !== undefined && !isId(requestId))
+    throw new CliError(`the server named an access request ${JSON.stringify(requestId)}, which is not an id`);
+  const name =
+    binding !== undefined
+      ? `${caId}.${binding.targetId}.${binding.login}`
+      : requestId !== undefined
+        ? `${caId}-request-${requestId}`
+        : caId;
   const privateKey = join(store.sshDir, name);
   return { privateKey, publicKey: `${privateKey}.pub`, certificate: `${privateKey}-cert.pub` };
+}
+
+/**
+ * Removes the keys and certificates kept for `caId`'s access requests other than `approved` (the
+ * caller's requests approved now): a withdrawn or ended request's files are of no more use.
+ */
+export async function removeEndedRequestCertificates(
+  store: ConfigStore,
+  caId: string,
+  approved: ReadonlySet<string>,
+): Promise<void> {
+  const prefix = `${caId}-request-`;
+  const names = await readdir(store.sshDir).catch(() => [] as string[]);
+  const ended = new Set(
+    names
+      .filter((name) => name.startsWith(prefix))
+      .map((name) => name.slice(prefix.length, prefix.length + 36))
+      .filter((id) => isId(id) && !approved.has(id)),
+  );
+  for (const id of ended) {
+    const paths = certificatePaths(store, caId, { requestId: id });
+    for (const file of [paths.privateKey, paths.publicKey, paths.certificate])
+      await rm(file, { force: true });
+  }
+}
+
+/** The access request a certificate's key id names (`…:request:<id>`, as the server issues them). */
+export function requestOfKeyId(keyId: string): string | undefined {
+  return /:request:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i.exec(keyId)?.[1];
 }
 
 /** Reads a certificate file; undefined when it is missing or not a certificate. */
@@ -77,17 +134,22 @@ export async function readCertificateFile(
   }
 }
 
-/** The stored certificate for `caId` if it can still be used for longer than `renewBeforeMs`. */
+/**
+ * The stored certificate for `caId` (and `requestId`) if it can still be used for longer than
+ * `renewBeforeMs` and its key id names `requestId` (no request when absent).
+ */
 export async function currentCertificate(
   store: ConfigStore,
   env: NodeJS.ProcessEnv,
   caId: string,
   renewBeforeMs: number,
   caPublicKey?: string,
+  requestId?: string,
 ): Promise<UserCertificate | undefined> {
-  const paths = certificatePaths(store, caId);
+  const paths = certificatePaths(store, caId, requestId === undefined ? {} : { requestId });
   const info = await readCertificateFile(store, paths.certificate);
   if (info === undefined || info.validBefore.getTime() - Date.now() <= renewBeforeMs) return undefined;
+  if (requestOfKeyId(info.keyId) !== requestId) return undefined;
   if (caPublicKey !== undefined && withoutComment(caPublicKey.split("\n")[0]!) !== info.caPublicKey)
     return undefined;
   if ((await store.readFile(paths.privateKey)) !== undefined) {
@@ -106,6 +168,11 @@ export interface IssueOptions {
   readonly ttlMs?: number;
   /** Sign for this login of this target, under its grant (the certificate carries its limits). */
   readonly binding?: LoginBinding;
+  /**
+   * For a login held on request: the approved request and its target. The certificate is asked
+   * for the target (the server binds it to the caller's approved request there) and kept apart.
+   */
+  readonly request?: { readonly id: string; readonly targetId: string };
 }
 
 /** Signs a fresh Ed25519 key with the CA and stores it (agent or file) with its certificate. */
@@ -123,8 +190,9 @@ export async function issueCertificate(
     caId: options.caId,
     type: SignSSHCertificateRequest_CertificateType.USER,
     publicKey: publicLine,
-    ...(options.binding && { targetId: options.binding.targetId, login: options.binding.login }),
     ...(options.ttlMs === undefined ? {} : { ttl: { seconds: BigInt(Math.round(options.ttlMs / 1000)) } }),
+    ...(options.request === undefined ? {} : { targetId: options.request.targetId }),
+    ...(options.binding && { targetId: options.binding.targetId, login: options.binding.login }),
   });
   if (signed.caId !== options.caId) {
     throw new CliError(
@@ -132,7 +200,10 @@ export async function issueCertificate(
     );
   }
   const info = readSshCertificate(signed.signedCertificate);
-  const paths = certificatePaths(store, options.caId, options.binding);
+  const paths = certificatePaths(store, options.caId, {
+    ...(options.binding && { binding: options.binding }),
+    ...(options.request && { requestId: options.request.id }),
+  });
   const privateText = opensshPrivateKey(privateKey.export({ format: "der", type: "pkcs8" }), comment);
   const inAgent = await agentAvailable(env);
   if (inAgent) {
@@ -165,6 +236,7 @@ export async function ensureCertificate(
     options.caId,
     options.renewBeforeMs,
     options.caPublicKey,
+    options.request?.id,
   );
   if (current !== undefined) return { ...current, renewed: false };
   return { ...(await issueCertificate(session, store, env, options)), renewed: true };

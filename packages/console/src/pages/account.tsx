@@ -3,6 +3,7 @@ import { useQuery } from "@connectrpc/connect-query";
 import { startRegistration } from "@simplewebauthn/browser";
 import { useNavigate } from "@tanstack/react-router";
 import { CredentialService, UserService } from "@wap/api";
+import { useId, useState } from "react";
 import { api, when } from "../api";
 import { useMe, useSignedIn } from "../session";
 import {
@@ -105,6 +106,54 @@ export function AccountPage() {
   );
 }
 
+/** The new name of a passkey, typed in the page: Save applies it, Cancel or Escape steps back. */
+function RenamePasskey({
+  current,
+  busy,
+  onRename,
+  onCancel,
+}: {
+  current: string;
+  busy: boolean;
+  onRename: (name: string) => unknown;
+  onCancel: () => void;
+}) {
+  const [name, setName] = useState(current);
+  const id = useId();
+  return (
+    <form
+      className="row"
+      aria-label={`Rename ${current}`}
+      onSubmit={(e) => {
+        e.preventDefault();
+        if (name.trim() !== "") void onRename(name.trim());
+      }}
+      onKeyDown={(e) => {
+        if (e.key === "Escape") onCancel();
+      }}
+    >
+      <label htmlFor={id} className="visually-hidden">
+        New name of {current}
+      </label>
+      <input
+        id={id}
+        value={name}
+        maxLength={100}
+        required
+        // biome-ignore lint/a11y/noAutofocus: the field just appeared where the pressed button was.
+        autoFocus
+        onChange={(e) => setName(e.target.value)}
+      />
+      <button type="submit" disabled={busy || name.trim() === ""}>
+        {busy ? "Saving…" : "Save name"}
+      </button>
+      <button type="button" className="secondary" onClick={onCancel}>
+        Cancel
+      </button>
+    </form>
+  );
+}
+
 function Passkeys() {
   const passkeys = useQuery(CredentialService.method.listPasskeys, {});
   const add = useAction(async (form: FormData) => {
@@ -115,9 +164,11 @@ function Passkeys() {
       name: text(form, "name") || "Passkey",
     });
   });
-  const rename = useAction(async (id: string, current: string) => {
-    const name = window.prompt("New name of the passkey", current);
-    if (name) await api.credentials.updatePasskey({ id, name });
+  // The passkey being renamed: its row shows a form in place of its name.
+  const [renaming, setRenaming] = useState<string>();
+  const rename = useAction(async (id: string, name: string) => {
+    await api.credentials.updatePasskey({ id, name });
+    setRenaming(undefined);
   });
   const remove = useAction((id: string) => api.credentials.deletePasskey({ id }));
   return (
@@ -131,13 +182,26 @@ function Passkeys() {
           <Table caption="Passkeys" head={["Name", "Added", "Last used", ""]}>
             {d.passkeys.map((p) => (
               <tr key={p.id}>
-                <td>{p.name}</td>
+                <td>
+                  {renaming === p.id ? (
+                    <RenamePasskey
+                      current={p.name}
+                      busy={rename.busy}
+                      onRename={(name) => rename.act(p.id, name)}
+                      onCancel={() => setRenaming(undefined)}
+                    />
+                  ) : (
+                    p.name
+                  )}
+                </td>
                 <td>{when(p.createdAt)}</td>
                 <td>{when(p.lastUsedAt)}</td>
                 <td className="row">
-                  <button type="button" className="secondary" onClick={() => void rename.act(p.id, p.name)}>
-                    Rename {p.name}
-                  </button>
+                  {renaming !== p.id && (
+                    <button type="button" className="secondary" onClick={() => setRenaming(p.id)}>
+                      Rename {p.name}
+                    </button>
+                  )}
                   <ConfirmButton
                     label={`Delete ${p.name}`}
                     question={`Delete the passkey ${p.name}? It can no longer sign you in.`}

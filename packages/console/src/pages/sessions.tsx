@@ -109,9 +109,12 @@ function DaemonSessions({ daemonId, name, online }: { daemonId: string; name: st
                 </td>
                 <td>{s.username}</td>
                 <td>
-                  <button type="button" className="danger" onClick={() => void close.act(s.sessionId)}>
-                    Close session {s.sessionId.slice(0, 8)}
-                  </button>
+                  <ConfirmButton
+                    label={`Close session ${s.sessionId.slice(0, 8)}`}
+                    question={`Close session ${s.sessionId.slice(0, 8)} as ${s.username} on ${name}? Its shell and every program it started end.`}
+                    confirm={`Yes, close session ${s.sessionId.slice(0, 8)}`}
+                    onConfirm={() => close.act(s.sessionId)}
+                  />
                 </td>
               </tr>
             ))}
@@ -141,9 +144,12 @@ export function TerminalPage() {
       title={named ? `Terminal: ${named}` : "Terminal"}
       actions={
         <div className="row">
-          <button type="button" className="danger" onClick={() => void close.act()}>
-            Close session
-          </button>
+          <ConfirmButton
+            label="Close session"
+            question={`Close this session${named ? ` as ${named}` : ""}? Its shell and every program it started end.`}
+            confirm="Yes, close the session"
+            onConfirm={() => close.act()}
+          />
           <Link to="/w/$ws/sessions" params={{ ws }}>
             Back to sessions
           </Link>

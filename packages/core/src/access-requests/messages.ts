@@ -38,9 +38,16 @@ const eventToWire: Record<EventType, AccessRequestEventType> = {
 export const approverIdsOf = (r: AccessRequestRecord) =>
   r.events.filter((e) => e.type === "approval").map((e) => e.actorId);
 
+/** What the caller of an answer may do with the request now (see ./operations.ts). */
+export interface CallerActions {
+  readonly mayDecide: boolean;
+  readonly mayWithdraw: boolean;
+}
+
 export function toAccessRequestMessage(
   r: AccessRequestRecord,
   at: Date,
+  caller: CallerActions,
 ): MessageInitShape<typeof AccessRequestSchema> {
   return {
     id: r.id,
@@ -63,5 +70,7 @@ export function toAccessRequestMessage(
       reason: e.reason,
       at: timestampFromDate(e.at),
     })),
+    callerMayDecide: caller.mayDecide,
+    callerMayWithdraw: caller.mayWithdraw,
   };
 }

@@ -32,7 +32,7 @@ import type { Repositories } from "../storage/storage.js";
 import { targetNotFound } from "../targets/messages.js";
 import { approvalLimits, principalUsername } from "../validation/bounds.js";
 import { defaultPage, durationSeconds, enumValue, paging, text, uuid } from "../validation/rules.js";
-import { approverIdsOf, stateToWire, toAccessRequestMessage } from "./messages.js";
+import { approverIdsOf, type CallerActions, stateToWire, toAccessRequestMessage } from "./messages.js";
 import { revokeIssuedUnder } from "./revocation.js";
 import { approversOf, mayApprove, requestablePolicy, stateAt } from "./rules.js";
 
@@ -54,6 +54,9 @@ function userIdOf(caller: Caller): string {
   return caller.userId;
 }
 
+const isAdmin = (workspace: WorkspaceScope) =>
+  workspace.role !== null && roleAllows(workspace.role, "access_requests.manage");
+
 /** Whether the caller may see the request: its requester, one who may decide it, or an admin. */
 async function visibleTo(
   repos: Repositories,
@@ -62,8 +65,45 @@ async function visibleTo(
   request: AccessRequestRecord,
 ): Promise<boolean> {
   if (request.requesterId === userId) return true;
-  if (workspace.role !== null && roleAllows(workspace.role, "access_requests.manage")) return true;
+  if (isAdmin(workspace)) return true;
   return mayApprove(repos, workspace.workspaceId, userId, workspace.role, request.policy);
+}
+
+/**
+ * What the caller may do with a request at `at`, by the same rules the decision and withdrawal
+ * operations enforce: decide a pending request of someone else that the policy lets them decide
+ * and they have not approved yet; withdraw a pending or approved one they may see.
+ * `approves` is whether the policy names the caller (asked by the caller once per policy).
+ */
+function callerActions(
+  request: AccessRequestRecord,
+  userId: string,
+  admin: boolean,
+  approves: boolean,
+  at: Date,
+): CallerActions {
+  const state = stateAt(request, at);
+  const own = request.requesterId === userId;
+  return {
+    mayDecide: state === "pending" && !own && approves && !approverIdsOf(request).includes(userId),
+    mayWithdraw: (state === "pending" || state === "approved") && (own || admin || approves),
+  };
+}
+
+/** The request as the wire shows it to `userId`, with what they may do with it. */
+async function answerFor(
+  repos: Repositories,
+  workspace: WorkspaceScope,
+  userId: string,
+  request: AccessRequestRecord,
+  at: Date,
+) {
+  const approves = await mayApprove(repos, workspace.workspaceId, userId, workspace.role, request.policy);
+  return toAccessRequestMessage(
+    request,
+    at,
+    callerActions(request, userId, isAdmin(workspace), approves, at),
+  );
 }
 
 async function findVisible(
@@ -196,7 +236,7 @@ export const createAccessRequest = defineOperation({
       return record;
     });
     await tellApprovers(services, request).catch(() => undefined);
-    return { request: toAccessRequestMessage(request, now) };
+    return { request: await answerFor(services.storage, workspace, userId, request, now) };
   },
 });
 
@@ -205,8 +245,9 @@ export const getAccessRequest = defineOperation({
   access: { kind: "workspace", permission: "access_requests.read", callers: userCallers },
   input: z.object({ workspaceId, id: uuid }),
   async run({ input, workspace, services, now, ctx }) {
-    const request = await findVisible(services.storage, workspace, userIdOf(ctx.caller), input.id);
-    return { request: toAccessRequestMessage(request, now) };
+    const userId = userIdOf(ctx.caller);
+    const request = await findVisible(services.storage, workspace, userId, input.id);
+    return { request: await answerFor(services.storage, workspace, userId, request, now) };
   },
 });
 
@@ -226,22 +267,32 @@ export const listAccessRequests = defineOperation({
     const userId = userIdOf(ctx.caller);
     const repos = services.storage;
     const wanted = input.state === undefined ? undefined : stateFromWire.get(input.state);
-    const admin = workspace.role !== null && roleAllows(workspace.role, "access_requests.manage");
+    const admin = isAdmin(workspace);
     // Whether the caller may decide depends only on the policy: asked once per distinct policy.
     const decides = new Map<string, boolean>();
-    const kept: AccessRequestRecord[] = [];
+    const approves = async (r: AccessRequestRecord) => {
+      const key = JSON.stringify(r.policy);
+      let found = decides.get(key);
+      if (found === undefined) {
+        found = await mayApprove(repos, workspace.workspaceId, userId, workspace.role, r.policy);
+        decides.set(key, found);
+      }
+      return found;
+    };
+    const kept: Array<{ request: AccessRequestRecord; approves: boolean }> = [];
     for (const r of await repos.accessRequests.listByWorkspace(workspace.workspaceId)) {
       if (wanted !== undefined && stateAt(r, now) !== wanted) continue;
-      const key = JSON.stringify(r.policy);
-      if (!admin && r.requesterId !== userId && !decides.has(key)) {
-        decides.set(key, await mayApprove(repos, workspace.workspaceId, userId, workspace.role, r.policy));
-      }
-      if (admin || r.requesterId === userId || decides.get(key) === true) kept.push(r);
+      const approver = await approves(r);
+      if (admin || r.requesterId === userId || approver) kept.push({ request: r, approves: approver });
     }
     const limit = input.limit ?? defaultPage.limit;
     const offset = input.offset ?? defaultPage.offset;
     return {
-      requests: kept.slice(offset, offset + limit).map((r) => toAccessRequestMessage(r, now)),
+      requests: kept
+        .slice(offset, offset + limit)
+        .map((k) =>
+          toAccessRequestMessage(k.request, now, callerActions(k.request, userId, admin, k.approves, now)),
+        ),
       total: kept.length,
     };
   },
@@ -298,7 +349,7 @@ export const approveAccessRequest = defineOperation({
       if (approved) await audit(tx, { action: "access_request.approve", resource });
       return next;
     });
-    return { request: toAccessRequestMessage(saved, now) };
+    return { request: await answerFor(services.storage, workspace, userId, saved, now) };
   },
 });
 
@@ -315,7 +366,7 @@ export const denyAccessRequest = defineOperation({
       await audit(tx, { action: "access_request.deny", resource: `access_request:${request.id}` });
       return next;
     });
-    return { request: toAccessRequestMessage(saved, now) };
+    return { request: await answerFor(services.storage, workspace, userId, saved, now) };
   },
 });
 
@@ -343,7 +394,7 @@ export const withdrawAccessRequest = defineOperation({
       for (const entry of entries) await audit(tx, entry);
       return next;
     });
-    return { request: toAccessRequestMessage(saved, now) };
+    return { request: await answerFor(services.storage, workspace, userId, saved, now) };
   },
 });
 
