@@ -365,7 +365,6 @@ export type {
   SessionResponse,
   SyncDaemonRequest,
   SyncDaemonResponse,
-  SyncReport,
   UpdateDaemonRequest,
   UpdateDaemonResponse,
 } from "./gen/platform/v1/daemon_pb.js";
@@ -413,7 +412,6 @@ export {
   SessionSchema,
   SyncDaemonRequestSchema,
   SyncDaemonResponseSchema,
-  SyncReportSchema,
   UpdateDaemonRequestSchema,
   UpdateDaemonResponseSchema,
 } from "./gen/platform/v1/daemon_pb.js";
