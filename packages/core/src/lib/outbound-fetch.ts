@@ -23,7 +23,7 @@ import dns from "node:dns";
 import net from "node:net";
 import type { Readable } from "node:stream";
 import zlib from "node:zlib";
-import { Agent, buildConnector, type Dispatcher } from "undici";
+import type { Agent, Dispatcher } from "undici";
 
 export interface OutboundFetchOptions {
   /** Largest response body, counted after decoding. Default 1 MiB. */
@@ -201,37 +201,45 @@ export function createOutboundFetch(options: OutboundFetchOptions = {}): Outboun
     );
   };
 
-  const connect = buildConnector({ timeout: settings.connectTimeoutMs, lookup: guardedLookup });
-  const agent = new Agent({
-    connect(connectOptions, callback) {
-      connect(connectOptions, (error, socket) => {
-        if (error !== null) {
-          callback(
-            error.name === "ConnectTimeoutError"
-              ? new OutboundFetchError(
-                  `could not connect to ${connectOptions.hostname} within ${settings.connectTimeoutMs} ms`,
-                  "TIMEOUT",
-                  { cause: error },
-                )
-              : error,
-            null,
-          );
-          return;
-        }
-        // The lookup checked the address; this catches any path around it.
-        const remote = socket.remoteAddress;
-        if (remote !== undefined && !isAllowedAddress(remote, allowed)) {
-          socket.destroy();
-          callback(notAllowed(connectOptions.hostname, remote), null);
-          return;
-        }
-        callback(null, socket);
-      });
-    },
-    headersTimeout: settings.totalTimeoutMs,
-    bodyTimeout: settings.totalTimeoutMs,
-    maxRedirections: 0,
-  });
+  // undici is loaded with the first request: most platforms never fetch anything outbound.
+  let agent: Promise<Agent> | undefined;
+  const dispatcher = () => (agent ??= import("undici").then(createAgent));
+  const createAgent = ({
+    Agent,
+    buildConnector,
+  }: Pick<typeof import("undici"), "Agent" | "buildConnector">): Agent => {
+    const connect = buildConnector({ timeout: settings.connectTimeoutMs, lookup: guardedLookup });
+    return new Agent({
+      connect(connectOptions, callback) {
+        connect(connectOptions, (error, socket) => {
+          if (error !== null) {
+            callback(
+              error.name === "ConnectTimeoutError"
+                ? new OutboundFetchError(
+                    `could not connect to ${connectOptions.hostname} within ${settings.connectTimeoutMs} ms`,
+                    "TIMEOUT",
+                    { cause: error },
+                  )
+                : error,
+              null,
+            );
+            return;
+          }
+          // The lookup checked the address; this catches any path around it.
+          const remote = socket.remoteAddress;
+          if (remote !== undefined && !isAllowedAddress(remote, allowed)) {
+            socket.destroy();
+            callback(notAllowed(connectOptions.hostname, remote), null);
+            return;
+          }
+          callback(null, socket);
+        });
+      },
+      headersTimeout: settings.totalTimeoutMs,
+      bodyTimeout: settings.totalTimeoutMs,
+      maxRedirections: 0,
+    });
+  };
 
   return async (input, init = {}) => {
     const request = input instanceof Request ? input : undefined;
@@ -328,14 +336,14 @@ export function createOutboundFetch(options: OutboundFetchOptions = {}): Outboun
     }
   }
 
-  function send(
+  async function send(
     url: URL,
     method: string,
     headers: Headers,
     body: Uint8Array | undefined,
     signal: AbortSignal,
   ): Promise<Dispatcher.ResponseData> {
-    return agent.request({
+    return (await dispatcher()).request({
       origin: url.origin,
       path: `${url.pathname}${url.search}`,
       method: method as Dispatcher.HttpMethod,
