@@ -120,6 +120,39 @@ describe("pnpm release", () => {
       `const { PKCS11 } = require(${installed("server", "pkcs11js")}); console.log(typeof new PKCS11().load);`,
     ]);
     expect(pkcs11.stdout.trim()).toBe("function");
+    // The embedded storage's writer thread is a file of the built package: an append on a
+    // database file goes through it.
+    const sqlite = join(
+      prefix,
+      "lib",
+      "node_modules",
+      "@wap",
+      "server",
+      "node_modules",
+      "@wap",
+      "storage-sqlite",
+    );
+    expect(existsSync(join(sqlite, "dist", "writer-thread.js"))).toBe(true);
+    const appended = await run(
+      process.execPath,
+      [
+        "--input-type=module",
+        "-e",
+        `const { createSqliteStorage } = await import(${JSON.stringify(join(sqlite, "dist", "index.js"))});
+         const storage = await createSqliteStorage({ filename: ${JSON.stringify(join(work, "append.db"))} });
+         const event = { id: crypto.randomUUID(), workspaceId: null, actorId: crypto.randomUUID(),
+           actorType: "user", action: "user.login", resource: "user:me", ipAddress: "192.0.2.1",
+           userAgent: "release", statusCode: "ok", requestId: crypto.randomUUID(), timestamp: new Date() };
+         await storage.append({ auditEvents: [event] });
+         await storage.close();
+         const { createRequire } = await import("node:module");
+         const Database = createRequire(${JSON.stringify(join(sqlite, "package.json"))})("better-sqlite3");
+         const db = new Database(${JSON.stringify(join(work, "append.db"))}, { readonly: true });
+         console.log(db.prepare("select count(*) as n from audit_events where id = ?").get(event.id).n);`,
+      ],
+      { cwd: work },
+    );
+    expect(appended.stdout.trim()).toBe("1");
   });
 
   it("installs the CLI light: no native code, no install scripts, none of the server's dependencies", () => {

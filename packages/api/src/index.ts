@@ -366,7 +366,6 @@ export type {
   SessionResponse,
   SyncDaemonRequest,
   SyncDaemonResponse,
-  SyncReport,
   UpdateDaemonRequest,
   UpdateDaemonResponse,
 } from "./gen/platform/v1/daemon_pb.js";
@@ -415,7 +414,6 @@ export {
   SessionSchema,
   SyncDaemonRequestSchema,
   SyncDaemonResponseSchema,
-  SyncReportSchema,
   UpdateDaemonRequestSchema,
   UpdateDaemonResponseSchema,
 } from "./gen/platform/v1/daemon_pb.js";

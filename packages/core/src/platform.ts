@@ -434,7 +434,12 @@ async function runOperation(
   return operation.run(call);
 }
 
-/** The checks every call passes before its operation runs: caller kind, input, workspace access. */
+/**
+ * The checks every call passes before its operation runs: caller kind, then workspace access
+ * (membership and the role's permission), then the input. Access comes before the input, so a
+ * caller outside the workspace hears `not_found` and nothing about what else is wrong with the
+ * request; only a workspace id that is missing or not a UUID is reported by validation first.
+ */
 async function prepareCall(
   services: Services,
   operation: Pick<
@@ -459,13 +464,19 @@ async function prepareCall(
       throw new PermissionDeniedError(`a ${caller.kind.replace("_", " ")} may not call this operation`);
     }
   }
-  const input = parseRequest(operation.input, presentFields(operation.method.input, request as never));
-  const workspace =
+  const fields = presentFields(operation.method.input, request as never);
+  const admitted =
     access.kind === "workspace"
+      ? await admitBeforeValidation(services, caller, fields, access.permission)
+      : undefined;
+  const input = parseRequest(operation.input, fields);
+  const workspace =
+    admitted ??
+    (access.kind === "workspace"
       ? await authorizeWorkspace(services, caller, input, access.permission)
       : caller.kind === "daemon" && access.kind === "signed_daemon"
         ? { workspaceId: caller.workspaceId, role: null }
-        : noWorkspace;
+        : noWorkspace);
   throwIfCancelled(ctx);
   return { ctx, input, services, now: services.clock.now(), workspace };
 }
@@ -487,6 +498,26 @@ function daemonsOnly(caller: Caller, stream: string): PlatformError {
 const workspaceCallers: readonly CallerKind[] = Object.freeze(["user", "service_account"]);
 
 const noWorkspace: WorkspaceScope = Object.freeze({ workspaceId: "", role: null });
+
+/**
+ * Workspace access checked on the request as sent, before its validation: when it names its
+ * workspace by a well-formed id (or the caller's own workspace stands for it). Undefined when it
+ * does not: validation then says what is wrong with the id, and access is checked after it.
+ */
+async function admitBeforeValidation(
+  services: Services,
+  caller: Caller,
+  fields: Record<string, unknown>,
+  permission: Parameters<typeof roleAllows>[1],
+): Promise<WorkspaceScope | undefined> {
+  const named = fields.workspaceId;
+  if (named === undefined) {
+    const own = caller.kind === "service_account" || caller.kind === "daemon";
+    return own ? authorizeWorkspace(services, caller, {}, permission) : undefined;
+  }
+  const id = uuid.safeParse(named);
+  return id.success ? authorizeWorkspace(services, caller, { workspaceId: id.data }, permission) : undefined;
+}
 
 async function authorizeWorkspace(
   services: Services,

@@ -40,7 +40,9 @@ beforeAll(async () => {
 afterAll(() => files.remove());
 beforeEach(async () => {
   database = new BetterSqlite3(":memory:");
-  t = await createTestPlatform({ storage: await createSqliteStorage({ database }) });
+  t = await createTestPlatform({
+    storage: await createSqliteStorage({ database, strictTransactions: true }),
+  });
   ada = await t.owner();
 });
 afterEach(async () => {

@@ -28,7 +28,9 @@ let ada: Owner;
 let database: BetterSqlite3.Database;
 beforeEach(async () => {
   database = new BetterSqlite3(":memory:");
-  t = await createTestPlatform({ storage: await createSqliteStorage({ database }) });
+  t = await createTestPlatform({
+    storage: await createSqliteStorage({ database, strictTransactions: true }),
+  });
   ada = await t.owner();
 });
 afterEach(async () => {

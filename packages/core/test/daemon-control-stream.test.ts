@@ -4,7 +4,7 @@
  * daemon's topic relayed, and every way the stream ends, with the daemon marked offline after.
  */
 
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import {
   type ConnectRequest,
   ConnectRequestSchema,
@@ -67,6 +67,7 @@ function clientMessages() {
     messages: queue.messages,
     send: (message: MessageInitShape<typeof ConnectRequestSchema>["msg"]) =>
       queue.send(create(ConnectRequestSchema, { msg: message })),
+    sendRaw: (message: ConnectRequest) => queue.send(message),
     fail: queue.fail,
   };
 }
@@ -134,6 +135,22 @@ describe("the daemon's control stream, run by the platform", () => {
     await stream.online;
     expect(await onlineHolder()).toBe([...memory.open][0]!.holder);
     stream.client.send({ case: "heartbeat", value: {} });
+    expect(await next).toEqual(heartbeatAck);
+    stream.gone.abort();
+    await stream.answers.return(undefined);
+  });
+
+  it("keeps the stream through a message with no member it knows (an old client's retired `sync`, field 2)", async () => {
+    const stream = openStream();
+    expect(await stream.read()).toEqual(heartbeatAck);
+    const next = stream.read();
+    await stream.online;
+    // Field 2 (a message holding one empty string) is unknown to ConnectRequest now.
+    const old = fromBinary(ConnectRequestSchema, Uint8Array.from([0x12, 0x02, 0x0a, 0x00]));
+    expect(old.msg.case).toBeUndefined();
+    stream.client.sendRaw(old);
+    stream.client.send({ case: "heartbeat", value: {} });
+    // The stream goes on: the heartbeat after it is answered.
     expect(await next).toEqual(heartbeatAck);
     stream.gone.abort();
     await stream.answers.return(undefined);

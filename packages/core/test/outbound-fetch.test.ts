@@ -33,6 +33,22 @@ beforeAll(async () => {
       res.writeHead(200, { "content-type": "application/json" });
       const timer = setInterval(() => res.write(" "), 50);
       res.once("close", () => clearInterval(timer));
+    } else if (path === "/moved") {
+      res.writeHead(302, { location: "/elsewhere" });
+      res.end();
+    } else if (path === "/echo") {
+      const chunks: Buffer[] = [];
+      req.on("data", (chunk: Buffer) => chunks.push(chunk));
+      req.on("end", () => {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(
+          JSON.stringify({
+            method: req.method,
+            type: req.headers["content-type"],
+            body: Buffer.concat(chunks).toString(),
+          }),
+        );
+      });
     } else if (path === "/broken") {
       res.writeHead(500, { "content-type": "text/plain" });
       res.end("down");
@@ -87,6 +103,37 @@ describe("bounded bodies", () => {
     const fetch = createOutboundFetch({ allowNetworks: loopback, totalTimeoutMs: 300 });
     const error = await failureOf(fetch(`${base}/trickle`));
     expect(error.reason).toBe("TIMEOUT");
+  });
+});
+
+describe("requests and redirects", () => {
+  it("sends a form body and reads the answer, on a connection reused for the next request", async () => {
+    const fetch = createOutboundFetch({ allowNetworks: loopback });
+    for (const code of ["first", "second"]) {
+      const answer = await fetch(`${base}/echo`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ grant_type: "authorization_code", code }),
+      });
+      expect(answer.status).toBe(200);
+      expect(answer.url).toBe(`${base}/echo`);
+      expect(await answer.json()).toEqual({
+        method: "POST",
+        type: "application/x-www-form-urlencoded",
+        body: `grant_type=authorization_code&code=${code}`,
+      });
+    }
+  });
+
+  it("never follows a redirect: the 3xx is the answer, or a failure when redirects are an error", async () => {
+    const fetch = createOutboundFetch({ allowNetworks: loopback, failureCacheMs: 0 });
+    const before = hits.get("/elsewhere") ?? 0;
+    const answer = await fetch(`${base}/moved`);
+    expect(answer.status).toBe(302);
+    expect(answer.headers.get("location")).toBe("/elsewhere");
+    const error = await failureOf(fetch(`${base}/moved`, { redirect: "error" }));
+    expect(error.message).toMatch(/redirects \(HTTP 302\); redirects are not followed/);
+    expect(hits.get("/elsewhere") ?? 0).toBe(before);
   });
 });
 

@@ -43,7 +43,7 @@ const specs: readonly CaKeySpec[] = [
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "wap-secrets-"));
   filename = join(dir, "wap.db");
-  storage = await createSqliteStorage({ filename });
+  storage = await createSqliteStorage({ filename, strictTransactions: true });
   t = await createTestPlatform({ storage, keyStore });
   const ada = await t.owner();
   workspaceId = ada.workspaceId;
@@ -180,7 +180,7 @@ describe("secrets at rest", () => {
     await t.platform.close();
     expect(leaks(await dump())).toEqual([]);
     // The data is there: the authorities and their sealed keys were written.
-    const reopened = await createSqliteStorage({ filename });
+    const reopened = await createSqliteStorage({ filename, strictTransactions: true });
     try {
       expect((await reopened.issuedCertificates.list(workspaceId, { limit: 10, offset: 0 })).total).toBe(
         specs.length,

@@ -19,7 +19,8 @@ import { createPlatform, type Platform, type PlatformOptions } from "../src/plat
 import { createManualClock } from "../src/runtime.js";
 
 export async function createTestPlatform(options: Partial<PlatformOptions> = {}) {
-  const storage = options.storage ?? (await createSqliteStorage({ filename: ":memory:" }));
+  const storage =
+    options.storage ?? (await createSqliteStorage({ filename: ":memory:", strictTransactions: true }));
   const clock = createManualClock(new Date("2026-11-21T12:00:00Z"));
   const platform = await createPlatform({
     storage,

@@ -68,7 +68,7 @@ const passwords = createArgon2PasswordHasher({ memoryCost: 1024, timeCost: 1 });
 
 async function platformOver(database: Database.Database): Promise<Platform> {
   return createPlatform({
-    storage: await createSqliteStorage({ database }),
+    storage: await createSqliteStorage({ database, strictTransactions: true }),
     keyStore,
     clock: createManualClock(start),
     passwords,

@@ -106,7 +106,7 @@ describe("workspace events on the bus", () => {
       },
     };
     const platform = await createPlatform({
-      storage: await createSqliteStorage({ filename: ":memory:" }),
+      storage: await createSqliteStorage({ filename: ":memory:", strictTransactions: true }),
       keyStore: createMasterKeyStore({ masterKey: generateMasterKey() }),
       passwords: createArgon2PasswordHasher({ memoryCost: 1024, timeCost: 1 }),
       events: broken,

@@ -64,18 +64,24 @@ export interface Backend {
   release(): Promise<void>;
 }
 
+/** How the storage treats a call on itself inside one of its transactions (ServerOptions). */
+export interface StorageChecks {
+  readonly strictTransactions: boolean;
+}
+
 /** Opens (and migrates) the backend the configuration names. */
 export async function openBackend(
   target: DatabaseTarget,
   config: Pick<ServerConfig, "databasePoolSize" | "rateLimit">,
   logger: Logger,
+  checks: StorageChecks = { strictTransactions: false },
 ): Promise<Backend> {
   if (target.kind === "postgres") {
     // Loaded only when used: an embedded install never loads pg.
     const { openPostgresBackend } = await import("./postgres-backend.js");
-    return openPostgresBackend(target.url, config, logger);
+    return openPostgresBackend(target.url, config, logger, checks);
   }
-  const { storage, unlock } = await openSqliteStorage(target.file);
+  const { storage, unlock } = await openSqliteStorage(target.file, checks);
   return {
     storage,
     events: undefined,
@@ -91,7 +97,7 @@ export async function openStorageOnly(target: DatabaseTarget): Promise<Storage> 
     const { openPostgresStorageOnly } = await import("./postgres-backend.js");
     return openPostgresStorageOnly(target.url);
   }
-  const { storage, unlock } = await openSqliteStorage(target.file);
+  const { storage, unlock } = await openSqliteStorage(target.file, { strictTransactions: false });
   const close = storage.close.bind(storage);
   return Object.assign(storage, {
     close: async () => {
@@ -109,10 +115,13 @@ export async function openStorageOnly(target: DatabaseTarget): Promise<Storage> 
  * same file is refused with a message that says so, while the lock of a process that died is
  * gone with it (storage-sqlite database-files.ts).
  */
-async function openSqliteStorage(file: string): Promise<{ storage: Storage; unlock: () => void }> {
+async function openSqliteStorage(
+  file: string,
+  checks: StorageChecks,
+): Promise<{ storage: Storage; unlock: () => void }> {
   const { createSqliteStorage, DatabaseInUseError, lockDatabase } = await import("@wap/storage-sqlite");
-  if (file === ":memory:")
-    return { storage: await createSqliteStorage({ filename: file, exclusive: true }), unlock: () => {} };
+  const options = { filename: file, exclusive: true, ...checks };
+  if (file === ":memory:") return { storage: await createSqliteStorage(options), unlock: () => {} };
   await mkdir(dirname(file), { recursive: true, mode: 0o700 });
   let unlock: () => void;
   try {
@@ -123,7 +132,7 @@ async function openSqliteStorage(file: string): Promise<{ storage: Storage; unlo
   }
   try {
     // The lock keeps every other server and operator command off the file.
-    return { storage: await createSqliteStorage({ filename: file, exclusive: true }), unlock };
+    return { storage: await createSqliteStorage(options), unlock };
   } catch (error) {
     unlock();
     throw error;

@@ -15,7 +15,7 @@ import {
 } from "@wap/storage-postgres";
 import type { ServerConfig } from "./config.js";
 import type { Logger } from "./logger.js";
-import type { Backend } from "./open-storage.js";
+import type { Backend, StorageChecks } from "./open-storage.js";
 import { createPostgresRateLimiters } from "./postgres-rate-limit.js";
 import { StartupError } from "./startup-error.js";
 
@@ -24,12 +24,13 @@ export async function openPostgresBackend(
   url: string,
   config: Pick<ServerConfig, "databasePoolSize" | "rateLimit">,
   logger: Logger,
+  checks: StorageChecks,
 ): Promise<Backend> {
   const pool = createPostgresPool({ connectionString: url, maxConnections: config.databasePoolSize });
   let storage: Storage | undefined;
   let events: EventBus | undefined;
   try {
-    storage = await createPostgresStorage({ pool });
+    storage = await createPostgresStorage({ pool, ...checks });
     const rateLimiters = await createPostgresRateLimiters(pool, config.rateLimit);
     events = await createPostgresEventBus({
       connectionString: url,

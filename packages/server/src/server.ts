@@ -49,6 +49,11 @@ export interface ServerOptions extends Partial<Omit<ServerConfig, "rateLimit">> 
   readonly platform?: Platform;
   /** Use this storage instead of opening `databaseUrl`; the server closes it on `close()`. */
   readonly storage?: Storage;
+  /**
+   * For test suites: the storage the server opens refuses a call on itself made inside one of
+   * its transactions (the caller meant `tx`) instead of joining it. Default false.
+   */
+  readonly strictTransactions?: boolean;
   /** Extra options for the platform the server builds (clock, password hasher, token lifetimes). */
   readonly platformOptions?: Omit<PlatformOptions, "storage" | "keyStore">;
   /**
@@ -318,7 +323,9 @@ async function buildPlatform(
       : undefined;
   const started = performance.now();
   const backend: Backend = target
-    ? await openBackend(target, config, logger).catch(async (error: unknown) => {
+    ? await openBackend(target, config, logger, {
+        strictTransactions: options.strictTransactions === true,
+      }).catch(async (error: unknown) => {
         await lock?.release();
         throw error;
       })

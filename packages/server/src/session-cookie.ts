@@ -14,6 +14,8 @@
 import type { DescMethod } from "@bufbuild/protobuf";
 import { AuthService } from "@wap/api";
 import { procedureOf } from "@wap/core";
+import { generateCookie } from "hono/cookie";
+import { parse } from "hono/utils/cookie";
 
 export const sessionCookieName = "session";
 export const refreshCookieName = "refresh";
@@ -25,19 +27,11 @@ export function readSessionCookie(cookieHeader: string | string[] | undefined): 
   return readCookie(cookieHeader, sessionCookieName);
 }
 
-/** The value of the cookie `name` in a `Cookie` header, if any. */
+/** The value of the cookie `name` in a `Cookie` header (or several), if any: the first one. */
 export function readCookie(cookieHeader: string | string[] | undefined, name: string): string | undefined {
   if (cookieHeader === undefined) return undefined;
-  const headers = Array.isArray(cookieHeader) ? cookieHeader : cookieHeader ? [cookieHeader] : [];
-  for (const header of headers) {
-    for (const pair of header.split(";")) {
-      const eq = pair.indexOf("=");
-      if (eq < 0 || pair.slice(0, eq).trim() !== name) continue;
-      const value = pair.slice(eq + 1).trim();
-      return value.startsWith('"') && value.endsWith('"') ? value.slice(1, -1) : value;
-    }
-  }
-  return undefined;
+  const header = Array.isArray(cookieHeader) ? cookieHeader.join("; ") : cookieHeader;
+  return header === "" ? undefined : parse(header, name)[name];
 }
 
 export interface CookieSettings {
@@ -70,17 +64,18 @@ export function clearedRefreshCookie(settings: Pick<CookieSettings, "secure">): 
   return serialize("", 0, settings.secure, refreshCookieName);
 }
 
+/** Browsers keep a cookie 400 days at most (RFC 6265bis); Hono refuses a longer Max-Age. */
+const maxCookieAgeSeconds = 400 * 24 * 60 * 60;
+
 function serialize(value: string, maxAge: number, secure: boolean, name = sessionCookieName): string {
   const refresh = name === refreshCookieName;
-  const attributes = [
-    `${name}=${value}`,
-    "HttpOnly",
-    refresh ? "SameSite=Strict" : "SameSite=Lax",
-    `Path=${refresh ? refreshCookiePath : "/"}`,
-    `Max-Age=${maxAge}`,
-  ];
-  if (secure) attributes.push("Secure");
-  return attributes.join("; ");
+  return generateCookie(name, value, {
+    httpOnly: true,
+    sameSite: refresh ? "Strict" : "Lax",
+    path: refresh ? refreshCookiePath : "/",
+    maxAge: Math.min(maxAge, maxCookieAgeSeconds),
+    secure,
+  });
 }
 
 // By procedure path, not descriptor identity: a method may come from another copy of the descriptors.

@@ -36,6 +36,7 @@ import {
   ssoUrls,
 } from "@wap/core";
 import { type Context, Hono } from "hono";
+import { generateCookie, getCookie } from "hono/cookie";
 import { cookieSettings, type EdgeRequest, type EdgeSettings } from "./edge.js";
 import { admitted, type Env, isUuid, requestFacts } from "./endpoint-edge.js";
 import { errorResponse, failureStatus } from "./error-responses.js";
@@ -72,7 +73,7 @@ export function ssoRoutes(settings: SsoRouteSettings): Hono<Env> {
 
   app.get("/v1/sso/oidc/callback", (c) =>
     browserEndpoint(c, settings, async (edge) => {
-      const binding = readCookie(c.req.header("cookie"), bindingCookieName);
+      const binding = getCookie(c, bindingCookieName);
       const finish = await finishOidcSignIn(
         services(),
         { params: new URL(c.req.url).searchParams, ...(binding !== undefined && { binding }) },
@@ -122,7 +123,7 @@ export function ssoRoutes(settings: SsoRouteSettings): Hono<Env> {
         throw new InvalidArgumentError("the form has no SAMLResponse", { reason: "SAML_RESPONSE_MISSING" });
       }
       if (!isUuid(workspaceId)) throw noProvider();
-      const binding = readCookie(c.req.header("cookie"), bindingCookieName);
+      const binding = getCookie(c, bindingCookieName);
       // RelayState is not used: where to go afterwards was stored with the sign-in's state.
       const finish = await finishSamlSignIn(
         services(),
@@ -239,17 +240,14 @@ function secure(settings: SsoRouteSettings): boolean {
 }
 
 function bindingCookie(binding: BrowserBinding, path: string, secureCookie: boolean): string {
-  const sameSite = binding.sameSite === "none" ? "None" : "Lax";
-  const attributes = [
-    `${binding.cookieName}=${binding.value}`,
-    "HttpOnly",
-    `SameSite=${sameSite}`,
-    `Path=${path}`,
-    `Max-Age=${Math.max(0, Math.floor(binding.maxAgeSeconds))}`,
-  ];
-  // SameSite=None cookies without Secure are dropped by browsers.
-  if (secureCookie || binding.sameSite === "none") attributes.push("Secure");
-  return attributes.join("; ");
+  return generateCookie(binding.cookieName, binding.value, {
+    httpOnly: true,
+    sameSite: binding.sameSite === "none" ? "None" : "Lax",
+    path,
+    maxAge: Math.max(0, Math.floor(binding.maxAgeSeconds)),
+    // SameSite=None cookies without Secure are dropped by browsers.
+    secure: secureCookie || binding.sameSite === "none",
+  });
 }
 
 function clearedBindingCookie(path: string, sameSite: "lax" | "none", secureCookie: boolean): string {
@@ -277,15 +275,6 @@ async function readForm(c: Context<Env>, limitBytes: number): Promise<URLSearchP
     });
   }
   return new URLSearchParams(await readBodyText(c.req.raw, limitBytes));
-}
-
-/** The value of cookie `name` in a `Cookie` header. */
-export function readCookie(header: string | undefined, name: string): string | undefined {
-  for (const pair of (header ?? "").split(";")) {
-    const eq = pair.indexOf("=");
-    if (eq >= 0 && pair.slice(0, eq).trim() === name) return pair.slice(eq + 1).trim();
-  }
-  return undefined;
 }
 
 /**

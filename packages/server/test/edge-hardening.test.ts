@@ -148,7 +148,9 @@ describe("the Secure flag of the session cookie", () => {
   it("is set when the public URL is https, though the server speaks cleartext", async () => {
     const behindProxy = await startTestServer({ publicUrl: "https://wap.example.com" });
     try {
-      expect(await loginCookie(behindProxy)).toMatch(/; Secure$/);
+      expect(await loginCookie(behindProxy)).toMatch(
+        /^session=[^,]+; HttpOnly; Secure; SameSite=Lax(, ?refresh=[^,]+; HttpOnly; Secure; SameSite=Strict)?$/,
+      );
     } finally {
       await behindProxy.close();
     }
@@ -157,7 +159,9 @@ describe("the Secure flag of the session cookie", () => {
   it("is set when a trusted proxy says the request was https, and only then", async () => {
     const trusting = await startTestServer({ trustProxyHops: 1 });
     try {
-      expect(await loginCookie(trusting, { "x-forwarded-proto": "https" })).toMatch(/; Secure$/);
+      expect(await loginCookie(trusting, { "x-forwarded-proto": "https" })).toMatch(
+        /^session=[^,]+; HttpOnly; Secure; SameSite=Lax(, ?refresh=[^,]+; HttpOnly; Secure; SameSite=Strict)?$/,
+      );
       expect(await loginCookie(trusting)).not.toContain("Secure");
     } finally {
       await trusting.close();

@@ -229,7 +229,7 @@ describe("the session cookie", () => {
     });
     // The session cookie first; the refresh cookie next (console.test.ts).
     const setCookie = login.headers.getSetCookie()[0] ?? "";
-    expect(setCookie).toMatch(/^session=v4\.public\.[^;]+; HttpOnly; SameSite=Lax; Path=\/; Max-Age=900$/);
+    expect(setCookie).toMatch(/^session=v4\.public\.[^;]+; Max-Age=900; Path=\/; HttpOnly; SameSite=Lax$/);
     const cookie = setCookie.split(";")[0] ?? "";
 
     const me = await restCall(server.url, "GET", "/v1/whoami", undefined, { cookie });
@@ -252,7 +252,7 @@ describe("the session cookie", () => {
       headers: { "content-type": "application/json", origin: server.url },
     });
     expect(logout.status).toBe(200);
-    expect(logout.headers.getSetCookie()[0]).toBe("session=; HttpOnly; SameSite=Lax; Path=/; Max-Age=0");
+    expect(logout.headers.getSetCookie()[0]).toBe("session=; Max-Age=0; Path=/; HttpOnly; SameSite=Lax");
     const after = await restCall(server.url, "GET", "/v1/whoami", undefined, { cookie });
     expect(after.status).toBe(401);
     // A dead cookie is cleared so the browser stops sending it...

@@ -65,8 +65,11 @@ describe("the vertical slice over Connect", () => {
     );
     expect(login.accessToken).toMatch(/^v4\.public\./);
     expect(login.refreshToken).not.toBe("");
-    expect(setCookie).toContain(`session=${login.accessToken}; HttpOnly; SameSite=Lax; Path=/; Max-Age=900`);
-    expect(setCookie).toContain(`refresh=${login.refreshToken}; HttpOnly; SameSite=Strict;`);
+    expect(setCookie).toContain(`session=${login.accessToken}; Max-Age=900; Path=/; HttpOnly; SameSite=Lax`);
+    expect(setCookie).toContain(`refresh=${login.refreshToken}; Max-Age=`);
+    expect(setCookie).toMatch(
+      /refresh=[^;]+; Max-Age=\d+; Path=\/platform\.v1\.AuthService\/RefreshToken; HttpOnly; SameSite=Strict/,
+    );
     token = login.accessToken;
 
     const me = await clients.user.whoami({}, bearer(token));

@@ -213,7 +213,9 @@ describe("TLS with ALPN", () => {
       const login = await post("/v1/login", { email: account.email, password: account.password });
       expect(login.status).toBe(200);
       expect(login.alpn).toBe("http/1.1");
-      expect(login.cookie).toMatch(/; Secure$/);
+      expect(login.cookie).toMatch(
+        /^session=[^,]+; HttpOnly; Secure; SameSite=Lax(, ?refresh=[^,]+; HttpOnly; Secure; SameSite=Strict)?$/,
+      );
     } finally {
       agent.destroy();
     }

@@ -25,7 +25,7 @@ export type PostgresStorageOptions =
   ) & {
     /**
      * Whether a call on the storage itself inside one of its transactions fails (the caller
-     * meant `tx`) or joins the transaction. Default: fails when NODE_ENV is `test`.
+     * meant `tx`) or joins the transaction. Default: joins it (test suites set it to fail).
      */
     readonly strictTransactions?: boolean;
   };

@@ -22,7 +22,7 @@ afterAll(() => pgServer?.stop(), 60_000);
 
 runStorageContract({
   name: external ? "postgres (WAP_TEST_DATABASE_URL)" : "postgres (embedded)",
-  create: () => createPostgresStorage({ connectionString: url }),
+  create: () => createPostgresStorage({ connectionString: url, strictTransactions: true }),
 });
 
 describe("postgres adapter", () => {

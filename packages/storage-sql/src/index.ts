@@ -10,7 +10,7 @@
 export type { DriverErrorKind, SqlDialectName, SqlDialectTraits } from "./dialect.js";
 export type { AppendBatcher, CommitUnits } from "./lib/append-batcher.js";
 export { createAppendBatcher } from "./lib/append-batcher.js";
-export type { DirectExecutor } from "./lib/direct.js";
+export type { DirectExecutor, ExecuteQuery } from "./lib/direct.js";
 export { translateError as translateDriverError } from "./lib/errors.js";
 export { UsernameCaseClashError } from "./migrations/011-account-security.js";
 export type { MigrateOptions } from "./migrations/index.js";

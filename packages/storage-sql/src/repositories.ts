@@ -7,6 +7,7 @@
 import type { Repositories } from "@wap/core/storage";
 import type { Kysely } from "kysely";
 import type { SqlDialectTraits } from "./dialect.js";
+import type { ExecuteQuery } from "./lib/direct.js";
 import { createAccessRequestRepository } from "./repositories/access-requests.js";
 import { createAuditCheckpointRepository, createAuditEventRepository } from "./repositories/audit.js";
 import { createBackupCodeRepository } from "./repositories/backup-codes.js";
@@ -53,6 +54,11 @@ import type { Database } from "./schema.js";
 export interface QueryRunner {
   read<T>(fn: (db: Kysely<Database>) => Promise<T>): Promise<T>;
   write<T>(fn: (db: Kysely<Database>) => Promise<T>): Promise<T>;
+  /**
+   * Runs a compiled query on the `db` that `read`, `write` or `atCommit` passed: on the adapter's
+   * direct executor when it can run now (lib/direct.ts), through Kysely otherwise.
+   */
+  readonly execute: ExecuteQuery;
   /**
    * Writes `step` just before the current transaction commits (in a transaction of its own when
    * there is none). The steps of one transaction run ordered by `key` (each key's steps in the

@@ -6,7 +6,7 @@
  * and a call on `storage` (not `tx`) made inside a transaction must not wait for a connection the
  * transaction holds (SQLite has exactly one: that would hang forever). Such a call is a mistake
  * (it reads as if it ran outside the transaction, yet would see and share its writes): with
- * `strictTransactions` (on under NODE_ENV=test) it fails; otherwise it joins the transaction.
+ * `strictTransactions` (test suites set it) it fails; otherwise it joins the transaction.
  * Tracking makes every promise of the process pay (Node's promise hooks), so it is on only while
  * such a transaction is open; `append` (the signing path) needs none: its batches pass their
  * transaction explicitly.
@@ -24,7 +24,7 @@ import {
 import { type CompiledQuery, type Kysely, sql, type Transaction } from "kysely";
 import type { SqlDialectTraits } from "./dialect.js";
 import { type CommitUnits, createAppendBatcher } from "./lib/append-batcher.js";
-import { type DirectExecutor, registerDirectExecutor } from "./lib/direct.js";
+import { createQueryExecution, type DirectExecutor, throughKysely } from "./lib/direct.js";
 import { translateError } from "./lib/errors.js";
 import { Mutex } from "./lib/mutex.js";
 import { savepointStatements } from "./lib/savepoints.js";
@@ -53,12 +53,16 @@ export interface SqlStorageOptions {
    * `onClose`.
    */
   readonly commitAppends?: CommitUnits<AppendStatements>;
-  /** Runs prepared queries on the driver itself while no transaction holds the connection. */
+  /**
+   * Runs the prepared queries of the storage's own connection on the driver itself, skipping
+   * Kysely's executor, while no transaction holds the connection (lib/direct.ts): for an adapter
+   * whose driver is synchronous.
+   */
   readonly directExecutor?: DirectExecutor;
   /**
    * Refuse a call on the storage's own repositories made inside one of its transactions (the
-   * caller meant `tx`) instead of running it in that transaction. Default: on when NODE_ENV is
-   * `test`, so test suites catch the mistake while production keeps serving.
+   * caller meant `tx`) instead of running it in that transaction. Default off, so production
+   * keeps serving; test suites turn it on to catch the mistake.
    */
   readonly strictTransactions?: boolean;
 }
@@ -121,9 +125,9 @@ function live(frame: Frame | undefined): Frame | undefined {
  */
 export function createSqlStorage(options: SqlStorageOptions): Storage {
   const { db, dialect } = options;
-  if (options.directExecutor) registerDirectExecutor(db, options.directExecutor);
+  const execute = createQueryExecution(db, options.directExecutor);
   const current = new AsyncLocalStorage<Frame>();
-  const strict = options.strictTransactions ?? process.env.NODE_ENV === "test";
+  const strict = options.strictTransactions ?? false;
   /** Root transactions begun and not yet finished: tracking is on while there are any. */
   let tracked = 0;
   let closed = false;
@@ -178,6 +182,7 @@ export function createSqlStorage(options: SqlStorageOptions): Storage {
     return {
       read: (fn) => exec(false, fn),
       write: (fn) => exec(true, fn),
+      execute,
       async atCommit(key, run) {
         if (closed) throw new Error("storage: closed");
         const frame = frameFor(bound);
@@ -421,7 +426,12 @@ export function createSqlRepositories(db: Kysely<Database>, dialect: SqlDialectT
   };
   // The caller's transaction is the one to commit in: steps for its commit run at once.
   return createRepositories(
-    { read: exec, write: exec, atCommit: (_key, step) => exec(() => step(db)) },
+    {
+      read: exec,
+      write: exec,
+      execute: throughKysely,
+      atCommit: (_key, step) => exec(() => step(db)),
+    },
     dialect,
   );
 }

@@ -11,21 +11,10 @@
  *
  * @module
  */
-import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
 import { StorageUnavailableError } from "@wap/core/storage";
 import type { AppendStatements } from "@wap/storage-sql";
-
-/** A driver error as the thread reports it: what the dialect needs to classify it. */
-interface ReportedError {
-  readonly name: string;
-  readonly message: string;
-  readonly code: string | undefined;
-}
-
-type Reply =
-  | { readonly id: number; readonly outcomes: ReadonlyArray<ReportedError | null> }
-  | { readonly id: number; readonly failure: ReportedError };
+import type { ReportedError, WriterData, WriterReply, WriterRequest } from "./writer-protocol.js";
 
 export interface AppendWriter {
   /** Commits the units in one transaction of the writer thread; see `CommitUnits`. */
@@ -35,106 +24,10 @@ export interface AppendWriter {
 }
 
 /**
- * The thread's program, as source text run with `eval`: it needs no file next to the module, and
- * the same text runs from the TypeScript sources, the built package and under test runners (which
- * would rewrite a function's own text). `workerData` names the driver module and the database.
+ * The thread's program, beside this module in the sources and in the built package alike
+ * (`tsup.config.ts` builds it as an entry of its own).
  */
-const writerThreadSource = `
-"use strict";
-const { parentPort, workerData } = require("node:worker_threads");
-const Database = require(workerData.driver);
-const db = new Database(workerData.filename, { fileMustExist: true });
-db.pragma("journal_mode = WAL");
-db.pragma("synchronous = FULL");
-db.pragma("foreign_keys = ON");
-db.pragma("busy_timeout = " + workerData.busyTimeoutMs);
-// The audit chain's step: SHA-256 of the previous hash, the position (uint64, big-endian) and the
-// entry's content, as the main connection's (@wap/core's chainHash) computes it.
-const { createHash } = require("node:crypto");
-db.function("wap_chain_hash", { deterministic: true }, (previous, position, content) => {
-  const at = Buffer.alloc(8);
-  at.writeBigUInt64BE(BigInt(position));
-  return createHash("sha256").update(previous).update(at).update(content).digest();
-});
-const statements = new Map();
-function statement(source) {
-  let prepared = statements.get(source);
-  if (prepared === undefined) {
-    prepared = db.prepare(source);
-    statements.set(source, prepared);
-  }
-  return prepared;
-}
-function report(error) {
-  const e = error instanceof Error ? error : new Error(String(error));
-  return { name: e.name, message: e.message, code: typeof e.code === "string" ? e.code : undefined };
-}
-// The SQL of each statement crosses once; units then name it by number: [number, parameters, ...].
-const texts = [];
-function run(unit) {
-  for (let i = 0; i < unit.length; i += 2) statement(texts[unit[i]]).run(unit[i + 1]);
-}
-// The usual case: every unit of the batch in one transaction, no savepoints (each costs a
-// statement journal). A unit that breaks a constraint (a serial taken) undoes the batch, which
-// is then written again with each unit in a savepoint of its own, so that it fails alone.
-function commitTogether(units) {
-  statement("begin immediate").run();
-  try {
-    for (const unit of units) run(unit);
-    statement("commit").run();
-  } catch (error) {
-    if (db.inTransaction) statement("rollback").run();
-    throw error;
-  }
-}
-function commitApart(units) {
-  const outcomes = [];
-  statement("begin immediate").run();
-  try {
-    for (const unit of units) {
-      statement("savepoint wap_append").run();
-      try {
-        run(unit);
-        statement("release savepoint wap_append").run();
-        outcomes.push(null);
-      } catch (error) {
-        statement("rollback to savepoint wap_append").run();
-        statement("release savepoint wap_append").run();
-        outcomes.push(report(error));
-      }
-    }
-    statement("commit").run();
-  } catch (error) {
-    if (db.inTransaction) statement("rollback").run();
-    throw error;
-  }
-  return outcomes;
-}
-const isConstraint = (error) => typeof error?.code === "string" && error.code.startsWith("SQLITE_CONSTRAINT");
-parentPort.on("message", (message) => {
-  if (message === "close") {
-    db.close();
-    parentPort.close();
-    return;
-  }
-  const { id, units, newTexts } = message;
-  if (newTexts !== undefined) texts.push(...newTexts);
-  try {
-    let outcomes;
-    try {
-      commitTogether(units);
-      outcomes = units.map(() => null);
-    } catch (error) {
-      if (!isConstraint(error)) throw error;
-      outcomes = units.length === 1 ? [report(error)] : commitApart(units);
-    }
-    parentPort.postMessage({ id, outcomes });
-  } catch (error) {
-    parentPort.postMessage({ id, failure: report(error) });
-  }
-});
-
-`;
+const writerThread = new URL("./writer-thread.js", import.meta.url);
 
 /** An Error the dialect classifies as it would the driver's own. */
 function revive(reported: ReportedError): Error {
@@ -153,7 +46,6 @@ export function createAppendWriter(options: {
   readonly filename: string;
   readonly busyTimeoutMs: number;
 }): AppendWriter {
-  const driver = createRequire(import.meta.url).resolve("better-sqlite3");
   let worker: Worker | undefined;
   /** The statement numbers the running thread knows. */
   let textIds = new Map<string, number>();
@@ -169,13 +61,10 @@ export function createAppendWriter(options: {
   }
 
   function start(): Worker {
-    const thread = new Worker(writerThreadSource, {
-      eval: true,
-      // Plain CommonJS whatever the process runs with (`--input-type=module` would make it ESM).
-      execArgv: [],
-      workerData: { driver, filename: options.filename, busyTimeoutMs: options.busyTimeoutMs },
-    });
-    thread.on("message", (reply: Reply) => {
+    const workerData: WriterData = { filename: options.filename, busyTimeoutMs: options.busyTimeoutMs };
+    // No options of the process (loaders of a development run): the thread needs none.
+    const thread = new Worker(writerThread, { execArgv: [], workerData });
+    thread.on("message", (reply: WriterReply) => {
       const pending = waiting.get(reply.id);
       if (pending === undefined) return;
       waiting.delete(reply.id);
@@ -224,7 +113,8 @@ export function createAppendWriter(options: {
         waiting.set(id, { resolve, reject });
         // Held open while a batch is out, so the process waits for its answer.
         thread.ref();
-        thread.postMessage({ id, units: encoded, ...(newTexts.length > 0 && { newTexts }) });
+        const request: WriterRequest = { id, units: encoded, ...(newTexts.length > 0 && { newTexts }) };
+        thread.postMessage(request);
       });
     },
     async close() {
@@ -234,7 +124,7 @@ export function createAppendWriter(options: {
       const exited = new Promise<void>((resolve) => thread.once("exit", () => resolve()));
       // Referenced until it has gone: a process closing its storage last waits for the thread.
       thread.ref();
-      thread.postMessage("close");
+      thread.postMessage("close" satisfies WriterRequest);
       await exited;
     },
   };

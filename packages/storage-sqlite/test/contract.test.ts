@@ -9,7 +9,7 @@ import { afterAll } from "vitest";
 // and every write must still be seen by the next read.
 runStorageContract({
   name: "sqlite :memory:, exclusive",
-  create: () => createSqliteStorage({ filename: ":memory:", exclusive: true }),
+  create: () => createSqliteStorage({ filename: ":memory:", exclusive: true, strictTransactions: true }),
 });
 
 // A file database shared by every test: also proves the migrations run once and then no-op.
@@ -17,5 +17,5 @@ const dir = mkdtempSync(join(tmpdir(), "wap-sqlite-contract-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 runStorageContract({
   name: "sqlite file",
-  create: () => createSqliteStorage({ filename: join(dir, "wap.db") }),
+  create: () => createSqliteStorage({ filename: join(dir, "wap.db"), strictTransactions: true }),
 });

@@ -27,6 +27,8 @@ export async function startTestServer(options: ServerOptions = {}): Promise<Test
     rateLimit: noRateLimit,
     logger: createJsonLogger("debug", (line) => logs.push(line)),
     shutdownGraceSeconds: 2,
+    // A storage call that should have gone through the transaction's `tx` fails the test.
+    strictTransactions: true,
     ...options,
     platformOptions: {
       passwords: createArgon2PasswordHasher({ memoryCost: 1024, timeCost: 1 }),

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import Stripe from "stripe";
+import type Stripe from "stripe";
 import {
   type BillingProvider,
   BillingWebhookError,
@@ -78,23 +78,33 @@ function stateOf(subscription: Stripe.Subscription, stateAt: Date): Subscription
  * ```
  */
 export function createStripeBillingProvider(options: StripeBillingOptions): BillingProvider {
-  const stripe = new Stripe(options.secretKey, {
-    ...(options.host === undefined ? {} : { host: options.host }),
-    ...(options.port === undefined ? {} : { port: options.port }),
-    ...(options.protocol === undefined ? {} : { protocol: options.protocol }),
-    timeout: options.timeoutMs ?? 20_000,
-    maxNetworkRetries: options.maxNetworkRetries ?? 2,
-    appInfo: { name: "workspace-access-platform" },
-  });
+  // The `stripe` package is loaded at the first call: an application that never bills never loads it.
+  let client: Promise<Stripe> | undefined;
+  const stripeClient = () =>
+    (client ??= import("stripe").then(
+      ({ default: StripeClient }) =>
+        new StripeClient(options.secretKey, {
+          ...(options.host === undefined ? {} : { host: options.host }),
+          ...(options.port === undefined ? {} : { port: options.port }),
+          ...(options.protocol === undefined ? {} : { protocol: options.protocol }),
+          timeout: options.timeoutMs ?? 20_000,
+          maxNetworkRetries: options.maxNetworkRetries ?? 2,
+          appInfo: { name: "workspace-access-platform" },
+        }),
+    ));
   const tolerance = options.webhookToleranceSeconds ?? 300;
 
   const latest = async (subscriptionId: string, stateAt: Date) =>
-    stateOf(await stripe.subscriptions.retrieve(subscriptionId, { expand: expandProduct }), stateAt);
+    stateOf(
+      await (await stripeClient()).subscriptions.retrieve(subscriptionId, { expand: expandProduct }),
+      stateAt,
+    );
 
   return {
     name: "stripe",
     enabled: true,
     async createCustomer({ workspaceId, workspaceName, email }) {
+      const stripe = await stripeClient();
       const customer = await stripe.customers.create(
         { email, name: workspaceName, metadata: { workspace_id: workspaceId } },
         // Two racing first checkouts of a workspace create one customer, not two.
@@ -103,6 +113,7 @@ export function createStripeBillingProvider(options: StripeBillingOptions): Bill
       return { customerId: customer.id };
     },
     async createCheckout({ workspaceId, customerId, successUrl, cancelUrl }) {
+      const stripe = await stripeClient();
       const session = await stripe.checkout.sessions.create({
         mode: "subscription",
         customer: customerId,
@@ -117,6 +128,7 @@ export function createStripeBillingProvider(options: StripeBillingOptions): Bill
       return { url: session.url };
     },
     async createPortal({ customerId, returnUrl }) {
+      const stripe = await stripeClient();
       const session = await stripe.billingPortal.sessions.create({
         customer: customerId,
         return_url: returnUrl,
@@ -124,6 +136,7 @@ export function createStripeBillingProvider(options: StripeBillingOptions): Bill
       return { url: session.url };
     },
     async cancelSubscription({ subscriptionId, immediate, reason, now }) {
+      const stripe = await stripeClient();
       const details = reason === "" ? {} : { cancellation_details: { comment: reason } };
       const subscription = immediate
         ? await stripe.subscriptions.cancel(subscriptionId, { ...details, expand: expandProduct })
@@ -135,6 +148,7 @@ export function createStripeBillingProvider(options: StripeBillingOptions): Bill
       return stateOf(subscription, now);
     },
     async readWebhook(body, signature, now): Promise<BillingWebhookEvent> {
+      const stripe = await stripeClient();
       let event: Stripe.Event;
       try {
         event = await stripe.webhooks.constructEventAsync(

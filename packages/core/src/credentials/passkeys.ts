@@ -11,12 +11,7 @@
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-} from "@simplewebauthn/server";
+import type * as WebAuthn from "@simplewebauthn/server";
 import { AuthService, CredentialService, type PasskeySchema } from "@wap/api";
 import * as z from "zod";
 import { recordSecurityEvent } from "../audit/security-events.js";
@@ -42,6 +37,10 @@ import { passkeyName } from "../validation/bounds.js";
 import { text } from "../validation/rules.js";
 import { signInMethods } from "./sign-in-methods.js";
 import { maxCredentialJsonLength, readAuthentication, readRegistration, relyingParty } from "./webauthn.js";
+
+/** @simplewebauthn/server, loaded at the first passkey call (it is large and most calls never need it). */
+let webauthnModule: Promise<typeof WebAuthn> | undefined;
+const webauthn = () => (webauthnModule ??= import("@simplewebauthn/server"));
 
 export function toPasskeyMessage(passkey: PasskeyRecord): MessageInitShape<typeof PasskeySchema> {
   return {
@@ -137,7 +136,7 @@ export const beginPasskeyRegistration = defineOperation({
     const config = accountConfig(services);
     const rp = relyingParty(config);
     const existing = await services.storage.passkeys.listByUser(user.id);
-    const options = await generateRegistrationOptions({
+    const options = await (await webauthn()).generateRegistrationOptions({
       rpName: rp.name,
       rpID: rp.id,
       userName: user.email,
@@ -189,13 +188,15 @@ export const finishPasskeyRegistration = defineOperation({
     );
     if (challenge === null || challenge.userId !== user.id) throw invalid();
     const rp = relyingParty(accountConfig(services));
-    const verified = await verifyRegistrationResponse({
-      response: read.response,
-      expectedChallenge: read.challenge,
-      expectedOrigin: rp.origin,
-      expectedRPID: rp.id,
-      requireUserVerification: true,
-    }).catch(() => null);
+    const verified = await (await webauthn())
+      .verifyRegistrationResponse({
+        response: read.response,
+        expectedChallenge: read.challenge,
+        expectedOrigin: rp.origin,
+        expectedRPID: rp.id,
+        requireUserVerification: true,
+      })
+      .catch(() => null);
     if (!verified?.verified) throw invalid();
     const info = verified.registrationInfo;
     const passkey: PasskeyRecord = {
@@ -236,7 +237,7 @@ export const beginPasskeyLogin = defineOperation({
   input: z.object({}),
   async run({ services, now }) {
     const config = accountConfig(services);
-    const options = await generateAuthenticationOptions({
+    const options = await (await webauthn()).generateAuthenticationOptions({
       rpID: relyingParty(config).id,
       challenge: owned(services.random.bytes(32)),
       timeout: config.passkeyChallengeTtlSeconds * 1000,
@@ -278,14 +279,16 @@ export const finishPasskeyLogin = defineOperation({
     const handle = read.response.response.userHandle;
     if (handle !== undefined && handle !== encodeBase64Url(userHandle(passkey.userId))) throw invalid();
     const rp = relyingParty(accountConfig(services));
-    const verified = await verifyAuthenticationResponse({
-      response: read.response,
-      expectedChallenge: read.challenge,
-      expectedOrigin: rp.origin,
-      expectedRPID: rp.id,
-      credential: { id: passkey.id, publicKey: owned(passkey.publicKey), counter: passkey.counter },
-      requireUserVerification: true,
-    }).catch(() => null);
+    const verified = await (await webauthn())
+      .verifyAuthenticationResponse({
+        response: read.response,
+        expectedChallenge: read.challenge,
+        expectedOrigin: rp.origin,
+        expectedRPID: rp.id,
+        credential: { id: passkey.id, publicKey: owned(passkey.publicKey), counter: passkey.counter },
+        requireUserVerification: true,
+      })
+      .catch(() => null);
     if (!verified?.verified) throw invalid();
     const user = await services.storage.users.findById(passkey.userId);
     if (!user) throw invalid();

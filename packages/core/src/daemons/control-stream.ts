@@ -9,7 +9,8 @@
  *   counts as online is missed; the greeting (STATUS REJECTED for a rejected daemon) follows,
  *   then every event of the topic as its ConnectResponse. `deleted` ends the stream
  *   (`unauthenticated`: its credentials no longer work).
- * - Each client `heartbeat` is answered with a HeartbeatAck; `sync` (SyncReport) is ignored.
+ * - Each client `heartbeat` is answered with a HeartbeatAck; a message with nothing the server
+ *   knows (field 2, the retired `sync`, from an old client) is ignored.
  * - However the stream ends (client gone, reset, shutdown, error), the daemon is marked offline
  *   unless a newer stream holds it.
  *
@@ -150,7 +151,7 @@ async function readRequests(requests: AsyncIterable<ConnectRequest>, outbox: Out
   try {
     for await (const request of requests) {
       if (request.msg.case === "heartbeat") outbox.push(heartbeatAck);
-      // `sync` (SyncReport) is never sent by the agent and carries nothing the server needs.
+      // Anything else (no member the server knows, such as the retired `sync`) is ignored.
     }
     // The client closed its side: the server may still push, so the stream stays.
   } catch (error) {

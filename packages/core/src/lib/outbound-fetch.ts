@@ -1,28 +1,29 @@
 /**
  * Every request the server makes to an address a user configured (OIDC discovery, tokens, JWKS
- * and UserInfo; SAML metadata) goes through {@link createOutboundFetch}, a `fetch` with the
- * limits such a request needs:
+ * and UserInfo; SAML metadata) goes through {@link createOutboundFetch}, a `fetch` over an undici
+ * `Agent` of its own with the limits such a request needs:
  *
  * - the response body is read as a stream and refused at `maxResponseBytes` of decoded bytes
  *   (a gzip body is inflated here, counted as it inflates: a small bomb stops at the cap);
- * - a connect timeout and a total timeout (headers and body);
+ * - a connect timeout (the Agent's connector: DNS, TCP, TLS) and a total timeout (headers and
+ *   body);
  * - the address actually connected to must be public: loopback, private, link-local,
  *   unique-local, multicast and reserved ranges are refused unless the operator allows the
- *   network. The check runs on the addresses DNS returns, and those are the ones connected to,
- *   so a name that resolves differently the second time (DNS rebinding) gains nothing;
+ *   network. The check is the connector's DNS lookup: it runs on the addresses DNS returns, and
+ *   those are the ones connected to, so a name that resolves differently the second time (DNS
+ *   rebinding) gains nothing; the connected socket's address is checked again;
  * - a failed GET is remembered for `failureCacheMs` and fails again at once: anonymous callers
  *   cannot make the server fetch a broken document in a loop.
  *
- * Redirects are never followed: the caller gets the 3xx answer.
+ * Redirects are never followed (the Agent follows none): the caller gets the 3xx answer.
  *
  * @module
  */
 import dns from "node:dns";
-import http from "node:http";
-import https from "node:https";
 import net from "node:net";
 import type { Readable } from "node:stream";
 import zlib from "node:zlib";
+import type { Agent, Dispatcher } from "undici";
 
 export interface OutboundFetchOptions {
   /** Largest response body, counted after decoding. Default 1 MiB. */
@@ -200,6 +201,46 @@ export function createOutboundFetch(options: OutboundFetchOptions = {}): Outboun
     );
   };
 
+  // undici is loaded with the first request: most platforms never fetch anything outbound.
+  let agent: Promise<Agent> | undefined;
+  const dispatcher = () => (agent ??= import("undici").then(createAgent));
+  const createAgent = ({
+    Agent,
+    buildConnector,
+  }: Pick<typeof import("undici"), "Agent" | "buildConnector">): Agent => {
+    const connect = buildConnector({ timeout: settings.connectTimeoutMs, lookup: guardedLookup });
+    return new Agent({
+      connect(connectOptions, callback) {
+        connect(connectOptions, (error, socket) => {
+          if (error !== null) {
+            callback(
+              error.name === "ConnectTimeoutError"
+                ? new OutboundFetchError(
+                    `could not connect to ${connectOptions.hostname} within ${settings.connectTimeoutMs} ms`,
+                    "TIMEOUT",
+                    { cause: error },
+                  )
+                : error,
+              null,
+            );
+            return;
+          }
+          // The lookup checked the address; this catches any path around it.
+          const remote = socket.remoteAddress;
+          if (remote !== undefined && !isAllowedAddress(remote, allowed)) {
+            socket.destroy();
+            callback(notAllowed(connectOptions.hostname, remote), null);
+            return;
+          }
+          callback(null, socket);
+        });
+      },
+      headersTimeout: settings.totalTimeoutMs,
+      bodyTimeout: settings.totalTimeoutMs,
+      maxRedirections: 0,
+    });
+  };
+
   return async (input, init = {}) => {
     const request = input instanceof Request ? input : undefined;
     const url = new URL(request ? request.url : input.toString());
@@ -247,7 +288,6 @@ export function createOutboundFetch(options: OutboundFetchOptions = {}): Outboun
     // Asked for as is; a body compressed anyway is still inflated under the cap.
     headers.set("accept-encoding", "identity");
     const body = await bodyOf(init.body ?? (request ? await request.arrayBuffer() : undefined));
-    if (body !== undefined) headers.set("content-length", String(body.byteLength));
 
     const controller = new AbortController();
     const total = setTimeout(
@@ -266,7 +306,7 @@ export function createOutboundFetch(options: OutboundFetchOptions = {}): Outboun
     else outer?.addEventListener("abort", onOuterAbort, { once: true });
     try {
       const response = await send(url, method, headers, body, controller.signal);
-      const status = response.statusCode ?? 0;
+      const status = response.statusCode;
       const bytes = await readCapped(response, controller.signal, url);
       const answerHeaders = new Headers();
       for (const [name, value] of Object.entries(response.headers)) {
@@ -276,7 +316,6 @@ export function createOutboundFetch(options: OutboundFetchOptions = {}): Outboun
       const nullBody = status === 204 || status === 205 || status === 304 || method === "HEAD";
       const answer = new Response(nullBody ? null : bytes, {
         status,
-        statusText: response.statusMessage ?? "",
         headers: answerHeaders,
       });
       Object.defineProperty(answer, "url", { value: url.href });
@@ -297,83 +336,53 @@ export function createOutboundFetch(options: OutboundFetchOptions = {}): Outboun
     }
   }
 
-  function send(
+  async function send(
     url: URL,
     method: string,
     headers: Headers,
     body: Uint8Array | undefined,
     signal: AbortSignal,
-  ): Promise<http.IncomingMessage> {
-    return new Promise((resolvePromise, reject) => {
-      const transport = url.protocol === "https:" ? https : http;
-      const req = transport.request(url, {
-        method,
-        headers: Object.fromEntries(headers),
-        lookup: guardedLookup,
-        agent: false,
-        signal,
-      });
-      const connectTimer = setTimeout(
-        () =>
-          req.destroy(
-            new OutboundFetchError(
-              `could not connect to ${url.host} within ${settings.connectTimeoutMs} ms`,
-              "TIMEOUT",
-            ),
-          ),
-        settings.connectTimeoutMs,
-      );
-      req.once("socket", (socket) => {
-        const connected = () => {
-          clearTimeout(connectTimer);
-          // The lookup checked the address; this catches any path around it.
-          const remote = socket.remoteAddress;
-          if (remote !== undefined && !isAllowedAddress(remote, allowed)) {
-            req.destroy(notAllowed(url.hostname, remote));
-          }
-        };
-        if (!socket.connecting) connected();
-        else socket.once("connect", connected);
-      });
-      req.once("response", (response) => {
-        clearTimeout(connectTimer);
-        resolvePromise(response);
-      });
-      req.once("error", (error) => {
-        clearTimeout(connectTimer);
-        reject(error);
-      });
-      req.end(body);
+  ): Promise<Dispatcher.ResponseData> {
+    return (await dispatcher()).request({
+      origin: url.origin,
+      path: `${url.pathname}${url.search}`,
+      method: method as Dispatcher.HttpMethod,
+      headers: Object.fromEntries(headers),
+      body,
+      signal,
     });
   }
 
   /** The body, decoded, refused beyond the cap. */
   async function readCapped(
-    response: http.IncomingMessage,
+    response: Dispatcher.ResponseData,
     signal: AbortSignal,
     url: URL,
   ): Promise<Uint8Array> {
-    const encoding = (response.headers["content-encoding"] ?? "identity").trim().toLowerCase();
+    const encoding = String(response.headers["content-encoding"] ?? "identity")
+      .trim()
+      .toLowerCase();
     const declared = Number(response.headers["content-length"]);
     const tooLarge = () =>
       new OutboundFetchError(
         `the answer of ${url.host} is larger than ${settings.maxResponseBytes} bytes`,
         "RESPONSE_TOO_LARGE",
       );
+    const raw: Readable = response.body;
     if (encoding === "identity" && declared > settings.maxResponseBytes) {
-      response.destroy();
+      raw.destroy();
       throw tooLarge();
     }
     const decoded: Readable =
       encoding === "gzip" || encoding === "x-gzip"
-        ? response.pipe(zlib.createGunzip())
+        ? raw.pipe(zlib.createGunzip())
         : encoding === "deflate"
-          ? response.pipe(zlib.createInflate())
+          ? raw.pipe(zlib.createInflate())
           : encoding === "br"
-            ? response.pipe(zlib.createBrotliDecompress())
+            ? raw.pipe(zlib.createBrotliDecompress())
             : encoding === "identity"
-              ? response
-              : failWith(response, new OutboundFetchError(`unknown Content-Encoding ${encoding}`, "NETWORK"));
+              ? raw
+              : failWith(raw, new OutboundFetchError(`unknown Content-Encoding ${encoding}`, "NETWORK"));
     const chunks: Buffer[] = [];
     let size = 0;
     try {
@@ -384,8 +393,8 @@ export function createOutboundFetch(options: OutboundFetchOptions = {}): Outboun
         chunks.push(chunk as Buffer);
       }
     } finally {
-      response.destroy();
-      if (decoded !== response) decoded.destroy();
+      raw.destroy();
+      if (decoded !== raw) decoded.destroy();
     }
     return Buffer.concat(chunks, size);
   }

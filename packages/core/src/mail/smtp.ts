@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { createTransport } from "nodemailer";
+import type { Transporter } from "nodemailer";
 import type SMTPTransport from "nodemailer/lib/smtp-transport";
 import type { Mailer, MailMessage } from "./mailer.js";
 
@@ -26,11 +26,14 @@ export interface SmtpMailerOptions {
  * ```
  */
 export function createSmtpMailer(options: SmtpMailerOptions): Mailer {
-  const transporter = createTransport(options.transport);
+  // nodemailer is loaded with the first message: a platform that sends none never loads it.
+  let transporter: Promise<Transporter<SMTPTransport.SentMessageInfo>> | undefined;
+  const transport = () =>
+    (transporter ??= import("nodemailer").then(({ createTransport }) => createTransport(options.transport)));
   return {
     async send(message) {
       try {
-        await transporter.sendMail({
+        await (await transport()).sendMail({
           from: options.from,
           to: message.to,
           subject: message.subject,
@@ -43,7 +46,7 @@ export function createSmtpMailer(options: SmtpMailerOptions): Mailer {
       }
     },
     async close() {
-      transporter.close();
+      (await transporter)?.close();
     },
   };
 }

@@ -11,7 +11,7 @@
  *
  * @module
  */
-import * as client from "openid-client";
+import type * as OpenId from "openid-client";
 import type { RequestFacts } from "../audit/record.js";
 import { PlatformError, UnauthenticatedError, UnavailableError } from "../errors.js";
 import { fromUtf8 } from "../lib/bytes.js";
@@ -40,8 +40,13 @@ export interface SsoFinish extends SsoSignIn {
   readonly returnTo: string;
 }
 
+/** openid-client, loaded at the first OIDC call: a platform without OIDC never loads it. */
+let openIdClient: Promise<typeof OpenId> | undefined;
+const openId = () => (openIdClient ??= import("openid-client"));
+
 /** A client configuration for the provider, from its discovery document. */
-async function configure(services: Services, provider: OidcProviderRecord): Promise<client.Configuration> {
+async function configure(services: Services, provider: OidcProviderRecord): Promise<OpenId.Configuration> {
+  const client = await openId();
   const options = ssoOptions(services);
   const issuer = new URL(provider.issuerUrl);
   if (!isAllowedIdpUrl(issuer, options)) {
@@ -58,13 +63,13 @@ async function configure(services: Services, provider: OidcProviderRecord): Prom
             clientSecretContext(provider.workspaceId),
           ),
         );
-  const requestOptions: client.DiscoveryRequestOptions = {
+  const requestOptions: OpenId.DiscoveryRequestOptions = {
     [client.customFetch]: (url, init) => options.fetch(url, init as RequestInit),
     timeout: options.requestTimeoutSeconds,
     ...(issuer.protocol === "http:" ? { execute: [client.allowInsecureRequests] } : {}),
   };
   // client_secret_basic is the OpenID default; servers that only take client_secret_post get that.
-  let config: client.Configuration;
+  let config: OpenId.Configuration;
   const failureKey = `oidc ${provider.issuerUrl}`;
   const failed = options.documentFailures.recall(failureKey);
   if (failed !== undefined) throw failed;
@@ -114,7 +119,7 @@ async function configure(services: Services, provider: OidcProviderRecord): Prom
  * A discovery document that parsed but cannot drive a sign-in (an endpoint missing or not a URL)
  * is the provider's configuration at fault: `unavailable`, with what to fix.
  */
-function checkDiscovered(issuerUrl: string, metadata: client.ServerMetadata): void {
+function checkDiscovered(issuerUrl: string, metadata: OpenId.ServerMetadata): void {
   for (const field of ["authorization_endpoint", "token_endpoint", "jwks_uri"] as const) {
     const value: unknown = metadata[field];
     let usable = false;
@@ -149,6 +154,7 @@ export async function beginOidcSignIn(
 ): Promise<SsoStart> {
   const provider = await findProvider(services, "oidc", target);
   const config = await configure(services, provider);
+  const client = await openId();
   const state = randomToken(services);
   const nonce = randomToken(services);
   const codeVerifier = randomToken(services);
@@ -228,6 +234,7 @@ export async function finishOidcSignIn(
     });
   }
   const config = await configure(services, provider);
+  const client = await openId();
   const currentUrl = new URL(
     state.data.redirectUri ?? ssoUrls(services, provider.workspaceId).oidcRedirectUri,
   );

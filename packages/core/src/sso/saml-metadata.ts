@@ -5,7 +5,6 @@
  *
  * @module
  */
-import { parseXml2JsFromString } from "@node-saml/node-saml/lib/xml.js";
 import { FailedPreconditionError, UnavailableError } from "../errors.js";
 import type { Services } from "../operations/services.js";
 import type { SamlIdpMetadata, SamlProviderRecord } from "../storage/sso.js";
@@ -33,6 +32,8 @@ function toPemCertificate(base64: string): string {
 
 /** Reads IdP metadata (an EntityDescriptor, or the first IdP of an EntitiesDescriptor). */
 export async function parseIdpMetadata(xml: string, fetchedAt: Date): Promise<SamlIdpMetadata> {
+  // node-saml's XML reader, loaded with the first metadata read (a platform without SAML never needs it).
+  const { parseXml2JsFromString } = await import("@node-saml/node-saml/lib/xml.js");
   const doc = (await parseXml2JsFromString(xml)) as Record<string, XmlNode | undefined>;
   const entities = doc.EntityDescriptor
     ? [doc.EntityDescriptor]

@@ -13,13 +13,7 @@
  *
  * @module
  */
-import {
-  type CacheProvider,
-  generateServiceProviderMetadata,
-  type Profile,
-  SAML,
-  ValidateInResponseTo,
-} from "@node-saml/node-saml";
+import type { CacheProvider, Profile, SAML } from "@node-saml/node-saml";
 import type { RequestFacts } from "../audit/record.js";
 import { NotFoundError, PlatformError, UnauthenticatedError } from "../errors.js";
 import { toHex } from "../lib/bytes.js";
@@ -62,12 +56,17 @@ const defaultAttributes = {
   picture: ["picture", "photo"],
 } as const;
 
-function samlClient(
+/** @node-saml/node-saml, loaded at the first SAML call: a platform without SAML never loads it. */
+let nodeSaml: Promise<typeof import("@node-saml/node-saml")> | undefined;
+const samlLibrary = () => (nodeSaml ??= import("@node-saml/node-saml"));
+
+async function samlClient(
   services: Services,
   provider: SamlProviderRecord,
   metadata: SamlIdpMetadata,
   cacheProvider: CacheProvider,
-): SAML {
+): Promise<SAML> {
+  const { SAML, ValidateInResponseTo } = await samlLibrary();
   const options = ssoOptions(services);
   const urls = ssoUrls(services, provider.workspaceId);
   return new SAML({
@@ -100,6 +99,7 @@ export async function samlServiceProviderMetadata(services: Services, workspaceI
       reason: "SAML_PROVIDER_NOT_CONFIGURED",
     });
   const urls = ssoUrls(services, workspaceId);
+  const { generateServiceProviderMetadata } = await samlLibrary();
   return generateServiceProviderMetadata({
     issuer: urls.samlEntityId,
     callbackUrl: urls.samlAcsUrl,
@@ -135,7 +135,7 @@ export async function beginSamlSignIn(
     getAsync: async () => null,
     removeAsync: async () => null,
   };
-  const url = await samlClient(services, provider, metadata, cacheProvider).getAuthorizeUrlAsync(
+  const url = await (await samlClient(services, provider, metadata, cacheProvider)).getAuthorizeUrlAsync(
     "",
     undefined,
     {},
@@ -226,7 +226,9 @@ export async function finishSamlSignIn(
   let profile: Profile;
   let facts: AssertionFacts;
   try {
-    const result = await samlClient(services, provider, metadata, cacheProvider).validatePostResponseAsync({
+    const result = await (
+      await samlClient(services, provider, metadata, cacheProvider)
+    ).validatePostResponseAsync({
       SAMLResponse: acs.samlResponse,
     });
     if (!result.profile) throw new Error("the response carries no assertion");

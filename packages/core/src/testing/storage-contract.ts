@@ -60,7 +60,10 @@ import { runWorkspaceContract } from "./contract/workspaces.js";
 export interface StorageContractOptions {
   /** Shown in the suite name, e.g. "sqlite (:memory:)". */
   readonly name: string;
-  /** A ready storage; called before every test, and closed after it. */
+  /**
+   * A ready storage, created with the adapter's `strictTransactions` on; called before every
+   * test, and closed after it.
+   */
   readonly create: () => Promise<Storage>;
   /** Known gaps: tests (by exact name) the adapter does not pass, and why. Unknown names fail. */
   readonly skip?: ReadonlyArray<{ readonly reason: string; readonly tests: readonly string[] }>;
@@ -73,7 +76,10 @@ export interface StorageContractOptions {
  *
  * @example
  * ```ts
- * runStorageContract({ name: "sqlite", create: () => createSqliteStorage({ filename: ":memory:" }) });
+ * runStorageContract({
+ *   name: "sqlite",
+ *   create: () => createSqliteStorage({ filename: ":memory:", strictTransactions: true }),
+ * });
  * ```
  */
 export function runStorageContract(options: StorageContractOptions): void {
@@ -259,9 +265,9 @@ export function runStorageContract(options: StorageContractOptions): void {
       });
 
       test("transaction: a call on the storage itself inside a transaction fails instead of running", async () => {
-        // The suite runs under NODE_ENV=test, where adapters refuse the call (the caller meant
-        // `tx`) rather than let it read as if it ran outside the transaction. It must fail
-        // promptly, not wait for a connection the transaction holds.
+        // The suite's storages are created with strictTransactions, where adapters refuse the
+        // call (the caller meant `tx`) rather than let it read as if it ran outside the
+        // transaction. It must fail promptly, not wait for a connection the transaction holds.
         const { workspace } = await seedWorkspace();
         const account = aServiceAccount(workspace.id);
         const refusals = await storage.transaction(async (tx) => {

@@ -254,7 +254,7 @@ export async function createWalkFixture(network: WalkNetwork): Promise<WalkFixtu
   const database = new BetterSqlite3(":memory:");
   const faults = createFaults();
   const mail = createMemoryMailer();
-  const storage = withFaults(await createSqliteStorage({ database }), faults);
+  const storage = withFaults(await createSqliteStorage({ database, strictTransactions: true }), faults);
   const t = await createTestPlatform({
     storage,
     mailer: mail.mailer,

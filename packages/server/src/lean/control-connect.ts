@@ -32,7 +32,7 @@ import {
 /** The path of DaemonControlService.Connect. */
 export const controlStreamPath = "/platform.v1.DaemonControlService/Connect";
 const contentType = "application/connect+proto";
-/** Largest client message read; a Heartbeat is two bytes, a SyncReport a few hundred. */
+/** Largest client message read; a Heartbeat is two bytes (an old client's retired `sync`, a few hundred). */
 const maxRequestBytes = 64 * 1024;
 
 type Request = http.IncomingMessage | http2.Http2ServerRequest;

@@ -9,9 +9,10 @@
  */
 
 /**
- * Commits `units` in one transaction, each in a savepoint of its own: resolves to one outcome per
- * unit (`undefined` when it was written, else the error that rolled it back alone), or rejects
- * when the transaction as a whole failed and nothing was written.
+ * Commits `units` in one transaction (together; when one breaks a uniqueness rule, again with each
+ * in a savepoint of its own): resolves to one outcome per unit (`undefined` when it was written,
+ * else the error that rolled it back alone), or rejects when the transaction as a whole failed and
+ * nothing was written.
  */
 export type CommitUnits<Unit> = (units: readonly Unit[]) => Promise<ReadonlyArray<unknown>>;
 

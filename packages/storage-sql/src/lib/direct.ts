@@ -1,9 +1,13 @@
 /**
  * Running a compiled query on the driver at once, without Kysely's executor (connection
- * provider, mutex, plugins: several promises and some tens of microseconds per query). An adapter
- * whose driver is synchronous (better-sqlite3) registers a direct executor for its Kysely
- * instance; prepared queries (lib/prepared.ts) use it when the adapter says the connection is
- * free, and Kysely's executor otherwise.
+ * provider, mutex, plugins: several promises and some tens of microseconds per query).
+ *
+ * The extension point is `SqlStorageOptions.directExecutor`: an adapter whose driver is
+ * synchronous (better-sqlite3) passes one, and the storage hands `createQueryExecution`'s result
+ * to its repositories through `QueryRunner.execute`, which prepared queries (lib/prepared.ts) run
+ * on. A Kysely `Driver` cannot do this: every query Kysely executes passes its connection
+ * provider and the driver's `acquireConnection` (promises, and the mutex of its SQLite driver)
+ * before the driver sees it; skipping those is the point.
  *
  * @module
  */
@@ -16,23 +20,32 @@ import type { Database } from "../schema.js";
  */
 export type DirectExecutor = (query: CompiledQuery) => QueryResult<unknown> | undefined;
 
-const executors = new WeakMap<Kysely<Database>, DirectExecutor>();
+/** Runs a compiled query on `db` (the storage's own instance, or one of its transactions). */
+export type ExecuteQuery = <Row>(db: Kysely<Database>, query: CompiledQuery) => Promise<QueryResult<Row>>;
 
-/** Registers the direct executor of `db` (its root instance, not a transaction's). */
-export function registerDirectExecutor(db: Kysely<Database>, executor: DirectExecutor): void {
-  executors.set(db, executor);
-}
+/** Runs every query through Kysely's executor. */
+export const throughKysely: ExecuteQuery = <Row>(db: Kysely<Database>, query: CompiledQuery) =>
+  db.executeQuery<Row>(query);
 
-/** Runs `query` on `db`, directly when its adapter allows it now. */
-export function executeQuery<Row>(db: Kysely<Database>, query: CompiledQuery): Promise<QueryResult<Row>> {
-  const direct = executors.get(db);
-  if (direct !== undefined) {
-    try {
-      const result = direct(query);
-      if (result !== undefined) return Promise.resolve(result as QueryResult<Row>);
-    } catch (error) {
-      return Promise.reject(error);
+/**
+ * How the storage over `root` runs compiled queries: directly when the adapter gave a direct
+ * executor, the query is on `root` itself (a transaction's queries go through Kysely) and the
+ * executor says the connection is free; through Kysely otherwise.
+ */
+export function createQueryExecution(
+  root: Kysely<Database>,
+  direct: DirectExecutor | undefined,
+): ExecuteQuery {
+  if (direct === undefined) return throughKysely;
+  return <Row>(db: Kysely<Database>, query: CompiledQuery): Promise<QueryResult<Row>> => {
+    if (db === root) {
+      try {
+        const result = direct(query);
+        if (result !== undefined) return Promise.resolve(result as QueryResult<Row>);
+      } catch (error) {
+        return Promise.reject(error);
+      }
     }
-  }
-  return db.executeQuery<Row>(query);
+    return db.executeQuery<Row>(query);
+  };
 }

@@ -3,14 +3,14 @@
  * query tree and compiling it to SQL costs tens of microseconds, more than SQLite takes to run a
  * primary-key lookup; the hot queries of every request (session, membership, authority, ledger
  * and audit writes) skip it, and on a synchronous driver they skip Kysely's executor too
- * (lib/direct.ts).
+ * (lib/direct.ts: they run on the `QueryRunner`'s `execute`).
  *
  * @module
  */
 import type { Compilable, CompiledQuery, Insertable, Kysely, QueryResult } from "kysely";
 import type { SqlDialectName } from "../dialect.js";
 import type { Database } from "../schema.js";
-import { executeQuery } from "./direct.js";
+import type { ExecuteQuery } from "./direct.js";
 
 /** Stands for the i-th argument while the query is compiled. */
 class Slot {
@@ -25,7 +25,13 @@ interface Compiled {
 
 /** A query compiled on first use per dialect; `execute` binds the arguments in place of the slots. */
 export interface PreparedQuery<Args extends readonly unknown[], Row> {
-  execute(db: Kysely<Database>, dialect: SqlDialectName, ...args: Args): Promise<QueryResult<Row>>;
+  /** Runs on `run.execute` (`QueryRunner`), which may skip Kysely's executor (lib/direct.ts). */
+  execute(
+    run: { readonly execute: ExecuteQuery },
+    db: Kysely<Database>,
+    dialect: SqlDialectName,
+    ...args: Args
+  ): Promise<QueryResult<Row>>;
   /** The SQL and parameters, for a connection Kysely does not drive (another thread's). */
   compile(db: Kysely<Database>, dialect: SqlDialectName, ...args: Args): CompiledQuery;
 }
@@ -59,14 +65,14 @@ function compileOnce(
  *
  * @example
  * const findUser = prepare((db, id: string) => db.selectFrom("users").selectAll().where("id", "=", id));
- * const { rows } = await findUser.execute(db, "sqlite", userId);
+ * const { rows } = await run.read((db) => findUser.execute(run, db, "sqlite", userId));
  */
 export function prepare<Args extends readonly unknown[], Row>(
   build: (db: Kysely<Database>, ...args: Args) => Compilable<Row>,
 ): PreparedQuery<Args, Row> {
   const compile = compileOnce((db, p) => build(db, ...(p as unknown as Args)), build.length - 1);
   return {
-    execute: (db, dialect, ...args) => executeQuery<Row>(db, compile(db, dialect, args)),
+    execute: (run, db, dialect, ...args) => run.execute<Row>(db, compile(db, dialect, args)),
     compile: (db, dialect, ...args) => compile(db, dialect, args),
   };
 }
@@ -102,7 +108,7 @@ export function prepareInsert<T extends keyof Database & string>(
     );
   };
   return {
-    execute: (db, dialect, row) => executeQuery<never>(db, compile(db, dialect, row)),
+    execute: (run, db, dialect, row) => run.execute<never>(db, compile(db, dialect, row)),
     compile,
   };
 }

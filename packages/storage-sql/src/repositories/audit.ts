@@ -27,7 +27,6 @@ import {
   sql,
 } from "kysely";
 import type { SqlDialectName, SqlDialectTraits } from "../dialect.js";
-import { executeQuery } from "../lib/direct.js";
 import { fromBytes, fromDate, likeContains, toBytes, toDate, toNumber } from "../lib/mapping.js";
 import { listPage } from "../lib/page.js";
 import { prepare, prepareInsert } from "../lib/prepared.js";
@@ -306,13 +305,13 @@ export function createAuditEventRepository(
   return {
     async append(event) {
       if (event.workspaceId === null) {
-        await run.write((db) => insertAuditEvent.execute(db, dialect.name, auditEventToRow(event)));
+        await run.write((db) => insertAuditEvent.execute(run, db, dialect.name, auditEventToRow(event)));
         return;
       }
       // Chained as the transaction commits, so the head is held only for the commit itself.
       await run.atCommit(event.workspaceId, async (db) => {
         for (const statement of auditEventStatements(db, dialect.name, event))
-          await executeQuery(db, statement);
+          await run.execute(db, statement);
       });
     },
     async list(workspaceId, filter) {

@@ -211,7 +211,9 @@ export function createCertificateAuthorityRepository(
       await run.write((db) => db.insertInto("certificate_authorities").values(authorityToRow(ca)).execute());
     },
     async findById(workspaceId, id) {
-      const { rows } = await run.read((db) => authorityByIdQuery.execute(db, dialect.name, workspaceId, id));
+      const { rows } = await run.read((db) =>
+        authorityByIdQuery.execute(run, db, dialect.name, workspaceId, id),
+      );
       return rows[0] ? rowToAuthority(rows[0]) : null;
     },
     async findForPublication(id) {
@@ -222,7 +224,7 @@ export function createCertificateAuthorityRepository(
     },
     async findDefault(workspaceId, kind) {
       const { rows } = await run.read((db) =>
-        defaultAuthorityQuery.execute(db, dialect.name, workspaceId, kind),
+        defaultAuthorityQuery.execute(run, db, dialect.name, workspaceId, kind),
       );
       return rows[0] ? rowToAuthority(rows[0]) : null;
     },

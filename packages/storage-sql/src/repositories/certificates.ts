@@ -106,7 +106,7 @@ export function createIssuedCertificateRepository(
   return {
     async insert(certificate) {
       await run.write((db) =>
-        insertIssuedCertificate.execute(db, dialect.name, issuedCertificateToRow(certificate)),
+        insertIssuedCertificate.execute(run, db, dialect.name, issuedCertificateToRow(certificate)),
       );
     },
     async findBySerial(workspaceId, caId, serial) {

@@ -163,7 +163,9 @@ export function createMemberRepository(run: QueryRunner, dialect: SqlDialectTrai
       await run.write((db) => db.insertInto("workspace_members").values(memberToRow(member)).execute());
     },
     async find(workspaceId, userId) {
-      const { rows } = await run.read((db) => memberQuery.execute(db, dialect.name, workspaceId, userId));
+      const { rows } = await run.read((db) =>
+        memberQuery.execute(run, db, dialect.name, workspaceId, userId),
+      );
       return rows[0] ? rowToMember(rows[0]) : null;
     },
     async listByWorkspace(workspaceId) {

@@ -76,7 +76,7 @@ export function createAuthSessionRepository(
       await run.write((db) => db.insertInto("auth_sessions").values(sessionToRow(session)).execute());
     },
     async findById(id) {
-      const { rows } = await run.read((db) => sessionByIdQuery.execute(db, dialect.name, id));
+      const { rows } = await run.read((db) => sessionByIdQuery.execute(run, db, dialect.name, id));
       return rows[0] ? rowToSession(rows[0]) : null;
     },
     async revoke(id, at) {

@@ -190,6 +190,10 @@ describe("parseCsr", () => {
     // BER indefinite length on the outer SEQUENCE.
     const indefinite = concatBytes(new Uint8Array([0x30, 0x80]), der.subarray(4), new Uint8Array([0, 0]));
     expect(csrError(toPem("CERTIFICATE REQUEST", indefinite)).reason).toMatch(/indefinite/);
+    // The outer length in one byte more than it needs (DER allows one encoding per length).
+    expect(der[1]).toBe(0x82);
+    const longer = concatBytes(new Uint8Array([0x30, 0x83, 0x00]), der.subarray(2));
+    expect(csrError(toPem("CERTIFICATE REQUEST", longer)).reason).toMatch(/not DER/);
     expect(
       csrError("-----BEGIN CERTIFICATE REQUEST-----\n!!!\n-----END CERTIFICATE REQUEST-----").reason,
     ).toMatch(/expected a PEM block/);
@@ -416,6 +420,26 @@ describe("issueLeafCertificate", () => {
       expect(text).toMatch(/X509v3 Subject Key Identifier: \s*\n\s*[0-9A-F:]+\n/);
       expect(text).toContain("Subject: O = Example, CN = alice");
     });
+  });
+
+  it("signs a CRL whose cRLNumber openssl reads back, from 0 to past 64 bits, high bit set or not", async () => {
+    const ca = cas.get("ecdsa-P-256")!;
+    for (const crlNumber of [0n, 127n, 128n, 255n, 65_535n, 2n ** 64n + 1n, 2n ** 159n]) {
+      const der = await signers.get("ecdsa-P-256")!.signCrl({
+        entries: [],
+        thisUpdate: new Date("2026-01-01T00:00:00Z"),
+        nextUpdate: new Date("2026-01-08T00:00:00Z"),
+        crlNumber,
+      });
+      const file = join(dir, `crl-${crlNumber}.der`);
+      await writeFile(file, der);
+      const text = await openssl(["crl", "-inform", "DER", "-noout", "-text", "-in", file]);
+      const shown = /X509v3 CRL Number: \s*\n\s*(\S+)\n/.exec(text)?.[1];
+      // openssl shows small numbers in decimal, large ones in hex ("0x..." or colon-separated bytes).
+      const read = shown?.includes(":") ? BigInt(`0x${shown.replaceAll(":", "")}`) : BigInt(shown ?? "-1");
+      expect(read).toBe(crlNumber);
+      await openssl(["crl", "-inform", "DER", "-noout", "-CAfile", ca.file, "-in", file]);
+    }
   });
 
   it("refuses the wrong purpose: a client-only leaf is not a server certificate", async () => {

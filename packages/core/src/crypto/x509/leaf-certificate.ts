@@ -1,12 +1,16 @@
 /**
- * X.509 leaf issuance from PKCS#10 CSRs: a strict CSR parser (signature verified with node:crypto)
- * and a signer that imports the CA key once, built with @peculiar/x509.
+ * X.509 leaf issuance from PKCS#10 CSRs: a strict CSR parser (read with the @peculiar/asn1-*
+ * schemas, DER only, signature verified with node:crypto over the exact bytes signed) and a
+ * signer that imports the CA key once, built with @peculiar/x509.
  *
  * @module
  */
 import "reflect-metadata";
 import { createHash, createPublicKey, type KeyObject, verify, webcrypto } from "node:crypto";
 import { isIP } from "node:net";
+import { CertificationRequest } from "@peculiar/asn1-csr";
+import { AsnConvert, AsnIntegerBigIntConverter } from "@peculiar/asn1-schema";
+import { SubjectAlternativeName } from "@peculiar/asn1-x509";
 import * as x509 from "@peculiar/x509";
 import { encodeBase64NoPad } from "../../lib/base64.js";
 import { toHex, toUint8Array } from "../../lib/bytes.js";
@@ -70,92 +74,64 @@ const MAX_PEM_LENGTH = 65536;
 const MIN_RSA_BITS = 2048;
 const MAX_RSA_BITS = 16384;
 
-// DER contents of the signature algorithm OIDs we verify; RSA-PSS and SHA-1 are refused.
+// The signature algorithms we verify; RSA-PSS and SHA-1 are refused.
 const signatureAlgorithms: Readonly<
   Record<string, { keyType: "ed25519" | "ecdsa" | "rsa"; hash: string | null }>
 > = {
-  "2b6570": { keyType: "ed25519", hash: null }, // 1.3.101.112 Ed25519
-  "2a8648ce3d040302": { keyType: "ecdsa", hash: "sha256" }, // ecdsa-with-SHA256
-  "2a8648ce3d040303": { keyType: "ecdsa", hash: "sha384" },
-  "2a8648ce3d040304": { keyType: "ecdsa", hash: "sha512" },
-  "2a864886f70d01010b": { keyType: "rsa", hash: "sha256" }, // sha256WithRSAEncryption
-  "2a864886f70d01010c": { keyType: "rsa", hash: "sha384" },
-  "2a864886f70d01010d": { keyType: "rsa", hash: "sha512" },
+  "1.3.101.112": { keyType: "ed25519", hash: null }, // Ed25519
+  "1.2.840.10045.4.3.2": { keyType: "ecdsa", hash: "sha256" }, // ecdsa-with-SHA256
+  "1.2.840.10045.4.3.3": { keyType: "ecdsa", hash: "sha384" },
+  "1.2.840.10045.4.3.4": { keyType: "ecdsa", hash: "sha512" },
+  "1.2.840.113549.1.1.11": { keyType: "rsa", hash: "sha256" }, // sha256WithRSAEncryption
+  "1.2.840.113549.1.1.12": { keyType: "rsa", hash: "sha384" },
+  "1.2.840.113549.1.1.13": { keyType: "rsa", hash: "sha512" },
 };
 
 const curveBits: Readonly<Record<string, number>> = { prime256v1: 256, secp384r1: 384, secp521r1: 521 };
 
-interface Tlv {
-  readonly tag: number;
-  readonly start: number;
-  readonly contentStart: number;
-  readonly end: number;
-}
+/** The bytes `buffer` holds, as the Uint8Array node:crypto takes. */
+const bytesOf = (buffer: ArrayBuffer | ArrayBufferView): Uint8Array =>
+  ArrayBuffer.isView(buffer)
+    ? new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength)
+    : new Uint8Array(buffer);
 
-/** Reads one DER TLV header; definite, minimal lengths only. */
-function readTlv(der: Uint8Array, offset: number, limit: number): Tlv {
-  if (offset + 2 > limit) fail("CSR DER is truncated");
-  const tag = der[offset]!;
-  if ((tag & 0x1f) === 0x1f) fail("CSR DER uses an unsupported tag form");
-  let length = der[offset + 1]!;
-  let p = offset + 2;
-  if (length & 0x80) {
-    const n = length & 0x7f;
-    if (n === 0) fail("CSR uses BER indefinite lengths, not DER");
-    if (n > 4 || p + n > limit) fail("CSR DER length is invalid");
-    if (der[p] === 0) fail("CSR DER length is not minimal");
-    length = 0;
-    for (let i = 0; i < n; i++) length = length * 256 + der[p++]!;
-    if (length < 0x80) fail("CSR DER length is not minimal");
-  }
-  const end = p + length;
-  if (end > limit) fail("CSR DER is truncated");
-  return { tag, start: offset, contentStart: p, end };
-}
+const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => Buffer.from(a).equals(Buffer.from(b));
 
-function expectTag(tlv: Tlv, tag: number, what: string): Tlv {
-  if (tlv.tag !== tag) fail(`CSR ${what} is malformed`);
-  return tlv;
-}
-
-/** The pieces of `CertificationRequest` (RFC 2986) needed to verify it, sliced from the exact input bytes. */
+/**
+ * The pieces of `CertificationRequest` (RFC 2986) needed to verify it. DER only: the schema
+ * reads BER, so the request must encode back to exactly its input (one encoding per value is
+ * what lets the signed bytes and the key be read as the signer wrote them).
+ */
 function splitCsr(der: Uint8Array): {
   tbs: Uint8Array;
   spki: Uint8Array;
   algorithmOid: string;
   signature: Uint8Array;
 } {
-  const outer = expectTag(readTlv(der, 0, der.length), 0x30, "structure");
-  if (outer.end !== der.length) fail("unexpected bytes after the CSR");
-
-  const info = expectTag(readTlv(der, outer.contentStart, outer.end), 0x30, "info");
-  const version = expectTag(readTlv(der, info.contentStart, info.end), 0x02, "version");
-  if (version.end - version.contentStart !== 1 || der[version.contentStart] !== 0)
-    fail("CSR version must be 1 (0)");
-  const subject = expectTag(readTlv(der, version.end, info.end), 0x30, "subject");
-  const spki = expectTag(readTlv(der, subject.end, info.end), 0x30, "public key");
-
-  const algorithm = expectTag(readTlv(der, info.end, outer.end), 0x30, "signature algorithm");
-  const oid = expectTag(readTlv(der, algorithm.contentStart, algorithm.end), 0x06, "signature algorithm");
-  const bits = expectTag(readTlv(der, algorithm.end, outer.end), 0x03, "signature");
-  if (bits.end !== outer.end) fail("unexpected fields after the CSR signature");
-  if (bits.end - bits.contentStart < 2 || der[bits.contentStart] !== 0) fail("CSR signature is malformed");
-
+  let csr: CertificationRequest;
+  try {
+    csr = AsnConvert.parse(der, CertificationRequest);
+  } catch (cause) {
+    throw new CsrParseError("CSR structure is malformed", { cause });
+  }
+  const encoded = bytesOf(AsnConvert.serialize(csr));
+  if (!sameBytes(encoded, der)) {
+    if (encoded.length < der.length && sameBytes(encoded, der.subarray(0, encoded.length))) {
+      fail("unexpected bytes after the CSR");
+    }
+    fail("CSR is not DER: BER forms (indefinite lengths, lengths not minimal) are refused");
+  }
+  const info = csr.certificationRequestInfo;
+  if (info.version !== 0) fail("CSR version must be 1 (0)");
+  if (csr.certificationRequestInfoRaw === undefined) fail("CSR info is malformed");
+  const signature = bytesOf(csr.signature);
+  if (signature.length === 0) fail("CSR signature is malformed");
   return {
-    tbs: der.subarray(info.start, info.end),
-    spki: der.subarray(spki.start, spki.end),
-    algorithmOid: toHex(der.subarray(oid.contentStart, oid.end)),
-    signature: der.subarray(bits.contentStart + 1, bits.end),
+    tbs: bytesOf(csr.certificationRequestInfoRaw),
+    spki: bytesOf(AsnConvert.serialize(info.subjectPKInfo)),
+    algorithmOid: csr.signatureAlgorithm.algorithm,
+    signature,
   };
-}
-
-/** The number of elements of a DER SEQUENCE that fills `der` exactly. */
-function countSequenceItems(der: Uint8Array): number {
-  const seq = expectTag(readTlv(der, 0, der.length), 0x30, "subjectAltName");
-  if (seq.end !== der.length) fail("CSR subjectAltName is malformed");
-  let count = 0;
-  for (let at = seq.contentStart; at < seq.end; count++) at = readTlv(der, at, seq.end).end;
-  return count;
 }
 
 function checkPublicKey(key: KeyObject): { keyType: "ed25519" | "ecdsa" | "rsa"; bits: number } {
@@ -201,7 +177,13 @@ function readSans(csr: x509.Pkcs10CertificateRequest): SubjectAltNames {
     throw new CsrParseError("CSR subjectAltName is malformed", { cause });
   }
   // @peculiar/x509 silently drops names it cannot show (otherName, x400Address, ...): count them ourselves.
-  if (names.length !== countSequenceItems(new Uint8Array(extension.value))) {
+  let requested: number;
+  try {
+    requested = AsnConvert.parse(extension.value, SubjectAlternativeName).length;
+  } catch (cause) {
+    throw new CsrParseError("CSR subjectAltName is malformed", { cause });
+  }
+  if (names.length !== requested) {
     fail("CSR requests a subjectAltName of unsupported type: use DNS, IP, email or URI");
   }
   for (const { type, value } of names) {
@@ -497,7 +479,11 @@ export async function x509LeafSignerOf(certificatePem: string, key: CaSigningKey
           signingAlgorithm,
           extensions: [
             new x509.AuthorityKeyIdentifierExtension(caSki.keyId, false),
-            new x509.Extension("2.5.29.20", false, derInteger(params.crlNumber)),
+            new x509.Extension(
+              "2.5.29.20",
+              false,
+              AsnIntegerBigIntConverter.toASN(params.crlNumber).toBER(false),
+            ),
           ],
           entries: params.entries.map((entry) => ({
             serialNumber: entry.serialHex,
@@ -510,15 +496,6 @@ export async function x509LeafSignerOf(certificatePem: string, key: CaSigningKey
       return new Uint8Array(crl.rawData);
     },
   };
-}
-
-/** DER INTEGER of a non-negative number (the cRLNumber extension's value). */
-function derInteger(value: bigint): Uint8Array {
-  let hex = value.toString(16);
-  if (hex.length % 2 === 1) hex = `0${hex}`;
-  if (Number.parseInt(hex.slice(0, 2), 16) >= 0x80) hex = `00${hex}`;
-  const body = Uint8Array.from(hex.match(/../g) ?? [], (byte) => Number.parseInt(byte, 16));
-  return Uint8Array.from([0x02, body.length, ...body]);
 }
 
 /**
