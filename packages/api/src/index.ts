@@ -330,6 +330,8 @@ export {
 } from "./gen/platform/v1/credential_pb.js";
 
 export type {
+  BeginSSHSessionRequest,
+  BeginSSHSessionResponse,
   CloseRequest,
   CloseSessionRequest,
   CloseSessionResponse,
@@ -341,6 +343,8 @@ export type {
   DaemonConfig,
   DeleteDaemonRequest,
   DeleteDaemonResponse,
+  EndSSHSessionRequest,
+  EndSSHSessionResponse,
   EnrollDaemonRequest,
   EnrollDaemonResponse,
   GetDaemonRequest,
@@ -366,10 +370,13 @@ export type {
   SyncDaemonRequest,
   SyncDaemonResponse,
   SyncReport,
+  TerminateSession,
   UpdateDaemonRequest,
   UpdateDaemonResponse,
 } from "./gen/platform/v1/daemon_pb.js";
 export {
+  BeginSSHSessionRequestSchema,
+  BeginSSHSessionResponseSchema,
   CloseRequestSchema,
   CloseSessionRequestSchema,
   CloseSessionResponseSchema,
@@ -386,6 +393,8 @@ export {
   DaemonStatusSchema,
   DeleteDaemonRequestSchema,
   DeleteDaemonResponseSchema,
+  EndSSHSessionRequestSchema,
+  EndSSHSessionResponseSchema,
   EnrollDaemonRequestSchema,
   EnrollDaemonResponseSchema,
   file_platform_v1_daemon,
@@ -407,6 +416,8 @@ export {
   RevokeEnrollTokenRequestSchema,
   RevokeEnrollTokenResponseSchema,
   SessionEndedSchema,
+  SessionKind,
+  SessionKindSchema,
   SessionReadySchema,
   SessionRequestSchema,
   SessionResponseSchema,
@@ -414,6 +425,7 @@ export {
   SyncDaemonRequestSchema,
   SyncDaemonResponseSchema,
   SyncReportSchema,
+  TerminateSessionSchema,
   UpdateDaemonRequestSchema,
   UpdateDaemonResponseSchema,
 } from "./gen/platform/v1/daemon_pb.js";

@@ -27,6 +27,7 @@ describe("014_audit_chain on PostgreSQL", () => {
         `alter table ${schema}.audit_events drop column chain_position, drop column previous_hash, drop column hash`,
       );
       // And without what later migrations add (Kysely applies only a history without gaps).
+      await c.query(`drop table ${schema}.ssh_sessions`);
       await c.query(`drop table ${schema}.access_requests`);
       await c.query(
         `alter table ${schema}.principal_subjects drop column grant_kind, drop column valid_until, drop column approval_policy`,

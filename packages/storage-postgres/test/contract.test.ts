@@ -94,6 +94,7 @@ describe("postgres adapter", () => {
     // records (Kysely applies only a history without gaps).
     await admin(async (c) => {
       await c.query(`alter table ${schema}.targets drop column reported_endpoints`);
+      await c.query(`drop table ${schema}.ssh_sessions`);
       await c.query(`drop table ${schema}.access_requests`);
       await c.query(
         `alter table ${schema}.principal_subjects drop column grant_kind, drop column valid_until, drop column approval_policy`,

@@ -10,6 +10,9 @@
  *   then every event of the topic as its ConnectResponse. `deleted` ends the stream
  *   (`unauthenticated`: its credentials no longer work).
  * - Each client `heartbeat` is answered with a HeartbeatAck; `sync` (SyncReport) is ignored.
+ * - While the stream is open, the daemon's live SSH logins are checked on every change of access
+ *   (sessions/ssh-enforcement.ts); a login whose access is gone is ended and the daemon told
+ *   `terminateSession`.
  * - However the stream ends (client gone, reset, shutdown, error), the daemon is marked offline
  *   unless a newer stream holds it.
  *
@@ -28,6 +31,7 @@ import {
 } from "../errors.js";
 import type { BidiStreamingCall, StreamObserver } from "../events/streaming-operation.js";
 import type { Services } from "../operations/services.js";
+import { watchSshSessions } from "../sessions/ssh-enforcement.js";
 import { admittedDaemon } from "./admitted-daemon.js";
 import { type ConnectResponseInit, closeControlStream, heartbeatAck, openControlStream } from "./control.js";
 import { daemonTopic, parseDaemonEvent, toConnectResponse } from "./events.js";
@@ -77,6 +81,7 @@ async function* controlStream(parts: ControlStreamParts): AsyncGenerator<Connect
   const stream = host.track(daemon.daemonId, parts.requestId);
   let keepalive: ReturnType<typeof setInterval> | undefined;
   let unsubscribe: (() => void) | undefined;
+  let stopWatching: (() => void) | undefined;
   try {
     const end = () => box.finish();
     clientGone.addEventListener("abort", end, { once: true });
@@ -107,6 +112,10 @@ async function* controlStream(parts: ControlStreamParts): AsyncGenerator<Connect
     });
     observer?.event?.("daemon.online");
     for (const message of greeting) box.push(message);
+    stopWatching = await watchSshSessions(services, {
+      workspaceId: daemon.workspaceId,
+      daemonId: daemon.daemonId,
+    });
     keepalive = setInterval(() => {
       if (box.idle) box.push(heartbeatAck);
     }, host.keepaliveMs);
@@ -128,6 +137,7 @@ async function* controlStream(parts: ControlStreamParts): AsyncGenerator<Connect
   } finally {
     clearInterval(keepalive);
     unsubscribe?.();
+    stopWatching?.();
     box.finish();
     host.untrack(stream);
     if (stream.opened) await markOffline(services, daemon, stream, host.offlineFailed.bind(host));

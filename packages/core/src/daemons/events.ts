@@ -3,7 +3,8 @@
  * whichever server instance holds the stream delivers it:
  *
  * - topic `daemon:<daemonId>`: `notification` (a Notification to send), `session` (a session to
- *   push; registered in storage before it is published), `deleted` (end the stream: the daemon's
+ *   push; registered in storage before it is published), `terminate` (end one of its SSH logins
+ *   now; ended in storage before it is published), `deleted` (end the stream: the daemon's
  *   credentials no longer work);
  * - topic `session:<sessionId>`: `close` (send `close{reason}` and end both sides of the relay).
  *
@@ -28,6 +29,7 @@ export type DaemonEvent =
       readonly username: string;
       readonly userId: string;
     }
+  | { readonly kind: "terminate"; readonly sessionId: string; readonly reason: string }
   | { readonly kind: "deleted" };
 
 /** An event on `session:<id>`. */
@@ -60,6 +62,11 @@ export const notify = (
 ): TopicEvent => ({
   topic: daemonTopic(daemonId),
   payload: { kind: "notification", eventType, ...(status && { status }) },
+});
+
+export const terminateEvent = (daemonId: string, sessionId: string, reason: string): TopicEvent => ({
+  topic: daemonTopic(daemonId),
+  payload: { kind: "terminate", sessionId, reason },
 });
 
 export const closeEvent = (sessionId: string, reason: string): TopicEvent => ({
@@ -111,6 +118,9 @@ export function parseDaemonEvent(payload: EventPayload): DaemonEvent | null {
         return null;
       }
       return { kind: "session", sessionId: p.sessionId, username: p.username, userId: p.userId };
+    case "terminate":
+      if (typeof p.sessionId !== "string" || typeof p.reason !== "string") return null;
+      return { kind: "terminate", sessionId: p.sessionId, reason: p.reason };
     case "deleted":
       return { kind: "deleted" };
     default:
@@ -152,6 +162,10 @@ export function toConnectResponse(
           case: "session",
           value: { sessionId: event.sessionId, username: event.username, userId: event.userId },
         },
+      };
+    case "terminate":
+      return {
+        msg: { case: "terminateSession", value: { sessionId: event.sessionId, reason: event.reason } },
       };
     case "deleted":
       return null;

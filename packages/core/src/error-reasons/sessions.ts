@@ -20,6 +20,15 @@ export const sessionReasons = {
     description:
       "The caller holds no grant to log in as this username on the daemon (or lost it); ask for a grant.",
   },
+  SSH_CERTIFICATE_UNKNOWN: {
+    code: "permission_denied",
+    description:
+      "An SSH login's certificate is not one the platform issued for the authority the daemon's target trusts; the login must end.",
+  },
+  SSH_CERTIFICATE_REVOKED: {
+    code: "permission_denied",
+    description: "An SSH login's certificate was revoked or has expired; the login must end.",
+  },
   SESSION_READY_TIMEOUT: {
     code: "deadline_exceeded",
     description: "A daemon opened a session stream and sent no ready message in time; send ready first.",

@@ -19,7 +19,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file platform/v1/daemon.proto.
  */
 export const file_platform_v1_daemon: GenFile = /*@__PURE__*/
-  fileDesc("ChhwbGF0Zm9ybS92MS9kYWVtb24ucHJvdG8SC3BsYXRmb3JtLnYxIjQKEEdldERhZW1vblJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIjgKEUdldERhZW1vblJlc3BvbnNlEiMKBmRhZW1vbhgBIAEoCzITLnBsYXRmb3JtLnYxLkRhZW1vbiKNAQoTVXBkYXRlRGFlbW9uUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSKQoGc3RhdHVzGAMgASgOMhkucGxhdGZvcm0udjEuRGFlbW9uU3RhdHVzEikKBmNvbmZpZxgEIAEoCzIZLnBsYXRmb3JtLnYxLkRhZW1vbkNvbmZpZyIWChRVcGRhdGVEYWVtb25SZXNwb25zZSI3ChNEZWxldGVEYWVtb25SZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSIWChREZWxldGVEYWVtb25SZXNwb25zZSKTAQoSTGlzdERhZW1vbnNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRINCgVsaW1pdBgCIAEoBRIOCgZvZmZzZXQYAyABKAUSDQoFcXVlcnkYBCABKAkSDgoGb25saW5lGAUgASgIEikKBnN0YXR1cxgGIAEoDjIZLnBsYXRmb3JtLnYxLkRhZW1vblN0YXR1cyJKChNMaXN0RGFlbW9uc1Jlc3BvbnNlEiQKB2RhZW1vbnMYASADKAsyEy5wbGF0Zm9ybS52MS5EYWVtb24SDQoFdG90YWwYAiABKAUiMQoZUmVmcmVzaEVucm9sbFRva2VuUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiWwoaUmVmcmVzaEVucm9sbFRva2VuUmVzcG9uc2USDQoFdG9rZW4YASABKAkSLgoKZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiMAoYUmV2b2tlRW5yb2xsVG9rZW5SZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCSIbChlSZXZva2VFbnJvbGxUb2tlblJlc3BvbnNlIj4KE0xpc3RTZXNzaW9uc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhEKCWRhZW1vbl9pZBgCIAEoCSJTChRMaXN0U2Vzc2lvbnNSZXNwb25zZRImCghzZXNzaW9ucxgBIAMoCzIULnBsYXRmb3JtLnYxLlNlc3Npb24SEwoLZGFlbW9uX25hbWUYAiABKAkiUQoUQ3JlYXRlU2Vzc2lvblJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhEKCWRhZW1vbl9pZBgCIAEoCRIQCgh1c2VybmFtZRgDIAEoCSJTChVDcmVhdGVTZXNzaW9uUmVzcG9uc2USJQoHc2Vzc2lvbhgBIAEoCzIULnBsYXRmb3JtLnYxLlNlc3Npb24SEwoLZGFlbW9uX25hbWUYAiABKAkiUgoTQ2xvc2VTZXNzaW9uUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEQoJZGFlbW9uX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkiFgoUQ2xvc2VTZXNzaW9uUmVzcG9uc2UiXQoTRW5yb2xsRGFlbW9uUmVxdWVzdBINCgV0b2tlbhgBIAEoCRINCgVjYV9pZBgCIAEoCRITCgthdXRoX21ldGhvZBgDIAEoCRITCgthdXRoX3B1YmtleRgEIAEoCSKhAQoURW5yb2xsRGFlbW9uUmVzcG9uc2USCgoCaWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEhEKCXRhcmdldF9pZBgDIAEoCRIpCgZzdGF0dXMYBCABKA4yGS5wbGF0Zm9ybS52MS5EYWVtb25TdGF0dXMSKQoGY29uZmlnGAUgASgLMhkucGxhdGZvcm0udjEuRGFlbW9uQ29uZmlnIqgBChFTeW5jRGFlbW9uUmVxdWVzdBINCgV1c2VycxgBIAMoCRITCgtwcml2YXRlX2lwcxgCIAMoCRI+CghtZXRhZGF0YRgDIAMoCzIsLnBsYXRmb3JtLnYxLlN5bmNEYWVtb25SZXF1ZXN0Lk1ldGFkYXRhRW50cnkaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIpsBChJTeW5jRGFlbW9uUmVzcG9uc2USKQoGc3RhdHVzGAEgASgOMhkucGxhdGZvcm0udjEuRGFlbW9uU3RhdHVzEikKBmNvbmZpZxgCIAEoCzIZLnBsYXRmb3JtLnYxLkRhZW1vbkNvbmZpZxIvCgpwcmluY2lwYWxzGAMgAygLMhsucGxhdGZvcm0udjEuUHJpbmNpcGFsVXNlcnMibQoOQ29ubmVjdFJlcXVlc3QSKwoJaGVhcnRiZWF0GAEgASgLMhYucGxhdGZvcm0udjEuSGVhcnRiZWF0SAASJwoEc3luYxgCIAEoCzIXLnBsYXRmb3JtLnYxLlN5bmNSZXBvcnRIAEIFCgNtc2ciqAEKD0Nvbm5lY3RSZXNwb25zZRIyCg1oZWFydGJlYXRfYWNrGAEgASgLMhkucGxhdGZvcm0udjEuSGVhcnRiZWF0QWNrSAASMQoMbm90aWZpY2F0aW9uGAIgASgLMhkucGxhdGZvcm0udjEuTm90aWZpY2F0aW9uSAASJwoHc2Vzc2lvbhgDIAEoCzIULnBsYXRmb3JtLnYxLlNlc3Npb25IAEIFCgNtc2ciggEKDlNlc3Npb25SZXF1ZXN0EioKBXJlYWR5GAEgASgLMhkucGxhdGZvcm0udjEuU2Vzc2lvblJlYWR5SAASEAoGc3Rkb3V0GAIgASgMSAASKwoGZXhpdGVkGAMgASgLMhkucGxhdGZvcm0udjEuU2Vzc2lvbkVuZGVkSABCBQoDbXNnIoMBCg9TZXNzaW9uUmVzcG9uc2USDwoFc3RkaW4YASABKAxIABIsCgZyZXNpemUYAiABKAsyGi5wbGF0Zm9ybS52MS5SZXNpemVSZXF1ZXN0SAASKgoFY2xvc2UYAyABKAsyGS5wbGF0Zm9ybS52MS5DbG9zZVJlcXVlc3RIAEIFCgNtc2ci5AIKBkRhZW1vbhIKCgJpZBgBIAEoCRIUCgx3b3Jrc3BhY2VfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIOCgZvbmxpbmUYBCABKAgSKQoGc3RhdHVzGAUgASgOMhkucGxhdGZvcm0udjEuRGFlbW9uU3RhdHVzEikKBmNvbmZpZxgGIAEoCzIZLnBsYXRmb3JtLnYxLkRhZW1vbkNvbmZpZxIzCghtZXRhZGF0YRgHIAMoCzIhLnBsYXRmb3JtLnYxLkRhZW1vbi5NZXRhZGF0YUVudHJ5Ei4KCnVwZGF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASInCgxEYWVtb25Db25maWcSFwoPcmVjb3JkX3Nlc3Npb25zGAEgASgIIi8KDlByaW5jaXBhbFVzZXJzEhAKCHVzZXJuYW1lGAEgASgJEgsKA2lkcxgCIAMoCSJACgdTZXNzaW9uEhIKCnNlc3Npb25faWQYASABKAkSEAoIdXNlcm5hbWUYAiABKAkSDwoHdXNlcl9pZBgDIAEoCSILCglIZWFydGJlYXQiDgoMSGVhcnRiZWF0QWNrIpoBCgpTeW5jUmVwb3J0Eg0KBXVzZXJzGAEgAygJEhMKC3ByaXZhdGVfaXBzGAIgAygJEjcKCG1ldGFkYXRhGAMgAygLMiUucGxhdGZvcm0udjEuU3luY1JlcG9ydC5NZXRhZGF0YUVudHJ5Gi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASK3AgoMTm90aWZpY2F0aW9uEjcKCmV2ZW50X3R5cGUYASABKA4yIy5wbGF0Zm9ybS52MS5Ob3RpZmljYXRpb24uRXZlbnRUeXBlEhEKCWRhZW1vbl9pZBgCIAEoCRIpCgZzdGF0dXMYAyABKA4yGS5wbGF0Zm9ybS52MS5EYWVtb25TdGF0dXMirwEKCUV2ZW50VHlwZRIaChZFVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASFQoRRVZFTlRfVFlQRV9TVEFUVVMQARIZChVFVkVOVF9UWVBFX1BSSU5DSVBBTFMQAhIbChdFVkVOVF9UWVBFX0NFUlRJRklDQVRFUxADEhsKF0VWRU5UX1RZUEVfU1lOQ19SRVFVRVNUEAQSGgoWRVZFTlRfVFlQRV9SRVZPQ0FUSU9OUxAFIlwKDFNlc3Npb25SZWFkeRISCgpzZXNzaW9uX2lkGAEgASgJEhUKDXJlcGxheV9idWZmZXIYAiABKAwSEAoIdXNlcm5hbWUYAyABKAkSDwoHdXNlcl9pZBgEIAEoCSIuCg1SZXNpemVSZXF1ZXN0Eg0KBXdpZHRoGAEgASgNEg4KBmhlaWdodBgCIAEoDSI4CgxTZXNzaW9uRW5kZWQSEQoJZXhpdF9jb2RlGAEgASgFEhUKDWVycm9yX21lc3NhZ2UYAiABKAkiHgoMQ2xvc2VSZXF1ZXN0Eg4KBnJlYXNvbhgBIAEoCSqAAQoMRGFlbW9uU3RhdHVzEh0KGURBRU1PTl9TVEFUVVNfVU5TUEVDSUZJRUQQABIZChVEQUVNT05fU1RBVFVTX1BFTkRJTkcQARIaChZEQUVNT05fU1RBVFVTX0FDQ0VQVEVEEAISGgoWREFFTU9OX1NUQVRVU19SRUpFQ1RFRBADMu8LCg1EYWVtb25TZXJ2aWNlEoEBCglHZXREYWVtb24SHS5wbGF0Zm9ybS52MS5HZXREYWVtb25SZXF1ZXN0Gh4ucGxhdGZvcm0udjEuR2V0RGFlbW9uUmVzcG9uc2UiNZACAYLT5JMCLBIqL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vZGFlbW9ucy97aWR9EooBCgxVcGRhdGVEYWVtb24SIC5wbGF0Zm9ybS52MS5VcGRhdGVEYWVtb25SZXF1ZXN0GiEucGxhdGZvcm0udjEuVXBkYXRlRGFlbW9uUmVzcG9uc2UiNYLT5JMCLzoBKjIqL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vZGFlbW9ucy97aWR9EocBCgxEZWxldGVEYWVtb24SIC5wbGF0Zm9ybS52MS5EZWxldGVEYWVtb25SZXF1ZXN0GiEucGxhdGZvcm0udjEuRGVsZXRlRGFlbW9uUmVzcG9uc2UiMoLT5JMCLCoqL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vZGFlbW9ucy97aWR9EoIBCgtMaXN0RGFlbW9ucxIfLnBsYXRmb3JtLnYxLkxpc3REYWVtb25zUmVxdWVzdBogLnBsYXRmb3JtLnYxLkxpc3REYWVtb25zUmVzcG9uc2UiMJACAYLT5JMCJxIlL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vZGFlbW9ucxKbAQoSUmVmcmVzaEVucm9sbFRva2VuEiYucGxhdGZvcm0udjEuUmVmcmVzaEVucm9sbFRva2VuUmVxdWVzdBonLnBsYXRmb3JtLnYxLlJlZnJlc2hFbnJvbGxUb2tlblJlc3BvbnNlIjSC0+STAi4iLC92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2Vucm9sbDpyZWZyZXNoEpcBChFSZXZva2VFbnJvbGxUb2tlbhIlLnBsYXRmb3JtLnYxLlJldm9rZUVucm9sbFRva2VuUmVxdWVzdBomLnBsYXRmb3JtLnYxLlJldm9rZUVucm9sbFRva2VuUmVzcG9uc2UiM4LT5JMCLSorL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vZW5yb2xsOnJldm9rZRKaAQoMTGlzdFNlc3Npb25zEiAucGxhdGZvcm0udjEuTGlzdFNlc3Npb25zUmVxdWVzdBohLnBsYXRmb3JtLnYxLkxpc3RTZXNzaW9uc1Jlc3BvbnNlIkWQAgGC0+STAjwSOi92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2RhZW1vbnMve2RhZW1vbl9pZH0vc2Vzc2lvbnMSnQEKDUNyZWF0ZVNlc3Npb24SIS5wbGF0Zm9ybS52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBoiLnBsYXRmb3JtLnYxLkNyZWF0ZVNlc3Npb25SZXNwb25zZSJFgtPkkwI/OgEqIjovdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9kYWVtb25zL3tkYWVtb25faWR9L3Nlc3Npb25zEqQBCgxDbG9zZVNlc3Npb24SIC5wbGF0Zm9ybS52MS5DbG9zZVNlc3Npb25SZXF1ZXN0GiEucGxhdGZvcm0udjEuQ2xvc2VTZXNzaW9uUmVzcG9uc2UiT4LT5JMCSSpHL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vZGFlbW9ucy97ZGFlbW9uX2lkfS9zZXNzaW9ucy97c2Vzc2lvbl9pZH0SUwoMRW5yb2xsRGFlbW9uEiAucGxhdGZvcm0udjEuRW5yb2xsRGFlbW9uUmVxdWVzdBohLnBsYXRmb3JtLnYxLkVucm9sbERhZW1vblJlc3BvbnNlEk0KClN5bmNEYWVtb24SHi5wbGF0Zm9ybS52MS5TeW5jRGFlbW9uUmVxdWVzdBofLnBsYXRmb3JtLnYxLlN5bmNEYWVtb25SZXNwb25zZTJgChREYWVtb25Db250cm9sU2VydmljZRJICgdDb25uZWN0EhsucGxhdGZvcm0udjEuQ29ubmVjdFJlcXVlc3QaHC5wbGF0Zm9ybS52MS5Db25uZWN0UmVzcG9uc2UoATABMmAKFERhZW1vblNlc3Npb25TZXJ2aWNlEkgKB1Nlc3Npb24SGy5wbGF0Zm9ybS52MS5TZXNzaW9uUmVxdWVzdBocLnBsYXRmb3JtLnYxLlNlc3Npb25SZXNwb25zZSgBMAFiCGVkaXRpb25zcOgH", [file_google_api_annotations, file_google_protobuf_timestamp]);
+  fileDesc("ChhwbGF0Zm9ybS92MS9kYWVtb24ucHJvdG8SC3BsYXRmb3JtLnYxIjQKEEdldERhZW1vblJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIjgKEUdldERhZW1vblJlc3BvbnNlEiMKBmRhZW1vbhgBIAEoCzITLnBsYXRmb3JtLnYxLkRhZW1vbiKNAQoTVXBkYXRlRGFlbW9uUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSKQoGc3RhdHVzGAMgASgOMhkucGxhdGZvcm0udjEuRGFlbW9uU3RhdHVzEikKBmNvbmZpZxgEIAEoCzIZLnBsYXRmb3JtLnYxLkRhZW1vbkNvbmZpZyIWChRVcGRhdGVEYWVtb25SZXNwb25zZSI3ChNEZWxldGVEYWVtb25SZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSIWChREZWxldGVEYWVtb25SZXNwb25zZSKTAQoSTGlzdERhZW1vbnNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRINCgVsaW1pdBgCIAEoBRIOCgZvZmZzZXQYAyABKAUSDQoFcXVlcnkYBCABKAkSDgoGb25saW5lGAUgASgIEikKBnN0YXR1cxgGIAEoDjIZLnBsYXRmb3JtLnYxLkRhZW1vblN0YXR1cyJKChNMaXN0RGFlbW9uc1Jlc3BvbnNlEiQKB2RhZW1vbnMYASADKAsyEy5wbGF0Zm9ybS52MS5EYWVtb24SDQoFdG90YWwYAiABKAUiMQoZUmVmcmVzaEVucm9sbFRva2VuUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiWwoaUmVmcmVzaEVucm9sbFRva2VuUmVzcG9uc2USDQoFdG9rZW4YASABKAkSLgoKZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiMAoYUmV2b2tlRW5yb2xsVG9rZW5SZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCSIbChlSZXZva2VFbnJvbGxUb2tlblJlc3BvbnNlIj4KE0xpc3RTZXNzaW9uc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhEKCWRhZW1vbl9pZBgCIAEoCSJTChRMaXN0U2Vzc2lvbnNSZXNwb25zZRImCghzZXNzaW9ucxgBIAMoCzIULnBsYXRmb3JtLnYxLlNlc3Npb24SEwoLZGFlbW9uX25hbWUYAiABKAkiUQoUQ3JlYXRlU2Vzc2lvblJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhEKCWRhZW1vbl9pZBgCIAEoCRIQCgh1c2VybmFtZRgDIAEoCSJTChVDcmVhdGVTZXNzaW9uUmVzcG9uc2USJQoHc2Vzc2lvbhgBIAEoCzIULnBsYXRmb3JtLnYxLlNlc3Npb24SEwoLZGFlbW9uX25hbWUYAiABKAkiUgoTQ2xvc2VTZXNzaW9uUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEQoJZGFlbW9uX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkiFgoUQ2xvc2VTZXNzaW9uUmVzcG9uc2UiXQoTRW5yb2xsRGFlbW9uUmVxdWVzdBINCgV0b2tlbhgBIAEoCRINCgVjYV9pZBgCIAEoCRITCgthdXRoX21ldGhvZBgDIAEoCRITCgthdXRoX3B1YmtleRgEIAEoCSKhAQoURW5yb2xsRGFlbW9uUmVzcG9uc2USCgoCaWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEhEKCXRhcmdldF9pZBgDIAEoCRIpCgZzdGF0dXMYBCABKA4yGS5wbGF0Zm9ybS52MS5EYWVtb25TdGF0dXMSKQoGY29uZmlnGAUgASgLMhkucGxhdGZvcm0udjEuRGFlbW9uQ29uZmlnIqgBChFTeW5jRGFlbW9uUmVxdWVzdBINCgV1c2VycxgBIAMoCRITCgtwcml2YXRlX2lwcxgCIAMoCRI+CghtZXRhZGF0YRgDIAMoCzIsLnBsYXRmb3JtLnYxLlN5bmNEYWVtb25SZXF1ZXN0Lk1ldGFkYXRhRW50cnkaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIpsBChJTeW5jRGFlbW9uUmVzcG9uc2USKQoGc3RhdHVzGAEgASgOMhkucGxhdGZvcm0udjEuRGFlbW9uU3RhdHVzEikKBmNvbmZpZxgCIAEoCzIZLnBsYXRmb3JtLnYxLkRhZW1vbkNvbmZpZxIvCgpwcmluY2lwYWxzGAMgAygLMhsucGxhdGZvcm0udjEuUHJpbmNpcGFsVXNlcnMibQoOQ29ubmVjdFJlcXVlc3QSKwoJaGVhcnRiZWF0GAEgASgLMhYucGxhdGZvcm0udjEuSGVhcnRiZWF0SAASJwoEc3luYxgCIAEoCzIXLnBsYXRmb3JtLnYxLlN5bmNSZXBvcnRIAEIFCgNtc2ci5AEKD0Nvbm5lY3RSZXNwb25zZRIyCg1oZWFydGJlYXRfYWNrGAEgASgLMhkucGxhdGZvcm0udjEuSGVhcnRiZWF0QWNrSAASMQoMbm90aWZpY2F0aW9uGAIgASgLMhkucGxhdGZvcm0udjEuTm90aWZpY2F0aW9uSAASJwoHc2Vzc2lvbhgDIAEoCzIULnBsYXRmb3JtLnYxLlNlc3Npb25IABI6ChF0ZXJtaW5hdGVfc2Vzc2lvbhgEIAEoCzIdLnBsYXRmb3JtLnYxLlRlcm1pbmF0ZVNlc3Npb25IAEIFCgNtc2ciggEKDlNlc3Npb25SZXF1ZXN0EioKBXJlYWR5GAEgASgLMhkucGxhdGZvcm0udjEuU2Vzc2lvblJlYWR5SAASEAoGc3Rkb3V0GAIgASgMSAASKwoGZXhpdGVkGAMgASgLMhkucGxhdGZvcm0udjEuU2Vzc2lvbkVuZGVkSABCBQoDbXNnIoMBCg9TZXNzaW9uUmVzcG9uc2USDwoFc3RkaW4YASABKAxIABIsCgZyZXNpemUYAiABKAsyGi5wbGF0Zm9ybS52MS5SZXNpemVSZXF1ZXN0SAASKgoFY2xvc2UYAyABKAsyGS5wbGF0Zm9ybS52MS5DbG9zZVJlcXVlc3RIAEIFCgNtc2ci5AIKBkRhZW1vbhIKCgJpZBgBIAEoCRIUCgx3b3Jrc3BhY2VfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIOCgZvbmxpbmUYBCABKAgSKQoGc3RhdHVzGAUgASgOMhkucGxhdGZvcm0udjEuRGFlbW9uU3RhdHVzEikKBmNvbmZpZxgGIAEoCzIZLnBsYXRmb3JtLnYxLkRhZW1vbkNvbmZpZxIzCghtZXRhZGF0YRgHIAMoCzIhLnBsYXRmb3JtLnYxLkRhZW1vbi5NZXRhZGF0YUVudHJ5Ei4KCnVwZGF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJCCgxEYWVtb25Db25maWcSFwoPcmVjb3JkX3Nlc3Npb25zGAEgASgIEhkKEXJlcXVpcmVfcmVjb3JkaW5nGAIgASgIIi8KDlByaW5jaXBhbFVzZXJzEhAKCHVzZXJuYW1lGAEgASgJEgsKA2lkcxgCIAMoCSK0AwoHU2Vzc2lvbhISCgpzZXNzaW9uX2lkGAEgASgJEhAKCHVzZXJuYW1lGAIgASgJEg8KB3VzZXJfaWQYAyABKAkSJgoEa2luZBgEIAEoDjIYLnBsYXRmb3JtLnYxLlNlc3Npb25LaW5kEhQKDHN1YmplY3RfdHlwZRgFIAEoCRIUCgxzdWJqZWN0X25hbWUYBiABKAkSGgoSY2VydGlmaWNhdGVfc2VyaWFsGAcgASgJEg4KBmtleV9pZBgIIAEoCRIWCg5jbGllbnRfYWRkcmVzcxgJIAEoCRIPCgdjb21tYW5kGAogASgJEgsKA3R0eRgLIAEoCBIuCgpzdGFydGVkX2F0GAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRlZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLZXhpdF9zdGF0dXMYDiABKAUSEAoIYnl0ZXNfaW4YDyABKAMSEQoJYnl0ZXNfb3V0GBAgASgDEhAKCGVuZGVkX2J5GBEgASgJEhIKCmVuZF9yZWFzb24YEiABKAkinQEKFkJlZ2luU1NIU2Vzc2lvblJlcXVlc3QSEwoLY2VydGlmaWNhdGUYASABKAkSEAoIdXNlcm5hbWUYAiABKAkSFgoOY2xpZW50X2FkZHJlc3MYAyABKAkSJgoEa2luZBgEIAEoDjIYLnBsYXRmb3JtLnYxLlNlc3Npb25LaW5kEg8KB2NvbW1hbmQYBSABKAkSCwoDdHR5GAYgASgIIlgKF0JlZ2luU1NIU2Vzc2lvblJlc3BvbnNlEhIKCnNlc3Npb25faWQYASABKAkSDgoGcmVjb3JkGAIgASgIEhkKEXJlcXVpcmVfcmVjb3JkaW5nGAMgASgIInQKFEVuZFNTSFNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEwoLZXhpdF9zdGF0dXMYAiABKAUSEAoIYnl0ZXNfaW4YAyABKAMSEQoJYnl0ZXNfb3V0GAQgASgDEg4KBnJlYXNvbhgFIAEoCSIXChVFbmRTU0hTZXNzaW9uUmVzcG9uc2UiNgoQVGVybWluYXRlU2Vzc2lvbhISCgpzZXNzaW9uX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSILCglIZWFydGJlYXQiDgoMSGVhcnRiZWF0QWNrIpoBCgpTeW5jUmVwb3J0Eg0KBXVzZXJzGAEgAygJEhMKC3ByaXZhdGVfaXBzGAIgAygJEjcKCG1ldGFkYXRhGAMgAygLMiUucGxhdGZvcm0udjEuU3luY1JlcG9ydC5NZXRhZGF0YUVudHJ5Gi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASK3AgoMTm90aWZpY2F0aW9uEjcKCmV2ZW50X3R5cGUYASABKA4yIy5wbGF0Zm9ybS52MS5Ob3RpZmljYXRpb24uRXZlbnRUeXBlEhEKCWRhZW1vbl9pZBgCIAEoCRIpCgZzdGF0dXMYAyABKA4yGS5wbGF0Zm9ybS52MS5EYWVtb25TdGF0dXMirwEKCUV2ZW50VHlwZRIaChZFVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASFQoRRVZFTlRfVFlQRV9TVEFUVVMQARIZChVFVkVOVF9UWVBFX1BSSU5DSVBBTFMQAhIbChdFVkVOVF9UWVBFX0NFUlRJRklDQVRFUxADEhsKF0VWRU5UX1RZUEVfU1lOQ19SRVFVRVNUEAQSGgoWRVZFTlRfVFlQRV9SRVZPQ0FUSU9OUxAFIlwKDFNlc3Npb25SZWFkeRISCgpzZXNzaW9uX2lkGAEgASgJEhUKDXJlcGxheV9idWZmZXIYAiABKAwSEAoIdXNlcm5hbWUYAyABKAkSDwoHdXNlcl9pZBgEIAEoCSIuCg1SZXNpemVSZXF1ZXN0Eg0KBXdpZHRoGAEgASgNEg4KBmhlaWdodBgCIAEoDSI4CgxTZXNzaW9uRW5kZWQSEQoJZXhpdF9jb2RlGAEgASgFEhUKDWVycm9yX21lc3NhZ2UYAiABKAkiHgoMQ2xvc2VSZXF1ZXN0Eg4KBnJlYXNvbhgBIAEoCSqRAQoLU2Vzc2lvbktpbmQSHAoYU0VTU0lPTl9LSU5EX1VOU1BFQ0lGSUVEEAASGQoVU0VTU0lPTl9LSU5EX1RFUk1JTkFMEAESFgoSU0VTU0lPTl9LSU5EX1NIRUxMEAISFQoRU0VTU0lPTl9LSU5EX0VYRUMQAxIaChZTRVNTSU9OX0tJTkRfU1VCU1lTVEVNEAQqgAEKDERhZW1vblN0YXR1cxIdChlEQUVNT05fU1RBVFVTX1VOU1BFQ0lGSUVEEAASGQoVREFFTU9OX1NUQVRVU19QRU5ESU5HEAESGgoWREFFTU9OX1NUQVRVU19BQ0NFUFRFRBACEhoKFkRBRU1PTl9TVEFUVVNfUkVKRUNURUQQAzKlDQoNRGFlbW9uU2VydmljZRKBAQoJR2V0RGFlbW9uEh0ucGxhdGZvcm0udjEuR2V0RGFlbW9uUmVxdWVzdBoeLnBsYXRmb3JtLnYxLkdldERhZW1vblJlc3BvbnNlIjWQAgGC0+STAiwSKi92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2RhZW1vbnMve2lkfRKKAQoMVXBkYXRlRGFlbW9uEiAucGxhdGZvcm0udjEuVXBkYXRlRGFlbW9uUmVxdWVzdBohLnBsYXRmb3JtLnYxLlVwZGF0ZURhZW1vblJlc3BvbnNlIjWC0+STAi86ASoyKi92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2RhZW1vbnMve2lkfRKHAQoMRGVsZXRlRGFlbW9uEiAucGxhdGZvcm0udjEuRGVsZXRlRGFlbW9uUmVxdWVzdBohLnBsYXRmb3JtLnYxLkRlbGV0ZURhZW1vblJlc3BvbnNlIjKC0+STAiwqKi92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2RhZW1vbnMve2lkfRKCAQoLTGlzdERhZW1vbnMSHy5wbGF0Zm9ybS52MS5MaXN0RGFlbW9uc1JlcXVlc3QaIC5wbGF0Zm9ybS52MS5MaXN0RGFlbW9uc1Jlc3BvbnNlIjCQAgGC0+STAicSJS92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2RhZW1vbnMSmwEKElJlZnJlc2hFbnJvbGxUb2tlbhImLnBsYXRmb3JtLnYxLlJlZnJlc2hFbnJvbGxUb2tlblJlcXVlc3QaJy5wbGF0Zm9ybS52MS5SZWZyZXNoRW5yb2xsVG9rZW5SZXNwb25zZSI0gtPkkwIuIiwvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9lbnJvbGw6cmVmcmVzaBKXAQoRUmV2b2tlRW5yb2xsVG9rZW4SJS5wbGF0Zm9ybS52MS5SZXZva2VFbnJvbGxUb2tlblJlcXVlc3QaJi5wbGF0Zm9ybS52MS5SZXZva2VFbnJvbGxUb2tlblJlc3BvbnNlIjOC0+STAi0qKy92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2Vucm9sbDpyZXZva2USmgEKDExpc3RTZXNzaW9ucxIgLnBsYXRmb3JtLnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaIS5wbGF0Zm9ybS52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZSJFkAIBgtPkkwI8EjovdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9kYWVtb25zL3tkYWVtb25faWR9L3Nlc3Npb25zEp0BCg1DcmVhdGVTZXNzaW9uEiEucGxhdGZvcm0udjEuQ3JlYXRlU2Vzc2lvblJlcXVlc3QaIi5wbGF0Zm9ybS52MS5DcmVhdGVTZXNzaW9uUmVzcG9uc2UiRYLT5JMCPzoBKiI6L3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vZGFlbW9ucy97ZGFlbW9uX2lkfS9zZXNzaW9ucxKkAQoMQ2xvc2VTZXNzaW9uEiAucGxhdGZvcm0udjEuQ2xvc2VTZXNzaW9uUmVxdWVzdBohLnBsYXRmb3JtLnYxLkNsb3NlU2Vzc2lvblJlc3BvbnNlIk+C0+STAkkqRy92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2RhZW1vbnMve2RhZW1vbl9pZH0vc2Vzc2lvbnMve3Nlc3Npb25faWR9ElMKDEVucm9sbERhZW1vbhIgLnBsYXRmb3JtLnYxLkVucm9sbERhZW1vblJlcXVlc3QaIS5wbGF0Zm9ybS52MS5FbnJvbGxEYWVtb25SZXNwb25zZRJNCgpTeW5jRGFlbW9uEh4ucGxhdGZvcm0udjEuU3luY0RhZW1vblJlcXVlc3QaHy5wbGF0Zm9ybS52MS5TeW5jRGFlbW9uUmVzcG9uc2USXAoPQmVnaW5TU0hTZXNzaW9uEiMucGxhdGZvcm0udjEuQmVnaW5TU0hTZXNzaW9uUmVxdWVzdBokLnBsYXRmb3JtLnYxLkJlZ2luU1NIU2Vzc2lvblJlc3BvbnNlElYKDUVuZFNTSFNlc3Npb24SIS5wbGF0Zm9ybS52MS5FbmRTU0hTZXNzaW9uUmVxdWVzdBoiLnBsYXRmb3JtLnYxLkVuZFNTSFNlc3Npb25SZXNwb25zZTJgChREYWVtb25Db250cm9sU2VydmljZRJICgdDb25uZWN0EhsucGxhdGZvcm0udjEuQ29ubmVjdFJlcXVlc3QaHC5wbGF0Zm9ybS52MS5Db25uZWN0UmVzcG9uc2UoATABMmAKFERhZW1vblNlc3Npb25TZXJ2aWNlEkgKB1Nlc3Npb24SGy5wbGF0Zm9ybS52MS5TZXNzaW9uUmVxdWVzdBocLnBsYXRmb3JtLnYxLlNlc3Npb25SZXNwb25zZSgBMAFiCGVkaXRpb25zcOgH", [file_google_api_annotations, file_google_protobuf_timestamp]);
 
 /**
  * Request of DaemonService.GetDaemon.
@@ -683,6 +683,12 @@ export type ConnectResponse = Message<"platform.v1.ConnectResponse"> & {
      */
     value: Session;
     case: "session";
+  } | {
+    /**
+     * @generated from field: platform.v1.TerminateSession terminate_session = 4;
+     */
+    value: TerminateSession;
+    case: "terminateSession";
   } | { case: undefined; value?: undefined };
 };
 
@@ -842,6 +848,13 @@ export type DaemonConfig = Message<"platform.v1.DaemonConfig"> & {
    * @generated from field: bool record_sessions = 1;
    */
   recordSessions: boolean;
+
+  /**
+   * fail closed: SSH logins are refused or ended when the agent cannot reach the server
+   *
+   * @generated from field: bool require_recording = 2;
+   */
+  requireRecording: boolean;
 };
 
 /**
@@ -878,7 +891,8 @@ export const PrincipalUsersSchema: GenMessage<PrincipalUsers> = /*@__PURE__*/
   messageDesc(file_platform_v1_daemon, 28);
 
 /**
- * A terminal session on a daemon; pushed on the control stream to say "open this session".
+ * A session on a daemon: a browser terminal (pushed on the control stream to say "open this
+ * session"), or an SSH login through sshd (listed only).
  *
  * @generated from message platform.v1.Session
  */
@@ -896,9 +910,110 @@ export type Session = Message<"platform.v1.Session"> & {
   username: string;
 
   /**
+   * the subject: a user id, or a service-account id
+   *
    * @generated from field: string user_id = 3;
    */
   userId: string;
+
+  /**
+   * @generated from field: platform.v1.SessionKind kind = 4;
+   */
+  kind: SessionKind;
+
+  /**
+   * "user" or "service_account"
+   *
+   * @generated from field: string subject_type = 5;
+   */
+  subjectType: string;
+
+  /**
+   * the person's or service account's name, when known
+   *
+   * @generated from field: string subject_name = 6;
+   */
+  subjectName: string;
+
+  /**
+   * SSH logins: the certificate's serial (decimal)
+   *
+   * @generated from field: string certificate_serial = 7;
+   */
+  certificateSerial: string;
+
+  /**
+   * SSH logins: the certificate's key id
+   *
+   * @generated from field: string key_id = 8;
+   */
+  keyId: string;
+
+  /**
+   * SSH logins: the client's ip:port as sshd saw it
+   *
+   * @generated from field: string client_address = 9;
+   */
+  clientAddress: string;
+
+  /**
+   * exec: the command line; subsystem: its name
+   *
+   * @generated from field: string command = 10;
+   */
+  command: string;
+
+  /**
+   * whether sshd gave the login a terminal
+   *
+   * @generated from field: bool tty = 11;
+   */
+  tty: boolean;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp started_at = 12;
+   */
+  startedAt?: Timestamp | undefined;
+
+  /**
+   * absent while live
+   *
+   * @generated from field: google.protobuf.Timestamp ended_at = 13;
+   */
+  endedAt?: Timestamp | undefined;
+
+  /**
+   * SSH logins that ended with a status
+   *
+   * @generated from field: int32 exit_status = 14;
+   */
+  exitStatus: number;
+
+  /**
+   * bytes from the client to the login
+   *
+   * @generated from field: int64 bytes_in = 15;
+   */
+  bytesIn: bigint;
+
+  /**
+   * bytes from the login to the client
+   *
+   * @generated from field: int64 bytes_out = 16;
+   */
+  bytesOut: bigint;
+
+  /**
+   * who ended it: "user:<id>", "system:<why>", "daemon", or empty
+   *
+   * @generated from field: string ended_by = 17;
+   */
+  endedBy: string;
+
+  /**
+   * @generated from field: string end_reason = 18;
+   */
+  endReason: string;
 };
 
 /**
@@ -907,6 +1022,182 @@ export type Session = Message<"platform.v1.Session"> & {
  */
 export const SessionSchema: GenMessage<Session> = /*@__PURE__*/
   messageDesc(file_platform_v1_daemon, 29);
+
+/**
+ * Request of DaemonService.BeginSSHSession.
+ *
+ * @generated from message platform.v1.BeginSSHSessionRequest
+ */
+export type BeginSSHSessionRequest = Message<"platform.v1.BeginSSHSessionRequest"> & {
+  /**
+   * the OpenSSH certificate the login used (authorized_keys line); at most 16384 characters
+   *
+   * @generated from field: string certificate = 1;
+   */
+  certificate: string;
+
+  /**
+   * the local account; length 1-32; pattern ^[a-z_][a-z0-9-_]*\$?$
+   *
+   * @generated from field: string username = 2;
+   */
+  username: string;
+
+  /**
+   * ip:port of the client; at most 64 characters
+   *
+   * @generated from field: string client_address = 3;
+   */
+  clientAddress: string;
+
+  /**
+   * SHELL, EXEC or SUBSYSTEM
+   *
+   * @generated from field: platform.v1.SessionKind kind = 4;
+   */
+  kind: SessionKind;
+
+  /**
+   * exec: the command line; subsystem: its name; at most 4096 characters
+   *
+   * @generated from field: string command = 5;
+   */
+  command: string;
+
+  /**
+   * @generated from field: bool tty = 6;
+   */
+  tty: boolean;
+};
+
+/**
+ * Describes the message platform.v1.BeginSSHSessionRequest.
+ * Use `create(BeginSSHSessionRequestSchema)` to create a new message.
+ */
+export const BeginSSHSessionRequestSchema: GenMessage<BeginSSHSessionRequest> = /*@__PURE__*/
+  messageDesc(file_platform_v1_daemon, 30);
+
+/**
+ * Response of DaemonService.BeginSSHSession.
+ *
+ * @generated from message platform.v1.BeginSSHSessionResponse
+ */
+export type BeginSSHSessionResponse = Message<"platform.v1.BeginSSHSessionResponse"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * the daemon records sessions
+   *
+   * @generated from field: bool record = 2;
+   */
+  record: boolean;
+
+  /**
+   * a login whose recording cannot be stored must end
+   *
+   * @generated from field: bool require_recording = 3;
+   */
+  requireRecording: boolean;
+};
+
+/**
+ * Describes the message platform.v1.BeginSSHSessionResponse.
+ * Use `create(BeginSSHSessionResponseSchema)` to create a new message.
+ */
+export const BeginSSHSessionResponseSchema: GenMessage<BeginSSHSessionResponse> = /*@__PURE__*/
+  messageDesc(file_platform_v1_daemon, 31);
+
+/**
+ * Request of DaemonService.EndSSHSession.
+ *
+ * @generated from message platform.v1.EndSSHSessionRequest
+ */
+export type EndSSHSessionRequest = Message<"platform.v1.EndSSHSessionRequest"> & {
+  /**
+   * uuid
+   *
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * -1 when the command ended by a signal or is unknown
+   *
+   * @generated from field: int32 exit_status = 2;
+   */
+  exitStatus: number;
+
+  /**
+   * value >= 0
+   *
+   * @generated from field: int64 bytes_in = 3;
+   */
+  bytesIn: bigint;
+
+  /**
+   * value >= 0
+   *
+   * @generated from field: int64 bytes_out = 4;
+   */
+  bytesOut: bigint;
+
+  /**
+   * at most 512 characters
+   *
+   * @generated from field: string reason = 5;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message platform.v1.EndSSHSessionRequest.
+ * Use `create(EndSSHSessionRequestSchema)` to create a new message.
+ */
+export const EndSSHSessionRequestSchema: GenMessage<EndSSHSessionRequest> = /*@__PURE__*/
+  messageDesc(file_platform_v1_daemon, 32);
+
+/**
+ * Response of DaemonService.EndSSHSession.
+ *
+ * @generated from message platform.v1.EndSSHSessionResponse
+ */
+export type EndSSHSessionResponse = Message<"platform.v1.EndSSHSessionResponse"> & {
+};
+
+/**
+ * Describes the message platform.v1.EndSSHSessionResponse.
+ * Use `create(EndSSHSessionResponseSchema)` to create a new message.
+ */
+export const EndSSHSessionResponseSchema: GenMessage<EndSSHSessionResponse> = /*@__PURE__*/
+  messageDesc(file_platform_v1_daemon, 33);
+
+/**
+ * Tells a daemon to end one of its sessions now (an SSH login whose access was revoked, or an
+ * administrator's decision).
+ *
+ * @generated from message platform.v1.TerminateSession
+ */
+export type TerminateSession = Message<"platform.v1.TerminateSession"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message platform.v1.TerminateSession.
+ * Use `create(TerminateSessionSchema)` to create a new message.
+ */
+export const TerminateSessionSchema: GenMessage<TerminateSession> = /*@__PURE__*/
+  messageDesc(file_platform_v1_daemon, 34);
 
 /**
  * Daemon liveness ping on the control stream.
@@ -921,7 +1212,7 @@ export type Heartbeat = Message<"platform.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 30);
+  messageDesc(file_platform_v1_daemon, 35);
 
 /**
  * Service reply to a Heartbeat.
@@ -936,7 +1227,7 @@ export type HeartbeatAck = Message<"platform.v1.HeartbeatAck"> & {
  * Use `create(HeartbeatAckSchema)` to create a new message.
  */
 export const HeartbeatAckSchema: GenMessage<HeartbeatAck> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 31);
+  messageDesc(file_platform_v1_daemon, 36);
 
 /**
  * A daemon's local state, sent on the control stream (same shape as SyncDaemonRequest).
@@ -965,7 +1256,7 @@ export type SyncReport = Message<"platform.v1.SyncReport"> & {
  * Use `create(SyncReportSchema)` to create a new message.
  */
 export const SyncReportSchema: GenMessage<SyncReport> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 32);
+  messageDesc(file_platform_v1_daemon, 37);
 
 /**
  * Tells a daemon that something concerning it changed.
@@ -998,7 +1289,7 @@ export type Notification = Message<"platform.v1.Notification"> & {
  * Use `create(NotificationSchema)` to create a new message.
  */
 export const NotificationSchema: GenMessage<Notification> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 33);
+  messageDesc(file_platform_v1_daemon, 38);
 
 /**
  * What changed.
@@ -1043,7 +1334,7 @@ export enum Notification_EventType {
  * Describes the enum platform.v1.Notification.EventType.
  */
 export const Notification_EventTypeSchema: GenEnum<Notification_EventType> = /*@__PURE__*/
-  enumDesc(file_platform_v1_daemon, 33, 0);
+  enumDesc(file_platform_v1_daemon, 38, 0);
 
 /**
  * First message of the terminal relay: the session is open.
@@ -1079,7 +1370,7 @@ export type SessionReady = Message<"platform.v1.SessionReady"> & {
  * Use `create(SessionReadySchema)` to create a new message.
  */
 export const SessionReadySchema: GenMessage<SessionReady> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 34);
+  messageDesc(file_platform_v1_daemon, 39);
 
 /**
  * Terminal size change (columns x rows).
@@ -1107,7 +1398,7 @@ export type ResizeRequest = Message<"platform.v1.ResizeRequest"> & {
  * Use `create(ResizeRequestSchema)` to create a new message.
  */
 export const ResizeRequestSchema: GenMessage<ResizeRequest> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 35);
+  messageDesc(file_platform_v1_daemon, 40);
 
 /**
  * Last message of the terminal relay: how the session ended.
@@ -1131,7 +1422,7 @@ export type SessionEnded = Message<"platform.v1.SessionEnded"> & {
  * Use `create(SessionEndedSchema)` to create a new message.
  */
 export const SessionEndedSchema: GenMessage<SessionEnded> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 36);
+  messageDesc(file_platform_v1_daemon, 41);
 
 /**
  * Asks the daemon to close the terminal session.
@@ -1150,7 +1441,53 @@ export type CloseRequest = Message<"platform.v1.CloseRequest"> & {
  * Use `create(CloseRequestSchema)` to create a new message.
  */
 export const CloseRequestSchema: GenMessage<CloseRequest> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 37);
+  messageDesc(file_platform_v1_daemon, 42);
+
+/**
+ * What a session is.
+ *
+ * @generated from enum platform.v1.SessionKind
+ */
+export enum SessionKind {
+  /**
+   * @generated from enum value: SESSION_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * a browser terminal
+   *
+   * @generated from enum value: SESSION_KIND_TERMINAL = 1;
+   */
+  TERMINAL = 1,
+
+  /**
+   * an SSH login running the login shell
+   *
+   * @generated from enum value: SESSION_KIND_SHELL = 2;
+   */
+  SHELL = 2,
+
+  /**
+   * an SSH login running one command
+   *
+   * @generated from enum value: SESSION_KIND_EXEC = 3;
+   */
+  EXEC = 3,
+
+  /**
+   * an SSH subsystem, e.g. sftp
+   *
+   * @generated from enum value: SESSION_KIND_SUBSYSTEM = 4;
+   */
+  SUBSYSTEM = 4,
+}
+
+/**
+ * Describes the enum platform.v1.SessionKind.
+ */
+export const SessionKindSchema: GenEnum<SessionKind> = /*@__PURE__*/
+  enumDesc(file_platform_v1_daemon, 0);
 
 /**
  * Approval status of an enrolled daemon.
@@ -1183,7 +1520,7 @@ export enum DaemonStatus {
  * Describes the enum platform.v1.DaemonStatus.
  */
 export const DaemonStatusSchema: GenEnum<DaemonStatus> = /*@__PURE__*/
-  enumDesc(file_platform_v1_daemon, 0);
+  enumDesc(file_platform_v1_daemon, 1);
 
 /**
  * DaemonService: Manages enrolled daemons (agents) and their terminal sessions, and serves the agent-facing enrol and sync calls.
@@ -1300,6 +1637,26 @@ export const DaemonService: GenService<{
     methodKind: "unary";
     input: typeof SyncDaemonRequestSchema;
     output: typeof SyncDaemonResponseSchema;
+  },
+  /**
+   * Registers an SSH login that sshd let in with a platform certificate, before it runs anything (agent-facing).
+   *
+   * @generated from rpc platform.v1.DaemonService.BeginSSHSession
+   */
+  beginSSHSession: {
+    methodKind: "unary";
+    input: typeof BeginSSHSessionRequestSchema;
+    output: typeof BeginSSHSessionResponseSchema;
+  },
+  /**
+   * Records how an SSH login ended (agent-facing).
+   *
+   * @generated from rpc platform.v1.DaemonService.EndSSHSession
+   */
+  endSSHSession: {
+    methodKind: "unary";
+    input: typeof EndSSHSessionRequestSchema;
+    output: typeof EndSSHSessionResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_platform_v1_daemon, 0);
