@@ -11,7 +11,9 @@ import { enroll } from "./enroll.js";
 import { exitCodes, explain, NotEnrolledError } from "./errors.js";
 import { jsonLineLogger } from "./log.js";
 import { parseSshCertificate } from "./ssh-key.js";
+import { defaultSessionsSocket } from "./ssh-logins.js";
 import { defaultSshdDir, SshdFiles } from "./sshd-files.js";
+import { defaultWrapperCommand, matchBlockLines, prepareLoginControl } from "./sshd-match.js";
 import { AgentState, defaultStateDir } from "./state.js";
 import { agentVersion } from "./version.js";
 
@@ -91,6 +93,11 @@ export function program(): Command {
       sshAddress,
     )
     .option("--host-key <file>", "the host public key to certify", defaultHostKeyFile)
+    .option(
+      "--sessions-socket <path>",
+      "the Unix socket the session wrapper reports SSH logins to",
+      defaultSessionsSocket,
+    )
     .action(
       async (opts: {
         stateDir: string;
@@ -98,11 +105,13 @@ export function program(): Command {
         reloadCommand?: string;
         sshAddress?: string[];
         hostKey: string;
+        sessionsSocket: string;
       }) => {
         const agent = await startAgent({
           stateDir: opts.stateDir,
           sshdDir: opts.sshdDir,
           hostKeyFile: opts.hostKey,
+          sessionsSocket: opts.sessionsSocket,
           ...(opts.reloadCommand && { reloadCommand: opts.reloadCommand }),
           ...(opts.sshAddress && { sshAddresses: opts.sshAddress }),
           log: jsonLineLogger(),
@@ -121,11 +130,19 @@ export function program(): Command {
       "print the sshd_config lines that make sshd use the agent's files (creating the folder and an empty revocation list)",
     )
     .option("--sshd-dir <dir>", "the folder given to `run`", defaultSshdDir)
-    .action(async (opts: { sshdDir: string }) => {
+    .option("--sessions-socket <path>", "the socket given to `run`", defaultSessionsSocket)
+    .option(
+      "--session-wrapper <command>",
+      "how sshd starts the session wrapper (default: this Node and the wrapper installed beside this command)",
+    )
+    .action(async (opts: { sshdDir: string; sessionsSocket: string; sessionWrapper?: string }) => {
       const files = new SshdFiles(opts.sshdDir);
       // sshd refuses every login while RevokedKeys names a missing file.
       await files.prepare();
-      process.stdout.write(`${files.configLines().join("\n")}\n`);
+      await prepareLoginControl(opts.sshdDir);
+      const wrapper = opts.sessionWrapper?.split(" ").filter((w) => w !== "") ?? defaultWrapperCommand();
+      const match = matchBlockLines({ wrapper, socket: opts.sessionsSocket, sshdDir: opts.sshdDir });
+      process.stdout.write(`${[...files.configLines(), ...match].join("\n")}\n`);
     });
 
   cli
