@@ -57,7 +57,12 @@ function parseArgs(argv: readonly string[]): WrapperOptions {
 
 /** Escapes what the agent said before it reaches the user's terminal. */
 function printable(text: string): string {
-  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, "?").slice(0, 500);
+  let out = "";
+  for (const char of text.slice(0, 500)) {
+    const code = char.codePointAt(0)!;
+    out += code < 0x20 || (code >= 0x7f && code <= 0x9f) ? "?" : char;
+  }
+  return out;
 }
 
 function fail(message: string): never {

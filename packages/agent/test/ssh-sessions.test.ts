@@ -43,10 +43,12 @@ let socket: string;
 let sshdDir: string;
 let agentArgs: string[];
 
-async function until<T>(probe: () => T | Promise<T>): Promise<NonNullable<T>> {
+type Truthy<T> = Exclude<T, false | null | undefined | 0 | "">;
+
+async function until<T>(probe: () => T | Promise<T>): Promise<Truthy<T>> {
   for (;;) {
     const value = await probe();
-    if (value) return value as NonNullable<T>;
+    if (value) return value as Truthy<T>;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
