@@ -27,6 +27,7 @@ import {
   RecordingService,
   RotationPhase,
   ServiceAccountService,
+  SessionKind,
   SignSSHCertificateRequest_CertificateType,
   SignX509CertificateRequest_X509Usage,
   SSOService,
@@ -289,6 +290,27 @@ async function aSessionReadyDaemon(f: WalkFixture, owner: Owner): Promise<TestDa
     metadata: {},
   });
   return daemon;
+}
+
+/** A session-ready daemon and a certificate of its target's authority for `owner`, as sshd would see a login. */
+async function anSshLogin(f: WalkFixture, owner: Owner) {
+  const daemon = await aSessionReadyDaemon(f, owner);
+  const target = await f.storage.targets.findById(owner.workspaceId, daemon.targetId);
+  const { line } = await subjectKey({ type: "ed25519" });
+  const { signedCertificate } = await f.call(owner.caller, CertificateService.method.signSSHCertificate, {
+    workspaceId: owner.workspaceId,
+    caId: target!.caId,
+    type: SignSSHCertificateRequest_CertificateType.USER,
+    publicKey: line,
+  });
+  const begin = {
+    certificate: signedCertificate,
+    username: "ubuntu",
+    clientAddress: "203.0.113.9:50022",
+    kind: SessionKind.EXEC,
+    command: "uptime",
+  };
+  return { daemon, begin };
 }
 
 async function aCheckout(f: WalkFixture, owner: Owner): Promise<string> {
@@ -807,6 +829,50 @@ const steps: ReadonlyArray<Row> = [
       resource: `session:${session!.sessionId}`,
     };
   }),
+  [
+    Dmn.beginSSHSession,
+    {
+      prepare: async (f) => {
+        const o = await f.owner();
+        const { daemon, begin } = await anSshLogin(f, o);
+        const self = await daemonCaller(f, daemon, Dmn.beginSSHSession);
+        return prepared(
+          (facts) => f.invoke(self, Dmn.beginSSHSession, begin, facts),
+          ({ sessionId }) => [
+            entry(
+              { type: "daemon", id: daemon.id },
+              "ssh_session.start",
+              `ssh_session:${sessionId}`,
+              o.workspaceId,
+            ),
+          ],
+        );
+      },
+    },
+  ],
+  [
+    Dmn.endSSHSession,
+    {
+      prepare: async (f) => {
+        const o = await f.owner();
+        const { daemon, begin } = await anSshLogin(f, o);
+        const { sessionId } = await callAsDaemon(f, daemon, Dmn.beginSSHSession, begin);
+        const self = await daemonCaller(f, daemon, Dmn.endSSHSession);
+        const request = { sessionId, exitStatus: 0, bytesIn: 1n, bytesOut: 2n, reason: "exit 0" };
+        return prepared(
+          (facts) => f.invoke(self, Dmn.endSSHSession, request, facts),
+          () => [
+            entry(
+              { type: "daemon", id: daemon.id },
+              "ssh_session.end",
+              `ssh_session:${sessionId}`,
+              o.workspaceId,
+            ),
+          ],
+        );
+      },
+    },
+  ],
   [
     DaemonControlService.method.connect,
     {

@@ -254,6 +254,8 @@ export const referenceRoutes = [
 export const unmappedRpcs = [
   ["DaemonService", "EnrollDaemon"],
   ["DaemonService", "SyncDaemon"],
+  ["DaemonService", "BeginSSHSession"],
+  ["DaemonService", "EndSSHSession"],
   ["DaemonControlService", "Connect"],
   ["DaemonSessionService", "Session"],
   ["AuthService", "StreamCLILogin"],
