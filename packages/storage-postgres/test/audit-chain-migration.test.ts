@@ -28,6 +28,7 @@ describe("014_audit_chain on PostgreSQL", () => {
       );
       // And without what later migrations add (Kysely applies only a history without gaps).
       await c.query(`drop table ${schema}.ssh_sessions`);
+      await c.query(`alter table ${schema}.daemons drop column require_recording`);
       await c.query(`drop table ${schema}.access_requests`);
       await c.query(
         `alter table ${schema}.principal_subjects drop column grant_kind, drop column valid_until, drop column approval_policy`,

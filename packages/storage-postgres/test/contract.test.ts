@@ -95,6 +95,7 @@ describe("postgres adapter", () => {
     await admin(async (c) => {
       await c.query(`alter table ${schema}.targets drop column reported_endpoints`);
       await c.query(`drop table ${schema}.ssh_sessions`);
+      await c.query(`alter table ${schema}.daemons drop column require_recording`);
       await c.query(`drop table ${schema}.access_requests`);
       await c.query(
         `alter table ${schema}.principal_subjects drop column grant_kind, drop column valid_until, drop column approval_policy`,
