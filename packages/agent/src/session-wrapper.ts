@@ -37,7 +37,7 @@ interface WrapperOptions {
 }
 
 type AgentAnswer =
-  | { readonly type: "ok"; readonly sessionId: string }
+  | { readonly type: "ok"; readonly sessionId: string; readonly record: boolean }
   | { readonly type: "unmanaged" }
   | { readonly type: "refused"; readonly reason: string };
 
@@ -113,6 +113,33 @@ function userEnvironment(options: WrapperOptions, sessionId: string | undefined)
 interface Counters {
   bytesIn: number;
   bytesOut: number;
+  /** Output for the recording, when the login is recorded. */
+  tap?: (data: Uint8Array) => void;
+  resized?: (cols: number, rows: number) => void;
+}
+
+/** Output batched for the agent (the recording): at most every 20 ms, or 32 KiB at once. */
+function recordingTap(socket: Socket): { tap: (data: Uint8Array) => void; flush: () => void } {
+  let pending: Buffer[] = [];
+  let size = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const flush = () => {
+    clearTimeout(timer);
+    timer = undefined;
+    if (size === 0 || socket.destroyed) return;
+    socket.write(`${JSON.stringify({ type: "o", d: Buffer.concat(pending).toString("base64") })}\n`);
+    pending = [];
+    size = 0;
+  };
+  return {
+    flush,
+    tap(data) {
+      pending.push(Buffer.from(data));
+      size += data.byteLength;
+      if (size >= 32 * 1024) flush();
+      else timer ??= setTimeout(flush, 20);
+    },
+  };
 }
 
 interface Running {
@@ -141,6 +168,7 @@ function runPiped(
     new Promise<void>((done) => {
       from.on("data", (data: Buffer) => {
         counters.bytesOut += data.length;
+        counters.tap?.(data);
         if (!to.write(data)) {
           from.pause();
           to.once("drain", () => from.resume());
@@ -192,9 +220,13 @@ async function runInPty(
   pty.onData((data) => {
     const bytes = data as unknown as Buffer;
     counters.bytesOut += bytes.length;
+    counters.tap?.(bytes);
     stdout.write(bytes);
   });
-  process.on("SIGWINCH", () => pty.resize(stdout.columns || 80, stdout.rows || 24));
+  process.on("SIGWINCH", () => {
+    pty.resize(stdout.columns || 80, stdout.rows || 24);
+    counters.resized?.(stdout.columns || 80, stdout.rows || 24);
+  });
   const exited = new Promise<number>((resolve) =>
     pty.onExit(({ exitCode, signal }) => resolve(signal ? 128 + signal : exitCode)),
   );
@@ -245,11 +277,14 @@ async function main(): Promise<void> {
     socket.once("close", () => resolve("unreachable"));
     lines(socket, (message) => {
       if (message.type === "ok" && typeof message.sessionId === "string") {
-        resolve({ type: "ok", sessionId: message.sessionId });
+        resolve({ type: "ok", sessionId: message.sessionId, record: message.record === true });
       } else if (message.type === "unmanaged") resolve({ type: "unmanaged" });
       else if (message.type === "refused") resolve({ type: "refused", reason: String(message.reason) });
     });
-    socket.once("connect", () => socket.write(`${JSON.stringify({ type: "begin", pid: process.pid })}\n`));
+    socket.once("connect", () => {
+      const size = { cols: process.stdout.columns || 80, rows: process.stdout.rows || 24 };
+      socket.write(`${JSON.stringify({ type: "begin", pid: process.pid, ...size })}\n`);
+    });
   });
   socket.setTimeout(0);
   if (answer === "unreachable") {
@@ -266,6 +301,15 @@ async function main(): Promise<void> {
   if (sessionId === undefined) socket.destroy();
 
   const counters: Counters = { bytesIn: 0, bytesOut: 0 };
+  const recording =
+    answer !== "unreachable" && answer.type === "ok" && answer.record ? recordingTap(socket) : undefined;
+  if (recording) {
+    counters.tap = recording.tap;
+    counters.resized = (cols, rows) => {
+      recording.flush();
+      socket.write(`${JSON.stringify({ type: "r", cols, rows })}\n`);
+    };
+  }
   const { file, args } = commandLine();
   const env = userEnvironment(options, sessionId);
   const tty = process.env.SSH_TTY !== undefined && process.stdin.isTTY === true;
@@ -290,6 +334,7 @@ async function main(): Promise<void> {
     socket.on("error", () => {});
   }
   const status = await running.exited;
+  recording?.flush();
   if (sessionId !== undefined && !socket.destroyed) {
     const end = { type: "end", exitStatus: status, ...counters };
     await new Promise<void>((done) => socket.end(`${JSON.stringify(end)}\n`, done));

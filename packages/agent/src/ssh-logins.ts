@@ -3,8 +3,10 @@
  * the session wrapper (session-wrapper.ts, sshd's `ForceCommand`) reports to, one connection per
  * login, newline-delimited JSON:
  *
- * - wrapper → agent `{type: "begin", pid}`; the agent answers `{type: "ok", sessionId}`,
- *   `{type: "unmanaged"}` (not a certificate login) or `{type: "refused", reason}`;
+ * - wrapper → agent `{type: "begin", pid, cols, rows}`; the agent answers `{type: "ok", sessionId,
+ *   record}`, `{type: "unmanaged"}` (not a certificate login) or `{type: "refused", reason}`;
+ * - wrapper → agent, when `record`: `{type: "o", d: <base64 output>}` and `{type: "r", cols,
+ *   rows}`, which the agent writes into the login's recording (ssh-recording.ts);
  * - wrapper → agent `{type: "end", exitStatus, bytesIn, bytesOut}` when the command ended;
  * - agent → wrapper `{type: "terminate", reason}` when the server says the login must end.
  *
@@ -30,6 +32,7 @@ import { SessionKind } from "@wap/api";
 import type { DaemonClient } from "@wap/client";
 import { explain, isRefusal } from "./errors.js";
 import type { Logger } from "./log.js";
+import { LoginRecording } from "./ssh-recording.js";
 
 export const defaultSessionsSocket = "/run/wap-agent/sessions.sock";
 
@@ -62,6 +65,7 @@ interface Login {
   readonly pid: number;
   readonly facts: LoginFacts;
   readonly socket: Socket;
+  readonly recording: LoginRecording | undefined;
   ended: boolean;
   terminating?: string;
 }
@@ -240,9 +244,14 @@ export class SshLoginServer {
         }
         if (message.type === "begin" && !begun) {
           begun = true;
-          void this.#begin(socket, Number(message.pid)).then((l) => {
+          const size = { cols: Number(message.cols), rows: Number(message.rows) };
+          void this.#begin(socket, Number(message.pid), size).then((l) => {
             login = l;
           });
+        } else if (message.type === "o" && login?.recording && typeof message.d === "string") {
+          login.recording.output(Buffer.from(message.d, "base64"));
+        } else if (message.type === "r" && login?.recording) {
+          login.recording.resize(message.cols, message.rows);
         } else if (message.type === "end" && login) {
           void this.#end(login, {
             exitStatus: Number.isSafeInteger(message.exitStatus) ? (message.exitStatus as number) : -1,
@@ -266,7 +275,11 @@ export class SshLoginServer {
     });
   }
 
-  async #begin(socket: Socket, pid: number): Promise<Login | undefined> {
+  async #begin(
+    socket: Socket,
+    pid: number,
+    size: { cols: number; rows: number },
+  ): Promise<Login | undefined> {
     const { log, events, client } = this.#options;
     const refuse = (reason: string) => {
       log({ level: "warn", msg: "ssh login refused", pid, reason });
@@ -289,6 +302,8 @@ export class SshLoginServer {
     }
     if (this.#logins.size >= loginLimits.maxLogins) return refuse(`${loginLimits.maxLogins} logins are live`);
     let sessionId: string;
+    let record = false;
+    let requireRecording = this.#options.requireRecording();
     try {
       const res = await client.daemons.beginSSHSession(
         {
@@ -302,6 +317,8 @@ export class SshLoginServer {
         { timeoutMs: loginLimits.beginTimeoutMs },
       );
       sessionId = res.sessionId;
+      record = res.record;
+      requireRecording = res.requireRecording;
     } catch (error) {
       if (isRefusal(error) || this.#options.requireRecording()) {
         return refuse(explain(error));
@@ -315,9 +332,22 @@ export class SshLoginServer {
       });
     }
     if (socket.destroyed) return undefined;
-    const login: Login = { id: sessionId, pid, facts, socket, ended: false };
+    const recording = record
+      ? new LoginRecording({
+          sessionId,
+          client,
+          log,
+          kind: facts.kind,
+          command: facts.command,
+          tty: facts.tty,
+          size,
+          requireRecording,
+          onCannotStore: (reason) => this.terminate(sessionId, reason),
+        })
+      : undefined;
+    const login: Login = { id: sessionId, pid, facts, socket, recording, ended: false };
     this.#logins.set(sessionId, login);
-    send(socket, { type: "ok", sessionId });
+    send(socket, { type: "ok", sessionId, record });
     log({
       level: "info",
       msg: "ssh login begun",
@@ -340,6 +370,7 @@ export class SshLoginServer {
     this.#options.events.ended({ sessionId: login.id, reason: end.reason });
     this.#options.log({ level: "info", msg: "ssh login ended", sessionId: login.id, ...end });
     if (login.id.startsWith("local-")) return;
+    await login.recording?.finish(end.exitStatus);
     try {
       await this.#options.client.daemons.endSSHSession(
         {

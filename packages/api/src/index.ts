@@ -330,6 +330,8 @@ export {
 } from "./gen/platform/v1/credential_pb.js";
 
 export type {
+  AppendSSHRecordingRequest,
+  AppendSSHRecordingResponse,
   BeginSSHSessionRequest,
   BeginSSHSessionResponse,
   CloseRequest,
@@ -375,6 +377,8 @@ export type {
   UpdateDaemonResponse,
 } from "./gen/platform/v1/daemon_pb.js";
 export {
+  AppendSSHRecordingRequestSchema,
+  AppendSSHRecordingResponseSchema,
   BeginSSHSessionRequestSchema,
   BeginSSHSessionResponseSchema,
   CloseRequestSchema,

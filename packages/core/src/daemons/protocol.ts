@@ -5,6 +5,7 @@
  * @module
  */
 import type { AnyOperation } from "../operations/operation.js";
+import { appendSshRecording } from "../recordings/ssh-recording.js";
 import { sessionOperations } from "../sessions/operations.js";
 import { sshSessionOperations } from "../sessions/ssh-sessions.js";
 import { enrollmentOperations } from "./enrollment.js";
@@ -15,4 +16,5 @@ export const daemonProtocolOperations: readonly AnyOperation[] = [
   syncDaemon,
   ...sessionOperations,
   ...sshSessionOperations,
+  appendSshRecording,
 ];

@@ -65,6 +65,16 @@ export const sessionReasons = {
     description:
       "Another server instance asked this one to relay a session it does not hold; the instance should look the session up again.",
   },
+  RECORDING_NOT_EXPECTED: {
+    code: "failed_precondition",
+    description:
+      "An agent sent recording data for an SSH login its daemon did not record when it began; send none.",
+  },
+  RECORDING_OFFSET: {
+    code: "failed_precondition",
+    description:
+      "An agent appended to an SSH login's recording past what is stored; resume from the size the message gives.",
+  },
   RECORDING_NOT_FOUND: {
     code: "not_found",
     description: "The recording does not exist in this workspace; check its id.",

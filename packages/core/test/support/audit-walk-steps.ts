@@ -4,7 +4,7 @@
  * leaves none. audit-walk.test.ts fails for a mutating RPC missing here.
  */
 
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { DescMessage, DescMethodUnary, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
@@ -873,6 +873,41 @@ const steps: ReadonlyArray<Row> = [
       },
     },
   ],
+  // The bytes are stored as they come (appends are idempotent by offset); only completing the
+  // recording is audited, in the transaction that completes it.
+  withCommittedFirst(
+    [
+      Dmn.appendSSHRecording,
+      {
+        prepare: async (f) => {
+          const o = await f.owner();
+          const { daemon, begin } = await anSshLogin(f, o);
+          await f.call(o.caller, Dmn.updateDaemon, {
+            workspaceId: o.workspaceId,
+            id: daemon.id,
+            config: { recordSessions: true },
+          });
+          const { sessionId } = await callAsDaemon(f, daemon, Dmn.beginSSHSession, begin);
+          const data = new TextEncoder().encode(
+            '{"version":2,"width":80,"height":24}\n[0.5,"o","up 3 days"]\n',
+          );
+          const sha256 = createHash("sha256").update(data).digest("hex");
+          const self = await daemonCaller(f, daemon, Dmn.appendSSHRecording);
+          const request = { sessionId, offset: 0n, data, final: true };
+          const resource = `recording:${sessionId} sha256=${sha256} bytes=${data.byteLength} truncated=false target=${daemon.targetId}`;
+          // The last append completes the recording: the entry is the recording's, by its subject.
+          return prepared(
+            (facts) => f.invoke(self, Dmn.appendSSHRecording, request, facts),
+            () => [entry(o.caller.userId, "recording.complete", resource, o.workspaceId)],
+          );
+        },
+      },
+    ],
+    {
+      tables: ["recordings", "recording_chunks"],
+      why: "the bytes are stored as they come, idempotent by offset; completing the recording is audited",
+    },
+  ),
   [
     DaemonControlService.method.connect,
     {

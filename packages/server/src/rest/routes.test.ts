@@ -256,6 +256,7 @@ export const unmappedRpcs = [
   ["DaemonService", "SyncDaemon"],
   ["DaemonService", "BeginSSHSession"],
   ["DaemonService", "EndSSHSession"],
+  ["DaemonService", "AppendSSHRecording"],
   ["DaemonControlService", "Connect"],
   ["DaemonSessionService", "Session"],
   ["AuthService", "StreamCLILogin"],
