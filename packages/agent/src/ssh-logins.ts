@@ -21,6 +21,8 @@
  * Ending a login (a `terminateSession` from the server, or a wrapper that went away without
  * `end`): the wrapper is told, then after a second its process group is killed and the sshd
  * process it runs under is terminated, which closes the connection and hangs up its terminal.
+ * When the agent itself stops, its logins are left to the wrappers, which follow the daemon's
+ * policy (`login_policy`: a `fail-closed` login ends, an `open` one goes on).
  *
  * @module
  */
@@ -173,6 +175,8 @@ export class SshLoginServer {
   readonly #options: SshLoginServerOptions;
   readonly #logins = new Map<string, Login>();
   #server: Server | undefined;
+  /** Set while the agent stops: its logins are left to the daemon's policy, not killed. */
+  #closing = false;
 
   constructor(options: SshLoginServerOptions) {
     this.#options = options;
@@ -212,6 +216,7 @@ export class SshLoginServer {
   async close(): Promise<void> {
     const server = this.#server;
     this.#server = undefined;
+    this.#closing = true;
     for (const login of this.#logins.values()) login.socket.destroy();
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
     await rm(this.#options.socketPath, { force: true });
@@ -263,7 +268,7 @@ export class SshLoginServer {
       }
     });
     socket.on("close", () => {
-      if (!login || login.ended) return;
+      if (!login || login.ended || this.#closing) return;
       // Gone without saying how it ended: killed, or the user's doing. What is left goes too.
       this.#killLogin(login);
       void this.#end(login, {
