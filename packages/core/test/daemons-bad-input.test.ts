@@ -9,6 +9,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Caller } from "../src/context.js";
 import { syncLimits } from "../src/daemons/sync.js";
+import { sshRecordingLimits } from "../src/recordings/ssh-recording.js";
 import { sshSessionLimits } from "../src/sessions/ssh-sessions.js";
 import type { Owner } from "./support/access.js";
 import { ofLength, violatedFieldsOf } from "./support/bounds.js";
@@ -273,6 +274,24 @@ describe("patterns, enums and required fields", () => {
       { numRuns: 40 },
     );
     expect(await violatedFields(daemon, D.endSSHSession, { sessionId: "x" })).toEqual(["sessionId"]);
+  });
+
+  it("AppendSSHRecording: data at most 64 KiB, offset >= 0", async () => {
+    const append = (request: Record<string, unknown>) =>
+      violatedFields(daemon, D.appendSSHRecording, { sessionId: uuid(), offset: 0n, ...request });
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 0, max: sshRecordingLimits.appendBytes + 64 }), async (n) => {
+        const fields = await append({ data: new Uint8Array(n) });
+        expect(fields).toEqual(n > sshRecordingLimits.appendBytes ? ["data"] : []);
+      }),
+      { numRuns: 25 },
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }), async (offset) => {
+        expect(await append({ offset, data: new Uint8Array(1) })).toEqual(offset < 0n ? ["offset"] : []);
+      }),
+      { numRuns: 40 },
+    );
   });
 
   it("SyncDaemon: at most 256 users, 32 addresses, 64 metadata entries", async () => {

@@ -140,6 +140,55 @@ describe("BeginSSHSession", () => {
   });
 });
 
+describe("AppendSSHRecording", () => {
+  const bytes = (text: string) => new TextEncoder().encode(text);
+  const append = (sessionId: string, offset: number, data: string, final = false) =>
+    callAsDaemon(t, d, DaemonService.method.appendSSHRecording, {
+      sessionId,
+      offset: BigInt(offset),
+      data: bytes(data),
+      final,
+    });
+
+  it("appends by offset: repeated bytes are skipped, a gap is refused with the size to resume from, final completes it", async () => {
+    await t.call(ada.caller, DaemonService.method.updateDaemon, {
+      workspaceId: ada.workspaceId,
+      id: d.id,
+      config: { recordSessions: true },
+    });
+    const { sessionId, record } = await begin(await certificateFor(ada.caller));
+    expect(record).toBe(true);
+    expect((await append(sessionId!, 0, "header\n")).size).toBe(7n);
+    expect((await append(sessionId!, 0, "header\n")).size).toBe(7n);
+    expect((await append(sessionId!, 4, "er\none\n")).size).toBe(11n);
+    await expectCode(append(sessionId!, 20, "gap"), "failed_precondition");
+    expect((await append(sessionId!, 11, "two\n", true)).size).toBe(15n);
+    const recording = await t.storage.recordings.findById(ada.workspaceId, sessionId!);
+    expect(recording).toMatchObject({
+      complete: true,
+      sizeBytes: 15,
+      userId: ada.caller.userId,
+      username: "ubuntu",
+    });
+    const chunks = await t.storage.recordings.scanChunks(ada.workspaceId, sessionId!, { limit: 10 });
+    expect(Buffer.concat(chunks.map((c) => c.data)).toString()).toBe("header\none\ntwo\n");
+    // Complete: later appends store nothing.
+    expect((await append(sessionId!, 15, "more")).size).toBe(15n);
+    await t.call(ada.caller, DaemonService.method.updateDaemon, {
+      workspaceId: ada.workspaceId,
+      id: d.id,
+      config: { recordSessions: false },
+    });
+  });
+
+  it("is refused for a login begun while the daemon did not record, and for another daemon's login", async () => {
+    const { sessionId, record } = await begin(await certificateFor(ada.caller));
+    expect(record).toBe(false);
+    await expectCode(append(sessionId!, 0, "x"), "failed_precondition");
+    await expectCode(append(crypto.randomUUID(), 0, "x"), "not_found");
+  });
+});
+
 describe("live logins end when their access goes", () => {
   it("the certificate revoked", async () => {
     const certificate = await certificateFor(ada.caller);
