@@ -31,7 +31,7 @@ import {
 } from "../errors.js";
 import type { BidiStreamingCall, StreamObserver } from "../events/streaming-operation.js";
 import type { Services } from "../operations/services.js";
-import { watchSshSessions } from "../sessions/ssh-enforcement.js";
+import { type SshWatch, watchSshSessions } from "../sessions/ssh-enforcement.js";
 import { admittedDaemon } from "./admitted-daemon.js";
 import { type ConnectResponseInit, closeControlStream, heartbeatAck, openControlStream } from "./control.js";
 import { daemonTopic, parseDaemonEvent, toConnectResponse } from "./events.js";
@@ -81,7 +81,7 @@ async function* controlStream(parts: ControlStreamParts): AsyncGenerator<Connect
   const stream = host.track(daemon.daemonId, parts.requestId);
   let keepalive: ReturnType<typeof setInterval> | undefined;
   let unsubscribe: (() => void) | undefined;
-  let stopWatching: (() => void) | undefined;
+  let logins: SshWatch | undefined;
   try {
     const end = () => box.finish();
     clientGone.addEventListener("abort", end, { once: true });
@@ -102,6 +102,10 @@ async function* controlStream(parts: ControlStreamParts): AsyncGenerator<Connect
         );
         return;
       }
+      if (event.kind === "sshBegun") {
+        logins?.loginBegun();
+        return;
+      }
       const message = toConnectResponse(daemon.daemonId, event);
       if (message !== null) box.push(message);
     });
@@ -112,7 +116,7 @@ async function* controlStream(parts: ControlStreamParts): AsyncGenerator<Connect
     });
     observer?.event?.("daemon.online");
     for (const message of greeting) box.push(message);
-    stopWatching = await watchSshSessions(services, {
+    logins = await watchSshSessions(services, {
       workspaceId: daemon.workspaceId,
       daemonId: daemon.daemonId,
     });
@@ -137,7 +141,7 @@ async function* controlStream(parts: ControlStreamParts): AsyncGenerator<Connect
   } finally {
     clearInterval(keepalive);
     unsubscribe?.();
-    stopWatching?.();
+    logins?.stop();
     box.finish();
     host.untrack(stream);
     if (stream.opened) await markOffline(services, daemon, stream, host.offlineFailed.bind(host));

@@ -4,7 +4,8 @@
  *
  * - topic `daemon:<daemonId>`: `notification` (a Notification to send), `session` (a session to
  *   push; registered in storage before it is published), `terminate` (end one of its SSH logins
- *   now; ended in storage before it is published), `deleted` (end the stream: the daemon's
+ *   now; ended in storage before it is published), `sshBegun` (one of its SSH logins began: its
+ *   control stream watches its logins), `deleted` (end the stream: the daemon's
  *   credentials no longer work);
  * - topic `session:<sessionId>`: `close` (send `close{reason}` and end both sides of the relay).
  *
@@ -30,6 +31,7 @@ export type DaemonEvent =
       readonly userId: string;
     }
   | { readonly kind: "terminate"; readonly sessionId: string; readonly reason: string }
+  | { readonly kind: "sshBegun" }
   | { readonly kind: "deleted" };
 
 /** An event on `session:<id>`. */
@@ -121,6 +123,8 @@ export function parseDaemonEvent(payload: EventPayload): DaemonEvent | null {
     case "terminate":
       if (typeof p.sessionId !== "string" || typeof p.reason !== "string") return null;
       return { kind: "terminate", sessionId: p.sessionId, reason: p.reason };
+    case "sshBegun":
+      return { kind: "sshBegun" };
     case "deleted":
       return { kind: "deleted" };
     default:
@@ -138,7 +142,7 @@ export function parseSessionEvent(payload: EventPayload): SessionEvent | null {
 
 /**
  * The ConnectResponse a control stream sends for an event, or null for `deleted` (which ends the
- * stream instead).
+ * stream instead) and `sshBegun` (which the stream keeps to itself).
  */
 export function toConnectResponse(
   daemonId: string,
@@ -167,6 +171,7 @@ export function toConnectResponse(
       return {
         msg: { case: "terminateSession", value: { sessionId: event.sessionId, reason: event.reason } },
       };
+    case "sshBegun":
     case "deleted":
       return null;
   }

@@ -3,11 +3,15 @@
  * daemon (on whichever instance holds it) watches the daemon's live logins:
  *
  * - after every change in the daemon's workspace (`workspace:<id>`: a grant removed, a member
- *   removed, a certificate revoked, a service account deleted, a login begun...), at most every
- *   {@link minRecheckMs};
+ *   removed, a certificate revoked, a service account deleted...), at most every
+ *   {@link minRecheckMs}, while the daemon has live logins;
  * - after every change to an account (`accounts`) that names a subject with a live login;
- * - when the stream opens (what changed while the daemon was away), and every
+ * - when one of its logins begins (`sshBegun` on `daemon:<id>`, which the control stream passes
+ *   on), when the stream opens (what changed while the daemon was away), and every
  *   {@link backstopMs} whatever happens (a certificate that expired).
+ *
+ * A daemon with no live login costs nothing on workspace events: with thousands of daemons in a
+ * workspace, a change there queries storage only for those with logins.
  *
  * Each check is {@link checkSshAccess} for every live login. A login that fails it is ended in
  * storage (by `system`, with the reason), audited `ssh_session.end`, and the daemon is told
@@ -91,8 +95,14 @@ export interface SshWatchOptions {
   readonly backstopMs?: number;
 }
 
-/** Watches a daemon's live SSH logins until the returned function is called. */
-export async function watchSshSessions(services: Services, options: SshWatchOptions): Promise<() => void> {
+export interface SshWatch {
+  /** A login of the daemon began: check from now on. */
+  loginBegun(): void;
+  stop(): void;
+}
+
+/** Watches a daemon's live SSH logins until `stop` is called. */
+export async function watchSshSessions(services: Services, options: SshWatchOptions): Promise<SshWatch> {
   const { workspaceId, daemonId } = options;
   let stopped = false;
   let checking = false;
@@ -100,6 +110,9 @@ export async function watchSshSessions(services: Services, options: SshWatchOpti
   let lastCheck = 0;
   let delayed: NodeJS.Timeout | undefined;
   let subjects = new Set<string>();
+  /** Whether the last check found live logins (or one began since). */
+  let live = true;
+  let begun = 0;
 
   const check = async () => {
     if (stopped) return;
@@ -109,8 +122,10 @@ export async function watchSshSessions(services: Services, options: SshWatchOpti
     }
     checking = true;
     lastCheck = Date.now();
+    const begunBefore = begun;
     try {
       subjects = (await enforceSshAccess(services, workspaceId, daemonId)).subjects;
+      live = subjects.size > 0 || begun !== begunBefore;
     } catch (error) {
       if (!stopped) options.onCheckFailed?.(error);
     } finally {
@@ -132,7 +147,9 @@ export async function watchSshSessions(services: Services, options: SshWatchOpti
   };
 
   const unsubscribers = [
-    await services.events.subscribe(workspaceTopic(workspaceId), schedule),
+    await services.events.subscribe(workspaceTopic(workspaceId), () => {
+      if (live) schedule();
+    }),
     await services.events.subscribe(accountsTopic, (payload) => {
       if (mentionsAny(payload, subjects)) schedule();
     }),
@@ -141,12 +158,19 @@ export async function watchSshSessions(services: Services, options: SshWatchOpti
   backstop.unref?.();
   void check();
 
-  return () => {
-    if (stopped) return;
-    stopped = true;
-    clearInterval(backstop);
-    clearTimeout(delayed);
-    for (const unsubscribe of unsubscribers) unsubscribe();
+  return {
+    loginBegun() {
+      begun++;
+      live = true;
+      schedule();
+    },
+    stop() {
+      if (stopped) return;
+      stopped = true;
+      clearInterval(backstop);
+      clearTimeout(delayed);
+      for (const unsubscribe of unsubscribers) unsubscribe();
+    },
   };
 }
 

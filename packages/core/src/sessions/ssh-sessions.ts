@@ -19,6 +19,7 @@ import { DaemonService, SessionKind, type SessionSchema } from "@wap/api";
 import { readSshCertificate, sshFingerprintSha256 } from "@wap/ssh-wire";
 import * as z from "zod";
 import type { DaemonCaller } from "../context.js";
+import { daemonTopic, publishCommitted } from "../daemons/events.js";
 import { principalMapOf } from "../daemons/sync.js";
 import {
   FailedPreconditionError,
@@ -236,6 +237,8 @@ export const beginSshSession = defineOperation({
         workspaceId: caller.workspaceId,
       });
     });
+    // The instance holding the daemon's control stream watches the login from now on.
+    await publishCommitted(services, [{ topic: daemonTopic(daemon.id), payload: { kind: "sshBegun" } }]);
     return {
       sessionId: session.id,
       record: daemon.recordSessions,
