@@ -169,21 +169,24 @@ async function revoke(): Promise<void> {
   });
 }
 
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "wap-ssh-sessions-"));
-  home = join(dir, "home");
-  sshdDir = join(dir, "sshd");
-  socket = join(dir, "sessions.sock");
-  await mkdir(join(home, ".ssh"), { recursive: true, mode: 0o755 });
-  server = await createServer({
+const startServer = (port: number) =>
+  createServer({
     host: "127.0.0.1",
-    port: 0,
+    port,
     dataDir: join(dir, "server"),
     logger: silentLogger,
     rateLimit: { authenticatedPoints: 0, anonymousPoints: 0 },
     shutdownGraceSeconds: 1,
     platformOptions: { passwords: createArgon2PasswordHasher({ memoryCost: 1024, timeCost: 1 }) },
   });
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "wap-ssh-sessions-"));
+  home = join(dir, "home");
+  sshdDir = join(dir, "sshd");
+  socket = join(dir, "sessions.sock");
+  await mkdir(join(home, ".ssh"), { recursive: true, mode: 0o755 });
+  server = await startServer(0);
   ada = createPlatformClient({ baseUrl: server.url });
   await ada.auth.register({
     name: "Ada Lovelace",
@@ -506,5 +509,36 @@ describe("plain ssh logins as sessions of the platform", () => {
     agent = runAgent(agentArgs);
     await agent.waitFor((l) => l.msg === "synced", 0);
     expect((await ssh(first, [], ["echo back"]).done).stdout).toBe("back\n");
+  });
+
+  it("with the control stream cut, follows the daemon's policy: refuses logins when it requires recording, runs them unregistered otherwise", {
+    timeout: 120_000,
+  }, async () => {
+    const { port } = server;
+    const cut = async () => {
+      const from = agent.lines.length;
+      await server.close();
+      await agent.waitFor((l) => l.msg === "control stream ended: reconnecting", from);
+    };
+    const back = async () => {
+      const from = agent.lines.length;
+      server = await startServer(port);
+      await agent.waitFor((l) => l.msg === "synced", from);
+    };
+    // requireRecording is on (the test before): fail closed.
+    await cut();
+    const refused = await ssh(first, [], ["echo ran"]).done;
+    expect(refused.code).toBe(255);
+    expect(refused.stdout).toBe("");
+    expect(refused.stderr).toContain("wap: login refused:");
+    await back();
+    await ada.daemons.updateDaemon({ workspaceId, id: daemonId, config: { requireRecording: false } });
+    await until(async () => (await readFile(join(sshdDir, "login_policy"), "utf8")) === "open\n");
+    await cut();
+    const from = agent.lines.length;
+    const open = await ssh(first, [], ["echo ran"]).done;
+    expect(open.stdout).toBe("ran\n");
+    await agent.waitFor((l) => l.msg === "ssh login not registered: the server cannot be reached", from);
+    await back();
   });
 });
