@@ -426,6 +426,80 @@ describe("plain ssh logins as sessions of the platform", () => {
     expect(end.actorId).toBe(userId);
   });
 
+  it("ends a live `wap ssh` login of a service account within 5 s when the service account is deleted", {
+    timeout: 90_000,
+  }, async () => {
+    const { serviceAccount, token } = await ada.serviceAccounts.createServiceAccount({
+      workspaceId,
+      name: "deployer",
+      roleName: "editor",
+    });
+    const from = agent.lines.length;
+    await ada.principals.addSubjectsToPrincipal({
+      workspaceId,
+      id: await principalId(),
+      subjectIds: [serviceAccount!.id],
+      type: PrincipalType.SERVICE_ACCOUNT,
+    });
+    await agent.waitFor((l) => l.msg === "synced" && (l.logins as Record<string, number>)[login] === 2, from);
+    const cli = join(process.cwd(), "packages/cli/src/bin.ts");
+    const child = spawn(
+      process.execPath,
+      [
+        "--conditions=dev-source",
+        "--import",
+        "tsx",
+        cli,
+        "ssh",
+        `${login}@web-1`,
+        "--",
+        "echo",
+        "in;",
+        "sleep",
+        "60",
+      ],
+      {
+        env: {
+          PATH: process.env.PATH,
+          HOME: dir,
+          WAP_CONFIG_DIR: join(dir, "wap-config"),
+          WAP_SERVER: server.url,
+          WAP_TOKEN: token,
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    let stdout = "";
+    let stderr = "";
+    child.stdout!.setEncoding("utf8").on("data", (d: string) => {
+      stdout += d;
+    });
+    child.stderr!.setEncoding("utf8").on("data", (d: string) => {
+      stderr += d;
+    });
+    const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
+    const [live] = await until(async () => {
+      const found = (await liveLogins()).filter((s) => s.userId === serviceAccount!.id);
+      return found.length === 1 && stdout.includes("in") && found;
+    });
+    expect(live).toMatchObject({
+      subjectType: "service_account",
+      subjectName: "deployer",
+      command: "echo in; sleep 60",
+    });
+    const deletedAt = Date.now();
+    await ada.serviceAccounts.deleteServiceAccount({ workspaceId, id: serviceAccount!.id });
+    await exited;
+    expect(Date.now() - deletedAt).toBeLessThan(5_000);
+    // Deleting a service account revokes its certificates too: the first check that fails says so.
+    const why = /access revoked: the (certificate was revoked|service account was deleted or expired)/;
+    expect(stderr).toMatch(new RegExp(`this session was ended: ${why.source}`));
+    const end = await until(async () =>
+      (await auditOf(live!.sessionId)).find((e) => e.action === "ssh_session.end"),
+    );
+    expect(end.resourceName).toMatch(why);
+  });
+
   it("records an interactive login and a command as asciicast v2, in the recordings storage", {
     timeout: 60_000,
   }, async () => {
