@@ -516,6 +516,17 @@ describe("plain ssh logins as sessions of the platform", () => {
       const done = recordings.filter((r) => r.complete);
       return done.length >= 2 && done;
     });
+    // The list says who, where, when, how long and what kind.
+    const listed = recordings.find((r) => r.kind === "exec")!;
+    expect(listed).toMatchObject({
+      subjectName: "Ada Lovelace",
+      daemonName: "web-1",
+      username: login,
+      command: "printf 'out\\n'; exit 4",
+    });
+    expect(listed.clientAddress).toMatch(/^127\.0\.0\.1:\d+$/);
+    expect(listed.startedAt && listed.endedAt).toBeTruthy();
+    expect(recordings.find((r) => r.kind === "shell")).toBeDefined();
     const file = async (id: string) => {
       let text = "";
       for await (const message of ada.recordings.getRecording({ workspaceId, recordingId: id })) {
