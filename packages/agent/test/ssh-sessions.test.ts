@@ -419,7 +419,8 @@ describe("plain ssh logins as sessions of the platform", () => {
     });
     await ada.daemons.closeSession({ workspaceId, daemonId, sessionId: live!.sessionId });
     const result = await done;
-    expect(result.stderr).toContain("this session was ended: closed from the platform");
+    // The person logged in reads who ended it.
+    expect(result.stderr).toContain("this session was ended: closed from the platform by Ada Lovelace");
     const end = await until(async () =>
       (await auditOf(live!.sessionId)).find((e) => e.action === "ssh_session.end"),
     );

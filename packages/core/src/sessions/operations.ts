@@ -221,6 +221,12 @@ export const closeSession = defineOperation({
         );
       }
       const by = ctx.caller.kind === "user" ? `user:${subject}` : `service_account:${subject}`;
+      // The person at the other end reads who ended it.
+      const closer =
+        ctx.caller.kind === "user"
+          ? await services.storage.users.findById(subject)
+          : await services.storage.serviceAccounts.findById(workspace.workspaceId, subject);
+      const endReason = closer ? `${reason} by ${closer.name}` : reason;
       const ended = await services.storage.transaction(async (tx) => {
         const result = await tx.sshSessions.end(workspace.workspaceId, login.id, {
           at: now,
@@ -228,12 +234,12 @@ export const closeSession = defineOperation({
           bytesIn: login.bytesIn,
           bytesOut: login.bytesOut,
           endedBy: by,
-          reason,
+          reason: endReason,
         });
         if (result) await audit(tx, { action: "ssh_session.end", resource: `ssh_session:${login.id}` });
         return result;
       });
-      if (ended) await publishCommitted(services, [terminateEvent(login.daemonId, login.id, reason)]);
+      if (ended) await publishCommitted(services, [terminateEvent(login.daemonId, login.id, endReason)]);
       return {};
     }
     const closed = await services.storage.transaction(async (tx) => {
