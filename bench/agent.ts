@@ -102,6 +102,8 @@ async function agentWorld(dir: string, agentUrl: string, adminUrl: string, bundl
       "127.0.0.1:22",
       "--host-key",
       join(dir, "host_key.pub"),
+      "--sessions-socket",
+      join(dir, "sessions.sock"),
     ],
     [bundle],
   );

@@ -26,7 +26,7 @@
  * Settings:
  * - BENCH_SECONDS (default 5) and BENCH_CONCURRENCY (default 32): each load run of the request
  *   path;
- * - BENCH_ONLY (comma-separated subset of `healthz,get-ca,sign,raw,audit-export,daemon-streams,agent,certificate-lifecycle,workers,wap-ssh,webhooks`,
+ * - BENCH_ONLY (comma-separated subset of `healthz,get-ca,sign,raw,audit-export,daemon-streams,agent,ssh-wrapper,certificate-lifecycle,workers,wap-ssh,webhooks`,
  *   default all), e.g. to profile one request path alone;
  * - BENCH_AUDIT_ROWS (default 1,000,000): events in the exported window;
  * - BENCH_LEDGER_ROWS (default 1,000,000), BENCH_KRL_SERIALS (default 100,000) and
@@ -59,6 +59,7 @@ import {
 } from "./report.js";
 import { requestPathMeasures, runRequestPathBench } from "./request-path.js";
 import type { BenchSection } from "./results.js";
+import { runSshWrapperBench } from "./ssh-wrapper.js";
 import { runWapSshBench } from "./wap-ssh.js";
 import { runWebhooksBench } from "./webhooks.js";
 import { runWorkersBench } from "./workers.js";
@@ -68,6 +69,7 @@ const benchmarks = [
   "audit-export",
   "daemon-streams",
   "agent",
+  "ssh-wrapper",
   "certificate-lifecycle",
   "workers",
   "wap-ssh",
@@ -119,6 +121,10 @@ if (only.has("daemon-streams")) {
 if (only.has("agent")) {
   console.log("\nHost agent");
   sections.push(await runAgentBench());
+}
+if (only.has("ssh-wrapper")) {
+  console.log("\nSSH session wrapper");
+  sections.push(await runSshWrapperBench());
 }
 if (only.has("certificate-lifecycle")) {
   console.log("\nCertificate lifecycle");

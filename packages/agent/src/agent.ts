@@ -10,6 +10,10 @@
  * - **Revocations**: each sync of an accepted daemon fetches its authority's KRL
  *   (GetRevocationList) into `revoked_keys`; a REVOCATIONS notification asks for a sync.
  * - **Offline**, the files stay as they were: logins keep working with what was last granted.
+ * - **SSH logins** (ssh-logins.ts): the session wrapper sshd runs for every login reports to the
+ *   agent's socket; the agent registers the login with the server before it runs, and ends it
+ *   when the server says so (`terminateSession`). Each sync writes the daemon's policy for
+ *   logins that cannot be registered (`login_policy`, sshd-match.ts).
  * - **Ends**: `STATUS REJECTED` for this daemon (principals removed, enrolment forgotten, exit
  *   4); the server refusing the agent's key, because its daemon was deleted or the key is not
  *   the enrolled one (principals removed, exit 3); `stop()` (exit 0).
@@ -18,6 +22,7 @@
  */
 import { exec } from "node:child_process";
 import { EventEmitter } from "node:events";
+import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import {
@@ -48,7 +53,9 @@ import { pendingRefusals, refusalsPerSync, reportedRefusals, watchRefusals } fro
 import { cannotRunAs } from "./pty-shell.js";
 import { type RunningSession, runSession } from "./session.js";
 import { keyBlobOf, parseSshCertificate, type SshCertificate } from "./ssh-key.js";
+import { SshLoginServer } from "./ssh-logins.js";
 import { defaultSshdDir, type PrincipalsMap, SshdFiles, usernamePattern } from "./sshd-files.js";
+import { prepareLoginControl, writeLoginPolicy } from "./sshd-match.js";
 import { AgentState, type Enrolment } from "./state.js";
 
 export const defaultHostKeyFile = "/etc/ssh/ssh_host_ed25519_key.pub";
@@ -70,6 +77,8 @@ export interface AgentOptions {
   readonly hostname?: string;
   readonly log?: Logger;
   readonly backoff?: BackoffOptions;
+  /** The Unix socket the session wrappers report SSH logins to; `<stateDir>/sessions.sock` by default. */
+  readonly sessionsSocket?: string;
   /** Between heartbeats on the control stream (5 minutes). */
   readonly heartbeatIntervalMs?: number;
 }
@@ -83,6 +92,9 @@ export interface AgentEvents {
   "session-refused": [{ sessionId: string; reason: string }];
   "session-resized": [{ sessionId: string; cols: number; rows: number }];
   "session-ended": [{ sessionId: string; reason: string }];
+  "ssh-login-begun": [{ sessionId: string; username: string; kind: string; pid: number }];
+  "ssh-login-refused": [{ pid: number; reason: string }];
+  "ssh-login-ended": [{ sessionId: string; reason: string }];
 }
 
 export interface Agent {
@@ -92,6 +104,8 @@ export interface Agent {
   /** The principals map the files hold. */
   principals(): PrincipalsMap;
   sessions(): readonly string[];
+  /** The live SSH logins' session ids. */
+  sshLogins(): readonly string[];
   stop(): Promise<void>;
   /** Settles when the agent has ended, with its exit code and why. */
   readonly done: Promise<{ exitCode: number; reason: string }>;
@@ -111,6 +125,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
   const key = await state.signingKey();
   const files = new SshdFiles(options.sshdDir ?? defaultSshdDir);
   await files.prepare();
+  await prepareLoginControl(files.dir);
   const hostname = options.hostname ?? machineHostname();
   const hostKeyFile = options.hostKeyFile ?? defaultHostKeyFile;
   const port = sshdPort(options.sshdConfigFile);
@@ -127,6 +142,20 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
   let principals: PrincipalsMap = await files.readPrincipals();
   // Certificates sshd's principals command refused are reported (and audited) at once.
   await watchRefusals(files.dir, () => void requestSync(false), stopping.signal);
+  let requireRecording = false;
+  const logins = new SshLoginServer({
+    // The command line gives /run/wap-agent/sessions.sock; a library caller gets its own.
+    socketPath: options.sessionsSocket ?? join(options.stateDir, "sessions.sock"),
+    client,
+    log,
+    requireRecording: () => requireRecording,
+    events: {
+      begun: (login) => events.emit("ssh-login-begun", login),
+      refused: (login) => events.emit("ssh-login-refused", login),
+      ended: (login) => events.emit("ssh-login-ended", login),
+    },
+  });
+  await logins.start();
   let finish!: (result: { exitCode: number; reason: string }) => void;
   const done = new Promise<{ exitCode: number; reason: string }>((resolve) => {
     finish = resolve;
@@ -197,6 +226,8 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     }
     if (await files.writePrincipals(next)) changed.push("principals");
     principals = next;
+    requireRecording = res.config?.requireRecording ?? false;
+    if (await writeLoginPolicy(files.dir, requireRecording)) changed.push("login_policy");
     let renewIn = fullSyncEveryMs;
     if (res.status === DaemonStatus.ACCEPTED) {
       const current = await currentCertificate();
@@ -434,6 +465,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       stopping.abort();
       clearTimeout(nextSync);
       await Promise.all([...sessions.values()].map((s) => s.end("the agent is stopping")));
+      await logins.close();
       client.close();
       finish({ exitCode, reason });
     })();
@@ -476,6 +508,11 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
         }
         if (message.msg.case === "notification") onNotification(message.msg.value);
         else if (message.msg.case === "session") void startSession(message.msg.value);
+        else if (message.msg.case === "terminateSession") {
+          const { sessionId, reason } = message.msg.value;
+          if (!logins.terminate(sessionId, reason))
+            void sessions.get(sessionId)?.end(`terminated: ${reason}`);
+        }
       }
     } finally {
       stopping.signal.removeEventListener("abort", stop);
@@ -562,6 +599,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     files,
     principals: () => principals,
     sessions: () => [...sessions.keys()],
+    sshLogins: () => logins.live(),
     stop: () => shutDown(exitCodes.stopped, "stopped"),
     done,
   };

@@ -12,7 +12,9 @@ import { exitCodes, explain, NotEnrolledError } from "./errors.js";
 import { jsonLineLogger } from "./log.js";
 import { principalsCheckMain, principalsCommandLines } from "./principals-check.js";
 import { parseSshCertificate } from "./ssh-key.js";
+import { defaultSessionsSocket } from "./ssh-logins.js";
 import { defaultSshdDir, SshdFiles } from "./sshd-files.js";
+import { defaultWrapperCommand, matchBlockLines, prepareLoginControl } from "./sshd-match.js";
 import { AgentState, defaultStateDir } from "./state.js";
 import { agentVersion } from "./version.js";
 
@@ -108,6 +110,11 @@ export function program(): Command {
       sshAddress,
     )
     .option("--host-key <file>", "the host public key to certify", defaultHostKeyFile)
+    .option(
+      "--sessions-socket <path>",
+      "the Unix socket the session wrapper reports SSH logins to",
+      defaultSessionsSocket,
+    )
     .action(
       async (opts: {
         stateDir: string;
@@ -115,11 +122,13 @@ export function program(): Command {
         reloadCommand?: string;
         sshAddress?: string[];
         hostKey: string;
+        sessionsSocket: string;
       }) => {
         const agent = await startAgent({
           stateDir: opts.stateDir,
           sshdDir: opts.sshdDir,
           hostKeyFile: opts.hostKey,
+          sessionsSocket: opts.sessionsSocket,
           ...(opts.reloadCommand && { reloadCommand: opts.reloadCommand }),
           ...(opts.sshAddress && { sshAddresses: opts.sshAddress }),
           log: jsonLineLogger(),
@@ -143,12 +152,29 @@ export function program(): Command {
       "have sshd ask this agent program (absolute path) for a login's principals, which enforces host-bound and single-use certificates",
     )
     .option("--principals-command-user <user>", "the user sshd runs the principals command as", "root")
-    .action(async (opts: { sshdDir: string; principalsCommand?: string; principalsCommandUser: string }) => {
-      const files = new SshdFiles(opts.sshdDir);
-      // sshd refuses every login while RevokedKeys names a missing file.
-      await files.prepare();
-      process.stdout.write(`${withPrincipalsCommand(files, opts).join("\n")}\n`);
-    });
+    .option("--sessions-socket <path>", "the socket given to `run`", defaultSessionsSocket)
+    .option(
+      "--session-wrapper <command>",
+      "how sshd starts the session wrapper (default: this Node and the wrapper installed beside this command)",
+    )
+    .action(
+      async (opts: {
+        sshdDir: string;
+        principalsCommand?: string;
+        principalsCommandUser: string;
+        sessionsSocket: string;
+        sessionWrapper?: string;
+      }) => {
+        const files = new SshdFiles(opts.sshdDir);
+        // sshd refuses every login while RevokedKeys names a missing file.
+        await files.prepare();
+        await prepareLoginControl(opts.sshdDir);
+        const wrapper = opts.sessionWrapper?.split(" ").filter((w) => w !== "") ?? defaultWrapperCommand();
+        // The Match block comes last: it runs to the end of the file sshd reads it from.
+        const match = matchBlockLines({ wrapper, socket: opts.sessionsSocket, sshdDir: opts.sshdDir });
+        process.stdout.write(`${[...withPrincipalsCommand(files, opts), ...match].join("\n")}\n`);
+      },
+    );
 
   // Run by bin.ts without loading this command line (sshd runs it at every certificate login).
   cli

@@ -73,3 +73,18 @@ export class UnreadableFileError extends Error {
 export function isUnauthenticated(error: unknown): boolean {
   return error instanceof ConnectError && error.code === Code.Unauthenticated;
 }
+
+/** Whether the server answered, refusing (as opposed to not being reached in time). */
+export function isRefusal(error: unknown): boolean {
+  return (
+    error instanceof ConnectError &&
+    [
+      Code.PermissionDenied,
+      Code.FailedPrecondition,
+      Code.InvalidArgument,
+      Code.Unauthenticated,
+      Code.NotFound,
+      Code.ResourceExhausted,
+    ].includes(error.code)
+  );
+}

@@ -97,6 +97,32 @@ describe("the sshd files", () => {
     await files.prepare();
     expect((await readFile(files.revokedKeys)).equals(fetched)).toBe(true);
   });
+
+  it("keeps revoked_keys when only the KRL's version and generation date differ", async () => {
+    const files = new SshdFiles(join(dir, "krl-dates"));
+    await files.prepare();
+    const krl = (header: Uint8Array, body: Uint8Array) => {
+      const bytes = Buffer.concat([Buffer.from(emptyKrl()), Buffer.from(body)]);
+      bytes.set(header, 12);
+      return bytes;
+    };
+    await fc.assert(
+      fc.asyncProperty(
+        fc.uint8Array({ minLength: 16, maxLength: 16 }),
+        fc.uint8Array({ minLength: 16, maxLength: 16 }),
+        fc.uint8Array({ maxLength: 64 }),
+        fc.uint8Array({ minLength: 1, maxLength: 64 }),
+        async (first, second, body, other) => {
+          await files.writeRevokedKeys(krl(first, body));
+          expect(await files.writeRevokedKeys(krl(second, body))).toBe(false);
+          expect((await readFile(files.revokedKeys)).equals(krl(first, body))).toBe(true);
+          const changed = !Buffer.from(other).equals(Buffer.from(body));
+          expect(await files.writeRevokedKeys(krl(second, other))).toBe(changed);
+        },
+      ),
+      { numRuns: 30 },
+    );
+  });
 });
 
 describe("what the server sends, written for sshd", () => {

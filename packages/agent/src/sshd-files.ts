@@ -57,6 +57,19 @@ export function emptyKrl(): Uint8Array {
   return krl;
 }
 
+/**
+ * Whether two KRLs revoke the same keys: equal but for their KRL version and generation date
+ * (bytes 12 to 27 of the header), which the server sets to the time it answered. Without this,
+ * every sync would replace `revoked_keys`.
+ */
+export function sameRevocations(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length || a.length < 28) return false;
+  return (
+    Buffer.from(a.subarray(0, 12)).equals(b.subarray(0, 12)) &&
+    Buffer.from(a.subarray(28)).equals(b.subarray(28))
+  );
+}
+
 export type PrincipalsMap = ReadonlyMap<string, readonly string[]>;
 
 export class SshdFiles {
@@ -90,8 +103,10 @@ export class SshdFiles {
     ];
   }
 
-  /** The authority's KRL, as GetRevocationList returns it. */
-  writeRevokedKeys(krl: Uint8Array): Promise<boolean> {
+  /** The authority's KRL, as GetRevocationList returns it; left alone when it revokes the same keys. */
+  async writeRevokedKeys(krl: Uint8Array): Promise<boolean> {
+    const current = await readIfPresent(this.revokedKeys);
+    if (current && sameRevocations(current, krl)) return false;
     return this.#replace(this.revokedKeys, krl);
   }
 

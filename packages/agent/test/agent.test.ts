@@ -86,9 +86,17 @@ beforeAll(async () => {
   const token = (await ada.daemons.refreshEnrollToken({ workspaceId })).token;
 
   // sshd's only authentication settings are the agent's.
-  const config = await wapAgent(["sshd-config", "--sshd-dir", sshdDir]);
+  const config = await wapAgent([
+    "sshd-config",
+    "--sshd-dir",
+    sshdDir,
+    "--sessions-socket",
+    join(dir, "sessions.sock"),
+  ]);
   expect(config.code).toBe(0);
-  const authConfig = config.stdout.trim().split("\n");
+  // The files' lines; the Match block of SSH logins (ssh-sessions.test.ts) is left out here.
+  const authConfig = config.stdout.trim().split("\n").slice(0, 4);
+  expect(config.stdout).toContain("\nMatch all\n");
   expect(authConfig).toEqual([
     `TrustedUserCAKeys ${sshdDir}/trusted_user_ca_keys`,
     `AuthorizedPrincipalsFile ${sshdDir}/principals/%u`,
@@ -130,6 +138,8 @@ beforeAll(async () => {
     `127.0.0.1:${sshd.port}`,
     "--host-key",
     join(dir, "host_key.pub"),
+    "--sessions-socket",
+    join(dir, "sessions.sock"),
   ]);
 });
 

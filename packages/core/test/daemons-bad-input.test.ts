@@ -4,11 +4,13 @@
  * passes validation may still fail for another reason: only validation errors name fields.
  */
 import type { DescMethodUnary } from "@bufbuild/protobuf";
-import { DaemonService } from "@wap/api";
+import { DaemonService, SessionKind } from "@wap/api";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Caller } from "../src/context.js";
 import { syncLimits } from "../src/daemons/sync.js";
+import { sshRecordingLimits } from "../src/recordings/ssh-recording.js";
+import { sshSessionLimits } from "../src/sessions/ssh-sessions.js";
 import type { Owner } from "./support/access.js";
 import { ofLength, violatedFieldsOf } from "./support/bounds.js";
 import { aDaemonKey } from "./support/daemons.js";
@@ -45,6 +47,11 @@ interface LengthRule {
 
 const enrollRequest = { token: "wapenr_x", caId: "", authMethod: "soft", authPubkey: pem };
 const emptySync = { users: [], privateIps: [], metadata: {} };
+const begin = {
+  certificate: "ssh-ed25519-cert-v01@openssh.com AAAA",
+  username: "ubuntu",
+  kind: SessionKind.EXEC,
+};
 
 const rules: LengthRule[] = [
   {
@@ -91,6 +98,42 @@ const rules: LengthRule[] = [
     min: 0,
     max: syncLimits.metadataValueLength,
     request: (v) => ({ ...emptySync, metadata: { os: v } }),
+  },
+  {
+    name: "BeginSSHSession.certificate 1-16384",
+    caller: () => daemon,
+    method: D.beginSSHSession,
+    field: "certificate",
+    min: 1,
+    max: sshSessionLimits.certificateLength,
+    request: (v) => ({ ...begin, certificate: v }),
+  },
+  {
+    name: "BeginSSHSession.clientAddress <= 64",
+    caller: () => daemon,
+    method: D.beginSSHSession,
+    field: "clientAddress",
+    min: 0,
+    max: sshSessionLimits.clientAddressLength,
+    request: (v) => ({ ...begin, clientAddress: v }),
+  },
+  {
+    name: "BeginSSHSession.command <= 4096",
+    caller: () => daemon,
+    method: D.beginSSHSession,
+    field: "command",
+    min: 0,
+    max: sshSessionLimits.commandLength,
+    request: (v) => ({ ...begin, command: v }),
+  },
+  {
+    name: "EndSSHSession.reason <= 512",
+    caller: () => daemon,
+    method: D.endSSHSession,
+    field: "reason",
+    min: 0,
+    max: sshSessionLimits.reasonLength,
+    request: (v) => ({ sessionId: uuid(), reason: v }),
   },
   {
     name: "CreateSession.username 1-32 with the pattern",
@@ -207,6 +250,48 @@ describe("patterns, enums and required fields", () => {
     expect(
       await violatedFields(anonymous, D.enrollDaemon, { ...enrollRequest, authPubkey: "x".repeat(4096) }),
     ).toEqual(["authPubkey"]);
+  });
+
+  it("BeginSSHSession: kind SHELL, EXEC or SUBSYSTEM; username a login name; EndSSHSession: counters >= 0, sessionId a uuid", async () => {
+    for (const kind of [SessionKind.UNSPECIFIED, SessionKind.TERMINAL, 99]) {
+      expect(await violatedFields(daemon, D.beginSSHSession, { ...begin, kind })).toEqual(["kind"]);
+    }
+    for (const kind of [SessionKind.SHELL, SessionKind.EXEC, SessionKind.SUBSYSTEM]) {
+      expect(await violatedFields(daemon, D.beginSSHSession, { ...begin, kind })).toEqual([]);
+    }
+    expect(await violatedFields(daemon, D.beginSSHSession, { ...begin, username: "Root" })).toEqual([
+      "username",
+    ]);
+    await fc.assert(
+      fc.asyncProperty(fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }), async (n) => {
+        const fields = await violatedFields(daemon, D.endSSHSession, {
+          sessionId: uuid(),
+          bytesIn: n,
+          bytesOut: n,
+        });
+        expect(fields).toEqual(n < 0n ? ["bytesIn", "bytesOut"] : []);
+      }),
+      { numRuns: 40 },
+    );
+    expect(await violatedFields(daemon, D.endSSHSession, { sessionId: "x" })).toEqual(["sessionId"]);
+  });
+
+  it("AppendSSHRecording: data at most 64 KiB, offset >= 0", async () => {
+    const append = (request: Record<string, unknown>) =>
+      violatedFields(daemon, D.appendSSHRecording, { sessionId: uuid(), offset: 0n, ...request });
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 0, max: sshRecordingLimits.appendBytes + 64 }), async (n) => {
+        const fields = await append({ data: new Uint8Array(n) });
+        expect(fields).toEqual(n > sshRecordingLimits.appendBytes ? ["data"] : []);
+      }),
+      { numRuns: 25 },
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }), async (offset) => {
+        expect(await append({ offset, data: new Uint8Array(1) })).toEqual(offset < 0n ? ["offset"] : []);
+      }),
+      { numRuns: 40 },
+    );
   });
 
   it("SyncDaemon: at most 256 users, 32 addresses, 64 metadata entries", async () => {

@@ -432,6 +432,7 @@ describe("upgrade repair", () => {
          drop index audit_events_chain_key; alter table audit_events drop column chain_position;
          alter table audit_events drop column previous_hash; alter table audit_events drop column hash;
          drop table webhook_deliveries; drop table webhook_secrets; drop table webhook_endpoints;
+         drop table ssh_sessions; alter table daemons drop column require_recording;
          drop table access_requests; drop index principal_subjects_valid_until_idx;
          alter table principal_subjects drop column grant_kind; alter table principal_subjects drop column valid_until;
          alter table principal_subjects drop column approval_policy;

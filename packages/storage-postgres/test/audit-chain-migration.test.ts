@@ -30,6 +30,8 @@ describe("014_audit_chain on PostgreSQL", () => {
       await c.query(
         `drop table ${schema}.webhook_deliveries, ${schema}.webhook_secrets, ${schema}.webhook_endpoints`,
       );
+      await c.query(`drop table ${schema}.ssh_sessions`);
+      await c.query(`alter table ${schema}.daemons drop column require_recording`);
       await c.query(`drop table ${schema}.access_requests`);
       await c.query(
         `alter table ${schema}.principal_subjects drop column grant_kind, drop column valid_until, drop column approval_policy, drop column limits`,

@@ -56,6 +56,7 @@ export type {
   DaemonSessionsTable,
   DaemonTables,
   ServerInstancesTable,
+  SshSessionsTable,
 } from "./schema-daemons.js";
 export type {
   BillingAccountsTable,

@@ -34,6 +34,7 @@ import { createRequestNonceRepository } from "./repositories/request-nonces.js";
 import { createSealedValueRepository, createSecretRepository } from "./repositories/secrets.js";
 import { createServiceAccountRepository } from "./repositories/service-accounts.js";
 import { createAuthSessionRepository, createRefreshTokenRepository } from "./repositories/sessions.js";
+import { createSshSessionRepository } from "./repositories/ssh-sessions.js";
 import {
   createOidcProviderRepository,
   createSamlProviderRepository,
@@ -96,6 +97,7 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
     daemons: createDaemonRepository(run),
     enrollTokens: createEnrollTokenRepository(run),
     daemonSessions: createDaemonSessionRepository(run),
+    sshSessions: createSshSessionRepository(run),
     recordings: createRecordingRepository(run),
     auditEvents: createAuditEventRepository(run, dialect),
     auditCheckpoints: createAuditCheckpointRepository(run),

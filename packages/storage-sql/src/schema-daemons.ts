@@ -5,7 +5,7 @@
  * @module
  */
 import type { ColumnType } from "kysely";
-import type { MillisColumn, NullableMillisColumn } from "./schema.js";
+import type { BigIntColumn, FlagColumn, MillisColumn, NullableMillisColumn } from "./schema.js";
 
 /** Columns 006 adds to `daemons`; each has a default, so inserts may leave them out. */
 export interface DaemonProtocolColumns {
@@ -40,6 +40,31 @@ export interface DaemonSessionsTable {
   relay_url: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
+/** An SSH login through sshd, registered by the daemon's agent (migration 017). */
+export interface SshSessionsTable {
+  id: string;
+  workspace_id: string;
+  daemon_id: string;
+  subject_id: string;
+  subject_type: string;
+  username: string;
+  ca_id: string;
+  certificate_serial: string;
+  key_id: string;
+  client_address: string;
+  kind: string;
+  command: string;
+  tty: FlagColumn;
+  recorded: FlagColumn;
+  started_at: MillisColumn;
+  ended_at: NullableMillisColumn;
+  exit_status: ColumnType<number | null, number | null, number | null>;
+  bytes_in: BigIntColumn;
+  bytes_out: BigIntColumn;
+  ended_by: string;
+  end_reason: string;
+}
+
 /** A server instance that may hold control streams, while its lease lasts (migration 007). */
 export interface ServerInstancesTable {
   id: string;
@@ -51,5 +76,6 @@ export interface ServerInstancesTable {
 export interface DaemonTables {
   daemon_enroll_tokens: DaemonEnrollTokensTable;
   daemon_sessions: DaemonSessionsTable;
+  ssh_sessions: SshSessionsTable;
   server_instances: ServerInstancesTable;
 }

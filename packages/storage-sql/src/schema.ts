@@ -135,6 +135,8 @@ export interface DaemonsTable extends DaemonProtocolColumns {
   name_folded: string;
   status: string;
   record_sessions: FlagColumn;
+  /** Migration 017. */
+  require_recording: ColumnType<number, 0 | 1 | undefined, 0 | 1>;
   metadata: JsonColumn;
   auth_public_key: string;
   auth_method: string;

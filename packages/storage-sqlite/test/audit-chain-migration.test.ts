@@ -25,6 +25,7 @@ describe("014_audit_chain on SQLite", () => {
       raw.exec(`alter table audit_events drop column ${column}`);
     // And without what later migrations add (Kysely applies only a history without gaps).
     raw.exec("drop table webhook_deliveries; drop table webhook_secrets; drop table webhook_endpoints");
+    raw.exec("drop table ssh_sessions; alter table daemons drop column require_recording");
     raw.exec("drop table access_requests; drop index principal_subjects_valid_until_idx");
     for (const column of ["grant_kind", "valid_until", "approval_policy", "limits"])
       raw.exec(`alter table principal_subjects drop column ${column}`);

@@ -54,6 +54,11 @@ export interface StartSshdOptions {
    * Without it sshd reads no revocation list.
    */
   readonly revokedKeys?: Uint8Array;
+  /**
+   * More /etc/passwd lines sshd sees (run as root, in its private mount namespace only), e.g. an
+   * account with uid 0 whose home is a test folder, so its rc files are the test's.
+   */
+  readonly passwdLines?: readonly string[];
 }
 
 export interface SshArgs {
@@ -269,7 +274,10 @@ export async function startSshd(options: StartSshdOptions): Promise<RunningSshd>
     await writeFile(join(dir, "principals", name), principals.map((p) => `${p}\n`).join(""));
   }
   const passwdFile = join(dir, "passwd");
-  await writeFile(passwdFile, await passwdWithSshdUser());
+  await writeFile(
+    passwdFile,
+    `${[(await passwdWithSshdUser()).trimEnd(), ...(options.passwdLines ?? [])].join("\n")}\n`,
+  );
   const revokedKeysFile = join(dir, "revoked_keys");
   const replace = async (file: string, data: Uint8Array | string) => {
     await writeFile(`${file}.tmp`, data);
@@ -282,6 +290,11 @@ export async function startSshd(options: StartSshdOptions): Promise<RunningSshd>
     hostCertificateLine = `HostCertificate ${join(dir, "host_key-cert.pub")}\n`;
   }
 
+  // A Match block of the given lines applies to the end of the file: it goes after the harness's.
+  const given = options.authConfig ?? [];
+  const matchAt = given.findIndex((l) => /^Match\s/i.test(l));
+  const globalAuth = matchAt < 0 ? given : given.slice(0, matchAt);
+  const matchBlock = matchAt < 0 ? [] : given.slice(matchAt);
   let started: Started | undefined;
   let port = 0;
   let mode: LaunchMode = process.getuid?.() === 0 ? "namespace" : "direct";
@@ -293,12 +306,14 @@ export async function startSshd(options: StartSshdOptions): Promise<RunningSshd>
       [
         `ListenAddress 127.0.0.1:${port}`,
         `HostKey ${hostKeyFile}`,
-        ...(options.authConfig ?? [
-          hostCertificateLine.trimEnd(),
-          `TrustedUserCAKeys ${caFile}`,
-          options.revokedKeys === undefined ? "" : `RevokedKeys ${revokedKeysFile}`,
-          `AuthorizedPrincipalsFile ${join(dir, "principals")}/%u`,
-        ]),
+        ...(options.authConfig
+          ? globalAuth
+          : [
+              hostCertificateLine.trimEnd(),
+              `TrustedUserCAKeys ${caFile}`,
+              options.revokedKeys === undefined ? "" : `RevokedKeys ${revokedKeysFile}`,
+              `AuthorizedPrincipalsFile ${join(dir, "principals")}/%u`,
+            ]),
         "AuthorizedKeysFile none",
         "PubkeyAuthentication yes",
         "PasswordAuthentication no",
@@ -311,6 +326,7 @@ export async function startSshd(options: StartSshdOptions): Promise<RunningSshd>
         "PrintLastLog no",
         `PidFile ${join(dir, "sshd.pid")}`,
         "LogLevel VERBOSE",
+        ...matchBlock,
         "",
       ]
         .filter((l, i, all) => l !== "" || i === all.length - 1)

@@ -1,7 +1,14 @@
 /** Open a terminal to a target, list and close open sessions, and recordings. */
 import { useQuery } from "@connectrpc/connect-query";
 import { Link, useNavigate, useParams } from "@tanstack/react-router";
-import { DaemonService, DaemonStatus, RecordingService, TargetService } from "@wap/api";
+import {
+  DaemonService,
+  DaemonStatus,
+  RecordingService,
+  type Session,
+  SessionKind,
+  TargetService,
+} from "@wap/api";
 import { lazy, Suspense, useState } from "react";
 import { Can, useAccess } from "../access";
 import { api, when } from "../api";
@@ -81,6 +88,41 @@ export function SessionsPage() {
   );
 }
 
+/** What a session is, in words: a browser terminal, or an SSH login and what it runs. */
+function sessionKind(kind: string, command: string): string {
+  switch (kind) {
+    case "terminal":
+      return "browser terminal";
+    case "shell":
+      return "ssh";
+    case "exec":
+      return `ssh: ${command}`;
+    case "subsystem":
+      return command || "ssh subsystem";
+    default:
+      return kind;
+  }
+}
+
+const kindNames: Partial<Record<SessionKind, string>> = {
+  [SessionKind.TERMINAL]: "terminal",
+  [SessionKind.SHELL]: "shell",
+  [SessionKind.EXEC]: "exec",
+  [SessionKind.SUBSYSTEM]: "subsystem",
+};
+
+const isSshLogin = (s: Session) =>
+  s.kind === SessionKind.SHELL || s.kind === SessionKind.EXEC || s.kind === SessionKind.SUBSYSTEM;
+
+/** "3 min" from a start and an end (or now). */
+function duration(start?: { seconds: bigint }, end?: { seconds: bigint }): string {
+  if (!start) return "";
+  const seconds = Number((end?.seconds ?? BigInt(Math.floor(Date.now() / 1000))) - start.seconds);
+  if (seconds < 60) return `${Math.max(0, seconds)} s`;
+  if (seconds < 3600) return `${Math.round(seconds / 60)} min`;
+  return `${(seconds / 3600).toFixed(1)} h`;
+}
+
 function DaemonSessions({ daemonId, name, online }: { daemonId: string; name: string; online: boolean }) {
   const ws = useWs();
   const sessions = useQuery(DaemonService.method.listSessions, { workspaceId: ws, daemonId });
@@ -96,18 +138,26 @@ function DaemonSessions({ daemonId, name, online }: { daemonId: string; name: st
         empty={(d) => (d.sessions.length === 0 ? <Empty>No open session.</Empty> : undefined)}
       >
         {(d) => (
-          <Table caption={`Sessions on ${name}`} head={["Session", "As", ""]}>
+          <Table caption={`Sessions on ${name}`} head={["Session", "Who", "As", "What", "From", "Since", ""]}>
             {d.sessions.map((s) => (
               <tr key={s.sessionId}>
                 <td>
-                  <Link
-                    to="/w/$ws/terminal/$daemon/$session"
-                    params={{ ws, daemon: daemonId, session: s.sessionId }}
-                  >
-                    {s.sessionId.slice(0, 8)}
-                  </Link>
+                  {isSshLogin(s) ? (
+                    s.sessionId.slice(0, 8)
+                  ) : (
+                    <Link
+                      to="/w/$ws/terminal/$daemon/$session"
+                      params={{ ws, daemon: daemonId, session: s.sessionId }}
+                    >
+                      {s.sessionId.slice(0, 8)}
+                    </Link>
+                  )}
                 </td>
+                <td>{s.subjectName || s.userId.slice(0, 8)}</td>
                 <td>{s.username}</td>
+                <td>{sessionKind(kindNames[s.kind ?? SessionKind.TERMINAL] ?? "terminal", s.command)}</td>
+                <td>{s.clientAddress}</td>
+                <td>{s.startedAt ? `${duration(s.startedAt)} ago` : ""}</td>
                 <td>
                   <ConfirmButton
                     label={`Close session ${s.sessionId.slice(0, 8)}`}
@@ -186,11 +236,21 @@ export function RecordingsPage() {
       >
         {(d) => (
           <>
-            <Table caption="Recordings" head={["Started", "As", "Size", "State", ""]}>
+            <Table
+              caption="Recordings"
+              head={["Started", "Who", "Where", "As", "What", "How long", "Size", "State", ""]}
+            >
               {d.recordings.map((r) => (
                 <tr key={r.id}>
                   <td>{when(r.startedAt)}</td>
+                  <td>{r.subjectName || r.userId.slice(0, 8)}</td>
+                  <td>{r.daemonName || r.daemonId.slice(0, 8)}</td>
                   <td>{r.username}</td>
+                  <td>
+                    {sessionKind(r.kind || "terminal", r.command)}
+                    {r.clientAddress ? ` from ${r.clientAddress}` : ""}
+                  </td>
+                  <td>{r.endedAt ? duration(r.startedAt, r.endedAt) : ""}</td>
                   <td>{(Number(r.sizeBytes) / 1024).toFixed(1)} KiB</td>
                   <td>{r.complete ? "complete" : "running"}</td>
                   <td className="row">

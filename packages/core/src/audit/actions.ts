@@ -64,6 +64,8 @@ export const auditActions = [
   "service_account.update",
   "session.close",
   "session.create",
+  "ssh_session.end",
+  "ssh_session.start",
   "sso.login.oidc",
   "sso.login.saml",
   "sso.oidc.create",

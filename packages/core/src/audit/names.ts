@@ -42,6 +42,21 @@ export function createAuditNamer(storage: Repositories, workspaceId: string): Au
     // A terminal session, and its recording (the same id): who logged in as what, where.
     session: async (id) => sessionName(await storage.daemonSessions.findById(workspaceId, id)),
     recording: async (id) => sessionName(await storage.recordings.findById(workspaceId, id)),
+    // An SSH login: who, as what, where, and how it ended.
+    ssh_session: async (id) => {
+      const login = await storage.sshSessions.findById(workspaceId, id);
+      if (!login) return null;
+      const subject =
+        login.subjectType === "user"
+          ? await storage.users.findById(login.subjectId)
+          : await storage.serviceAccounts.findById(workspaceId, login.subjectId);
+      const daemon = await storage.daemons.findById(workspaceId, login.daemonId);
+      const what = login.kind === "shell" ? "ssh" : `ssh ${login.kind} ${JSON.stringify(login.command)}`;
+      const end = login.endedAt ? `; ended: ${login.endReason}` : "";
+      return {
+        name: `${subject?.name ?? login.keyId} as ${login.username} on ${daemon?.name ?? "a deleted daemon"} (${what} from ${login.clientAddress || "?"})${end}`,
+      };
+    },
     principal: async (id) => {
       const principal = await storage.principals.findById(workspaceId, id);
       if (!principal) return null;

@@ -11,6 +11,9 @@
  *   (`unauthenticated`: its credentials no longer work).
  * - Each client `heartbeat` is answered with a HeartbeatAck; a message with nothing the server
  *   knows (field 2, the retired `sync`, from an old client) is ignored.
+ * - While the stream is open, the daemon's live SSH logins are checked on every change of access
+ *   (sessions/ssh-enforcement.ts); a login whose access is gone is ended and the daemon told
+ *   `terminateSession`.
  * - However the stream ends (client gone, reset, shutdown, error), the daemon is marked offline
  *   unless a newer stream holds it.
  *
@@ -29,6 +32,7 @@ import {
 } from "../errors.js";
 import type { BidiStreamingCall, StreamObserver } from "../events/streaming-operation.js";
 import type { Services } from "../operations/services.js";
+import { type SshWatch, watchSshSessions } from "../sessions/ssh-enforcement.js";
 import { admittedDaemon } from "./admitted-daemon.js";
 import { type ConnectResponseInit, closeControlStream, heartbeatAck, openControlStream } from "./control.js";
 import { daemonTopic, parseDaemonEvent, toConnectResponse } from "./events.js";
@@ -78,6 +82,7 @@ async function* controlStream(parts: ControlStreamParts): AsyncGenerator<Connect
   const stream = host.track(daemon.daemonId, parts.requestId);
   let keepalive: ReturnType<typeof setInterval> | undefined;
   let unsubscribe: (() => void) | undefined;
+  let logins: SshWatch | undefined;
   try {
     const end = () => box.finish();
     clientGone.addEventListener("abort", end, { once: true });
@@ -98,6 +103,10 @@ async function* controlStream(parts: ControlStreamParts): AsyncGenerator<Connect
         );
         return;
       }
+      if (event.kind === "sshBegun") {
+        logins?.loginBegun();
+        return;
+      }
       const message = toConnectResponse(daemon.daemonId, event);
       if (message !== null) box.push(message);
     });
@@ -108,6 +117,10 @@ async function* controlStream(parts: ControlStreamParts): AsyncGenerator<Connect
     });
     observer?.event?.("daemon.online");
     for (const message of greeting) box.push(message);
+    logins = await watchSshSessions(services, {
+      workspaceId: daemon.workspaceId,
+      daemonId: daemon.daemonId,
+    });
     keepalive = setInterval(() => {
       if (box.idle) box.push(heartbeatAck);
     }, host.keepaliveMs);
@@ -129,6 +142,7 @@ async function* controlStream(parts: ControlStreamParts): AsyncGenerator<Connect
   } finally {
     clearInterval(keepalive);
     unsubscribe?.();
+    logins?.stop();
     box.finish();
     host.untrack(stream);
     if (stream.opened) await markOffline(services, daemon, stream, host.offlineFailed.bind(host));

@@ -3,7 +3,9 @@
  * whichever server instance holds the stream delivers it:
  *
  * - topic `daemon:<daemonId>`: `notification` (a Notification to send), `session` (a session to
- *   push; registered in storage before it is published), `deleted` (end the stream: the daemon's
+ *   push; registered in storage before it is published), `terminate` (end one of its SSH logins
+ *   now; ended in storage before it is published), `sshBegun` (one of its SSH logins began: its
+ *   control stream watches its logins), `deleted` (end the stream: the daemon's
  *   credentials no longer work);
  * - topic `session:<sessionId>`: `close` (send `close{reason}` and end both sides of the relay).
  *
@@ -28,6 +30,8 @@ export type DaemonEvent =
       readonly username: string;
       readonly userId: string;
     }
+  | { readonly kind: "terminate"; readonly sessionId: string; readonly reason: string }
+  | { readonly kind: "sshBegun" }
   | { readonly kind: "deleted" };
 
 /** An event on `session:<id>`. */
@@ -60,6 +64,11 @@ export const notify = (
 ): TopicEvent => ({
   topic: daemonTopic(daemonId),
   payload: { kind: "notification", eventType, ...(status && { status }) },
+});
+
+export const terminateEvent = (daemonId: string, sessionId: string, reason: string): TopicEvent => ({
+  topic: daemonTopic(daemonId),
+  payload: { kind: "terminate", sessionId, reason },
 });
 
 export const closeEvent = (sessionId: string, reason: string): TopicEvent => ({
@@ -111,6 +120,11 @@ export function parseDaemonEvent(payload: EventPayload): DaemonEvent | null {
         return null;
       }
       return { kind: "session", sessionId: p.sessionId, username: p.username, userId: p.userId };
+    case "terminate":
+      if (typeof p.sessionId !== "string" || typeof p.reason !== "string") return null;
+      return { kind: "terminate", sessionId: p.sessionId, reason: p.reason };
+    case "sshBegun":
+      return { kind: "sshBegun" };
     case "deleted":
       return { kind: "deleted" };
     default:
@@ -128,7 +142,7 @@ export function parseSessionEvent(payload: EventPayload): SessionEvent | null {
 
 /**
  * The ConnectResponse a control stream sends for an event, or null for `deleted` (which ends the
- * stream instead).
+ * stream instead) and `sshBegun` (which the stream keeps to itself).
  */
 export function toConnectResponse(
   daemonId: string,
@@ -153,6 +167,11 @@ export function toConnectResponse(
           value: { sessionId: event.sessionId, username: event.username, userId: event.userId },
         },
       };
+    case "terminate":
+      return {
+        msg: { case: "terminateSession", value: { sessionId: event.sessionId, reason: event.reason } },
+      };
+    case "sshBegun":
     case "deleted":
       return null;
   }

@@ -38,7 +38,7 @@ export function toDaemonMessage(daemon: DaemonRecord): MessageInitShape<typeof D
     name: daemon.name,
     online: daemon.onlineSince !== null,
     status: statusToWire[daemon.status],
-    config: { recordSessions: daemon.recordSessions },
+    config: { recordSessions: daemon.recordSessions, requireRecording: daemon.requireRecording ?? false },
     metadata: { ...daemon.metadata },
     createdAt: timestampFromDate(daemon.createdAt),
     updatedAt: timestampFromDate(daemon.updatedAt),
@@ -79,8 +79,13 @@ export function statusChangeEvents(
     return events;
   }
   const accepted = after.status === "accepted" && before.status !== "accepted";
-  if (accepted || after.recordSessions !== before.recordSessions)
-    events.push(notify(after.id, "SYNC_REQUEST"));
+  const configChanged =
+    after.recordSessions !== before.recordSessions ||
+    (after.requireRecording ?? false) !== (before.requireRecording ?? false);
+  // Acceptance needs a host certificate; a config change only a sync (no new certificate, so
+  // no sshd reload).
+  if (accepted) events.push(notify(after.id, "SYNC_REQUEST"));
+  else if (configChanged) events.push(notify(after.id, "PRINCIPALS"));
   return events;
 }
 
@@ -125,7 +130,9 @@ export const updateDaemon = defineOperation({
     workspaceId: uuid.optional(),
     id: uuid,
     status: enumValue(DaemonStatusSchema, { definedOnly: true, notUnspecified: true }).optional(),
-    config: z.object({ recordSessions: z.boolean().optional() }).optional(),
+    config: z
+      .object({ recordSessions: z.boolean().optional(), requireRecording: z.boolean().optional() })
+      .optional(),
   }),
   async run({ input, workspace, services, now, audit }) {
     const events = await services.storage.transaction(async (tx) => {
@@ -143,6 +150,9 @@ export const updateDaemon = defineOperation({
         {
           ...(status && { status }),
           ...(input.config?.recordSessions !== undefined && { recordSessions: input.config.recordSessions }),
+          ...(input.config?.requireRecording !== undefined && {
+            requireRecording: input.config.requireRecording,
+          }),
         },
         now,
       );

@@ -1,10 +1,13 @@
 /**
- * The operations of the daemon protocol, for the registry: enrolment, sync and terminal sessions.
+ * The operations of the daemon protocol, for the registry: enrolment, sync, terminal sessions and
+ * SSH logins.
  *
  * @module
  */
 import type { AnyOperation } from "../operations/operation.js";
+import { appendSshRecording } from "../recordings/ssh-recording.js";
 import { sessionOperations } from "../sessions/operations.js";
+import { sshSessionOperations } from "../sessions/ssh-sessions.js";
 import { enrollmentOperations } from "./enrollment.js";
 import { syncDaemon } from "./sync.js";
 
@@ -12,4 +15,6 @@ export const daemonProtocolOperations: readonly AnyOperation[] = [
   ...enrollmentOperations,
   syncDaemon,
   ...sessionOperations,
+  ...sshSessionOperations,
+  appendSshRecording,
 ];

@@ -181,7 +181,10 @@ export const syncDaemon = defineOperation({
     });
     return {
       status: statusToWire[result.daemon.status],
-      config: { recordSessions: result.daemon.recordSessions },
+      config: {
+        recordSessions: result.daemon.recordSessions,
+        requireRecording: result.daemon.requireRecording ?? false,
+      },
       principals: [...result.principals].map(([username, ids]) => ({ username, ids })),
     };
   },

@@ -20,6 +20,15 @@ export const sessionReasons = {
     description:
       "The caller holds no grant to log in as this username on the daemon (or lost it); ask for a grant.",
   },
+  SSH_CERTIFICATE_UNKNOWN: {
+    code: "permission_denied",
+    description:
+      "An SSH login's certificate is not one the platform issued for the authority the daemon's target trusts; the login must end.",
+  },
+  SSH_CERTIFICATE_REVOKED: {
+    code: "permission_denied",
+    description: "An SSH login's certificate was revoked or has expired; the login must end.",
+  },
   SESSION_READY_TIMEOUT: {
     code: "deadline_exceeded",
     description: "A daemon opened a session stream and sent no ready message in time; send ready first.",
@@ -55,6 +64,16 @@ export const sessionReasons = {
     code: "not_found",
     description:
       "Another server instance asked this one to relay a session it does not hold; the instance should look the session up again.",
+  },
+  RECORDING_NOT_EXPECTED: {
+    code: "failed_precondition",
+    description:
+      "An agent sent recording data for an SSH login its daemon did not record when it began; send none.",
+  },
+  RECORDING_OFFSET: {
+    code: "failed_precondition",
+    description:
+      "An agent appended to an SSH login's recording past what is stored; resume from the size the message gives.",
   },
   RECORDING_NOT_FOUND: {
     code: "not_found",

@@ -12,6 +12,9 @@
  *   otherwise, since a recording is part of the audit trail. Each deletion is audited
  *   (`recording.delete`).
  *
+ * Each recording says what it recorded: `kind` (`terminal`, or an SSH login's `shell`, `exec` or
+ * `subsystem`, with its command and client address), and today's names of its subject and daemon.
+ *
  * GetRecording sends the recording's metadata, then its file in chunks of at most 64 KiB, read
  * from storage in keyset pages, so a recording is never held whole. The stream carries the
  * file as it was when the call began: `meta.sizeBytes` is exactly the length of the chunks
@@ -35,11 +38,62 @@ import { principalUsername } from "../validation/bounds.js";
 import { defaultPage, paging, uuid } from "../validation/rules.js";
 import { recordingChunkBytes } from "./recorder.js";
 
+/** What a listing says of each recording beyond its record: what it was, whose, where. */
+interface RecordingContext {
+  readonly kind: string;
+  readonly subjectName: string;
+  readonly daemonName: string;
+  readonly command: string;
+  readonly clientAddress: string;
+}
+
+/** The context of each recording, looking each subject and daemon up once. */
+async function contextsOf(
+  storage: Repositories,
+  workspaceId: string,
+  recordings: readonly RecordingRecord[],
+): Promise<RecordingContext[]> {
+  const names = new Map<string, Promise<string>>();
+  const nameOf = (key: string, lookup: () => Promise<{ name: string } | null>) => {
+    let found = names.get(key);
+    if (!found) {
+      found = lookup().then((named) => named?.name ?? "");
+      names.set(key, found);
+    }
+    return found;
+  };
+  return Promise.all(
+    recordings.map(async (recording) => {
+      const login = await storage.sshSessions.findById(workspaceId, recording.id);
+      const subjectName = await nameOf(`subject:${recording.userId}`, async () =>
+        login?.subjectType === "service_account"
+          ? storage.serviceAccounts.findById(workspaceId, recording.userId)
+          : ((await storage.users.findById(recording.userId)) ??
+            (await storage.serviceAccounts.findById(workspaceId, recording.userId))),
+      );
+      const daemonName = await nameOf(`daemon:${recording.daemonId}`, () =>
+        storage.daemons.findById(workspaceId, recording.daemonId),
+      );
+      return {
+        kind: login?.kind ?? "terminal",
+        subjectName,
+        daemonName,
+        command: login?.command ?? "",
+        clientAddress: login?.clientAddress ?? "",
+      };
+    }),
+  );
+}
+
 /** Chunks read per storage round trip while streaming (at most 1 MiB). */
 const chunkPageSize = 16;
 
-export function toRecordingMessage(recording: RecordingRecord): MessageInitShape<typeof RecordingSchema> {
+export function toRecordingMessage(
+  recording: RecordingRecord,
+  context?: RecordingContext,
+): MessageInitShape<typeof RecordingSchema> {
   return {
+    ...context,
     id: recording.id,
     workspaceId: recording.workspaceId,
     daemonId: recording.daemonId,
@@ -110,7 +164,9 @@ export const listRecordings = defineOperation({
       ...(userId !== undefined && { userId }),
     });
     return {
-      recordings: page.items.map(toRecordingMessage),
+      recordings: await contextsOf(services.storage, workspace.workspaceId, page.items).then((contexts) =>
+        page.items.map((recording, i) => toRecordingMessage(recording, contexts[i])),
+      ),
       total: page.total,
       totalBytes: BigInt(page.totalBytes),
     };
@@ -137,7 +193,8 @@ export const getRecording = defineStreamingOperation({
       }),
     );
     ready();
-    yield { msg: { case: "meta" as const, value: toRecordingMessage(recording) } };
+    const [context] = await contextsOf(storage, workspace.workspaceId, [recording]);
+    yield { msg: { case: "meta" as const, value: toRecordingMessage(recording, context) } };
     let afterSeq: number | undefined;
     let sent = 0;
     while (sent < recording.chunkCount) {

@@ -16,18 +16,20 @@
  * within milliseconds), then pushed on `daemon:<id>`; a push that cannot be published closes
  * the session and fails the call.
  *
- * ListSessions lists the live sessions (pending and fresh, or open) of a daemon. CloseSession
- * ends one: anyone may close their own, `sessions.manage` closes anyone's; both sides of the
- * relay hear `close` on `session:<id>`. Closing a closed session is not an error.
+ * ListSessions lists the live sessions (pending and fresh, or open) of a daemon: browser
+ * terminals, then SSH logins through sshd (ssh-sessions.ts). CloseSession ends one: anyone may
+ * close their own, `sessions.manage` closes anyone's; both sides of a relay hear `close` on
+ * `session:<id>`, and the daemon of an SSH login hears `terminateSession` (the login is ended by
+ * the caller, `ended_by` naming them). Closing a closed session is not an error.
  *
  * @module
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { DaemonService, type SessionSchema } from "@wap/api";
+import { DaemonService, SessionKind, type SessionSchema } from "@wap/api";
 import * as z from "zod";
 import { type ConditionalPermission, holds } from "../access/conditional.js";
 import type { CallContext } from "../context.js";
-import { closeEvent, daemonTopic, notify, publishCommitted } from "../daemons/events.js";
+import { closeEvent, daemonTopic, notify, publishCommitted, terminateEvent } from "../daemons/events.js";
 import { principalMapOf } from "../daemons/sync.js";
 import {
   FailedPreconditionError,
@@ -45,6 +47,7 @@ import { principalUsername } from "../validation/bounds.js";
 import { uuid } from "../validation/rules.js";
 import { assertOpenSessionRoom, assertWithinQuota } from "../workspaces/quotas.js";
 import { isLive } from "./lifecycle.js";
+import { toSshSessionMessage } from "./ssh-sessions.js";
 
 /** The daemon refuses more concurrent PTY sessions than this (docs/agent-protocol.md). */
 export const maxLiveSessionsPerDaemon = 100;
@@ -175,7 +178,23 @@ export const listSessions = defineOperation({
   async run({ input, workspace, services, now }) {
     const daemon = await findDaemon(services.storage, workspace.workspaceId, input.daemonId);
     const sessions = await liveSessions(services.storage, daemon, now);
-    return { sessions: sessions.map(toSessionMessage), daemonName: daemon.name };
+    const logins = await services.storage.sshSessions.listLiveByDaemon(workspace.workspaceId, daemon.id);
+    const names = new Map<string, string>();
+    for (const login of logins) {
+      if (names.has(login.subjectId)) continue;
+      const named =
+        login.subjectType === "user"
+          ? await services.storage.users.findById(login.subjectId)
+          : await services.storage.serviceAccounts.findById(workspace.workspaceId, login.subjectId);
+      names.set(login.subjectId, named?.name ?? "");
+    }
+    return {
+      sessions: [
+        ...sessions.map((s) => ({ ...toSessionMessage(s), kind: SessionKind.TERMINAL })),
+        ...logins.map((login) => toSshSessionMessage(login, names.get(login.subjectId))),
+      ],
+      daemonName: daemon.name,
+    };
   },
 });
 
@@ -192,13 +211,44 @@ export const closeSession = defineOperation({
   async run({ input, workspace, services, now, audit, ctx }) {
     const subject = subjectOf(ctx);
     const reason = "closed from the platform";
+    const mayCloseOthers = holds(workspace.role, othersSessions);
+    const login = await services.storage.sshSessions.findById(workspace.workspaceId, input.sessionId);
+    if (login && login.daemonId === input.daemonId) {
+      if (login.subjectId !== subject && !mayCloseOthers) {
+        throw new PermissionDeniedError(
+          `closing another subject's session needs the ${othersSessions.permission} permission`,
+          { reason: "ROLE_LACKS_PERMISSION" },
+        );
+      }
+      const by = ctx.caller.kind === "user" ? `user:${subject}` : `service_account:${subject}`;
+      // The person at the other end reads who ended it.
+      const closer =
+        ctx.caller.kind === "user"
+          ? await services.storage.users.findById(subject)
+          : await services.storage.serviceAccounts.findById(workspace.workspaceId, subject);
+      const endReason = closer ? `${reason} by ${closer.name}` : reason;
+      const ended = await services.storage.transaction(async (tx) => {
+        const result = await tx.sshSessions.end(workspace.workspaceId, login.id, {
+          at: now,
+          exitStatus: null,
+          bytesIn: login.bytesIn,
+          bytesOut: login.bytesOut,
+          endedBy: by,
+          reason: endReason,
+        });
+        if (result) await audit(tx, { action: "ssh_session.end", resource: `ssh_session:${login.id}` });
+        return result;
+      });
+      if (ended) await publishCommitted(services, [terminateEvent(login.daemonId, login.id, endReason)]);
+      return {};
+    }
     const closed = await services.storage.transaction(async (tx) => {
       const session = await tx.daemonSessions.findById(workspace.workspaceId, input.sessionId);
       if (!session || session.daemonId !== input.daemonId) {
         throw new NotFoundError(`session ${input.sessionId} not found`, { reason: "SESSION_NOT_FOUND" });
       }
       const own = session.userId === subject;
-      if (!own && !holds(workspace.role, othersSessions)) {
+      if (!own && !mayCloseOthers) {
         throw new PermissionDeniedError(
           `closing another subject's session needs the ${othersSessions.permission} permission`,
           {

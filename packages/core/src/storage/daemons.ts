@@ -15,6 +15,8 @@ export interface DaemonRecord {
   readonly name: string;
   readonly status: DaemonStatusValue;
   readonly recordSessions: boolean;
+  /** SSH logins end when they cannot be registered or recorded (fail closed); false when absent. */
+  readonly requireRecording?: boolean;
   readonly metadata: Readonly<Record<string, string>>;
   /** PEM SPKI of the key the daemon signs its requests with. */
   readonly authPublicKey: string;
@@ -110,7 +112,7 @@ export interface DaemonRepository extends DaemonProtocolQueries {
     id: string,
     patch: Patch<
       DaemonRecord,
-      "status" | "recordSessions" | "metadata" | "name" | "targetId" | "onlineSince"
+      "status" | "recordSessions" | "requireRecording" | "metadata" | "name" | "targetId" | "onlineSince"
     >,
     updatedAt: Date,
   ): Promise<DaemonRecord | null>;

@@ -163,6 +163,12 @@ export type {
   RefreshTokenRepository,
 } from "./sessions.js";
 export type {
+  SshSessionEnd,
+  SshSessionKind,
+  SshSessionRecord,
+  SshSessionRepository,
+} from "./ssh-sessions.js";
+export type {
   OidcProviderRecord,
   OidcProviderRepository,
   SamlIdpMetadata,

@@ -42,6 +42,7 @@ import type { RequestNonceRepository } from "./request-nonces.js";
 import type { SealedValueRepository, SecretRepository } from "./secrets.js";
 import type { ServiceAccountRepository } from "./service-accounts.js";
 import type { AuthSessionRepository, RefreshTokenRepository } from "./sessions.js";
+import type { SshSessionRepository } from "./ssh-sessions.js";
 import type {
   OidcProviderRepository,
   SamlProviderRepository,
@@ -82,6 +83,7 @@ export interface Repositories {
   readonly daemons: DaemonRepository;
   readonly enrollTokens: EnrollTokenRepository;
   readonly daemonSessions: DaemonSessionRepository;
+  readonly sshSessions: SshSessionRepository;
   readonly recordings: RecordingRepository;
   readonly auditEvents: AuditEventRepository;
   readonly auditCheckpoints: AuditCheckpointRepository;

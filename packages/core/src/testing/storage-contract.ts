@@ -49,6 +49,7 @@ import { runRequestNonceContract } from "./contract/request-nonces.js";
 import { runSecretContract } from "./contract/secrets.js";
 import { runServiceAccountContract } from "./contract/service-accounts.js";
 import { runSessionContract } from "./contract/sessions.js";
+import { runSshSessionContract } from "./contract/ssh-sessions.js";
 import { runSsoContract } from "./contract/sso.js";
 import { runTargetContract } from "./contract/targets.js";
 import { runTeamContract } from "./contract/teams.js";
@@ -138,6 +139,7 @@ export function runStorageContract(options: StorageContractOptions): void {
     runIssuedCertificateContract(context);
     runEnrollTokenContract(context);
     runDaemonSessionContract(context);
+    runSshSessionContract(context);
     runSsoContract(context);
     runBillingContract(context);
     runInviteContract(context);

@@ -4,7 +4,7 @@
  * leaves none. audit-walk.test.ts fails for a mutating RPC missing here.
  */
 
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { DescMessage, DescMethodUnary, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
@@ -27,6 +27,7 @@ import {
   RecordingService,
   RotationPhase,
   ServiceAccountService,
+  SessionKind,
   SignSSHCertificateRequest_CertificateType,
   SignX509CertificateRequest_X509Usage,
   SSOService,
@@ -299,6 +300,27 @@ async function aSessionReadyDaemon(f: WalkFixture, owner: Owner): Promise<TestDa
     metadata: {},
   });
   return daemon;
+}
+
+/** A session-ready daemon and a certificate of its target's authority for `owner`, as sshd would see a login. */
+async function anSshLogin(f: WalkFixture, owner: Owner) {
+  const daemon = await aSessionReadyDaemon(f, owner);
+  const target = await f.storage.targets.findById(owner.workspaceId, daemon.targetId);
+  const { line } = await subjectKey({ type: "ed25519" });
+  const { signedCertificate } = await f.call(owner.caller, CertificateService.method.signSSHCertificate, {
+    workspaceId: owner.workspaceId,
+    caId: target!.caId,
+    type: SignSSHCertificateRequest_CertificateType.USER,
+    publicKey: line,
+  });
+  const begin = {
+    certificate: signedCertificate,
+    username: "ubuntu",
+    clientAddress: "203.0.113.9:50022",
+    kind: SessionKind.EXEC,
+    command: "uptime",
+  };
+  return { daemon, begin };
 }
 
 async function aCheckout(f: WalkFixture, owner: Owner): Promise<string> {
@@ -835,6 +857,85 @@ const steps: ReadonlyArray<Row> = [
       resource: `session:${session!.sessionId}`,
     };
   }),
+  [
+    Dmn.beginSSHSession,
+    {
+      prepare: async (f) => {
+        const o = await f.owner();
+        const { daemon, begin } = await anSshLogin(f, o);
+        const self = await daemonCaller(f, daemon, Dmn.beginSSHSession);
+        return prepared(
+          (facts) => f.invoke(self, Dmn.beginSSHSession, begin, facts),
+          ({ sessionId }) => [
+            entry(
+              { type: "daemon", id: daemon.id },
+              "ssh_session.start",
+              `ssh_session:${sessionId}`,
+              o.workspaceId,
+            ),
+          ],
+        );
+      },
+    },
+  ],
+  [
+    Dmn.endSSHSession,
+    {
+      prepare: async (f) => {
+        const o = await f.owner();
+        const { daemon, begin } = await anSshLogin(f, o);
+        const { sessionId } = await callAsDaemon(f, daemon, Dmn.beginSSHSession, begin);
+        const self = await daemonCaller(f, daemon, Dmn.endSSHSession);
+        const request = { sessionId, exitStatus: 0, bytesIn: 1n, bytesOut: 2n, reason: "exit 0" };
+        return prepared(
+          (facts) => f.invoke(self, Dmn.endSSHSession, request, facts),
+          () => [
+            entry(
+              { type: "daemon", id: daemon.id },
+              "ssh_session.end",
+              `ssh_session:${sessionId}`,
+              o.workspaceId,
+            ),
+          ],
+        );
+      },
+    },
+  ],
+  // The bytes are stored as they come (appends are idempotent by offset); only completing the
+  // recording is audited, in the transaction that completes it.
+  withCommittedFirst(
+    [
+      Dmn.appendSSHRecording,
+      {
+        prepare: async (f) => {
+          const o = await f.owner();
+          const { daemon, begin } = await anSshLogin(f, o);
+          await f.call(o.caller, Dmn.updateDaemon, {
+            workspaceId: o.workspaceId,
+            id: daemon.id,
+            config: { recordSessions: true },
+          });
+          const { sessionId } = await callAsDaemon(f, daemon, Dmn.beginSSHSession, begin);
+          const data = new TextEncoder().encode(
+            '{"version":2,"width":80,"height":24}\n[0.5,"o","up 3 days"]\n',
+          );
+          const sha256 = createHash("sha256").update(data).digest("hex");
+          const self = await daemonCaller(f, daemon, Dmn.appendSSHRecording);
+          const request = { sessionId, offset: 0n, data, final: true };
+          const resource = `recording:${sessionId} sha256=${sha256} bytes=${data.byteLength} truncated=false target=${daemon.targetId}`;
+          // The last append completes the recording: the entry is the recording's, by its subject.
+          return prepared(
+            (facts) => f.invoke(self, Dmn.appendSSHRecording, request, facts),
+            () => [entry(o.caller.userId, "recording.complete", resource, o.workspaceId)],
+          );
+        },
+      },
+    ],
+    {
+      tables: ["recordings", "recording_chunks"],
+      why: "the bytes are stored as they come, idempotent by offset; completing the recording is audited",
+    },
+  ),
   [
     DaemonControlService.method.connect,
     {

@@ -254,6 +254,9 @@ export const referenceRoutes = [
 export const unmappedRpcs = [
   ["DaemonService", "EnrollDaemon"],
   ["DaemonService", "SyncDaemon"],
+  ["DaemonService", "BeginSSHSession"],
+  ["DaemonService", "EndSSHSession"],
+  ["DaemonService", "AppendSSHRecording"],
   ["DaemonControlService", "Connect"],
   ["DaemonSessionService", "Session"],
   ["AuthService", "StreamCLILogin"],

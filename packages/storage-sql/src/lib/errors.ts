@@ -87,6 +87,7 @@ const uniqueRules: readonly UniqueRule[] = [
   rule("daemon_enroll_tokens_pkey", "daemon_enroll_tokens", ["workspace_id"], "workspace_id"),
   rule("daemon_enroll_tokens_token_hash_key", "daemon_enroll_tokens", ["token_hash"], "token_hash"),
   rule("daemon_sessions_pkey", "daemon_sessions", ["id"], "id"),
+  rule("ssh_sessions_pkey", "ssh_sessions", ["id"], "id"),
   // 009_recordings
   rule("recordings_pkey", "recordings", ["id"], "id"),
   rule("recording_chunks_pkey", "recording_chunks", ["recording_id", "seq"], "seq"),

@@ -29,6 +29,7 @@ import { reportedEndpointsMigration } from "./013-reported-endpoints.js";
 import { auditChainMigration } from "./014-audit-chain.js";
 import { grantKindsMigration } from "./015-grant-kinds.js";
 import { accessRequestsMigration } from "./016-access-requests.js";
+import { sshSessionsMigration } from "./017-ssh-sessions.js";
 import { grantLimitsMigration } from "./018-grant-limits.js";
 import { webhooksMigration } from "./019-webhooks.js";
 
@@ -55,6 +56,7 @@ export function createMigrations(dialect: SqlDialectName): Record<string, Migrat
     "014_audit_chain": auditChainMigration(dialect),
     "015_grant_kinds": grantKindsMigration(dialect),
     "016_access_requests": accessRequestsMigration(dialect),
+    "017_ssh_sessions": sshSessionsMigration(dialect),
     "018_grant_limits": grantLimitsMigration(),
     "019_webhooks": webhooksMigration(dialect),
   };

@@ -40,6 +40,7 @@ function daemonToRow(d: DaemonRecord): Insertable<DaemonsTable> {
     name_folded: fold(d.name),
     status: d.status,
     record_sessions: toFlag(d.recordSessions),
+    require_recording: toFlag(d.requireRecording ?? false),
     metadata: toJson(d.metadata),
     auth_public_key: d.authPublicKey,
     auth_method: d.authMethod,
@@ -57,6 +58,7 @@ export function rowToDaemon(r: Selectable<DaemonsTable>): DaemonRecord {
     name: r.name,
     status: r.status as DaemonRecord["status"],
     recordSessions: fromFlag(r.record_sessions),
+    requireRecording: fromFlag(r.require_recording),
     metadata: toStringMap(r.metadata),
     authPublicKey: r.auth_public_key,
     authMethod: r.auth_method,
@@ -68,13 +70,17 @@ export function rowToDaemon(r: Selectable<DaemonsTable>): DaemonRecord {
 
 function daemonPatch(
   patch: Partial<
-    Pick<DaemonRecord, "status" | "recordSessions" | "metadata" | "name" | "targetId" | "onlineSince">
+    Pick<
+      DaemonRecord,
+      "status" | "recordSessions" | "requireRecording" | "metadata" | "name" | "targetId" | "onlineSince"
+    >
   >,
   updatedAt: Date,
 ): Updateable<DaemonsTable> {
   const set: Updateable<DaemonsTable> = { updated_at: fromDate(updatedAt) };
   if (patch.status !== undefined) set.status = patch.status;
   if (patch.recordSessions !== undefined) set.record_sessions = toFlag(patch.recordSessions);
+  if (patch.requireRecording !== undefined) set.require_recording = toFlag(patch.requireRecording);
   if (patch.metadata !== undefined) set.metadata = toJson(patch.metadata);
   if (patch.name !== undefined) {
     set.name = patch.name;

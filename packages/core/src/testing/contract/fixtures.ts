@@ -173,6 +173,7 @@ export function aDaemon(workspaceId: string, overrides: Partial<DaemonRecord> = 
     name: `host-${tag()}`,
     status: "pending",
     recordSessions: false,
+    requireRecording: false,
     metadata: { os: "linux", arch: "x86_64" },
     authPublicKey: "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEA\n-----END PUBLIC KEY-----\n",
     authMethod: "token",

@@ -19,7 +19,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file platform/v1/daemon.proto.
  */
 export const file_platform_v1_daemon: GenFile = /*@__PURE__*/
-  fileDesc("ChhwbGF0Zm9ybS92MS9kYWVtb24ucHJvdG8SC3BsYXRmb3JtLnYxIjQKEEdldERhZW1vblJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIjgKEUdldERhZW1vblJlc3BvbnNlEiMKBmRhZW1vbhgBIAEoCzITLnBsYXRmb3JtLnYxLkRhZW1vbiKNAQoTVXBkYXRlRGFlbW9uUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSKQoGc3RhdHVzGAMgASgOMhkucGxhdGZvcm0udjEuRGFlbW9uU3RhdHVzEikKBmNvbmZpZxgEIAEoCzIZLnBsYXRmb3JtLnYxLkRhZW1vbkNvbmZpZyIWChRVcGRhdGVEYWVtb25SZXNwb25zZSI3ChNEZWxldGVEYWVtb25SZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSIWChREZWxldGVEYWVtb25SZXNwb25zZSKTAQoSTGlzdERhZW1vbnNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRINCgVsaW1pdBgCIAEoBRIOCgZvZmZzZXQYAyABKAUSDQoFcXVlcnkYBCABKAkSDgoGb25saW5lGAUgASgIEikKBnN0YXR1cxgGIAEoDjIZLnBsYXRmb3JtLnYxLkRhZW1vblN0YXR1cyJKChNMaXN0RGFlbW9uc1Jlc3BvbnNlEiQKB2RhZW1vbnMYASADKAsyEy5wbGF0Zm9ybS52MS5EYWVtb24SDQoFdG90YWwYAiABKAUiMQoZUmVmcmVzaEVucm9sbFRva2VuUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiWwoaUmVmcmVzaEVucm9sbFRva2VuUmVzcG9uc2USDQoFdG9rZW4YASABKAkSLgoKZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiMAoYUmV2b2tlRW5yb2xsVG9rZW5SZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCSIbChlSZXZva2VFbnJvbGxUb2tlblJlc3BvbnNlIj4KE0xpc3RTZXNzaW9uc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhEKCWRhZW1vbl9pZBgCIAEoCSJTChRMaXN0U2Vzc2lvbnNSZXNwb25zZRImCghzZXNzaW9ucxgBIAMoCzIULnBsYXRmb3JtLnYxLlNlc3Npb24SEwoLZGFlbW9uX25hbWUYAiABKAkiUQoUQ3JlYXRlU2Vzc2lvblJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhEKCWRhZW1vbl9pZBgCIAEoCRIQCgh1c2VybmFtZRgDIAEoCSJTChVDcmVhdGVTZXNzaW9uUmVzcG9uc2USJQoHc2Vzc2lvbhgBIAEoCzIULnBsYXRmb3JtLnYxLlNlc3Npb24SEwoLZGFlbW9uX25hbWUYAiABKAkiUgoTQ2xvc2VTZXNzaW9uUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEQoJZGFlbW9uX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkiFgoUQ2xvc2VTZXNzaW9uUmVzcG9uc2UiXQoTRW5yb2xsRGFlbW9uUmVxdWVzdBINCgV0b2tlbhgBIAEoCRINCgVjYV9pZBgCIAEoCRITCgthdXRoX21ldGhvZBgDIAEoCRITCgthdXRoX3B1YmtleRgEIAEoCSKhAQoURW5yb2xsRGFlbW9uUmVzcG9uc2USCgoCaWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEhEKCXRhcmdldF9pZBgDIAEoCRIpCgZzdGF0dXMYBCABKA4yGS5wbGF0Zm9ybS52MS5EYWVtb25TdGF0dXMSKQoGY29uZmlnGAUgASgLMhkucGxhdGZvcm0udjEuRGFlbW9uQ29uZmlnIucBChFTeW5jRGFlbW9uUmVxdWVzdBINCgV1c2VycxgBIAMoCRITCgtwcml2YXRlX2lwcxgCIAMoCRI+CghtZXRhZGF0YRgDIAMoCzIsLnBsYXRmb3JtLnYxLlN5bmNEYWVtb25SZXF1ZXN0Lk1ldGFkYXRhRW50cnkSPQoUcmVmdXNlZF9jZXJ0aWZpY2F0ZXMYBCADKAsyHy5wbGF0Zm9ybS52MS5SZWZ1c2VkQ2VydGlmaWNhdGUaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBImQKElJlZnVzZWRDZXJ0aWZpY2F0ZRIOCgZzZXJpYWwYASABKAkSDgoGcmVhc29uGAIgASgJEi4KCnJlZnVzZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpsBChJTeW5jRGFlbW9uUmVzcG9uc2USKQoGc3RhdHVzGAEgASgOMhkucGxhdGZvcm0udjEuRGFlbW9uU3RhdHVzEikKBmNvbmZpZxgCIAEoCzIZLnBsYXRmb3JtLnYxLkRhZW1vbkNvbmZpZxIvCgpwcmluY2lwYWxzGAMgAygLMhsucGxhdGZvcm0udjEuUHJpbmNpcGFsVXNlcnMiSgoOQ29ubmVjdFJlcXVlc3QSKwoJaGVhcnRiZWF0GAEgASgLMhYucGxhdGZvcm0udjEuSGVhcnRiZWF0SABCBQoDbXNnSgQIAhADIqgBCg9Db25uZWN0UmVzcG9uc2USMgoNaGVhcnRiZWF0X2FjaxgBIAEoCzIZLnBsYXRmb3JtLnYxLkhlYXJ0YmVhdEFja0gAEjEKDG5vdGlmaWNhdGlvbhgCIAEoCzIZLnBsYXRmb3JtLnYxLk5vdGlmaWNhdGlvbkgAEicKB3Nlc3Npb24YAyABKAsyFC5wbGF0Zm9ybS52MS5TZXNzaW9uSABCBQoDbXNnIoIBCg5TZXNzaW9uUmVxdWVzdBIqCgVyZWFkeRgBIAEoCzIZLnBsYXRmb3JtLnYxLlNlc3Npb25SZWFkeUgAEhAKBnN0ZG91dBgCIAEoDEgAEisKBmV4aXRlZBgDIAEoCzIZLnBsYXRmb3JtLnYxLlNlc3Npb25FbmRlZEgAQgUKA21zZyKDAQoPU2Vzc2lvblJlc3BvbnNlEg8KBXN0ZGluGAEgASgMSAASLAoGcmVzaXplGAIgASgLMhoucGxhdGZvcm0udjEuUmVzaXplUmVxdWVzdEgAEioKBWNsb3NlGAMgASgLMhkucGxhdGZvcm0udjEuQ2xvc2VSZXF1ZXN0SABCBQoDbXNnIuQCCgZEYWVtb24SCgoCaWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSDgoGb25saW5lGAQgASgIEikKBnN0YXR1cxgFIAEoDjIZLnBsYXRmb3JtLnYxLkRhZW1vblN0YXR1cxIpCgZjb25maWcYBiABKAsyGS5wbGF0Zm9ybS52MS5EYWVtb25Db25maWcSMwoIbWV0YWRhdGEYByADKAsyIS5wbGF0Zm9ybS52MS5EYWVtb24uTWV0YWRhdGFFbnRyeRIuCgp1cGRhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiJwoMRGFlbW9uQ29uZmlnEhcKD3JlY29yZF9zZXNzaW9ucxgBIAEoCCIvCg5QcmluY2lwYWxVc2VycxIQCgh1c2VybmFtZRgBIAEoCRILCgNpZHMYAiADKAkiQAoHU2Vzc2lvbhISCgpzZXNzaW9uX2lkGAEgASgJEhAKCHVzZXJuYW1lGAIgASgJEg8KB3VzZXJfaWQYAyABKAkiCwoJSGVhcnRiZWF0Ig4KDEhlYXJ0YmVhdEFjayK3AgoMTm90aWZpY2F0aW9uEjcKCmV2ZW50X3R5cGUYASABKA4yIy5wbGF0Zm9ybS52MS5Ob3RpZmljYXRpb24uRXZlbnRUeXBlEhEKCWRhZW1vbl9pZBgCIAEoCRIpCgZzdGF0dXMYAyABKA4yGS5wbGF0Zm9ybS52MS5EYWVtb25TdGF0dXMirwEKCUV2ZW50VHlwZRIaChZFVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASFQoRRVZFTlRfVFlQRV9TVEFUVVMQARIZChVFVkVOVF9UWVBFX1BSSU5DSVBBTFMQAhIbChdFVkVOVF9UWVBFX0NFUlRJRklDQVRFUxADEhsKF0VWRU5UX1RZUEVfU1lOQ19SRVFVRVNUEAQSGgoWRVZFTlRfVFlQRV9SRVZPQ0FUSU9OUxAFIlwKDFNlc3Npb25SZWFkeRISCgpzZXNzaW9uX2lkGAEgASgJEhUKDXJlcGxheV9idWZmZXIYAiABKAwSEAoIdXNlcm5hbWUYAyABKAkSDwoHdXNlcl9pZBgEIAEoCSIuCg1SZXNpemVSZXF1ZXN0Eg0KBXdpZHRoGAEgASgNEg4KBmhlaWdodBgCIAEoDSI4CgxTZXNzaW9uRW5kZWQSEQoJZXhpdF9jb2RlGAEgASgFEhUKDWVycm9yX21lc3NhZ2UYAiABKAkiHgoMQ2xvc2VSZXF1ZXN0Eg4KBnJlYXNvbhgBIAEoCSqAAQoMRGFlbW9uU3RhdHVzEh0KGURBRU1PTl9TVEFUVVNfVU5TUEVDSUZJRUQQABIZChVEQUVNT05fU1RBVFVTX1BFTkRJTkcQARIaChZEQUVNT05fU1RBVFVTX0FDQ0VQVEVEEAISGgoWREFFTU9OX1NUQVRVU19SRUpFQ1RFRBADMu8LCg1EYWVtb25TZXJ2aWNlEoEBCglHZXREYWVtb24SHS5wbGF0Zm9ybS52MS5HZXREYWVtb25SZXF1ZXN0Gh4ucGxhdGZvcm0udjEuR2V0RGFlbW9uUmVzcG9uc2UiNZACAYLT5JMCLBIqL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vZGFlbW9ucy97aWR9EooBCgxVcGRhdGVEYWVtb24SIC5wbGF0Zm9ybS52MS5VcGRhdGVEYWVtb25SZXF1ZXN0GiEucGxhdGZvcm0udjEuVXBkYXRlRGFlbW9uUmVzcG9uc2UiNYLT5JMCLzoBKjIqL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vZGFlbW9ucy97aWR9EocBCgxEZWxldGVEYWVtb24SIC5wbGF0Zm9ybS52MS5EZWxldGVEYWVtb25SZXF1ZXN0GiEucGxhdGZvcm0udjEuRGVsZXRlRGFlbW9uUmVzcG9uc2UiMoLT5JMCLCoqL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vZGFlbW9ucy97aWR9EoIBCgtMaXN0RGFlbW9ucxIfLnBsYXRmb3JtLnYxLkxpc3REYWVtb25zUmVxdWVzdBogLnBsYXRmb3JtLnYxLkxpc3REYWVtb25zUmVzcG9uc2UiMJACAYLT5JMCJxIlL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vZGFlbW9ucxKbAQoSUmVmcmVzaEVucm9sbFRva2VuEiYucGxhdGZvcm0udjEuUmVmcmVzaEVucm9sbFRva2VuUmVxdWVzdBonLnBsYXRmb3JtLnYxLlJlZnJlc2hFbnJvbGxUb2tlblJlc3BvbnNlIjSC0+STAi4iLC92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2Vucm9sbDpyZWZyZXNoEpcBChFSZXZva2VFbnJvbGxUb2tlbhIlLnBsYXRmb3JtLnYxLlJldm9rZUVucm9sbFRva2VuUmVxdWVzdBomLnBsYXRmb3JtLnYxLlJldm9rZUVucm9sbFRva2VuUmVzcG9uc2UiM4LT5JMCLSorL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vZW5yb2xsOnJldm9rZRKaAQoMTGlzdFNlc3Npb25zEiAucGxhdGZvcm0udjEuTGlzdFNlc3Npb25zUmVxdWVzdBohLnBsYXRmb3JtLnYxLkxpc3RTZXNzaW9uc1Jlc3BvbnNlIkWQAgGC0+STAjwSOi92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2RhZW1vbnMve2RhZW1vbl9pZH0vc2Vzc2lvbnMSnQEKDUNyZWF0ZVNlc3Npb24SIS5wbGF0Zm9ybS52MS5DcmVhdGVTZXNzaW9uUmVxdWVzdBoiLnBsYXRmb3JtLnYxLkNyZWF0ZVNlc3Npb25SZXNwb25zZSJFgtPkkwI/OgEqIjovdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9kYWVtb25zL3tkYWVtb25faWR9L3Nlc3Npb25zEqQBCgxDbG9zZVNlc3Npb24SIC5wbGF0Zm9ybS52MS5DbG9zZVNlc3Npb25SZXF1ZXN0GiEucGxhdGZvcm0udjEuQ2xvc2VTZXNzaW9uUmVzcG9uc2UiT4LT5JMCSSpHL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vZGFlbW9ucy97ZGFlbW9uX2lkfS9zZXNzaW9ucy97c2Vzc2lvbl9pZH0SUwoMRW5yb2xsRGFlbW9uEiAucGxhdGZvcm0udjEuRW5yb2xsRGFlbW9uUmVxdWVzdBohLnBsYXRmb3JtLnYxLkVucm9sbERhZW1vblJlc3BvbnNlEk0KClN5bmNEYWVtb24SHi5wbGF0Zm9ybS52MS5TeW5jRGFlbW9uUmVxdWVzdBofLnBsYXRmb3JtLnYxLlN5bmNEYWVtb25SZXNwb25zZTJgChREYWVtb25Db250cm9sU2VydmljZRJICgdDb25uZWN0EhsucGxhdGZvcm0udjEuQ29ubmVjdFJlcXVlc3QaHC5wbGF0Zm9ybS52MS5Db25uZWN0UmVzcG9uc2UoATABMmAKFERhZW1vblNlc3Npb25TZXJ2aWNlEkgKB1Nlc3Npb24SGy5wbGF0Zm9ybS52MS5TZXNzaW9uUmVxdWVzdBocLnBsYXRmb3JtLnYxLlNlc3Npb25SZXNwb25zZSgBMAFiCGVkaXRpb25zcOgH", [file_google_api_annotations, file_google_protobuf_timestamp]);
+  fileDesc("ChhwbGF0Zm9ybS92MS9kYWVtb24ucHJvdG8SC3BsYXRmb3JtLnYxIjQKEEdldERhZW1vblJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIjgKEUdldERhZW1vblJlc3BvbnNlEiMKBmRhZW1vbhgBIAEoCzITLnBsYXRmb3JtLnYxLkRhZW1vbiKNAQoTVXBkYXRlRGFlbW9uUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSKQoGc3RhdHVzGAMgASgOMhkucGxhdGZvcm0udjEuRGFlbW9uU3RhdHVzEikKBmNvbmZpZxgEIAEoCzIZLnBsYXRmb3JtLnYxLkRhZW1vbkNvbmZpZyIWChRVcGRhdGVEYWVtb25SZXNwb25zZSI3ChNEZWxldGVEYWVtb25SZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSIWChREZWxldGVEYWVtb25SZXNwb25zZSKTAQoSTGlzdERhZW1vbnNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRINCgVsaW1pdBgCIAEoBRIOCgZvZmZzZXQYAyABKAUSDQoFcXVlcnkYBCABKAkSDgoGb25saW5lGAUgASgIEikKBnN0YXR1cxgGIAEoDjIZLnBsYXRmb3JtLnYxLkRhZW1vblN0YXR1cyJKChNMaXN0RGFlbW9uc1Jlc3BvbnNlEiQKB2RhZW1vbnMYASADKAsyEy5wbGF0Zm9ybS52MS5EYWVtb24SDQoFdG90YWwYAiABKAUiMQoZUmVmcmVzaEVucm9sbFRva2VuUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkiWwoaUmVmcmVzaEVucm9sbFRva2VuUmVzcG9uc2USDQoFdG9rZW4YASABKAkSLgoKZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiMAoYUmV2b2tlRW5yb2xsVG9rZW5SZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCSIbChlSZXZva2VFbnJvbGxUb2tlblJlc3BvbnNlIj4KE0xpc3RTZXNzaW9uc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhEKCWRhZW1vbl9pZBgCIAEoCSJTChRMaXN0U2Vzc2lvbnNSZXNwb25zZRImCghzZXNzaW9ucxgBIAMoCzIULnBsYXRmb3JtLnYxLlNlc3Npb24SEwoLZGFlbW9uX25hbWUYAiABKAkiUQoUQ3JlYXRlU2Vzc2lvblJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhEKCWRhZW1vbl9pZBgCIAEoCRIQCgh1c2VybmFtZRgDIAEoCSJTChVDcmVhdGVTZXNzaW9uUmVzcG9uc2USJQoHc2Vzc2lvbhgBIAEoCzIULnBsYXRmb3JtLnYxLlNlc3Npb24SEwoLZGFlbW9uX25hbWUYAiABKAkiUgoTQ2xvc2VTZXNzaW9uUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEQoJZGFlbW9uX2lkGAIgASgJEhIKCnNlc3Npb25faWQYAyABKAkiFgoUQ2xvc2VTZXNzaW9uUmVzcG9uc2UiXQoTRW5yb2xsRGFlbW9uUmVxdWVzdBINCgV0b2tlbhgBIAEoCRINCgVjYV9pZBgCIAEoCRITCgthdXRoX21ldGhvZBgDIAEoCRITCgthdXRoX3B1YmtleRgEIAEoCSKhAQoURW5yb2xsRGFlbW9uUmVzcG9uc2USCgoCaWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEhEKCXRhcmdldF9pZBgDIAEoCRIpCgZzdGF0dXMYBCABKA4yGS5wbGF0Zm9ybS52MS5EYWVtb25TdGF0dXMSKQoGY29uZmlnGAUgASgLMhkucGxhdGZvcm0udjEuRGFlbW9uQ29uZmlnIucBChFTeW5jRGFlbW9uUmVxdWVzdBINCgV1c2VycxgBIAMoCRITCgtwcml2YXRlX2lwcxgCIAMoCRI+CghtZXRhZGF0YRgDIAMoCzIsLnBsYXRmb3JtLnYxLlN5bmNEYWVtb25SZXF1ZXN0Lk1ldGFkYXRhRW50cnkSPQoUcmVmdXNlZF9jZXJ0aWZpY2F0ZXMYBCADKAsyHy5wbGF0Zm9ybS52MS5SZWZ1c2VkQ2VydGlmaWNhdGUaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBImQKElJlZnVzZWRDZXJ0aWZpY2F0ZRIOCgZzZXJpYWwYASABKAkSDgoGcmVhc29uGAIgASgJEi4KCnJlZnVzZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpsBChJTeW5jRGFlbW9uUmVzcG9uc2USKQoGc3RhdHVzGAEgASgOMhkucGxhdGZvcm0udjEuRGFlbW9uU3RhdHVzEikKBmNvbmZpZxgCIAEoCzIZLnBsYXRmb3JtLnYxLkRhZW1vbkNvbmZpZxIvCgpwcmluY2lwYWxzGAMgAygLMhsucGxhdGZvcm0udjEuUHJpbmNpcGFsVXNlcnMiSgoOQ29ubmVjdFJlcXVlc3QSKwoJaGVhcnRiZWF0GAEgASgLMhYucGxhdGZvcm0udjEuSGVhcnRiZWF0SABCBQoDbXNnSgQIAhADIuQBCg9Db25uZWN0UmVzcG9uc2USMgoNaGVhcnRiZWF0X2FjaxgBIAEoCzIZLnBsYXRmb3JtLnYxLkhlYXJ0YmVhdEFja0gAEjEKDG5vdGlmaWNhdGlvbhgCIAEoCzIZLnBsYXRmb3JtLnYxLk5vdGlmaWNhdGlvbkgAEicKB3Nlc3Npb24YAyABKAsyFC5wbGF0Zm9ybS52MS5TZXNzaW9uSAASOgoRdGVybWluYXRlX3Nlc3Npb24YBCABKAsyHS5wbGF0Zm9ybS52MS5UZXJtaW5hdGVTZXNzaW9uSABCBQoDbXNnIoIBCg5TZXNzaW9uUmVxdWVzdBIqCgVyZWFkeRgBIAEoCzIZLnBsYXRmb3JtLnYxLlNlc3Npb25SZWFkeUgAEhAKBnN0ZG91dBgCIAEoDEgAEisKBmV4aXRlZBgDIAEoCzIZLnBsYXRmb3JtLnYxLlNlc3Npb25FbmRlZEgAQgUKA21zZyKDAQoPU2Vzc2lvblJlc3BvbnNlEg8KBXN0ZGluGAEgASgMSAASLAoGcmVzaXplGAIgASgLMhoucGxhdGZvcm0udjEuUmVzaXplUmVxdWVzdEgAEioKBWNsb3NlGAMgASgLMhkucGxhdGZvcm0udjEuQ2xvc2VSZXF1ZXN0SABCBQoDbXNnIuQCCgZEYWVtb24SCgoCaWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSDgoGb25saW5lGAQgASgIEikKBnN0YXR1cxgFIAEoDjIZLnBsYXRmb3JtLnYxLkRhZW1vblN0YXR1cxIpCgZjb25maWcYBiABKAsyGS5wbGF0Zm9ybS52MS5EYWVtb25Db25maWcSMwoIbWV0YWRhdGEYByADKAsyIS5wbGF0Zm9ybS52MS5EYWVtb24uTWV0YWRhdGFFbnRyeRIuCgp1cGRhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiQgoMRGFlbW9uQ29uZmlnEhcKD3JlY29yZF9zZXNzaW9ucxgBIAEoCBIZChFyZXF1aXJlX3JlY29yZGluZxgCIAEoCCIvCg5QcmluY2lwYWxVc2VycxIQCgh1c2VybmFtZRgBIAEoCRILCgNpZHMYAiADKAkitAMKB1Nlc3Npb24SEgoKc2Vzc2lvbl9pZBgBIAEoCRIQCgh1c2VybmFtZRgCIAEoCRIPCgd1c2VyX2lkGAMgASgJEiYKBGtpbmQYBCABKA4yGC5wbGF0Zm9ybS52MS5TZXNzaW9uS2luZBIUCgxzdWJqZWN0X3R5cGUYBSABKAkSFAoMc3ViamVjdF9uYW1lGAYgASgJEhoKEmNlcnRpZmljYXRlX3NlcmlhbBgHIAEoCRIOCgZrZXlfaWQYCCABKAkSFgoOY2xpZW50X2FkZHJlc3MYCSABKAkSDwoHY29tbWFuZBgKIAEoCRILCgN0dHkYCyABKAgSLgoKc3RhcnRlZF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kZWRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2V4aXRfc3RhdHVzGA4gASgFEhAKCGJ5dGVzX2luGA8gASgDEhEKCWJ5dGVzX291dBgQIAEoAxIQCghlbmRlZF9ieRgRIAEoCRISCgplbmRfcmVhc29uGBIgASgJIp0BChZCZWdpblNTSFNlc3Npb25SZXF1ZXN0EhMKC2NlcnRpZmljYXRlGAEgASgJEhAKCHVzZXJuYW1lGAIgASgJEhYKDmNsaWVudF9hZGRyZXNzGAMgASgJEiYKBGtpbmQYBCABKA4yGC5wbGF0Zm9ybS52MS5TZXNzaW9uS2luZBIPCgdjb21tYW5kGAUgASgJEgsKA3R0eRgGIAEoCCJYChdCZWdpblNTSFNlc3Npb25SZXNwb25zZRISCgpzZXNzaW9uX2lkGAEgASgJEg4KBnJlY29yZBgCIAEoCBIZChFyZXF1aXJlX3JlY29yZGluZxgDIAEoCCJ0ChRFbmRTU0hTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhMKC2V4aXRfc3RhdHVzGAIgASgFEhAKCGJ5dGVzX2luGAMgASgDEhEKCWJ5dGVzX291dBgEIAEoAxIOCgZyZWFzb24YBSABKAkiFwoVRW5kU1NIU2Vzc2lvblJlc3BvbnNlIlwKGUFwcGVuZFNTSFJlY29yZGluZ1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIOCgZvZmZzZXQYAiABKAMSDAoEZGF0YRgDIAEoDBINCgVmaW5hbBgEIAEoCCI9ChpBcHBlbmRTU0hSZWNvcmRpbmdSZXNwb25zZRIMCgRzaXplGAEgASgDEhEKCXRydW5jYXRlZBgCIAEoCCI2ChBUZXJtaW5hdGVTZXNzaW9uEhIKCnNlc3Npb25faWQYASABKAkSDgoGcmVhc29uGAIgASgJIgsKCUhlYXJ0YmVhdCIOCgxIZWFydGJlYXRBY2sitwIKDE5vdGlmaWNhdGlvbhI3CgpldmVudF90eXBlGAEgASgOMiMucGxhdGZvcm0udjEuTm90aWZpY2F0aW9uLkV2ZW50VHlwZRIRCglkYWVtb25faWQYAiABKAkSKQoGc3RhdHVzGAMgASgOMhkucGxhdGZvcm0udjEuRGFlbW9uU3RhdHVzIq8BCglFdmVudFR5cGUSGgoWRVZFTlRfVFlQRV9VTlNQRUNJRklFRBAAEhUKEUVWRU5UX1RZUEVfU1RBVFVTEAESGQoVRVZFTlRfVFlQRV9QUklOQ0lQQUxTEAISGwoXRVZFTlRfVFlQRV9DRVJUSUZJQ0FURVMQAxIbChdFVkVOVF9UWVBFX1NZTkNfUkVRVUVTVBAEEhoKFkVWRU5UX1RZUEVfUkVWT0NBVElPTlMQBSJcCgxTZXNzaW9uUmVhZHkSEgoKc2Vzc2lvbl9pZBgBIAEoCRIVCg1yZXBsYXlfYnVmZmVyGAIgASgMEhAKCHVzZXJuYW1lGAMgASgJEg8KB3VzZXJfaWQYBCABKAkiLgoNUmVzaXplUmVxdWVzdBINCgV3aWR0aBgBIAEoDRIOCgZoZWlnaHQYAiABKA0iOAoMU2Vzc2lvbkVuZGVkEhEKCWV4aXRfY29kZRgBIAEoBRIVCg1lcnJvcl9tZXNzYWdlGAIgASgJIh4KDENsb3NlUmVxdWVzdBIOCgZyZWFzb24YASABKAkqkQEKC1Nlc3Npb25LaW5kEhwKGFNFU1NJT05fS0lORF9VTlNQRUNJRklFRBAAEhkKFVNFU1NJT05fS0lORF9URVJNSU5BTBABEhYKElNFU1NJT05fS0lORF9TSEVMTBACEhUKEVNFU1NJT05fS0lORF9FWEVDEAMSGgoWU0VTU0lPTl9LSU5EX1NVQlNZU1RFTRAEKoABCgxEYWVtb25TdGF0dXMSHQoZREFFTU9OX1NUQVRVU19VTlNQRUNJRklFRBAAEhkKFURBRU1PTl9TVEFUVVNfUEVORElORxABEhoKFkRBRU1PTl9TVEFUVVNfQUNDRVBURUQQAhIaChZEQUVNT05fU1RBVFVTX1JFSkVDVEVEEAMyjA4KDURhZW1vblNlcnZpY2USgQEKCUdldERhZW1vbhIdLnBsYXRmb3JtLnYxLkdldERhZW1vblJlcXVlc3QaHi5wbGF0Zm9ybS52MS5HZXREYWVtb25SZXNwb25zZSI1kAIBgtPkkwIsEiovdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9kYWVtb25zL3tpZH0SigEKDFVwZGF0ZURhZW1vbhIgLnBsYXRmb3JtLnYxLlVwZGF0ZURhZW1vblJlcXVlc3QaIS5wbGF0Zm9ybS52MS5VcGRhdGVEYWVtb25SZXNwb25zZSI1gtPkkwIvOgEqMiovdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9kYWVtb25zL3tpZH0ShwEKDERlbGV0ZURhZW1vbhIgLnBsYXRmb3JtLnYxLkRlbGV0ZURhZW1vblJlcXVlc3QaIS5wbGF0Zm9ybS52MS5EZWxldGVEYWVtb25SZXNwb25zZSIygtPkkwIsKiovdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9kYWVtb25zL3tpZH0SggEKC0xpc3REYWVtb25zEh8ucGxhdGZvcm0udjEuTGlzdERhZW1vbnNSZXF1ZXN0GiAucGxhdGZvcm0udjEuTGlzdERhZW1vbnNSZXNwb25zZSIwkAIBgtPkkwInEiUvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9kYWVtb25zEpsBChJSZWZyZXNoRW5yb2xsVG9rZW4SJi5wbGF0Zm9ybS52MS5SZWZyZXNoRW5yb2xsVG9rZW5SZXF1ZXN0GicucGxhdGZvcm0udjEuUmVmcmVzaEVucm9sbFRva2VuUmVzcG9uc2UiNILT5JMCLiIsL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vZW5yb2xsOnJlZnJlc2gSlwEKEVJldm9rZUVucm9sbFRva2VuEiUucGxhdGZvcm0udjEuUmV2b2tlRW5yb2xsVG9rZW5SZXF1ZXN0GiYucGxhdGZvcm0udjEuUmV2b2tlRW5yb2xsVG9rZW5SZXNwb25zZSIzgtPkkwItKisvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9lbnJvbGw6cmV2b2tlEpoBCgxMaXN0U2Vzc2lvbnMSIC5wbGF0Zm9ybS52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0GiEucGxhdGZvcm0udjEuTGlzdFNlc3Npb25zUmVzcG9uc2UiRZACAYLT5JMCPBI6L3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vZGFlbW9ucy97ZGFlbW9uX2lkfS9zZXNzaW9ucxKdAQoNQ3JlYXRlU2Vzc2lvbhIhLnBsYXRmb3JtLnYxLkNyZWF0ZVNlc3Npb25SZXF1ZXN0GiIucGxhdGZvcm0udjEuQ3JlYXRlU2Vzc2lvblJlc3BvbnNlIkWC0+STAj86ASoiOi92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2RhZW1vbnMve2RhZW1vbl9pZH0vc2Vzc2lvbnMSpAEKDENsb3NlU2Vzc2lvbhIgLnBsYXRmb3JtLnYxLkNsb3NlU2Vzc2lvblJlcXVlc3QaIS5wbGF0Zm9ybS52MS5DbG9zZVNlc3Npb25SZXNwb25zZSJPgtPkkwJJKkcvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9kYWVtb25zL3tkYWVtb25faWR9L3Nlc3Npb25zL3tzZXNzaW9uX2lkfRJTCgxFbnJvbGxEYWVtb24SIC5wbGF0Zm9ybS52MS5FbnJvbGxEYWVtb25SZXF1ZXN0GiEucGxhdGZvcm0udjEuRW5yb2xsRGFlbW9uUmVzcG9uc2USTQoKU3luY0RhZW1vbhIeLnBsYXRmb3JtLnYxLlN5bmNEYWVtb25SZXF1ZXN0Gh8ucGxhdGZvcm0udjEuU3luY0RhZW1vblJlc3BvbnNlElwKD0JlZ2luU1NIU2Vzc2lvbhIjLnBsYXRmb3JtLnYxLkJlZ2luU1NIU2Vzc2lvblJlcXVlc3QaJC5wbGF0Zm9ybS52MS5CZWdpblNTSFNlc3Npb25SZXNwb25zZRJWCg1FbmRTU0hTZXNzaW9uEiEucGxhdGZvcm0udjEuRW5kU1NIU2Vzc2lvblJlcXVlc3QaIi5wbGF0Zm9ybS52MS5FbmRTU0hTZXNzaW9uUmVzcG9uc2USZQoSQXBwZW5kU1NIUmVjb3JkaW5nEiYucGxhdGZvcm0udjEuQXBwZW5kU1NIUmVjb3JkaW5nUmVxdWVzdBonLnBsYXRmb3JtLnYxLkFwcGVuZFNTSFJlY29yZGluZ1Jlc3BvbnNlMmAKFERhZW1vbkNvbnRyb2xTZXJ2aWNlEkgKB0Nvbm5lY3QSGy5wbGF0Zm9ybS52MS5Db25uZWN0UmVxdWVzdBocLnBsYXRmb3JtLnYxLkNvbm5lY3RSZXNwb25zZSgBMAEyYAoURGFlbW9uU2Vzc2lvblNlcnZpY2USSAoHU2Vzc2lvbhIbLnBsYXRmb3JtLnYxLlNlc3Npb25SZXF1ZXN0GhwucGxhdGZvcm0udjEuU2Vzc2lvblJlc3BvbnNlKAEwAWIIZWRpdGlvbnNw6Ac", [file_google_api_annotations, file_google_protobuf_timestamp]);
 
 /**
  * Request of DaemonService.GetDaemon.
@@ -718,6 +718,12 @@ export type ConnectResponse = Message<"platform.v1.ConnectResponse"> & {
      */
     value: Session;
     case: "session";
+  } | {
+    /**
+     * @generated from field: platform.v1.TerminateSession terminate_session = 4;
+     */
+    value: TerminateSession;
+    case: "terminateSession";
   } | { case: undefined; value?: undefined };
 };
 
@@ -877,6 +883,13 @@ export type DaemonConfig = Message<"platform.v1.DaemonConfig"> & {
    * @generated from field: bool record_sessions = 1;
    */
   recordSessions: boolean;
+
+  /**
+   * fail closed: SSH logins are refused or ended when the agent cannot reach the server
+   *
+   * @generated from field: bool require_recording = 2;
+   */
+  requireRecording: boolean;
 };
 
 /**
@@ -913,7 +926,8 @@ export const PrincipalUsersSchema: GenMessage<PrincipalUsers> = /*@__PURE__*/
   messageDesc(file_platform_v1_daemon, 29);
 
 /**
- * A terminal session on a daemon; pushed on the control stream to say "open this session".
+ * A session on a daemon: a browser terminal (pushed on the control stream to say "open this
+ * session"), or an SSH login through sshd (listed only).
  *
  * @generated from message platform.v1.Session
  */
@@ -931,9 +945,110 @@ export type Session = Message<"platform.v1.Session"> & {
   username: string;
 
   /**
+   * the subject: a user id, or a service-account id
+   *
    * @generated from field: string user_id = 3;
    */
   userId: string;
+
+  /**
+   * @generated from field: platform.v1.SessionKind kind = 4;
+   */
+  kind: SessionKind;
+
+  /**
+   * "user" or "service_account"
+   *
+   * @generated from field: string subject_type = 5;
+   */
+  subjectType: string;
+
+  /**
+   * the person's or service account's name, when known
+   *
+   * @generated from field: string subject_name = 6;
+   */
+  subjectName: string;
+
+  /**
+   * SSH logins: the certificate's serial (decimal)
+   *
+   * @generated from field: string certificate_serial = 7;
+   */
+  certificateSerial: string;
+
+  /**
+   * SSH logins: the certificate's key id
+   *
+   * @generated from field: string key_id = 8;
+   */
+  keyId: string;
+
+  /**
+   * SSH logins: the client's ip:port as sshd saw it
+   *
+   * @generated from field: string client_address = 9;
+   */
+  clientAddress: string;
+
+  /**
+   * exec: the command line; subsystem: its name
+   *
+   * @generated from field: string command = 10;
+   */
+  command: string;
+
+  /**
+   * whether sshd gave the login a terminal
+   *
+   * @generated from field: bool tty = 11;
+   */
+  tty: boolean;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp started_at = 12;
+   */
+  startedAt?: Timestamp | undefined;
+
+  /**
+   * absent while live
+   *
+   * @generated from field: google.protobuf.Timestamp ended_at = 13;
+   */
+  endedAt?: Timestamp | undefined;
+
+  /**
+   * SSH logins that ended with a status
+   *
+   * @generated from field: int32 exit_status = 14;
+   */
+  exitStatus: number;
+
+  /**
+   * bytes from the client to the login
+   *
+   * @generated from field: int64 bytes_in = 15;
+   */
+  bytesIn: bigint;
+
+  /**
+   * bytes from the login to the client
+   *
+   * @generated from field: int64 bytes_out = 16;
+   */
+  bytesOut: bigint;
+
+  /**
+   * who ended it: "user:<id>", "system:<why>", "daemon", or empty
+   *
+   * @generated from field: string ended_by = 17;
+   */
+  endedBy: string;
+
+  /**
+   * @generated from field: string end_reason = 18;
+   */
+  endReason: string;
 };
 
 /**
@@ -942,6 +1057,252 @@ export type Session = Message<"platform.v1.Session"> & {
  */
 export const SessionSchema: GenMessage<Session> = /*@__PURE__*/
   messageDesc(file_platform_v1_daemon, 30);
+
+/**
+ * Request of DaemonService.BeginSSHSession.
+ *
+ * @generated from message platform.v1.BeginSSHSessionRequest
+ */
+export type BeginSSHSessionRequest = Message<"platform.v1.BeginSSHSessionRequest"> & {
+  /**
+   * the OpenSSH certificate the login used (authorized_keys line); at most 16384 characters
+   *
+   * @generated from field: string certificate = 1;
+   */
+  certificate: string;
+
+  /**
+   * the local account; length 1-32; pattern ^[a-z_][a-z0-9-_]*\$?$
+   *
+   * @generated from field: string username = 2;
+   */
+  username: string;
+
+  /**
+   * ip:port of the client; at most 64 characters
+   *
+   * @generated from field: string client_address = 3;
+   */
+  clientAddress: string;
+
+  /**
+   * SHELL, EXEC or SUBSYSTEM
+   *
+   * @generated from field: platform.v1.SessionKind kind = 4;
+   */
+  kind: SessionKind;
+
+  /**
+   * exec: the command line; subsystem: its name; at most 4096 characters
+   *
+   * @generated from field: string command = 5;
+   */
+  command: string;
+
+  /**
+   * @generated from field: bool tty = 6;
+   */
+  tty: boolean;
+};
+
+/**
+ * Describes the message platform.v1.BeginSSHSessionRequest.
+ * Use `create(BeginSSHSessionRequestSchema)` to create a new message.
+ */
+export const BeginSSHSessionRequestSchema: GenMessage<BeginSSHSessionRequest> = /*@__PURE__*/
+  messageDesc(file_platform_v1_daemon, 31);
+
+/**
+ * Response of DaemonService.BeginSSHSession.
+ *
+ * @generated from message platform.v1.BeginSSHSessionResponse
+ */
+export type BeginSSHSessionResponse = Message<"platform.v1.BeginSSHSessionResponse"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * the daemon records sessions
+   *
+   * @generated from field: bool record = 2;
+   */
+  record: boolean;
+
+  /**
+   * a login whose recording cannot be stored must end
+   *
+   * @generated from field: bool require_recording = 3;
+   */
+  requireRecording: boolean;
+};
+
+/**
+ * Describes the message platform.v1.BeginSSHSessionResponse.
+ * Use `create(BeginSSHSessionResponseSchema)` to create a new message.
+ */
+export const BeginSSHSessionResponseSchema: GenMessage<BeginSSHSessionResponse> = /*@__PURE__*/
+  messageDesc(file_platform_v1_daemon, 32);
+
+/**
+ * Request of DaemonService.EndSSHSession.
+ *
+ * @generated from message platform.v1.EndSSHSessionRequest
+ */
+export type EndSSHSessionRequest = Message<"platform.v1.EndSSHSessionRequest"> & {
+  /**
+   * uuid
+   *
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * -1 when the command ended by a signal or is unknown
+   *
+   * @generated from field: int32 exit_status = 2;
+   */
+  exitStatus: number;
+
+  /**
+   * value >= 0
+   *
+   * @generated from field: int64 bytes_in = 3;
+   */
+  bytesIn: bigint;
+
+  /**
+   * value >= 0
+   *
+   * @generated from field: int64 bytes_out = 4;
+   */
+  bytesOut: bigint;
+
+  /**
+   * at most 512 characters
+   *
+   * @generated from field: string reason = 5;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message platform.v1.EndSSHSessionRequest.
+ * Use `create(EndSSHSessionRequestSchema)` to create a new message.
+ */
+export const EndSSHSessionRequestSchema: GenMessage<EndSSHSessionRequest> = /*@__PURE__*/
+  messageDesc(file_platform_v1_daemon, 33);
+
+/**
+ * Response of DaemonService.EndSSHSession.
+ *
+ * @generated from message platform.v1.EndSSHSessionResponse
+ */
+export type EndSSHSessionResponse = Message<"platform.v1.EndSSHSessionResponse"> & {
+};
+
+/**
+ * Describes the message platform.v1.EndSSHSessionResponse.
+ * Use `create(EndSSHSessionResponseSchema)` to create a new message.
+ */
+export const EndSSHSessionResponseSchema: GenMessage<EndSSHSessionResponse> = /*@__PURE__*/
+  messageDesc(file_platform_v1_daemon, 34);
+
+/**
+ * Request of DaemonService.AppendSSHRecording.
+ *
+ * @generated from message platform.v1.AppendSSHRecordingRequest
+ */
+export type AppendSSHRecordingRequest = Message<"platform.v1.AppendSSHRecordingRequest"> & {
+  /**
+   * uuid
+   *
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * where data starts in the recording's file; value >= 0
+   *
+   * @generated from field: int64 offset = 2;
+   */
+  offset: bigint;
+
+  /**
+   * the next bytes of the asciicast v2 file; at most 65536 bytes
+   *
+   * @generated from field: bytes data = 3;
+   */
+  data: Uint8Array;
+
+  /**
+   * the file is whole: the recording is completed
+   *
+   * @generated from field: bool final = 4;
+   */
+  final: boolean;
+};
+
+/**
+ * Describes the message platform.v1.AppendSSHRecordingRequest.
+ * Use `create(AppendSSHRecordingRequestSchema)` to create a new message.
+ */
+export const AppendSSHRecordingRequestSchema: GenMessage<AppendSSHRecordingRequest> = /*@__PURE__*/
+  messageDesc(file_platform_v1_daemon, 35);
+
+/**
+ * Response of DaemonService.AppendSSHRecording.
+ *
+ * @generated from message platform.v1.AppendSSHRecordingResponse
+ */
+export type AppendSSHRecordingResponse = Message<"platform.v1.AppendSSHRecordingResponse"> & {
+  /**
+   * bytes stored: where the next append starts
+   *
+   * @generated from field: int64 size = 1;
+   */
+  size: bigint;
+
+  /**
+   * the size limit was reached: later bytes are not stored
+   *
+   * @generated from field: bool truncated = 2;
+   */
+  truncated: boolean;
+};
+
+/**
+ * Describes the message platform.v1.AppendSSHRecordingResponse.
+ * Use `create(AppendSSHRecordingResponseSchema)` to create a new message.
+ */
+export const AppendSSHRecordingResponseSchema: GenMessage<AppendSSHRecordingResponse> = /*@__PURE__*/
+  messageDesc(file_platform_v1_daemon, 36);
+
+/**
+ * Tells a daemon to end one of its sessions now (an SSH login whose access was revoked, or an
+ * administrator's decision).
+ *
+ * @generated from message platform.v1.TerminateSession
+ */
+export type TerminateSession = Message<"platform.v1.TerminateSession"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message platform.v1.TerminateSession.
+ * Use `create(TerminateSessionSchema)` to create a new message.
+ */
+export const TerminateSessionSchema: GenMessage<TerminateSession> = /*@__PURE__*/
+  messageDesc(file_platform_v1_daemon, 37);
 
 /**
  * Daemon liveness ping on the control stream.
@@ -956,7 +1317,7 @@ export type Heartbeat = Message<"platform.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 31);
+  messageDesc(file_platform_v1_daemon, 38);
 
 /**
  * Service reply to a Heartbeat.
@@ -971,7 +1332,7 @@ export type HeartbeatAck = Message<"platform.v1.HeartbeatAck"> & {
  * Use `create(HeartbeatAckSchema)` to create a new message.
  */
 export const HeartbeatAckSchema: GenMessage<HeartbeatAck> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 32);
+  messageDesc(file_platform_v1_daemon, 39);
 
 /**
  * Tells a daemon that something concerning it changed.
@@ -1004,7 +1365,7 @@ export type Notification = Message<"platform.v1.Notification"> & {
  * Use `create(NotificationSchema)` to create a new message.
  */
 export const NotificationSchema: GenMessage<Notification> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 33);
+  messageDesc(file_platform_v1_daemon, 40);
 
 /**
  * What changed.
@@ -1049,7 +1410,7 @@ export enum Notification_EventType {
  * Describes the enum platform.v1.Notification.EventType.
  */
 export const Notification_EventTypeSchema: GenEnum<Notification_EventType> = /*@__PURE__*/
-  enumDesc(file_platform_v1_daemon, 33, 0);
+  enumDesc(file_platform_v1_daemon, 40, 0);
 
 /**
  * First message of the terminal relay: the session is open.
@@ -1085,7 +1446,7 @@ export type SessionReady = Message<"platform.v1.SessionReady"> & {
  * Use `create(SessionReadySchema)` to create a new message.
  */
 export const SessionReadySchema: GenMessage<SessionReady> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 34);
+  messageDesc(file_platform_v1_daemon, 41);
 
 /**
  * Terminal size change (columns x rows).
@@ -1113,7 +1474,7 @@ export type ResizeRequest = Message<"platform.v1.ResizeRequest"> & {
  * Use `create(ResizeRequestSchema)` to create a new message.
  */
 export const ResizeRequestSchema: GenMessage<ResizeRequest> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 35);
+  messageDesc(file_platform_v1_daemon, 42);
 
 /**
  * Last message of the terminal relay: how the session ended.
@@ -1137,7 +1498,7 @@ export type SessionEnded = Message<"platform.v1.SessionEnded"> & {
  * Use `create(SessionEndedSchema)` to create a new message.
  */
 export const SessionEndedSchema: GenMessage<SessionEnded> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 36);
+  messageDesc(file_platform_v1_daemon, 43);
 
 /**
  * Asks the daemon to close the terminal session.
@@ -1156,7 +1517,53 @@ export type CloseRequest = Message<"platform.v1.CloseRequest"> & {
  * Use `create(CloseRequestSchema)` to create a new message.
  */
 export const CloseRequestSchema: GenMessage<CloseRequest> = /*@__PURE__*/
-  messageDesc(file_platform_v1_daemon, 37);
+  messageDesc(file_platform_v1_daemon, 44);
+
+/**
+ * What a session is.
+ *
+ * @generated from enum platform.v1.SessionKind
+ */
+export enum SessionKind {
+  /**
+   * @generated from enum value: SESSION_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * a browser terminal
+   *
+   * @generated from enum value: SESSION_KIND_TERMINAL = 1;
+   */
+  TERMINAL = 1,
+
+  /**
+   * an SSH login running the login shell
+   *
+   * @generated from enum value: SESSION_KIND_SHELL = 2;
+   */
+  SHELL = 2,
+
+  /**
+   * an SSH login running one command
+   *
+   * @generated from enum value: SESSION_KIND_EXEC = 3;
+   */
+  EXEC = 3,
+
+  /**
+   * an SSH subsystem, e.g. sftp
+   *
+   * @generated from enum value: SESSION_KIND_SUBSYSTEM = 4;
+   */
+  SUBSYSTEM = 4,
+}
+
+/**
+ * Describes the enum platform.v1.SessionKind.
+ */
+export const SessionKindSchema: GenEnum<SessionKind> = /*@__PURE__*/
+  enumDesc(file_platform_v1_daemon, 0);
 
 /**
  * Approval status of an enrolled daemon.
@@ -1189,7 +1596,7 @@ export enum DaemonStatus {
  * Describes the enum platform.v1.DaemonStatus.
  */
 export const DaemonStatusSchema: GenEnum<DaemonStatus> = /*@__PURE__*/
-  enumDesc(file_platform_v1_daemon, 0);
+  enumDesc(file_platform_v1_daemon, 1);
 
 /**
  * DaemonService: Manages enrolled daemons (agents) and their terminal sessions, and serves the agent-facing enrol and sync calls.
@@ -1306,6 +1713,36 @@ export const DaemonService: GenService<{
     methodKind: "unary";
     input: typeof SyncDaemonRequestSchema;
     output: typeof SyncDaemonResponseSchema;
+  },
+  /**
+   * Registers an SSH login that sshd let in with a platform certificate, before it runs anything (agent-facing).
+   *
+   * @generated from rpc platform.v1.DaemonService.BeginSSHSession
+   */
+  beginSSHSession: {
+    methodKind: "unary";
+    input: typeof BeginSSHSessionRequestSchema;
+    output: typeof BeginSSHSessionResponseSchema;
+  },
+  /**
+   * Records how an SSH login ended (agent-facing).
+   *
+   * @generated from rpc platform.v1.DaemonService.EndSSHSession
+   */
+  endSSHSession: {
+    methodKind: "unary";
+    input: typeof EndSSHSessionRequestSchema;
+    output: typeof EndSSHSessionResponseSchema;
+  },
+  /**
+   * Appends to the recording of an SSH login, by offset: sending the same bytes again changes nothing (agent-facing).
+   *
+   * @generated from rpc platform.v1.DaemonService.AppendSSHRecording
+   */
+  appendSSHRecording: {
+    methodKind: "unary";
+    input: typeof AppendSSHRecordingRequestSchema;
+    output: typeof AppendSSHRecordingResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_platform_v1_daemon, 0);

@@ -21,7 +21,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file platform/v1/recording.proto.
  */
 export const file_platform_v1_recording: GenFile = /*@__PURE__*/
-  fileDesc("ChtwbGF0Zm9ybS92MS9yZWNvcmRpbmcucHJvdG8SC3BsYXRmb3JtLnYxInEKFUxpc3RSZWNvcmRpbmdzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDQoFbGltaXQYAiABKAUSDgoGb2Zmc2V0GAMgASgFEhEKCWRhZW1vbl9pZBgEIAEoCRIQCgh1c2VybmFtZRgFIAEoCSJoChZMaXN0UmVjb3JkaW5nc1Jlc3BvbnNlEioKCnJlY29yZGluZ3MYASADKAsyFi5wbGF0Zm9ybS52MS5SZWNvcmRpbmcSDQoFdG90YWwYAiABKAUSEwoLdG90YWxfYnl0ZXMYAyABKAMiQQoTR2V0UmVjb3JkaW5nUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSFAoMcmVjb3JkaW5nX2lkGAIgASgJIlYKFEdldFJlY29yZGluZ1Jlc3BvbnNlEiYKBG1ldGEYASABKAsyFi5wbGF0Zm9ybS52MS5SZWNvcmRpbmdIABIPCgVjaHVuaxgCIAEoDEgAQgUKA21zZyJEChZEZWxldGVSZWNvcmRpbmdSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIUCgxyZWNvcmRpbmdfaWQYAiABKAkiGQoXRGVsZXRlUmVjb3JkaW5nUmVzcG9uc2UinQIKCVJlY29yZGluZxIKCgJpZBgBIAEoCRIUCgx3b3Jrc3BhY2VfaWQYAiABKAkSEQoJZGFlbW9uX2lkGAMgASgJEhEKCXRhcmdldF9pZBgEIAEoCRIQCgh1c2VybmFtZRgFIAEoCRIPCgd1c2VyX2lkGAYgASgJEg4KBmZvcm1hdBgHIAEoCRISCgpzaXplX2J5dGVzGAggASgDEhAKCGNvbXBsZXRlGAkgASgIEhEKCXRydW5jYXRlZBgKIAEoCBIuCgpzdGFydGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRlZF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAy3wMKEFJlY29yZGluZ1NlcnZpY2USjgEKDkxpc3RSZWNvcmRpbmdzEiIucGxhdGZvcm0udjEuTGlzdFJlY29yZGluZ3NSZXF1ZXN0GiMucGxhdGZvcm0udjEuTGlzdFJlY29yZGluZ3NSZXNwb25zZSIzkAIBgtPkkwIqEigvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9yZWNvcmRpbmdzEpkBCgxHZXRSZWNvcmRpbmcSIC5wbGF0Zm9ybS52MS5HZXRSZWNvcmRpbmdSZXF1ZXN0GiEucGxhdGZvcm0udjEuR2V0UmVjb3JkaW5nUmVzcG9uc2UiQpACAYLT5JMCORI3L3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vcmVjb3JkaW5ncy97cmVjb3JkaW5nX2lkfTABEp0BCg9EZWxldGVSZWNvcmRpbmcSIy5wbGF0Zm9ybS52MS5EZWxldGVSZWNvcmRpbmdSZXF1ZXN0GiQucGxhdGZvcm0udjEuRGVsZXRlUmVjb3JkaW5nUmVzcG9uc2UiP4LT5JMCOSo3L3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vcmVjb3JkaW5ncy97cmVjb3JkaW5nX2lkfWIIZWRpdGlvbnNw6Ac", [file_google_api_annotations, file_google_protobuf_timestamp]);
+  fileDesc("ChtwbGF0Zm9ybS92MS9yZWNvcmRpbmcucHJvdG8SC3BsYXRmb3JtLnYxInEKFUxpc3RSZWNvcmRpbmdzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDQoFbGltaXQYAiABKAUSDgoGb2Zmc2V0GAMgASgFEhEKCWRhZW1vbl9pZBgEIAEoCRIQCgh1c2VybmFtZRgFIAEoCSJoChZMaXN0UmVjb3JkaW5nc1Jlc3BvbnNlEioKCnJlY29yZGluZ3MYASADKAsyFi5wbGF0Zm9ybS52MS5SZWNvcmRpbmcSDQoFdG90YWwYAiABKAUSEwoLdG90YWxfYnl0ZXMYAyABKAMiQQoTR2V0UmVjb3JkaW5nUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSFAoMcmVjb3JkaW5nX2lkGAIgASgJIlYKFEdldFJlY29yZGluZ1Jlc3BvbnNlEiYKBG1ldGEYASABKAsyFi5wbGF0Zm9ybS52MS5SZWNvcmRpbmdIABIPCgVjaHVuaxgCIAEoDEgAQgUKA21zZyJEChZEZWxldGVSZWNvcmRpbmdSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIUCgxyZWNvcmRpbmdfaWQYAiABKAkiGQoXRGVsZXRlUmVjb3JkaW5nUmVzcG9uc2Ui/wIKCVJlY29yZGluZxIKCgJpZBgBIAEoCRIUCgx3b3Jrc3BhY2VfaWQYAiABKAkSEQoJZGFlbW9uX2lkGAMgASgJEhEKCXRhcmdldF9pZBgEIAEoCRIQCgh1c2VybmFtZRgFIAEoCRIPCgd1c2VyX2lkGAYgASgJEg4KBmZvcm1hdBgHIAEoCRISCgpzaXplX2J5dGVzGAggASgDEhAKCGNvbXBsZXRlGAkgASgIEhEKCXRydW5jYXRlZBgKIAEoCBIuCgpzdGFydGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRlZF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDAoEa2luZBgNIAEoCRIUCgxzdWJqZWN0X25hbWUYDiABKAkSEwoLZGFlbW9uX25hbWUYDyABKAkSDwoHY29tbWFuZBgQIAEoCRIWCg5jbGllbnRfYWRkcmVzcxgRIAEoCTLfAwoQUmVjb3JkaW5nU2VydmljZRKOAQoOTGlzdFJlY29yZGluZ3MSIi5wbGF0Zm9ybS52MS5MaXN0UmVjb3JkaW5nc1JlcXVlc3QaIy5wbGF0Zm9ybS52MS5MaXN0UmVjb3JkaW5nc1Jlc3BvbnNlIjOQAgGC0+STAioSKC92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L3JlY29yZGluZ3MSmQEKDEdldFJlY29yZGluZxIgLnBsYXRmb3JtLnYxLkdldFJlY29yZGluZ1JlcXVlc3QaIS5wbGF0Zm9ybS52MS5HZXRSZWNvcmRpbmdSZXNwb25zZSJCkAIBgtPkkwI5EjcvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9yZWNvcmRpbmdzL3tyZWNvcmRpbmdfaWR9MAESnQEKD0RlbGV0ZVJlY29yZGluZxIjLnBsYXRmb3JtLnYxLkRlbGV0ZVJlY29yZGluZ1JlcXVlc3QaJC5wbGF0Zm9ybS52MS5EZWxldGVSZWNvcmRpbmdSZXNwb25zZSI/gtPkkwI5KjcvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9yZWNvcmRpbmdzL3tyZWNvcmRpbmdfaWR9YghlZGl0aW9uc3DoBw", [file_google_api_annotations, file_google_protobuf_timestamp]);
 
 /**
  * Request of RecordingService.ListRecordings.
@@ -294,6 +294,41 @@ export type Recording = Message<"platform.v1.Recording"> & {
    * @generated from field: google.protobuf.Timestamp ended_at = 12;
    */
   endedAt?: Timestamp | undefined;
+
+  /**
+   * "terminal" (a browser terminal), or an SSH login's "shell", "exec" or "subsystem"
+   *
+   * @generated from field: string kind = 13;
+   */
+  kind: string;
+
+  /**
+   * the person's or service account's name; empty once deleted
+   *
+   * @generated from field: string subject_name = 14;
+   */
+  subjectName: string;
+
+  /**
+   * the daemon's name; empty once deleted
+   *
+   * @generated from field: string daemon_name = 15;
+   */
+  daemonName: string;
+
+  /**
+   * SSH exec: the command line; subsystem: its name
+   *
+   * @generated from field: string command = 16;
+   */
+  command: string;
+
+  /**
+   * SSH logins: the client's ip:port
+   *
+   * @generated from field: string client_address = 17;
+   */
+  clientAddress: string;
 };
 
 /**

@@ -1,0 +1,630 @@
+/**
+ * Plain `ssh` logins as sessions of the platform, end to end: a real server, the real
+ * `wap-agent`, and a real OpenSSH sshd configured with nothing but what `wap-agent sshd-config`
+ * prints (its files, then the Match block that forces the session wrapper). The account logged
+ * into, `wapuser`, exists only in sshd's private mount namespace (uid 0, bash, a test folder as
+ * home), so its rc files are the test's.
+ */
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import {
+  CertificateKeyType,
+  DaemonStatus,
+  PrincipalType,
+  SessionKind,
+  SignSSHCertificateRequest_CertificateType,
+} from "@wap/api";
+import { createPlatformClient, type PlatformClient } from "@wap/client";
+import { createArgon2PasswordHasher } from "@wap/core";
+import { createServer, type RunningServer, silentLogger } from "@wap/server";
+import { type AgentProcess, runAgent, wapAgent } from "@wap/test-kit/agent-process";
+import { type RunningSshd, startSshd } from "@wap/test-kit/sshd";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const run = promisify(execFile);
+const login = "wapuser";
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+let dir: string;
+let home: string;
+let server: RunningServer;
+let sshd: RunningSshd;
+let agent: AgentProcess;
+let ada: PlatformClient;
+let userId: string;
+let workspaceId: string;
+let caId: string;
+let daemonId: string;
+let targetId: string;
+let socket: string;
+let sshdDir: string;
+let agentArgs: string[];
+
+type Truthy<T> = Exclude<T, false | null | undefined | 0 | "">;
+
+async function until<T>(probe: () => T | Promise<T>): Promise<Truthy<T>> {
+  for (;;) {
+    const value = await probe();
+    if (value) return value as Truthy<T>;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+interface Certificate {
+  readonly identityFile: string;
+  readonly certificateFile: string;
+  readonly serial: string;
+}
+
+async function userCertificate(name: string): Promise<Certificate> {
+  const identityFile = join(dir, name);
+  await run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", name, "-f", identityFile]);
+  const res = await ada.certificates.signSSHCertificate({
+    workspaceId,
+    caId,
+    type: SignSSHCertificateRequest_CertificateType.USER,
+    publicKey: await readFile(`${identityFile}.pub`, "utf8"),
+  });
+  const certificateFile = `${identityFile}-cert.pub`;
+  await writeFile(certificateFile, res.signedCertificate);
+  const { stdout } = await run("ssh-keygen", ["-L", "-f", certificateFile]);
+  const serial = /Serial: (\d+)/.exec(stdout)![1]!;
+  return { identityFile, certificateFile, serial };
+}
+
+/** The real ssh client with `flags` before the host, `command` after it; stdin from `input`. */
+function ssh(
+  certificate: Certificate,
+  flags: readonly string[],
+  command: readonly string[] = [],
+  input = "",
+): { child: ChildProcess; done: Promise<{ code: number | null; stdout: string; stderr: string }> } {
+  const args = [
+    "-F",
+    "/dev/null",
+    "-p",
+    String(sshd.port),
+    "-l",
+    login,
+    "-o",
+    "BatchMode=yes",
+    "-o",
+    "IdentitiesOnly=yes",
+    "-o",
+    `IdentityFile=${certificate.identityFile}`,
+    "-o",
+    `CertificateFile=${certificate.certificateFile}`,
+    "-o",
+    "StrictHostKeyChecking=no",
+    "-o",
+    "UserKnownHostsFile=/dev/null",
+    "-o",
+    "LogLevel=ERROR",
+    ...flags,
+    "127.0.0.1",
+    ...command,
+  ];
+  const env = { ...process.env };
+  delete env.SSH_AUTH_SOCK;
+  const child = spawn("ssh", args, { env, stdio: ["pipe", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.setEncoding("utf8").on("data", (d: string) => {
+    stdout += d;
+  });
+  child.stderr!.setEncoding("utf8").on("data", (d: string) => {
+    stderr += d;
+  });
+  child.stdin!.end(input);
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.once("exit", (code) => {
+      // Output still in the pipes arrives before "close".
+      child.once("close", () => resolve({ code, stdout, stderr }));
+      if (child.stdout!.readableEnded && child.stderr!.readableEnded) resolve({ code, stdout, stderr });
+    }),
+  );
+  return { child, done };
+}
+
+async function auditOf(sessionId: string) {
+  const { logs } = await ada.util.listAuditLogs({ workspaceId, limit: 100 });
+  return logs.filter((l) => l.resource === `ssh_session:${sessionId}`);
+}
+
+async function liveLogins() {
+  const { sessions } = await ada.daemons.listSessions({ workspaceId, daemonId });
+  return sessions.filter((s) => s.kind !== SessionKind.TERMINAL);
+}
+
+async function principalId(): Promise<string> {
+  const { principals } = await ada.principals.listPrincipals({
+    workspaceId,
+    targetId,
+    limit: 100,
+    offset: 0,
+  });
+  return principals.find((p) => p.username === login)!.id;
+}
+
+async function grant(): Promise<void> {
+  const from = agent.lines.length;
+  await ada.principals.addSubjectsToPrincipal({
+    workspaceId,
+    id: await principalId(),
+    subjectIds: [userId],
+    type: PrincipalType.USER,
+  });
+  await agent.waitFor((l) => l.msg === "synced" && (l.logins as Record<string, number>)[login] === 1, from);
+}
+
+async function revoke(): Promise<void> {
+  await ada.principals.removeSubjectsFromPrincipal({
+    workspaceId,
+    id: await principalId(),
+    subjectIds: [userId],
+    type: PrincipalType.USER,
+  });
+}
+
+const startServer = (port: number) =>
+  createServer({
+    host: "127.0.0.1",
+    port,
+    dataDir: join(dir, "server"),
+    logger: silentLogger,
+    rateLimit: { authenticatedPoints: 0, anonymousPoints: 0 },
+    shutdownGraceSeconds: 1,
+    platformOptions: { passwords: createArgon2PasswordHasher({ memoryCost: 1024, timeCost: 1 }) },
+  });
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "wap-ssh-sessions-"));
+  home = join(dir, "home");
+  sshdDir = join(dir, "sshd");
+  socket = join(dir, "sessions.sock");
+  await mkdir(join(home, ".ssh"), { recursive: true, mode: 0o755 });
+  server = await startServer(0);
+  ada = createPlatformClient({ baseUrl: server.url });
+  await ada.auth.register({
+    name: "Ada Lovelace",
+    email: "ada@example.com",
+    username: "ada",
+    password: "correct horse battery staple",
+  });
+  await ada.login("ada@example.com", "correct horse battery staple");
+  userId = (await ada.users.whoami({})).user!.id;
+  workspaceId = (await ada.workspaces.createWorkspace({ name: "Engines" })).workspace!.id;
+  caId = (
+    await ada.certificates.createCertificateAuthority({
+      workspaceId,
+      name: "ssh",
+      keyType: CertificateKeyType.ED25519,
+    })
+  ).certificateAuthority!.id;
+  const token = (await ada.daemons.refreshEnrollToken({ workspaceId })).token;
+
+  const config = await wapAgent(["sshd-config", "--sshd-dir", sshdDir, "--sessions-socket", socket]);
+  expect(config.code).toBe(0);
+  const lines = config.stdout.trim().split("\n");
+  const match = lines.slice(lines.indexOf("Match all"));
+  expect(match.slice(0, 4)).toEqual([
+    "Match all",
+    "\tExposeAuthInfo yes",
+    "\tPermitUserRC no",
+    `\tSetEnv SHLVL=1 ZDOTDIR=${sshdDir}/empty XDG_CONFIG_HOME=${sshdDir}/empty BASH_ENV= ENV=`,
+  ]);
+  expect(match[4]).toMatch(/^\tForceCommand .*session-wrapper\.ts --socket /);
+  sshd = await startSshd({
+    // A subsystem sshd hands to the forced command as its program (none is installed here).
+    authConfig: ["Subsystem sftp /usr/lib/openssh/sftp-server", ...lines],
+    passwdLines: [`${login}:x:0:0:wap test:${home}:/bin/bash`],
+  });
+  await writeFile(join(dir, "host_key.pub"), `${sshd.hostKeyLine}\n`);
+  const enrolled = await wapAgent(
+    ["enroll", "--server", server.url, "--state-dir", join(dir, "state"), "--name", "web-1"],
+    { WAP_ENROLL_TOKEN: token },
+  );
+  expect(enrolled.code).toBe(0);
+  const enrolment = JSON.parse(await readFile(join(dir, "state", "enrolment.json"), "utf8"));
+  daemonId = enrolment.daemonId;
+  targetId = enrolment.targetId;
+  agentArgs = [
+    "--state-dir",
+    join(dir, "state"),
+    "--sshd-dir",
+    sshdDir,
+    "--reload-command",
+    `kill -HUP ${sshd.pid}`,
+    "--ssh-address",
+    `127.0.0.1:${sshd.port}`,
+    "--host-key",
+    join(dir, "host_key.pub"),
+    "--sessions-socket",
+    socket,
+  ];
+  agent = runAgent(agentArgs);
+  await agent.waitFor((l) => l.msg === "control stream open", 0);
+  await ada.daemons.updateDaemon({ workspaceId, id: daemonId, status: DaemonStatus.ACCEPTED });
+  await agent.waitFor((l) => l.msg === "sshd reloaded", 0);
+  await ada.principals.setPrincipals({ workspaceId, targetId, usernames: [login] });
+  await grant();
+}, 120_000);
+
+afterAll(async () => {
+  await agent?.stop();
+  await sshd?.stop();
+  await server?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe("plain ssh logins as sessions of the platform", () => {
+  let first: Certificate;
+
+  it("registers an exec login before it runs, audits its start and end naming the person and the daemon, with status and bytes", {
+    timeout: 60_000,
+  }, async () => {
+    first = await userCertificate("first");
+    const { done } = ssh(first, [], ['echo "session $WAP_SESSION_ID"; head -c 5; exit 3'], "hello");
+    const result = await done;
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(3);
+    const sessionId = /^session (\S+)\n/.exec(result.stdout)?.[1] ?? "";
+    expect(sessionId).toMatch(uuidPattern);
+    expect(result.stdout).toBe(`session ${sessionId}\nhello`);
+    const entries = await until(async () => {
+      const found = await auditOf(sessionId);
+      return found.length === 2 && found;
+    });
+    expect(entries.map((e) => e.action).sort()).toEqual(["ssh_session.end", "ssh_session.start"]);
+    for (const entry of entries) {
+      expect(entry.actorType).toBe("daemon");
+      expect(entry.actorName).toBe("web-1");
+      expect(entry.resourceName).toContain(`Ada Lovelace as ${login} on web-1 (ssh exec `);
+      expect(entry.resourceName).toContain("from 127.0.0.1:");
+      expect(entry.resourceName).toContain("ended: the login ended (exit 3)");
+    }
+    const log = await agent.waitFor((l) => l.msg === "ssh login ended" && l.sessionId === sessionId, 0);
+    expect(log).toMatchObject({ exitStatus: 3, bytesIn: 5 });
+    expect(log.bytesOut).toBe(`session ${sessionId}\nhello`.length);
+  });
+
+  it("lists a live login within 2 s with who, from where, what and since when", {
+    timeout: 60_000,
+  }, async () => {
+    const { done } = ssh(first, [], ["sleep 3"]);
+    const [listed] = await until(async () => {
+      const live = await liveLogins();
+      return live.length === 1 && live;
+    });
+    expect(listed).toMatchObject({
+      kind: SessionKind.EXEC,
+      command: "sleep 3",
+      username: login,
+      userId,
+      subjectType: "user",
+      subjectName: "Ada Lovelace",
+      certificateSerial: first.serial,
+      tty: false,
+    });
+    expect(listed!.clientAddress).toMatch(/^127\.0\.0\.1:\d+$/);
+    expect(listed!.startedAt).toBeDefined();
+    expect((await done).code).toBe(0);
+    await until(async () => (await liveLogins()).length === 0);
+  });
+
+  it("runs no rc file, ~/.ssh/rc or other shell before the wrapper has registered the login", {
+    timeout: 120_000,
+  }, async () => {
+    const rcLog = join(home, "rc.log");
+    const note = (what: string) => `echo "${what}:\${WAP_SESSION_ID:-none}" >> ${rcLog}\n`;
+    await writeFile(join(home, ".bashrc"), `${note("bashrc")}exec /bin/echo rc-exec\n`);
+    await writeFile(join(home, ".bash_profile"), note("profile"));
+    await writeFile(join(home, ".zshenv"), note("zshenv"));
+    await writeFile(join(home, ".ssh", "rc"), note("sshrc"));
+    await writeFile(join(home, "x"), `${note("rcfile")}exit 0\n`);
+    const attempts: [string, string[], string[], string][] = [
+      ["exec", [], ["true"], ""],
+      ["-T shell", ["-T"], [], "echo typed\nexit\n"],
+      [
+        "forced tty, another shell",
+        ["-o", "RequestTTY=force"],
+        ["bash", "--rcfile", join(home, "x")],
+        "exit\n",
+      ],
+      ["-tt shell", ["-tt"], [], "exit\n"],
+      ["sftp subsystem", ["-s"], ["sftp"], ""],
+    ];
+    for (const [name, flags, command, input] of attempts) {
+      await writeFile(rcLog, "");
+      const from = agent.lines.length;
+      const { done } = ssh(first, flags, command, input);
+      await done;
+      const begun = await agent.waitFor((l) => l.msg === "ssh login begun", from);
+      const ended = await agent.waitFor(
+        (l) => l.msg === "ssh login ended" && l.sessionId === begun.sessionId,
+        from,
+      );
+      expect(ended.sessionId, name).toBe(begun.sessionId);
+      const notes = (await readFile(rcLog, "utf8")).split("\n").filter((l) => l !== "");
+      // Whatever ran, ran inside the registered session, after the wrapper.
+      for (const line of notes) expect(line, name).toBe(`${line.split(":")[0]}:${begun.sessionId}`);
+      expect(
+        notes.some((l) => l.startsWith("sshrc")),
+        name,
+      ).toBe(false);
+      if (name === "sftp subsystem") expect(begun.kind).toBe("subsystem");
+      if (name === "exec") expect(notes).toContain(`bashrc:${begun.sessionId}`);
+    }
+    await rm(join(home, ".bashrc"));
+  });
+
+  it("ends a live login within 5 s when its grant is removed, and audits why", {
+    timeout: 60_000,
+  }, async () => {
+    const { done } = ssh(first, [], ["sleep 60"]);
+    const [live] = await until(async () => {
+      const found = await liveLogins();
+      return found.length === 1 && found;
+    });
+    const revokedAt = Date.now();
+    await revoke();
+    const result = await done;
+    const took = Date.now() - revokedAt;
+    expect(took).toBeLessThan(5_000);
+    expect(result.stderr).toContain(
+      "this session was ended: access revoked: the grant to log in as 'wapuser' was removed",
+    );
+    const end = await until(async () =>
+      (await auditOf(live!.sessionId)).find((e) => e.action === "ssh_session.end"),
+    );
+    expect(end.actorType).toBe("system");
+    expect(end.resourceName).toContain("ended: access revoked: the grant to log in as 'wapuser' was removed");
+    // And the next login is refused by sshd (the principals file no longer names the subject).
+    await agent.waitFor(
+      (l) => l.msg === "synced" && (l.logins as Record<string, number>)[login] === undefined,
+      0,
+    );
+    expect((await ssh(first, [], ["true"]).done).code).toBe(255);
+    await grant();
+  });
+
+  it("ends a live login within 5 s when its certificate is revoked", { timeout: 60_000 }, async () => {
+    const certificate = await userCertificate("revoked");
+    const { done } = ssh(certificate, [], ["sleep 60"]);
+    const [live] = await until(async () => {
+      const found = await liveLogins();
+      return found.length === 1 && found;
+    });
+    const revokedAt = Date.now();
+    await ada.certificates.revokeCertificate({ workspaceId, caId, serial: certificate.serial });
+    const result = await done;
+    expect(Date.now() - revokedAt).toBeLessThan(5_000);
+    expect(result.stderr).toContain("access revoked: the certificate was revoked");
+    const end = await until(async () =>
+      (await auditOf(live!.sessionId)).find((e) => e.action === "ssh_session.end"),
+    );
+    expect(end.resourceName).toContain("ended: access revoked: the certificate was revoked");
+  });
+
+  it("ends a live login when an administrator closes it, saying who ended it", {
+    timeout: 60_000,
+  }, async () => {
+    const { done } = ssh(first, [], ["sleep 60"]);
+    const [live] = await until(async () => {
+      const found = await liveLogins();
+      return found.length === 1 && found;
+    });
+    await ada.daemons.closeSession({ workspaceId, daemonId, sessionId: live!.sessionId });
+    const result = await done;
+    // The person logged in reads who ended it.
+    expect(result.stderr).toContain("this session was ended: closed from the platform by Ada Lovelace");
+    const end = await until(async () =>
+      (await auditOf(live!.sessionId)).find((e) => e.action === "ssh_session.end"),
+    );
+    expect(end.actorId).toBe(userId);
+  });
+
+  it("ends a live `wap ssh` login of a service account within 5 s when the service account is deleted", {
+    timeout: 90_000,
+  }, async () => {
+    const { serviceAccount, token } = await ada.serviceAccounts.createServiceAccount({
+      workspaceId,
+      name: "deployer",
+      roleName: "editor",
+    });
+    const from = agent.lines.length;
+    await ada.principals.addSubjectsToPrincipal({
+      workspaceId,
+      id: await principalId(),
+      subjectIds: [serviceAccount!.id],
+      type: PrincipalType.SERVICE_ACCOUNT,
+    });
+    await agent.waitFor((l) => l.msg === "synced" && (l.logins as Record<string, number>)[login] === 2, from);
+    const cli = join(process.cwd(), "packages/cli/src/bin.ts");
+    const child = spawn(
+      process.execPath,
+      [
+        "--conditions=dev-source",
+        "--import",
+        "tsx",
+        cli,
+        "ssh",
+        `${login}@web-1`,
+        "--",
+        "echo",
+        "in;",
+        "sleep",
+        "60",
+      ],
+      {
+        env: {
+          PATH: process.env.PATH,
+          HOME: dir,
+          WAP_CONFIG_DIR: join(dir, "wap-config"),
+          WAP_SERVER: server.url,
+          WAP_TOKEN: token,
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    let stdout = "";
+    let stderr = "";
+    child.stdout!.setEncoding("utf8").on("data", (d: string) => {
+      stdout += d;
+    });
+    child.stderr!.setEncoding("utf8").on("data", (d: string) => {
+      stderr += d;
+    });
+    const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
+    const [live] = await until(async () => {
+      const found = (await liveLogins()).filter((s) => s.userId === serviceAccount!.id);
+      return found.length === 1 && stdout.includes("in") && found;
+    });
+    expect(live).toMatchObject({
+      subjectType: "service_account",
+      subjectName: "deployer",
+      command: "echo in; sleep 60",
+    });
+    const deletedAt = Date.now();
+    await ada.serviceAccounts.deleteServiceAccount({ workspaceId, id: serviceAccount!.id });
+    await exited;
+    expect(Date.now() - deletedAt).toBeLessThan(5_000);
+    // Deleting a service account revokes its certificates too: the first check that fails says so.
+    const why = /access revoked: the (certificate was revoked|service account was deleted or expired)/;
+    expect(stderr).toMatch(new RegExp(`this session was ended: ${why.source}`));
+    const end = await until(async () =>
+      (await auditOf(live!.sessionId)).find((e) => e.action === "ssh_session.end"),
+    );
+    expect(end.resourceName).toMatch(why);
+  });
+
+  it("records an interactive login and a command as asciicast v2, in the recordings storage", {
+    timeout: 60_000,
+  }, async () => {
+    await ada.daemons.updateDaemon({ workspaceId, id: daemonId, config: { recordSessions: true } });
+    await until(
+      async () => (await ada.daemons.getDaemon({ workspaceId, id: daemonId })).daemon?.config?.recordSessions,
+    );
+    const shell = await ssh(first, ["-tt"], [], "echo hello-$((6*7))\nexit 5\n").done;
+    expect(shell.code).toBe(5);
+    const exec = await ssh(first, [], ["printf 'out\\n'; exit 4"]).done;
+    expect(exec.stdout).toBe("out\n");
+    const recordings = await until(async () => {
+      const { recordings } = await ada.recordings.listRecordings({ workspaceId, limit: 10 });
+      const done = recordings.filter((r) => r.complete);
+      return done.length >= 2 && done;
+    });
+    // The list says who, where, when, how long and what kind.
+    const listed = recordings.find((r) => r.kind === "exec")!;
+    expect(listed).toMatchObject({
+      subjectName: "Ada Lovelace",
+      daemonName: "web-1",
+      username: login,
+      command: "printf 'out\\n'; exit 4",
+    });
+    expect(listed.clientAddress).toMatch(/^127\.0\.0\.1:\d+$/);
+    expect(listed.startedAt && listed.endedAt).toBeTruthy();
+    expect(recordings.find((r) => r.kind === "shell")).toBeDefined();
+    const file = async (id: string) => {
+      let text = "";
+      for await (const message of ada.recordings.getRecording({ workspaceId, recordingId: id })) {
+        if (message.msg.case === "chunk") text += Buffer.from(message.msg.value).toString("utf8");
+      }
+      return text;
+    };
+    // asciinema is not installed here: the structure of asciicast v2 is checked instead.
+    const parsed = await Promise.all(
+      recordings.map(async (r) => {
+        const [header, ...events] = (await file(r.id))
+          .trimEnd()
+          .split("\n")
+          .map((l) => JSON.parse(l));
+        expect(header).toMatchObject({ version: 2, width: expect.any(Number), height: expect.any(Number) });
+        let last = 0;
+        for (const event of events) {
+          expect(event).toHaveLength(3);
+          expect(["o", "r", "m"]).toContain(event[1]);
+          expect(event[0]).toBeGreaterThanOrEqual(last);
+          last = event[0];
+        }
+        return { header, events: events as [number, string, string][] };
+      }),
+    );
+    const interactive = parsed.find((p) => p.header.title === "ssh")!;
+    expect(
+      interactive.events
+        .filter((e) => e[1] === "o")
+        .map((e) => e[2])
+        .join(""),
+    ).toContain("hello-42");
+    expect(interactive.events.at(-1)).toEqual([expect.any(Number), "m", "exit status 5"]);
+    const command = parsed.find((p) => p.header.title === "ssh exec: printf 'out\\n'; exit 4")!;
+    expect(
+      command.events
+        .filter((e) => e[1] === "o")
+        .map((e) => e[2])
+        .join(""),
+    ).toBe("out\n");
+    expect(command.events.at(-1)).toEqual([expect.any(Number), "m", "exit status 4"]);
+    await ada.daemons.updateDaemon({ workspaceId, id: daemonId, config: { recordSessions: false } });
+  });
+
+  it("with requireRecording, refuses logins and ends live ones when the agent is gone", {
+    timeout: 90_000,
+  }, async () => {
+    const reloads = agent.lines.filter((l) => l.msg === "sshd reloaded").length;
+    await ada.daemons.updateDaemon({
+      workspaceId,
+      id: daemonId,
+      config: { recordSessions: false, requireRecording: true },
+    });
+    await until(async () => (await readFile(join(sshdDir, "login_policy"), "utf8")) === "fail-closed\n");
+    // The toggle asked for a plain sync: no new host certificate, no reload.
+    expect(agent.lines.filter((l) => l.msg === "sshd reloaded")).toHaveLength(reloads);
+    const { done } = ssh(first, [], ["sleep 60"]);
+    await until(async () => (await liveLogins()).length === 1);
+    await agent.stop();
+    const result = await done;
+    expect(result.stderr).toContain("this session was ended: the platform's agent went away");
+    const refused = await ssh(first, [], ["true"]).done;
+    expect(refused.code).toBe(255);
+    expect(refused.stderr).toContain("this login cannot be registered with the platform");
+    agent = runAgent(agentArgs);
+    await agent.waitFor((l) => l.msg === "synced", 0);
+    expect((await ssh(first, [], ["echo back"]).done).stdout).toBe("back\n");
+  });
+
+  it("with the control stream cut, follows the daemon's policy: refuses logins when it requires recording, runs them unregistered otherwise", {
+    timeout: 120_000,
+  }, async () => {
+    const { port } = server;
+    const cut = async () => {
+      const from = agent.lines.length;
+      await server.close();
+      await agent.waitFor((l) => l.msg === "control stream ended: reconnecting", from);
+    };
+    const back = async () => {
+      const from = agent.lines.length;
+      server = await startServer(port);
+      await agent.waitFor((l) => l.msg === "synced", from);
+    };
+    // requireRecording is on (the test before): fail closed.
+    await cut();
+    const refused = await ssh(first, [], ["echo ran"]).done;
+    expect(refused.code).toBe(255);
+    expect(refused.stdout).toBe("");
+    expect(refused.stderr).toContain("wap: login refused:");
+    await back();
+    await ada.daemons.updateDaemon({ workspaceId, id: daemonId, config: { requireRecording: false } });
+    await until(async () => (await readFile(join(sshdDir, "login_policy"), "utf8")) === "open\n");
+    await cut();
+    const from = agent.lines.length;
+    const open = await ssh(first, [], ["echo ran"]).done;
+    expect(open.stdout).toBe("ran\n");
+    await agent.waitFor((l) => l.msg === "ssh login not registered: the server cannot be reached", from);
+    await back();
+  });
+});
