@@ -32,6 +32,8 @@ import { createServer, type Server, type Socket } from "node:net";
 import { dirname } from "node:path";
 import { SessionKind } from "@wap/api";
 import type { DaemonClient } from "@wap/client";
+import { readSshCertificate } from "@wap/ssh-wire";
+import { allowlistOf, type CommandDecision, decideCommand } from "@wap/ssh-wire/extensions";
 import { explain, isRefusal } from "./errors.js";
 import type { Logger } from "./log.js";
 import { LoginRecording } from "./ssh-recording.js";
@@ -123,6 +125,16 @@ export function kindOf(original: string | undefined): Pick<LoginFacts, "kind" | 
     return { kind: "subsystem", command: "sftp" };
   }
   return { kind: "exec", command: original };
+}
+
+/** Whether the certificate's command list lets the login run what it asks for. */
+function commandDecision(facts: LoginFacts): CommandDecision {
+  try {
+    const certificate = readSshCertificate(facts.certificate ?? "");
+    return decideCommand(allowlistOf(certificate), facts.kind === "shell" ? undefined : facts.command);
+  } catch {
+    return { allowed: false, message: "the login's certificate cannot be read" };
+  }
 }
 
 /** The parent pid of `pid`, from `/proc/<pid>/stat` (the command name may hold blanks and parentheses). */
@@ -328,7 +340,10 @@ export class SshLoginServer {
       if (isRefusal(error) || this.#options.requireRecording()) {
         return refuse(explain(error));
       }
-      // The server cannot be reached and the daemon lets unregistered logins in.
+      // The server cannot be reached and the daemon lets unregistered logins in, still only
+      // within the command list the certificate carries (the server applies it when reachable).
+      const decision = commandDecision(facts);
+      if (!decision.allowed) return refuse(decision.message);
       sessionId = `local-${randomUUID()}`;
       log({
         level: "warn",

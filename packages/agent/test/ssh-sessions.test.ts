@@ -291,6 +291,60 @@ describe("plain ssh logins as sessions of the platform", () => {
     expect(log.bytesOut).toBe(`session ${sessionId}\nhello`.length);
   });
 
+  it("refuses, with a clear message and an audit entry, a command or a shell outside the command list the grant put in the certificate", {
+    timeout: 60_000,
+  }, async () => {
+    // The grant of the login now lists one command; the certificate signed for it carries the list.
+    await revoke();
+    const from = agent.lines.length;
+    await ada.principals.addSubjectsToPrincipal({
+      workspaceId,
+      id: await principalId(),
+      subjectIds: [userId],
+      type: PrincipalType.USER,
+      limits: { commands: ["echo listed"] },
+    });
+    await agent.waitFor((l) => l.msg === "synced", from);
+    const identityFile = join(dir, "listed");
+    await run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "listed", "-f", identityFile]);
+    const signed = await ada.certificates.signSSHCertificate({
+      workspaceId,
+      caId,
+      type: SignSSHCertificateRequest_CertificateType.USER,
+      publicKey: await readFile(`${identityFile}.pub`, "utf8"),
+      targetId,
+      login,
+    });
+    await writeFile(`${identityFile}-cert.pub`, signed.signedCertificate);
+    const listed = { identityFile, certificateFile: `${identityFile}-cert.pub`, serial: "" };
+    try {
+      const allowed = await ssh(listed, [], ["echo listed"]).done;
+      expect(allowed).toMatchObject({ code: 0, stdout: "listed\n" });
+      const other = await ssh(listed, [], ["id"]).done;
+      expect(other.code).not.toBe(0);
+      expect(other.stdout).toBe("");
+      expect(other.stderr).toContain(
+        'the command "id" is not among those this certificate allows (allowed: "echo listed")',
+      );
+      // A shell (no PTY either: the grant does not allow one).
+      const shell = await ssh(listed, ["-T"], [], "id\nexit\n").done;
+      expect(shell.code).not.toBe(0);
+      expect(shell.stdout).toBe("");
+      expect(shell.stderr).toContain("this certificate allows only some commands, not a shell");
+      const refusals = await until(async () => {
+        const { logs } = await ada.util.listAuditLogs({ workspaceId, limit: 100 });
+        const found = logs.filter(
+          (l) => l.action === "certificate.use_refused" && l.resource.includes("reason=command_not_allowed"),
+        );
+        return found.length === 2 && found;
+      });
+      expect(refusals.map((r) => r.resource.split(" asked=")[1]).sort()).toEqual(['"id"', "a shell"]);
+    } finally {
+      await revoke();
+      await grant();
+    }
+  });
+
   it("lists a live login within 2 s with who, from where, what and since when", {
     timeout: 60_000,
   }, async () => {

@@ -25,6 +25,11 @@ export const sessionReasons = {
     description:
       "An SSH login's certificate is not one the platform issued for the authority the daemon's target trusts; the login must end.",
   },
+  SSH_COMMAND_NOT_ALLOWED: {
+    code: "permission_denied",
+    description:
+      "An SSH login asks for a shell or a command its certificate's command list (the grant's) does not hold; the login is refused and the refusal audited (`certificate.use_refused`).",
+  },
   SSH_CERTIFICATE_REVOKED: {
     code: "permission_denied",
     description: "An SSH login's certificate was revoked or has expired; the login must end.",

@@ -17,6 +17,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { DaemonService, SessionKind, type SessionSchema } from "@wap/api";
 import { readSshCertificate, sshFingerprintSha256 } from "@wap/ssh-wire";
+import { allowlistOf, decideCommand } from "@wap/ssh-wire/extensions";
 import * as z from "zod";
 import type { DaemonCaller } from "../context.js";
 import { daemonTopic, publishCommitted } from "../daemons/events.js";
@@ -205,6 +206,22 @@ export const beginSshSession = defineOperation({
         },
       );
     }
+    // The command list the grant put in the certificate: a shell or another command is refused
+    // here, audited, before anything is stored (the agent applies the same rule on its own only
+    // when the server cannot be reached).
+    const kind = kindFromWire.get(input.kind)!;
+    const decision = decideCommand(allowlistOf(certificate), kind === "shell" ? undefined : input.command);
+    if (!decision.allowed) {
+      const asked = kind === "shell" ? "a shell" : JSON.stringify(input.command ?? "");
+      await storage.transaction((tx) =>
+        audit(tx, {
+          action: "certificate.use_refused",
+          resource: `issued_certificate:${issued.id} serial=${serial} target=${target.id} reason=command_not_allowed login=${input.username} asked=${asked}`,
+          workspaceId: caller.workspaceId,
+        }),
+      );
+      throw new PermissionDeniedError(decision.message, { reason: "SSH_COMMAND_NOT_ALLOWED" });
+    }
     const session: SshSessionRecord = {
       id: services.random.uuid(),
       workspaceId: caller.workspaceId,
@@ -216,7 +233,7 @@ export const beginSshSession = defineOperation({
       certificateSerial: serial,
       keyId: certificate.keyId,
       clientAddress: input.clientAddress ?? "",
-      kind: kindFromWire.get(input.kind)!,
+      kind,
       command: input.command ?? "",
       tty: input.tty ?? false,
       recorded: daemon.recordSessions,
