@@ -6,9 +6,11 @@
  * platform with the reason, and its daemon told `terminate`.
  */
 import {
+  AccessRequestService,
   CertificateService,
   DaemonService,
   DaemonStatus,
+  GrantKind,
   PrincipalService,
   PrincipalType,
   ServiceAccountService,
@@ -249,6 +251,57 @@ describe("live logins end when their access goes", () => {
       "access revoked: the grant to log in as 'ubuntu' was removed",
     );
     await grantLogin(t, ada, d.targetId, "ubuntu", PrincipalType.USER, [ada.caller.userId]);
+  });
+
+  it("the access request it was opened under withdrawn", async () => {
+    const bob = await memberWithRole(t, ada.workspaceId, "editor");
+    const { principals } = await t.call(ada.caller, PrincipalService.method.listPrincipals, {
+      workspaceId: ada.workspaceId,
+      targetId: d.targetId,
+      limit: 100,
+      offset: 0,
+    });
+    await t.call(ada.caller, PrincipalService.method.addSubjectsToPrincipal, {
+      workspaceId: ada.workspaceId,
+      id: principals.find((p) => p.username === "ubuntu")!.id,
+      subjectIds: [bob.caller.userId],
+      type: PrincipalType.USER,
+      kind: GrantKind.ON_REQUEST,
+      approval: { maxDuration: { seconds: 3600n, nanos: 0 }, approverRoles: ["owner"] },
+    });
+    const { request } = await t.call(bob.caller, AccessRequestService.method.createAccessRequest, {
+      workspaceId: ada.workspaceId,
+      targetId: d.targetId,
+      login: "ubuntu",
+      duration: { seconds: 1800n, nanos: 0 },
+      reason: "incident 42",
+    });
+    await t.call(ada.caller, AccessRequestService.method.approveAccessRequest, {
+      workspaceId: ada.workspaceId,
+      id: request!.id,
+      reason: "",
+    });
+    // A certificate asked for the target while the request is approved is bound to it.
+    const { line } = await subjectKey({ type: "ed25519" }, "bob@laptop");
+    const { signedCertificate } = await t.call(bob.caller, CertificateService.method.signSSHCertificate, {
+      workspaceId: ada.workspaceId,
+      caId,
+      type: SignSSHCertificateRequest_CertificateType.USER,
+      publicKey: line,
+      targetId: d.targetId,
+    });
+    const { sessionId } = await begin(signedCertificate);
+    expect((await endedBy(sessionId!))?.endedAt).toBeNull();
+    await t.call(ada.caller, AccessRequestService.method.withdrawAccessRequest, {
+      workspaceId: ada.workspaceId,
+      id: request!.id,
+      reason: "done early",
+    });
+    const ended = await endedBy(sessionId!);
+    expect(ended?.endedAt).not.toBeNull();
+    expect(ended?.endReason).toMatch(/^access revoked: /);
+    expect(terminateOf(sessionId!)?.kind).toBe("terminate");
+    expect((await endEntry(sessionId!))?.resourceName).toContain("ended: access revoked: ");
   });
 
   it("the service account deleted", async () => {
