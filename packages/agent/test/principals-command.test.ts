@@ -56,7 +56,11 @@ beforeAll(async () => {
     agentProgram(),
   ]);
   expect(config, config.stderr).toMatchObject({ code: 0 });
-  const authConfig = config.stdout.trim().split("\n");
+  const lines = config.stdout.trim().split("\n");
+  // The session wrapper's Match block comes last; no agent serves its socket here, and the
+  // wrapper has its own tests (ssh-sessions.test.ts): sshd gets the lines before it.
+  expect(lines).toContain("Match all");
+  const authConfig = lines.slice(0, lines.indexOf("Match all"));
   expect(authConfig.some((l) => l.startsWith("AuthorizedPrincipalsFile"))).toBe(false);
   expect(authConfig).toContain("AuthorizedPrincipalsCommandUser root");
   sshd = await startSshd({ authConfig });

@@ -78,11 +78,15 @@ describe("docs/permissions.md", () => {
       const conditions = (access.kind === "workspace" ? (access.conditions ?? []) : []).map(
         (c) => `; \`${c.permission}\` ${c.when}`,
       );
+      // A daemon acts only in the workspace it is enrolled in.
+      const daemonOnly = access.kind === "caller" && access.callers.every((c) => c === "daemon");
       return [
         callers,
         access.kind === "workspace"
           ? `\`${access.permission}\`${conditions.join("")}`
-          : "(none: not workspace-scoped)",
+          : daemonOnly
+            ? "(none: its own workspace)"
+            : "(none: not workspace-scoped)",
       ];
     };
     const operationTable = [
