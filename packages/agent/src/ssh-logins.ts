@@ -267,6 +267,8 @@ export class SshLoginServer {
           });
         } else if (message.type === "o" && login?.recording && typeof message.d === "string") {
           login.recording.output(Buffer.from(message.d, "base64"));
+        } else if ((message.type === "f" || message.type === "sftp-end") && login?.recording) {
+          login.recording.sftpReport(message);
         } else if (message.type === "r" && login?.recording) {
           login.recording.resize(message.cols, message.rows);
         } else if (message.type === "end" && login) {
