@@ -175,6 +175,34 @@ describe("the sftp listing of a login", () => {
     );
   });
 
+  it("cuts a path past the longest kept, and says so (property)", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 3 * sftpLimits.pathChars }), (length) => {
+        const files: FileActivity[] = [];
+        const t = new SftpTransfers((f) => files.push(f));
+        t.fromClient(packet(13, u32(1), str("p".repeat(length))));
+        t.fromServer(packet(101, u32(1), u32(0), str(""), str("")));
+        const path = files[0]!.path;
+        expect(path).toBe(
+          length > sftpLimits.pathChars ? `${"p".repeat(sftpLimits.pathChars)}…` : "p".repeat(length),
+        );
+      }),
+      { numRuns: 50 },
+    );
+  });
+
+  it("bounds the files open at once", () => {
+    const t = new SftpTransfers(() => {});
+    for (let id = 0; id < sftpLimits.openHandles; id++) {
+      t.fromClient(packet(3, u32(id), str(`/f${id}`), u32(1), noAttrs));
+      t.fromServer(packet(102, u32(id), str(`h${id}`)));
+    }
+    expect(t.failed).toBeUndefined();
+    t.fromClient(packet(3, u32(99_999), str("/one-more"), u32(1), noAttrs));
+    t.fromServer(packet(102, u32(99_999), str("h-more")));
+    expect(t.failed).toMatch(/more than 1024 files open/);
+  });
+
   it("bounds the requests awaiting an answer", () => {
     const t = new SftpTransfers(() => {});
     for (let id = 0; id <= sftpLimits.pendingRequests; id++) t.fromClient(packet(13, u32(id), str("/x")));
