@@ -18,7 +18,7 @@ const count = (n: unknown): number | undefined =>
 const path = (p: unknown): string | undefined =>
   typeof p === "string" && p.length <= sftpMarkerLimits.pathChars + 1 ? JSON.stringify(p) : undefined;
 
-export interface SftpTotals {
+interface SftpTotals {
   files: number;
   bytesRead: number;
   bytesWritten: number;
@@ -28,7 +28,7 @@ export interface SftpTotals {
  * `sftp "<path>": read <n> bytes, written <m> bytes (open read, read, close)`; undefined for a
  * report that is not one.
  */
-export function fileMarker(report: Record<string, unknown>, totals: SftpTotals): string | undefined {
+function fileMarker(report: Record<string, unknown>, totals: SftpTotals): string | undefined {
   const name = path(report.path);
   const bytesRead = count(report.bytesRead);
   const bytesWritten = count(report.bytesWritten);
@@ -50,10 +50,32 @@ export function fileMarker(report: Record<string, unknown>, totals: SftpTotals):
 }
 
 /** The last sftp marker: the totals, and why the listing stopped early if it did. */
-export function endMarker(report: Record<string, unknown>, totals: SftpTotals): string {
+function endMarker(report: Record<string, unknown>, totals: SftpTotals): string {
   const failed =
     typeof report.failed === "string"
       ? `; the listing stopped early (${report.failed.slice(0, 200).replace(/[^\x20-\x7e]/g, "?")}), the transfer went on`
       : "";
   return `sftp: ${totals.files} files, ${totals.bytesRead} bytes read, ${totals.bytesWritten} bytes written${failed}`;
+}
+
+/** The markers of one login's reports: at most {@link sftpMarkerLimits.files} files, then the end. */
+export class SftpMarkers {
+  readonly #totals: SftpTotals = { files: 0, bytesRead: 0, bytesWritten: 0 };
+  #ended = false;
+
+  /** The markers to write for one report (none for one that is not, or after the end). */
+  report(report: Record<string, unknown>): string[] {
+    if (this.#ended) return [];
+    if (report.type === "sftp-end") {
+      this.#ended = true;
+      const more = this.#totals.files - sftpMarkerLimits.files;
+      return [
+        ...(more > 0 ? [`sftp: ${more} more files were not itemised`] : []),
+        endMarker(report, this.#totals),
+      ];
+    }
+    const itemised = this.#totals.files < sftpMarkerLimits.files;
+    const marker = fileMarker(report, this.#totals);
+    return marker !== undefined && itemised ? [marker] : [];
+  }
 }

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { endMarker, fileMarker, type SftpTotals } from "./sftp-markers.js";
+import { SftpMarkers, sftpMarkerLimits } from "./sftp-markers.js";
 import { type FileActivity, SftpTransfers, sftpLimits } from "./sftp-transfers.js";
 
 const u32 = (n: number) => {
@@ -211,37 +211,62 @@ describe("the sftp listing of a login", () => {
 });
 
 describe("the markers of an sftp recording", () => {
+  const file = (path: string, bytesRead: number, bytesWritten: number, operations: string[]) => ({
+    type: "f",
+    path,
+    bytesRead,
+    bytesWritten,
+    operations,
+  });
+
   it("say the path, the bytes and the operations, and total them at the end", () => {
-    const totals: SftpTotals = { files: 0, bytesRead: 0, bytesWritten: 0 };
-    const report = {
-      path: "/tmp/a\nb",
-      bytesRead: 0,
-      bytesWritten: 5,
-      operations: ["open write,create", "write", "close"],
-    };
-    expect(fileMarker(report, totals)).toBe(
+    const markers = new SftpMarkers();
+    expect(markers.report(file("/tmp/a\nb", 0, 5, ["open write,create", "write", "close"]))).toEqual([
       'sftp "/tmp/a\\nb": written 5 bytes (open write,create, write, close)',
+    ]);
+    expect(markers.report(file("/x", 9, 0, ["open read", "read"]))).toEqual([
+      'sftp "/x": read 9 bytes (open read, read)',
+    ]);
+    expect(markers.report({ type: "sftp-end", failed: "bad\u001b[31m" })).toEqual([
+      "sftp: 2 files, 9 bytes read, 5 bytes written; the listing stopped early (bad?[31m), the transfer went on",
+    ]);
+    // Nothing after the end.
+    expect(markers.report(file("/y", 1, 0, ["read"]))).toEqual([]);
+    expect(markers.report({ type: "sftp-end" })).toEqual([]);
+  });
+
+  it("itemise at most the limit of files, then say how many more there were (property)", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 3 }), (extra) => {
+        const markers = new SftpMarkers();
+        let written = 0;
+        for (let i = 0; i < sftpMarkerLimits.files + extra; i++) {
+          written += markers.report(file(`/f${i}`, 1, 0, ["read"])).length;
+        }
+        expect(written).toBe(sftpMarkerLimits.files);
+        expect(markers.report({ type: "sftp-end" })).toEqual([
+          ...(extra > 0 ? [`sftp: ${extra} more files were not itemised`] : []),
+          `sftp: ${sftpMarkerLimits.files + extra} files, ${sftpMarkerLimits.files + extra} bytes read, 0 bytes written`,
+        ]);
+      }),
+      { numRuns: 8 },
     );
-    expect(
-      fileMarker({ path: "/x", bytesRead: 9, bytesWritten: 0, operations: ["open read", "read"] }, totals),
-    ).toBe('sftp "/x": read 9 bytes (open read, read)');
-    expect(endMarker({}, totals)).toBe("sftp: 2 files, 9 bytes read, 5 bytes written");
-    expect(endMarker({ failed: "bad\u001b[31m" }, totals)).toMatch(/stopped early \(bad\?\[31m\)/);
   });
 
   it("refuse a report that is not one (the wrapper runs as the user)", () => {
-    const totals: SftpTotals = { files: 0, bytesRead: 0, bytesWritten: 0 };
+    const markers = new SftpMarkers();
     for (const report of [
       { path: 1, bytesRead: 0, bytesWritten: 0, operations: [] },
       { path: "/a", bytesRead: -1, bytesWritten: 0, operations: [] },
       { path: "/a", bytesRead: 0, bytesWritten: 0.5, operations: [] },
       { path: "/a", bytesRead: 0, bytesWritten: 0, operations: ["rm -rf"] },
       { path: "/a", bytesRead: 0, bytesWritten: 0, operations: "read" },
+      { path: "/a", bytesRead: 0, bytesWritten: 0, operations: Array(13).fill("read") },
       { path: "x".repeat(5000), bytesRead: 0, bytesWritten: 0, operations: [] },
       { path: "/a", bytesRead: 0, bytesWritten: 0, operations: [], renamedTo: 3 },
     ]) {
-      expect(fileMarker(report, totals)).toBeUndefined();
+      expect(markers.report({ type: "f", ...report })).toEqual([]);
     }
-    expect(totals.files).toBe(0);
+    expect(markers.report({ type: "sftp-end" })).toEqual(["sftp: 0 files, 0 bytes read, 0 bytes written"]);
   });
 });

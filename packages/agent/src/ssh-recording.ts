@@ -20,7 +20,7 @@
 import type { DaemonClient } from "@wap/client";
 import { explain, isRefusal } from "./errors.js";
 import type { Logger } from "./log.js";
-import { endMarker, fileMarker, type SftpTotals, sftpMarkerLimits } from "./sftp-markers.js";
+import { SftpMarkers } from "./sftp-markers.js";
 
 export const recordingLimits = {
   /** Output recorded of a command run without a terminal. */
@@ -67,8 +67,7 @@ export class LoginRecording {
   #timer: NodeJS.Timeout | undefined;
   #failingSince: number | undefined;
   #lastTime = 0;
-  readonly #sftp: SftpTotals = { files: 0, bytesRead: 0, bytesWritten: 0 };
-  #sftpEnded = false;
+  readonly #sftp = new SftpMarkers();
 
   constructor(options: LoginRecordingOptions) {
     this.#options = options;
@@ -88,20 +87,8 @@ export class LoginRecording {
 
   /** A file an sftp login read or wrote (`f`), or the end of its listing (`sftp-end`), as markers. */
   sftpReport(report: Record<string, unknown>): void {
-    if (this.#stopped || this.#finishing || this.#options.kind !== "subsystem" || this.#sftpEnded) return;
-    if (report.type === "sftp-end") {
-      this.#sftpEnded = true;
-      const more = this.#sftp.files - sftpMarkerLimits.files;
-      if (more > 0) this.#event("m", `sftp: ${more} more files were not itemised`);
-      this.#event("m", endMarker(report, this.#sftp));
-      return;
-    }
-    if (this.#sftp.files >= sftpMarkerLimits.files) {
-      fileMarker(report, this.#sftp);
-      return;
-    }
-    const marker = fileMarker(report, this.#sftp);
-    if (marker !== undefined) this.#event("m", marker);
+    if (this.#stopped || this.#finishing || this.#options.kind !== "subsystem") return;
+    for (const marker of this.#sftp.report(report)) this.#event("m", marker);
   }
 
   output(data: Uint8Array): void {
