@@ -21,14 +21,14 @@
  * (`<sshd dir>/login_policy`, written by the agent): `open` runs it unregistered, anything else
  * (or no file) refuses it. When the agent goes away during a login, `fail-closed` ends it.
  *
- * This file imports only Node and node-pty: it starts for every login.
+ * This file imports only Node, node-pty and sftp-transfers.ts (Node only): it starts for every login.
  *
  * @module
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
-import { type FileActivity, SftpTransfers } from "./sftp-transfers.js";
+import { type FileActivity, isSftpServerCommand, SftpTransfers } from "./sftp-transfers.js";
 
 interface WrapperOptions {
   readonly socket: string;
@@ -263,11 +263,6 @@ function signalTree(pid: number | undefined, signal: NodeJS.Signals): void {
   }
 }
 
-/** The same test as the agent's: a subsystem reaches a forced command as sftp-server's path. */
-function isSftpServer(original: string | undefined): boolean {
-  return original !== undefined && /(^|\/)sftp-server(\s|$)/.test(original);
-}
-
 /**
  * A recorded sftp login: instead of its binary protocol, the files it read and wrote go to the
  * agent (`f`, one per file as it is done; `sftp-end` with why the listing stopped, if it did).
@@ -334,7 +329,8 @@ async function main(): Promise<void> {
 
   const counters: Counters = { bytesIn: 0, bytesOut: 0 };
   const recorded = answer !== "unreachable" && answer.type === "ok" && answer.record;
-  const sftp = recorded && isSftpServer(process.env.SSH_ORIGINAL_COMMAND) ? sftpListing(socket) : undefined;
+  const sftp =
+    recorded && isSftpServerCommand(process.env.SSH_ORIGINAL_COMMAND ?? "") ? sftpListing(socket) : undefined;
   const recording = recorded && !sftp ? recordingTap(socket) : undefined;
   if (sftp) {
     counters.inputTap = (data) => sftp.transfers.fromClient(data);

@@ -16,6 +16,11 @@
  * @module
  */
 
+/** A subsystem reaches a forced command as the program sshd_config gives it: sftp-server's path. */
+export function isSftpServerCommand(command: string): boolean {
+  return /(^|\/)sftp-server(\s|$)/.test(command);
+}
+
 export const sftpLimits = {
   /** The largest packet the protocol allows (OpenSSH's sftp-server refuses more). */
   packetBytes: 256 * 1024,
