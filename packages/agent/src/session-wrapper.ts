@@ -21,13 +21,14 @@
  * (`<sshd dir>/login_policy`, written by the agent): `open` runs it unregistered, anything else
  * (or no file) refuses it. When the agent goes away during a login, `fail-closed` ends it.
  *
- * This file imports only Node and node-pty: it starts for every login.
+ * This file imports only Node, node-pty and sftp-transfers.ts (Node only): it starts for every login.
  *
  * @module
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
+import { type FileActivity, isSftpServerCommand, SftpTransfers } from "./sftp-transfers.js";
 
 interface WrapperOptions {
   readonly socket: string;
@@ -115,6 +116,9 @@ interface Counters {
   bytesOut: number;
   /** Output for the recording, when the login is recorded. */
   tap?: (data: Uint8Array) => void;
+  /** Input and stdout alone (not stderr), for the sftp listing of a recorded subsystem login. */
+  inputTap?: (data: Uint8Array) => void;
+  stdoutTap?: (data: Uint8Array) => void;
   resized?: (cols: number, rows: number) => void;
 }
 
@@ -157,6 +161,7 @@ function runPiped(
   const child: ChildProcess = spawn(file, args, { env, stdio: ["pipe", "pipe", "pipe"] });
   process.stdin.on("data", (data: Buffer) => {
     counters.bytesIn += data.length;
+    counters.inputTap?.(data);
     if (!child.stdin!.write(data)) {
       process.stdin.pause();
       child.stdin!.once("drain", () => process.stdin.resume());
@@ -164,11 +169,12 @@ function runPiped(
   });
   process.stdin.on("end", () => child.stdin!.end());
   child.stdin!.on("error", () => {});
-  const relay = (from: NodeJS.ReadableStream, to: NodeJS.WritableStream) =>
+  const relay = (from: NodeJS.ReadableStream, to: NodeJS.WritableStream, stdout: boolean) =>
     new Promise<void>((done) => {
       from.on("data", (data: Buffer) => {
         counters.bytesOut += data.length;
         counters.tap?.(data);
+        if (stdout) counters.stdoutTap?.(data);
         if (!to.write(data)) {
           from.pause();
           to.once("drain", () => from.resume());
@@ -177,7 +183,10 @@ function runPiped(
       from.on("end", done);
       from.on("error", done);
     });
-  const drained = Promise.all([relay(child.stdout!, process.stdout), relay(child.stderr!, process.stderr)]);
+  const drained = Promise.all([
+    relay(child.stdout!, process.stdout, true),
+    relay(child.stderr!, process.stderr, false),
+  ]);
   const exited = new Promise<number>((resolve) => {
     child.on("error", (error) => {
       process.stderr.write(`wap: cannot start ${printable(file)}: ${printable(error.message)}\n`);
@@ -254,6 +263,24 @@ function signalTree(pid: number | undefined, signal: NodeJS.Signals): void {
   }
 }
 
+/**
+ * A recorded sftp login: instead of its binary protocol, the files it read and wrote go to the
+ * agent (`f`, one per file as it is done; `sftp-end` with why the listing stopped, if it did).
+ */
+function sftpListing(socket: Socket): { transfers: SftpTransfers; finish: () => void } {
+  const send = (message: object) => {
+    if (!socket.destroyed) socket.write(`${JSON.stringify(message)}\n`);
+  };
+  const transfers = new SftpTransfers((file: FileActivity) => send({ type: "f", ...file }));
+  return {
+    transfers,
+    finish() {
+      transfers.finish();
+      send({ type: "sftp-end", ...(transfers.failed !== undefined ? { failed: transfers.failed } : {}) });
+    },
+  };
+}
+
 /** What sshd asked for: the login shell, or `$SHELL -c <command>`. */
 function commandLine(): { file: string; args: string[] } {
   const shell = process.env.SHELL || "/bin/sh";
@@ -301,8 +328,14 @@ async function main(): Promise<void> {
   if (sessionId === undefined) socket.destroy();
 
   const counters: Counters = { bytesIn: 0, bytesOut: 0 };
-  const recording =
-    answer !== "unreachable" && answer.type === "ok" && answer.record ? recordingTap(socket) : undefined;
+  const recorded = answer !== "unreachable" && answer.type === "ok" && answer.record;
+  const sftp =
+    recorded && isSftpServerCommand(process.env.SSH_ORIGINAL_COMMAND ?? "") ? sftpListing(socket) : undefined;
+  const recording = recorded && !sftp ? recordingTap(socket) : undefined;
+  if (sftp) {
+    counters.inputTap = (data) => sftp.transfers.fromClient(data);
+    counters.stdoutTap = (data) => sftp.transfers.fromServer(data);
+  }
   if (recording) {
     counters.tap = recording.tap;
     counters.resized = (cols, rows) => {
@@ -335,6 +368,7 @@ async function main(): Promise<void> {
   }
   const status = await running.exited;
   recording?.flush();
+  sftp?.finish();
   if (sessionId !== undefined && !socket.destroyed) {
     const end = { type: "end", exitStatus: status, ...counters };
     await new Promise<void>((done) => socket.end(`${JSON.stringify(end)}\n`, done));

@@ -36,6 +36,7 @@ import { readSshCertificate } from "@wap/ssh-wire";
 import { allowlistOf, type CommandDecision, decideCommand } from "@wap/ssh-wire/extensions";
 import { explain, isRefusal } from "./errors.js";
 import type { Logger } from "./log.js";
+import { isSftpServerCommand } from "./sftp-transfers.js";
 import { LoginRecording } from "./ssh-recording.js";
 
 export const defaultSessionsSocket = "/run/wap-agent/sessions.sock";
@@ -120,8 +121,7 @@ export function clientAddressOf(connection: string | undefined): string {
 /** What sshd was asked to run, from `SSH_ORIGINAL_COMMAND` (absent for a shell). */
 export function kindOf(original: string | undefined): Pick<LoginFacts, "kind" | "command"> {
   if (original === undefined) return { kind: "shell", command: "" };
-  // A subsystem reaches a forced command as the program sshd_config gives it.
-  if (original === "internal-sftp" || /(^|\/)sftp-server(\s|$)/.test(original)) {
+  if (original === "internal-sftp" || isSftpServerCommand(original)) {
     return { kind: "subsystem", command: "sftp" };
   }
   return { kind: "exec", command: original };
@@ -267,6 +267,8 @@ export class SshLoginServer {
           });
         } else if (message.type === "o" && login?.recording && typeof message.d === "string") {
           login.recording.output(Buffer.from(message.d, "base64"));
+        } else if ((message.type === "f" || message.type === "sftp-end") && login?.recording) {
+          login.recording.sftpReport(message);
         } else if (message.type === "r" && login?.recording) {
           login.recording.resize(message.cols, message.rows);
         } else if (message.type === "end" && login) {

@@ -8,7 +8,8 @@
  *   (`m`) its exit status.
  * - Commands without a terminal (exec) record at most {@link recordingLimits.execOutputBytes} of
  *   output, then a marker says the rest was left out; a subsystem (sftp) records no bytes of its
- *   binary protocol, only a marker (the files it moved are not itemised).
+ *   binary protocol: a marker per file the wrapper saw it read or write (sftp-markers.ts), then
+ *   one with the totals.
  * - What waits for the server is held in memory, at most {@link recordingLimits.pendingBytes}. When
  *   the server cannot take it for {@link recordingLimits.failClosedMs} (or more is waiting), a
  *   daemon that requires recording ends the login (`onCannotStore`); otherwise the recording stops
@@ -19,6 +20,7 @@
 import type { DaemonClient } from "@wap/client";
 import { explain, isRefusal } from "./errors.js";
 import type { Logger } from "./log.js";
+import { SftpMarkers } from "./sftp-markers.js";
 
 export const recordingLimits = {
   /** Output recorded of a command run without a terminal. */
@@ -65,6 +67,7 @@ export class LoginRecording {
   #timer: NodeJS.Timeout | undefined;
   #failingSince: number | undefined;
   #lastTime = 0;
+  readonly #sftp = new SftpMarkers();
 
   constructor(options: LoginRecordingOptions) {
     this.#options = options;
@@ -78,8 +81,14 @@ export class LoginRecording {
     };
     this.#push(`${JSON.stringify(header)}\n`);
     if (options.kind === "subsystem") {
-      this.#event("m", `${options.command}: the subsystem's protocol is not recorded`);
+      this.#event("m", `${options.command}: the protocol's bytes are not recorded, the files it moved are`);
     }
+  }
+
+  /** A file an sftp login read or wrote (`f`), or the end of its listing (`sftp-end`), as markers. */
+  sftpReport(report: Record<string, unknown>): void {
+    if (this.#stopped || this.#finishing || this.#options.kind !== "subsystem") return;
+    for (const marker of this.#sftp.report(report)) this.#event("m", marker);
   }
 
   output(data: Uint8Array): void {

@@ -7,6 +7,7 @@
 import { execFile } from "node:child_process";
 import { access, constants, readdir } from "node:fs/promises";
 import { delimiter, join } from "node:path";
+import { findOrInstallSftpServer } from "./sftp-server-binary.js";
 import { findOrInstallSshd, OPENSSH_CACHE_DIR } from "./sshd-binary.js";
 
 export interface Prerequisite {
@@ -260,6 +261,7 @@ export async function preparePrerequisites(options: PrepareOptions = {}): Promis
       );
     }
     await findOrInstallSshd();
+    await findOrInstallSftpServer();
   }
 }
 
