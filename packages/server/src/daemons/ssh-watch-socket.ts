@@ -12,7 +12,7 @@ import type { Services } from "@wap/core";
 import { sshWatchEndOf } from "@wap/core";
 import type { SshSessionRecord } from "@wap/core/storage";
 import type { WebSocket } from "ws";
-import { closeCodes } from "./terminal-frames.js";
+import { closeCodes, resizeFrame, terminalSizeBounds } from "./terminal-frames.js";
 import { closeSocket } from "./terminal-socket.js";
 
 /** Between reads of the recording: with the agent's upload interval, the lag stays under 1 s. */
@@ -52,7 +52,7 @@ export class CastReader {
       this.#header = false;
       const header = value as { width?: unknown; height?: unknown };
       if (isDimension(header.width) && isDimension(header.height)) {
-        this.send(JSON.stringify({ type: "resize", cols: header.width, rows: header.height }));
+        this.send(resizeFrame({ width: header.width, height: header.height }));
       }
       return;
     }
@@ -61,13 +61,14 @@ export class CastReader {
     if (code === "o") this.send(Buffer.from(text, "utf8"));
     else if (code === "r") {
       const [cols, rows] = text.split("x").map(Number);
-      if (isDimension(cols) && isDimension(rows)) this.send(JSON.stringify({ type: "resize", cols, rows }));
+      if (isDimension(cols) && isDimension(rows)) this.send(resizeFrame({ width: cols, height: rows }));
     } else if (code === "m") this.send(JSON.stringify({ type: "marker", text }));
   }
 }
 
+/** A size the browser's terminal takes (the terminal socket's bounds); others are not passed on. */
 const isDimension = (n: unknown): n is number =>
-  Number.isInteger(n) && (n as number) >= 1 && (n as number) <= 10_000;
+  Number.isInteger(n) && (n as number) >= terminalSizeBounds.min && (n as number) <= terminalSizeBounds.max;
 
 /** Follows `login` on `ws` until it ends (or the socket closes). */
 export async function followLogin(ws: WebSocket, services: Services, login: SshSessionRecord): Promise<void> {
