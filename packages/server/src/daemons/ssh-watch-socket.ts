@@ -16,7 +16,7 @@ import { closeCodes, resizeFrame, terminalSizeBounds } from "./terminal-frames.j
 import { closeSocket } from "./terminal-socket.js";
 
 /** Between reads of the recording: with the agent's upload interval, the lag stays under 1 s. */
-export const watchPollMs = 200;
+const watchPollMs = 200;
 /** How long after the login ended the watch waits for the recording's last appends. */
 const finalAppendWaitMs = 3_000;
 /** Chunks read at a time. */
