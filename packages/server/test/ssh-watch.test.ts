@@ -2,7 +2,7 @@
  * Watching a live SSH login read-only through the real server: the watch WebSocket at
  * /v1/workspaces/{id}/sessions/{id}/watch sends what the daemon recorded so far, then each new
  * AppendSSHRecording as it is stored, and `closed` with how the login ended and by whom. Only
- * roles with sessions.manage may watch, only in their workspace, only a live recorded login;
+ * roles with sessions.manage and recordings.read may watch, only in their workspace, only a live recorded login;
  * opening a watch is audited naming the watcher.
  */
 import { createClient } from "@connectrpc/connect";
@@ -169,6 +169,17 @@ describe("the watch of a live SSH login", () => {
     const asViewer = await refusedTerminal(watchUrl(world.workspaceId, login.id), { token: viewer.token });
     expect(asViewer.status).toBe(403);
     expect(JSON.stringify(asViewer.body)).toContain("ROLE_LACKS_PERMISSION");
+    // An editor manages sessions but does not read others' recordings: no watch either.
+    const editor = await clientFor(
+      ServiceAccountService,
+      transportFor("connect-binary-h2", server.url),
+    ).createServiceAccount(
+      { workspaceId: world.workspaceId, name: "watch-editor", roleName: "editor" },
+      world.auth,
+    );
+    const asEditor = await refusedTerminal(watchUrl(world.workspaceId, login.id), { token: editor.token });
+    expect(asEditor.status).toBe(403);
+    expect(asEditor.body.message).toContain("needs sessions.manage and recordings.read");
 
     const elsewhere = await terminalWorld(server.url, "watch-other");
     // Neither under its own workspace's path nor under the login's.

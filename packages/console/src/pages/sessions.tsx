@@ -181,9 +181,11 @@ function DaemonSessions({
                 <td className="row">
                   {isSshLogin(s) && recording && (
                     <Can access={access} need="sessions.manage" doing="" quiet>
-                      <button type="button" className="secondary" onClick={() => setWatching(s)}>
-                        Watch session {s.sessionId.slice(0, 8)}
-                      </button>
+                      <Can access={access} need="recordings.read" doing="" quiet>
+                        <button type="button" className="secondary" onClick={() => setWatching(s)}>
+                          Watch session {s.sessionId.slice(0, 8)}
+                        </button>
+                      </Can>
                     </Can>
                   )}
                   <ConfirmButton

@@ -1,6 +1,6 @@
 /**
  * Watching a live SSH login read-only (docs/sessions.md, "Watching an SSH login"): whoever may
- * manage the workspace's sessions follows what the login writes, as the daemon's agent records
+ * manage the workspace's sessions and read its recordings follows what the login writes, as the daemon's agent records
  * it. The watch reads the login's recording from storage (so it works on any instance), from the
  * start and then each new append; a login that is not recorded cannot be watched. Opening a
  * watch is audited (`ssh_session.watch`, by the watcher).
@@ -20,8 +20,11 @@ import { currentCaller } from "../events/access-watch.js";
 import type { Services } from "../operations/services.js";
 import type { SshSessionRecord } from "../storage/ssh-sessions.js";
 
-/** The one permission watching needs. */
-const watchPermission = "sessions.manage";
+/**
+ * What watching needs: managing the workspace's sessions, and reading others' recordings (a
+ * watch shows what a recording of the login would, live), so owners and admins.
+ */
+const watchPermissions = ["sessions.manage", "recordings.read"] as const;
 
 /** Throws unless `caller` may watch logins in `workspaceId` (not a member: `not_found`). */
 async function checkWatcher(services: Services, caller: Caller, workspaceId: string): Promise<void> {
@@ -39,10 +42,12 @@ async function checkWatcher(services: Services, caller: Caller, workspaceId: str
   } else {
     throw new UnauthenticatedError("watching a login needs a signed-in user or a service account");
   }
-  if (!roleAllows(role, watchPermission)) {
-    throw new PermissionDeniedError(`the ${role} role may not watch logins (needs ${watchPermission})`, {
-      reason: "ROLE_LACKS_PERMISSION",
-    });
+  const missing = watchPermissions.filter((permission) => !roleAllows(role, permission));
+  if (missing.length > 0) {
+    throw new PermissionDeniedError(
+      `the ${role} role may not watch logins (needs ${watchPermissions.join(" and ")})`,
+      { reason: "ROLE_LACKS_PERMISSION" },
+    );
   }
 }
 
