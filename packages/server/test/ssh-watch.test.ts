@@ -6,9 +6,10 @@
  * opening a watch is audited naming the watcher.
  */
 import { createClient } from "@connectrpc/connect";
-import { DaemonService, ServiceAccountService, UtilService } from "@wap/api";
+import { AuthService, DaemonService, ServiceAccountService, UtilService } from "@wap/api";
 import type { SshSessionRecord } from "@wap/core/storage";
-import { clientFor, transportFor } from "@wap/test-kit/clients";
+import { bearer, clientFor, transportFor } from "@wap/test-kit/clients";
+import { restCall } from "@wap/test-kit/http";
 import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import {
   daemonTransport,
@@ -155,6 +156,22 @@ describe("the watch of a live SSH login", () => {
     await append(login, output(0.3, "wap: this session was ended\r\n"), true);
     const closed = await watch.closed();
     expect(closed.closedFrame).toMatch(/^the login ended: .*\(closed from the platform by .+\)$/);
+  });
+
+  it("ends when the watcher's session signs out; the login goes on", async () => {
+    const login = await liveLogin();
+    await append(login, header);
+    const signIn = await restCall(server.url, "POST", "/v1/login", {
+      email: world.email,
+      password: world.password,
+    });
+    const token = signIn.body.accessToken as string;
+    const watch = await openTerminal(watchUrl(world.workspaceId, login.id), { token });
+    expect(await watch.nextControl()).toMatchObject({ type: "resize" });
+    await clientFor(AuthService, transportFor("connect-json-h2", server.url)).logout({}, bearer(token));
+    expect((await watch.closed()).closedFrame).toMatch(/^access revoked: /);
+    const stored = await server.platform.services.storage.sshSessions.findById(world.workspaceId, login.id);
+    expect(stored?.endedAt).toBeNull();
   });
 
   it("refuses a viewer, another workspace, an unrecorded login and an ended one, before the upgrade", async () => {
