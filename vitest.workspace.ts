@@ -42,6 +42,7 @@ const release = [
   "packages/console/test/access-requests.browser.test.ts",
   "packages/console/test/grpc-web.browser.test.ts",
   "packages/console/test/webhooks.browser.test.ts",
+  "packages/console/test/ssh-watch.browser.test.ts",
 ];
 
 const inPackage = (name: string) => (path: string) => path.startsWith(`packages/${name}/`);

@@ -175,6 +175,7 @@ export {
   sessionReadyTimeoutSeconds,
   sessionRelayOf,
 } from "./sessions/lifecycle.js";
+export { openSshWatch, recheckSshWatch, sshWatchEndOf } from "./sessions/ssh-watch.js";
 export { assertPasswordLoginAllowed, ssoEnforcedFor } from "./sso/directory.js";
 export type { SsoTarget } from "./sso/find-provider.js";
 export type { SsoSignIn } from "./sso/identity.js";

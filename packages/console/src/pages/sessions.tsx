@@ -34,6 +34,7 @@ import { useWs } from "./workspace";
 // xterm and the player are loaded only on the pages that show them.
 const Terminal = lazy(() => import("../terminal"));
 const Player = lazy(() => import("../player"));
+const Watch = lazy(() => import("../watch"));
 
 export function SessionsPage() {
   const ws = useWs();
@@ -82,7 +83,13 @@ export function SessionsPage() {
       {(daemons.data?.daemons ?? [])
         .filter((d) => d.status === DaemonStatus.ACCEPTED)
         .map((d) => (
-          <DaemonSessions key={d.id} daemonId={d.id} name={d.name} online={d.online} />
+          <DaemonSessions
+            key={d.id}
+            daemonId={d.id}
+            name={d.name}
+            online={d.online}
+            recording={d.config?.recordSessions ?? false}
+          />
         ))}
     </Page>
   );
@@ -123,8 +130,21 @@ function duration(start?: { seconds: bigint }, end?: { seconds: bigint }): strin
   return `${(seconds / 3600).toFixed(1)} h`;
 }
 
-function DaemonSessions({ daemonId, name, online }: { daemonId: string; name: string; online: boolean }) {
+function DaemonSessions({
+  daemonId,
+  name,
+  online,
+  recording,
+}: {
+  daemonId: string;
+  name: string;
+  online: boolean;
+  /** Whether the daemon records sessions now: only recorded logins can be watched. */
+  recording: boolean;
+}) {
   const ws = useWs();
+  const access = useAccess(ws);
+  const [watching, setWatching] = useState<Session>();
   const sessions = useQuery(DaemonService.method.listSessions, { workspaceId: ws, daemonId });
   const close = useAction((sessionId: string) =>
     api.daemons.closeSession({ workspaceId: ws, daemonId, sessionId }),
@@ -158,7 +178,16 @@ function DaemonSessions({ daemonId, name, online }: { daemonId: string; name: st
                 <td>{sessionKind(kindNames[s.kind ?? SessionKind.TERMINAL] ?? "terminal", s.command)}</td>
                 <td>{s.clientAddress}</td>
                 <td>{s.startedAt ? `${duration(s.startedAt)} ago` : ""}</td>
-                <td>
+                <td className="row">
+                  {isSshLogin(s) && recording && (
+                    <Can access={access} need="sessions.manage" doing="" quiet>
+                      <Can access={access} need="recordings.read" doing="" quiet>
+                        <button type="button" className="secondary" onClick={() => setWatching(s)}>
+                          Watch session {s.sessionId.slice(0, 8)}
+                        </button>
+                      </Can>
+                    </Can>
+                  )}
                   <ConfirmButton
                     label={`Close session ${s.sessionId.slice(0, 8)}`}
                     question={`Close session ${s.sessionId.slice(0, 8)} as ${s.username} on ${name}? Its shell and every program it started end.`}
@@ -171,6 +200,18 @@ function DaemonSessions({ daemonId, name, online }: { daemonId: string; name: st
           </Table>
         )}
       </QueryState>
+      {watching && (
+        <Section
+          title={`Watching ${watching.subjectName || watching.userId.slice(0, 8)} as ${watching.username} on ${name}`}
+        >
+          <button type="button" className="secondary" onClick={() => setWatching(undefined)}>
+            Stop watching
+          </button>
+          <Suspense fallback={<Loading what="Loading the terminal" />}>
+            <Watch key={watching.sessionId} workspaceId={ws} sessionId={watching.sessionId} />
+          </Suspense>
+        </Section>
+      )}
     </Section>
   );
 }

@@ -66,6 +66,7 @@ export const auditActions = [
   "session.create",
   "ssh_session.end",
   "ssh_session.start",
+  "ssh_session.watch",
   "sso.login.oidc",
   "sso.login.saml",
   "sso.oidc.create",

@@ -75,6 +75,11 @@ export const sessionReasons = {
     description:
       "An agent sent recording data for an SSH login its daemon did not record when it began; send none.",
   },
+  SESSION_NOT_RECORDED: {
+    code: "failed_precondition",
+    description:
+      "A watch was asked of an SSH login its daemon does not record, and only recorded logins can be watched; turn on the daemon's recordSessions for later logins.",
+  },
   RECORDING_OFFSET: {
     code: "failed_precondition",
     description:

@@ -27,9 +27,11 @@ import {
   endSession,
   InvalidArgumentError,
   NotFoundError,
+  openSshWatch,
   PermissionDeniedError,
   parseSessionEvent,
   recheckSessionAccess,
+  recheckSshWatch,
   sessionRelayOf,
   sessionTopic,
   UnauthenticatedError,
@@ -48,6 +50,7 @@ import { forwardTerminal } from "./relay-forward.js";
 import type { SessionRelayHub } from "./relay-hub.js";
 import { relayTokenHeader } from "./relay-token.js";
 import { endReasons } from "./session-relay.js";
+import { followLogin } from "./ssh-watch-socket.js";
 import {
   bearerSubprotocolPrefix,
   closeCodes,
@@ -61,6 +64,8 @@ export type WebSocketUpgradeHandler = (req: IncomingMessage, socket: Duplex, hea
 
 const terminalPath = /^\/v1\/workspaces\/([^/]+)\/sessions\/([^/]+)\/terminal$/;
 const terminalRoute = "/v1/workspaces/{workspace_id}/sessions/{session_id}/terminal";
+const watchPath = /^\/v1\/workspaces\/([^/]+)\/sessions\/([^/]+)\/watch$/;
+const watchRoute = "/v1/workspaces/{workspace_id}/sessions/{session_id}/watch";
 const relayPath = /^\/internal\/session-relay\/([^/]+)$/;
 const uuid = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 /** How often a waiting browser looks at the session in storage (a claim elsewhere). */
@@ -183,14 +188,11 @@ export function createTerminalEndpoint(
     });
   }
 
-  async function browser(
-    req: IncomingMessage,
-    socket: Duplex,
-    head: Buffer,
-    match: RegExpExecArray,
-    span: StreamSpan | undefined,
-  ) {
-    const started = performance.now();
+  /**
+   * The checks every browser handshake passes before its session is looked at: the edge
+   * (credentials, rate limit), the subprotocol, the origin with the cookie, the ids in the path.
+   */
+  async function admitBrowser(req: IncomingMessage, match: RegExpExecArray, span: StreamSpan | undefined) {
     const collected: Record<string, string | readonly string[]> = {};
     const offered = subprotocolsOf(req);
     const bearer = offered
@@ -209,8 +211,7 @@ export function createTerminalEndpoint(
       settings,
     );
     if (span) attachStreamSpan(edge, span);
-    let ws: WebSocket | undefined;
-    try {
+    const check = () => {
       if (edge.refusal) throw edge.refusal;
       if (edge.authFailure !== undefined) throw edge.authFailure;
       if (!offered.includes(terminalSubprotocol)) {
@@ -236,7 +237,95 @@ export function createTerminalEndpoint(
           ],
         });
       }
-      const session = await attachSession(hub.services, edge.caller, workspaceId.toLowerCase(), sessionId);
+      return {
+        caller: edge.caller,
+        workspaceId: workspaceId.toLowerCase(),
+        sessionId: sessionId.toLowerCase(),
+      };
+    };
+    return { edge, collected, check };
+  }
+
+  /** Refuses a handshake that failed before its upgrade, naming who asked and for which workspace. */
+  function refuseBrowser(
+    req: IncomingMessage,
+    socket: Duplex,
+    match: RegExpExecArray,
+    admitted: { edge: EdgeRequest; collected: Record<string, string | readonly string[]> },
+    error: unknown,
+    started: number,
+    span: StreamSpan | undefined,
+  ) {
+    const asked = decode(match[1]);
+    refuse(req, socket, admitted.edge.requestId, { error, headers: admitted.collected }, started, span, {
+      edge: admitted.edge,
+      ...(uuid.test(asked) && { workspaceId: asked.toLowerCase() }),
+    });
+  }
+
+  /** A read-only watch of a live SSH login (ssh-watch-socket.ts). */
+  async function watcher(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    match: RegExpExecArray,
+    span: StreamSpan | undefined,
+  ) {
+    const started = performance.now();
+    const admitted = await admitBrowser(req, match, span);
+    const { edge, collected } = admitted;
+    let ws: WebSocket | undefined;
+    try {
+      const { caller, workspaceId, sessionId } = admitted.check();
+      const login = await openSshWatch(hub.services, caller, workspaceId, sessionId, edge);
+      ws = await upgrade(req, socket, head, headerLines({ ...collected, "X-Request-Id": edge.requestId }));
+      if (ws === undefined) {
+        span?.end("invalid_argument");
+        logRequest(req, 400, "invalid_argument", edge.requestId, started, { edge, workspaceId });
+        return;
+      }
+      edge.code = "ok";
+      whenClosed(ws, req, edge.requestId, started, span, { edge, workspaceId });
+      keepAlive(ws);
+      const socketOf = ws;
+      const stop = await watchAccess(hub.services, {
+        workspaceId,
+        subjectId: subjectIdOf(caller) ?? "",
+        recheck: () => recheckSshWatch(hub.services, caller, workspaceId),
+        onCheckFailed: (error) =>
+          logger.warn(streamCheckFailed, { requestId: edge.requestId, error: String(error) }),
+        onRevoked: (error) => closeSocket(socketOf, `access revoked: ${error.message}`, closeCodes.normal),
+      });
+      ws.once("close", stop);
+      await followLogin(ws, hub.services, login);
+    } catch (error) {
+      if (ws === undefined) {
+        refuseBrowser(req, socket, match, admitted, error, started, span);
+        return;
+      }
+      logger.error("watch socket failed", { requestId: edge.requestId, error: String(error) });
+      closeSocket(
+        ws,
+        `the server could not follow the login (request id ${edge.requestId}); try again`,
+        closeCodes.internal,
+      );
+    }
+  }
+
+  async function browser(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    match: RegExpExecArray,
+    span: StreamSpan | undefined,
+  ) {
+    const started = performance.now();
+    const admitted = await admitBrowser(req, match, span);
+    const { edge, collected } = admitted;
+    let ws: WebSocket | undefined;
+    try {
+      const { workspaceId, sessionId } = admitted.check();
+      const session = await attachSession(hub.services, edge.caller, workspaceId, sessionId);
       ws = await upgrade(req, socket, head, headerLines({ ...collected, "X-Request-Id": edge.requestId }));
       if (ws === undefined) {
         span?.end("invalid_argument");
@@ -251,11 +340,7 @@ export function createTerminalEndpoint(
     } catch (error) {
       if (ws === undefined) {
         // Who asked, and for which workspace, as on every request line (a refusal included).
-        const asked = decode(match[1]);
-        refuse(req, socket, edge.requestId, { error, headers: collected }, started, span, {
-          edge,
-          ...(uuid.test(asked) && { workspaceId: asked.toLowerCase() }),
-        });
+        refuseBrowser(req, socket, match, admitted, error, started, span);
         return;
       }
       // After the upgrade the socket is told in a frame; the cause stays in the log.
@@ -414,6 +499,13 @@ export function createTerminalEndpoint(
       const span = settings.tracing?.stream("terminal", { "http.route": terminalRoute });
       if (span) span.within(() => void browser(req, socket, head, terminal, span));
       else void browser(req, socket, head, terminal, undefined);
+      return;
+    }
+    const watch = req.method === "GET" ? watchPath.exec(path) : null;
+    if (watch) {
+      const span = settings.tracing?.stream("watch", { "http.route": watchRoute });
+      if (span) span.within(() => void watcher(req, socket, head, watch, span));
+      else void watcher(req, socket, head, watch, undefined);
       return;
     }
     const peer = req.method === "GET" ? relayPath.exec(path) : null;
