@@ -19,6 +19,7 @@ import { PlatformError, UnauthenticatedError } from "../errors.js";
 import type { Services } from "../operations/services.js";
 import type { Repositories } from "../storage/storage.js";
 import type { EventPayload } from "./event-bus.js";
+import { throttledCheck } from "./throttled-check.js";
 import { workspaceTopic } from "./workspace-events.js";
 
 /** The bus topic of changes to accounts (not in any workspace): sign-outs, resets, deletions. */
@@ -68,65 +69,42 @@ export interface AccessWatchOptions {
  * (then `onRevoked` runs once and the watch stops by itself).
  */
 export async function watchAccess(services: Services, options: AccessWatchOptions): Promise<() => void> {
-  let stopped = false;
-  let checking = false;
-  let again = false;
-  let lastCheck = 0;
-  let delayed: NodeJS.Timeout | undefined;
-
-  const check = async () => {
-    if (stopped) return;
-    if (checking) {
-      again = true;
-      return;
-    }
-    checking = true;
-    lastCheck = Date.now();
-    try {
-      await options.recheck();
-    } catch (error) {
-      if (!stopped && error instanceof PlatformError && revokedCodes.has(error.code)) {
-        stop();
-        options.onRevoked(revocationOf(error));
-        return;
+  const checker = throttledCheck(
+    async () => {
+      try {
+        await options.recheck();
+      } catch (error) {
+        if (!checker.stopped && error instanceof PlatformError && revokedCodes.has(error.code)) {
+          stop();
+          options.onRevoked(revocationOf(error));
+          return;
+        }
+        // Anything else (storage unavailable) proves nothing: the next trigger checks again.
+        if (!checker.stopped) options.onCheckFailed?.(error);
       }
-      // Anything else (storage unavailable) proves nothing: the next trigger checks again.
-      if (!stopped) options.onCheckFailed?.(error);
-    } finally {
-      checking = false;
-    }
-    if (again) {
-      again = false;
-      schedule();
-    }
-  };
-  const schedule = () => {
-    if (stopped || delayed !== undefined) return;
-    const wait = Math.max(0, lastCheck + minRecheckMs - Date.now());
-    delayed = setTimeout(() => {
-      delayed = undefined;
-      void check();
-    }, wait);
-    delayed.unref?.();
-  };
+    },
+    { minIntervalMs: minRecheckMs, backstopMs: options.backstopMs ?? backstopMs },
+  );
+  const schedule = () => checker.schedule();
 
   const unsubscribers: (() => void)[] = [];
-  if (options.workspaceId !== "") {
-    unsubscribers.push(await services.events.subscribe(workspaceTopic(options.workspaceId), schedule));
+  try {
+    if (options.workspaceId !== "") {
+      unsubscribers.push(await services.events.subscribe(workspaceTopic(options.workspaceId), schedule));
+    }
+    unsubscribers.push(
+      await services.events.subscribe(accountsTopic, (payload) => {
+        if (mentions(payload, options.subjectId)) schedule();
+      }),
+    );
+  } catch (error) {
+    stop();
+    throw error;
   }
-  unsubscribers.push(
-    await services.events.subscribe(accountsTopic, (payload) => {
-      if (mentions(payload, options.subjectId)) schedule();
-    }),
-  );
-  const backstop = setInterval(() => void check(), options.backstopMs ?? backstopMs);
-  backstop.unref?.();
 
   function stop() {
-    if (stopped) return;
-    stopped = true;
-    clearInterval(backstop);
-    clearTimeout(delayed);
+    if (checker.stopped) return;
+    checker.stop();
     for (const unsubscribe of unsubscribers) unsubscribe();
   }
   return stop;

@@ -24,6 +24,7 @@ import { publishCommitted, terminateEvent } from "../daemons/events.js";
 import { PlatformError } from "../errors.js";
 import { accountsTopic, backstopMs, minRecheckMs } from "../events/access-watch.js";
 import type { EventPayload } from "../events/event-bus.js";
+import { throttledCheck } from "../events/throttled-check.js";
 import { workspaceTopic } from "../events/workspace-events.js";
 import type { Services } from "../operations/services.js";
 import { checkSshAccess } from "./ssh-sessions.js";
@@ -104,59 +105,41 @@ export interface SshWatch {
 /** Watches a daemon's live SSH logins until `stop` is called. */
 export async function watchSshSessions(services: Services, options: SshWatchOptions): Promise<SshWatch> {
   const { workspaceId, daemonId } = options;
-  let stopped = false;
-  let checking = false;
-  let again = false;
-  let lastCheck = 0;
-  let delayed: NodeJS.Timeout | undefined;
   let subjects = new Set<string>();
   /** Whether the last check found live logins (or one began since). */
   let live = true;
   let begun = 0;
 
-  const check = async () => {
-    if (stopped) return;
-    if (checking) {
-      again = true;
-      return;
-    }
-    checking = true;
-    lastCheck = Date.now();
-    const begunBefore = begun;
-    try {
-      subjects = (await enforceSshAccess(services, workspaceId, daemonId)).subjects;
-      live = subjects.size > 0 || begun !== begunBefore;
-    } catch (error) {
-      if (!stopped) options.onCheckFailed?.(error);
-    } finally {
-      checking = false;
-    }
-    if (again) {
-      again = false;
-      schedule();
-    }
-  };
-  const schedule = () => {
-    if (stopped || delayed !== undefined) return;
-    const wait = Math.max(0, lastCheck + minRecheckMs - Date.now());
-    delayed = setTimeout(() => {
-      delayed = undefined;
-      void check();
-    }, wait);
-    delayed.unref?.();
-  };
+  const checker = throttledCheck(
+    async () => {
+      const begunBefore = begun;
+      try {
+        subjects = (await enforceSshAccess(services, workspaceId, daemonId)).subjects;
+        live = subjects.size > 0 || begun !== begunBefore;
+      } catch (error) {
+        if (!checker.stopped) options.onCheckFailed?.(error);
+      }
+    },
+    { minIntervalMs: minRecheckMs, backstopMs: options.backstopMs ?? backstopMs },
+  );
+  const schedule = () => checker.schedule();
 
-  const unsubscribers = [
-    await services.events.subscribe(workspaceTopic(workspaceId), () => {
-      if (live) schedule();
-    }),
-    await services.events.subscribe(accountsTopic, (payload) => {
-      if (mentionsAny(payload, subjects)) schedule();
-    }),
-  ];
-  const backstop = setInterval(() => void check(), options.backstopMs ?? backstopMs);
-  backstop.unref?.();
-  void check();
+  const unsubscribers: (() => void)[] = [];
+  try {
+    unsubscribers.push(
+      await services.events.subscribe(workspaceTopic(workspaceId), () => {
+        if (live) schedule();
+      }),
+      await services.events.subscribe(accountsTopic, (payload) => {
+        if (mentionsAny(payload, subjects)) schedule();
+      }),
+    );
+  } catch (error) {
+    checker.stop();
+    for (const unsubscribe of unsubscribers) unsubscribe();
+    throw error;
+  }
+  checker.runNow();
 
   return {
     loginBegun() {
@@ -165,10 +148,8 @@ export async function watchSshSessions(services: Services, options: SshWatchOpti
       schedule();
     },
     stop() {
-      if (stopped) return;
-      stopped = true;
-      clearInterval(backstop);
-      clearTimeout(delayed);
+      if (checker.stopped) return;
+      checker.stop();
       for (const unsubscribe of unsubscribers) unsubscribe();
     },
   };
