@@ -67,6 +67,9 @@ export interface Listener {
   setTls(tls: TlsFiles): void;
 }
 
+/** How long connections may take to answer the calls a shutdown aborted before they are cut. */
+const forceAfterAbortMs = 1_000;
+
 const preface = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 const defaults = {
   maxConcurrentStreams: 256,
@@ -226,8 +229,13 @@ export async function listen(options: ListenerOptions): Promise<Listener> {
       ]);
       if (!(await drained)) {
         beforeForce?.();
-        // Give aborted handlers a moment to answer before the sockets go.
-        await new Promise((resolve) => setTimeout(resolve, Math.min(250, graceMs)).unref());
+        // Aborted handlers answer `unavailable`; their connections, already told to close, then
+        // end by themselves. Wait for that (at most a second, whatever the grace period, even
+        // none) before the sockets go, so no caller is cut off without its answer.
+        await Promise.race([
+          stopped,
+          new Promise((resolve) => setTimeout(resolve, forceAfterAbortMs).unref()),
+        ]);
         for (const socket of sockets) socket.destroy();
         for (const session of sessions) session.destroy();
         await stopped;
