@@ -178,6 +178,13 @@ export interface Platform {
    * call goes to this platform unchanged.
    */
   withStreamHosts(hosts: StreamHosts): Platform;
+  /**
+   * Resolves once the events of every call answered so far have been handed to the event bus
+   * (they are published after the answer, so that a slow bus never delays a change). A bus in
+   * this process has delivered them to its subscribers by then: what a test awaits before it
+   * looks at what was, or was not, published.
+   */
+  drain(): Promise<void>;
   /** Waits for events still being published, then closes the event bus and the storage. */
   close(): Promise<void>;
 }
@@ -359,6 +366,7 @@ export async function createPlatform(options: PlatformOptions): Promise<Platform
         bidiStream: { value: bidiStreamOver(hosted) },
       });
     },
+    drain: () => publisher.drain(),
     async close() {
       clearInterval(grantSweep);
       clearInterval(requestSweep);

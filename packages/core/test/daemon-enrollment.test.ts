@@ -170,7 +170,7 @@ describe("EnrollDaemon", () => {
     expect(d.response.status).toBe(DaemonStatus.ACCEPTED);
   });
 
-  it("answers already_exists to a signed request of an enrolled daemon, whatever its token (20)", async () => {
+  it("answers already_exists to a signed request of an enrolled daemon, whatever its token", async () => {
     const d = await enroll(t, token);
     for (const presented of [token, "wapenr_revoked-or-wrong"]) {
       await expectCode(
@@ -185,7 +185,7 @@ describe("EnrollDaemon", () => {
     }
   });
 
-  it("re-enrols an unauthenticated request with a known key; refuses a rejected one clearly (21)", async () => {
+  it("re-enrols an unauthenticated request with a known key; refuses a rejected one clearly", async () => {
     const d = await enroll(t, token, { hostname: "web" });
     const again = await enroll(t, token, { key: d.key, hostname: "renamed" });
     expect({ id: again.id, targetId: again.targetId }).toEqual({ id: d.id, targetId: d.targetId });
@@ -205,7 +205,7 @@ describe("EnrollDaemon", () => {
     expect(refused.message).toMatch(/rejected/);
   });
 
-  it("lets the same key enrol again after the daemon deleted itself (22)", async () => {
+  it("lets the same key enrol again after the daemon deleted itself", async () => {
     const d = await enroll(t, token);
     await callAsDaemon(t, d, DaemonService.method.deleteDaemon, {});
     await expectCode(daemonCaller(t, d, DaemonService.method.syncDaemon), "unauthenticated");
@@ -270,7 +270,7 @@ describe("daemon authentication", () => {
     await expectCode(ok("garbage"), "unauthenticated");
   });
 
-  it("a rejected daemon still authenticates (30); the nonce store is per daemon", async () => {
+  it("a rejected daemon still authenticates; the nonce store is per daemon", async () => {
     const d = await enroll(t, token);
     const other = await enroll(t, token);
     await t.call(ada.caller, DaemonService.method.updateDaemon, {

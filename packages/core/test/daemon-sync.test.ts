@@ -67,7 +67,7 @@ describe("SyncDaemon", () => {
     ).toBeUndefined();
   });
 
-  it("gives a PENDING daemon its status and no principals (26)", async () => {
+  it("gives a PENDING daemon its status and no principals", async () => {
     await grantLogin(t, ada, d.targetId, "ubuntu", PrincipalType.USER, [ada.caller.userId]);
     const res = await sync();
     expect(res.status).toBe(DaemonStatus.PENDING);
@@ -75,7 +75,7 @@ describe("SyncDaemon", () => {
     expect(res.config).toMatchObject({ recordSessions: false });
   });
 
-  it("gives an ACCEPTED daemon the complete map: users, team members, service accounts (25, 27)", async () => {
+  it("gives an ACCEPTED daemon the complete map: users, team members, service accounts", async () => {
     const vic = await memberWithRole(t, ada.workspaceId, "viewer");
     const eve = await memberWithRole(t, ada.workspaceId, "viewer");
     const robot = await serviceAccountCaller(t, ada, "viewer");

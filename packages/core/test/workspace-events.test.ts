@@ -38,7 +38,10 @@ async function record(bus: EventBus, topic: string) {
   return seen;
 }
 
-const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
+/** Every event of the calls answered so far, delivered. */
+const settle = () => t.platform.drain();
+/** A stream subscribes to the bus when first read, asynchronously; nothing tells when it has. */
+const subscribed = () => new Promise((resolve) => setTimeout(resolve, 20));
 
 function subscribe(
   caller: Caller = ada.caller,
@@ -132,7 +135,7 @@ describe("workspace events on the bus", () => {
         ctx,
         create(WorkspaceService.method.createWorkspace.input, { name: "Still works" }),
       );
-      await settle();
+      await platform.drain();
       // The account's own changes (registration) went out on `accounts` and failed the same way.
       expect(failures.filter((f) => f.startsWith("workspace:"))).toEqual([
         `workspace:${created.workspace?.id}: bus down`,
@@ -185,7 +188,7 @@ describe("SubscribeWorkspaceEvents", () => {
     const onlyAccounts = subscribe(ada.caller, { eventTypes: ["service_account.create"] });
     const first = all.iterator.next();
     const firstAccount = onlyAccounts.iterator.next();
-    await settle();
+    await subscribed();
     await t.call(ada.caller, WorkspaceService.method.updateWorkspace, {
       workspaceId: ada.workspaceId,
       description: "new",
@@ -215,7 +218,7 @@ describe("SubscribeWorkspaceEvents", () => {
   it("ends after the workspace is deleted", async () => {
     const stream = subscribe();
     const first = stream.iterator.next();
-    await settle();
+    await subscribed();
     await t.call(ada.caller, WorkspaceService.method.deleteWorkspace, { workspaceId: ada.workspaceId });
     expect(((await first).value as StreamedEvent).type).toBe("workspace.delete");
     expect((await stream.iterator.next()).done).toBe(true);
@@ -240,7 +243,7 @@ describe("subscribeTopic", () => {
       Symbol.asyncIterator
     ]();
     for (const n of [1, 2, 3]) await bus.publish("t", n);
-    await settle();
+    await new Promise(setImmediate); // the bus delivers in microtasks
     await expectCode(events.next(), "resource_exhausted");
   });
 
