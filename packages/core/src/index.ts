@@ -23,7 +23,6 @@ export type { AuditExport, AuditExportFormat, AuditExportOptions } from "./audit
 export { defaultAuditExportOptions, exportAuditLog } from "./audit/export.js";
 export type { AccountConfig } from "./auth/account-config.js";
 export { defaultAccountConfig } from "./auth/account-config.js";
-export type { CredentialSource, Credentials } from "./auth/authenticate.js";
 export type { PasswordHasher } from "./auth/passwords.js";
 export { createArgon2PasswordHasher } from "./auth/passwords.js";
 export type { BillingProvider, BillingWebhookEvent, SubscriptionState } from "./billing/provider.js";
@@ -90,21 +89,22 @@ export type { OutboxMailerOptions, OutboxWrite } from "./mail/outbox.js";
 export { createOutboxMailer } from "./mail/outbox.js";
 export type { SmtpMailerOptions } from "./mail/smtp.js";
 export { createSmtpMailer } from "./mail/smtp.js";
-export type { ResealResult } from "./maintenance/reseal-secrets.js";
-export { checkSealedValues, resealSecrets } from "./maintenance/reseal-secrets.js";
 export type { IntegrationServices } from "./operations/integrations.js";
 export type { PlatformConfig, PlatformObserver, Services } from "./operations/services.js";
 export { defaultPlatformConfig } from "./operations/services.js";
-export type { Platform, PlatformOptions } from "./platform.js";
-export { createPlatform, procedureOf } from "./platform.js";
+export type { CredentialSource, Credentials } from "./platform/authenticate.js";
+export type { Platform, PlatformOptions } from "./platform/platform.js";
+export { createPlatform, procedureOf } from "./platform/platform.js";
+export type { ResealResult } from "./platform/reseal-secrets.js";
+export { checkSealedValues, resealSecrets } from "./platform/reseal-secrets.js";
+export type { FieldBound, RequestBounds } from "./platform/validation-table.js";
+export { validationBounds } from "./platform/validation-table.js";
 export type { RecordingConfig } from "./recordings/config.js";
 export { defaultRecordingConfig } from "./recordings/config.js";
 export type { Clock, Random } from "./runtime.js";
 export { createManualClock, systemClock, systemRandom } from "./runtime.js";
 export type { Bound, FoundBound } from "./validation/bound.js";
 export { describeBound } from "./validation/describe.js";
-export type { FieldBound, RequestBounds } from "./validation/table.js";
-export { validationBounds } from "./validation/table.js";
 export { apiVersion, platformVersion } from "./version.js";
 export type { WorkspaceQuotaConfig } from "./workspaces/quotas.js";
 export { defaultWorkspaceQuotaConfig } from "./workspaces/quotas.js";
@@ -115,11 +115,13 @@ export { defaultTokenLifetimes } from "./workspaces/settings.js";
 // Not covered by semantic versioning: they may change in any release.
 
 export type { RequestFacts } from "./audit/record.js";
+export { assertPasswordLoginAllowed, ssoEnforcedFor } from "./auth/directory.js";
 export type { BillingWebhookResult } from "./billing/webhook.js";
 export { handleBillingWebhook } from "./billing/webhook.js";
 export type { PublishedTrust, TrustDocument } from "./certificates/publication.js";
 export { publishedTrust, trustDocuments } from "./certificates/publication.js";
 export { publicCrl, revocationListOf } from "./certificates/revocation.js";
+export { daemonSideEndReasons, sessionDeadlineError } from "./daemon-streams/session-stream.js";
 export type { SignedRequestInput } from "./daemons/authenticate.js";
 export { authenticateDaemon, authenticateSignedRequest } from "./daemons/authenticate.js";
 export { notifyDaemonsOfChanges } from "./daemons/change-notifications.js";
@@ -134,7 +136,6 @@ export {
   sessionTopic,
   toConnectResponse,
 } from "./daemons/events.js";
-export { daemonSideEndReasons, sessionDeadlineError } from "./daemons/session-stream.js";
 export type {
   DaemonStreamHost,
   HeldControlStream,
@@ -161,8 +162,8 @@ export type {
 } from "./events/streaming-operation.js";
 export { workspaceEventOf, workspaceTopic } from "./events/workspace-events.js";
 export type { Access, AnyOperation, Operation } from "./operations/operation.js";
-export { publicProcedures } from "./operations/registry.js";
-export type { StreamHosts } from "./platform.js";
+export type { StreamHosts } from "./platform/platform.js";
+export { publicProcedures } from "./platform/registry.js";
 export type { SessionRecorder, SessionRecordingOptions } from "./recordings/recorder.js";
 export { startSessionRecording } from "./recordings/recorder.js";
 export type { SessionRelayStatus } from "./sessions/lifecycle.js";
@@ -176,7 +177,6 @@ export {
   sessionRelayOf,
 } from "./sessions/lifecycle.js";
 export { openSshWatch, recheckSshWatch, sshWatchEndOf } from "./sessions/ssh-watch.js";
-export { assertPasswordLoginAllowed, ssoEnforcedFor } from "./sso/directory.js";
 export type { SsoTarget } from "./sso/find-provider.js";
 export type { SsoSignIn } from "./sso/identity.js";
 export type { BrowserBinding } from "./sso/login-state.js";

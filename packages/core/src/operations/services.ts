@@ -9,6 +9,7 @@ import type { DaemonStreamHost, TerminalRelayHost } from "../daemons/stream-host
 import type { DnsTxtResolver } from "../domains/dns.js";
 import type { EventBus } from "../events/event-bus.js";
 import type { Mailer } from "../mail/mailer.js";
+import type { PlatformState } from "../platform/platform-state.js";
 import { defaultRecordingConfig, type RecordingConfig } from "../recordings/config.js";
 import type { Clock, Random } from "../runtime.js";
 import type { KeyAlgorithm } from "../storage/certificate-authorities.js";
@@ -16,7 +17,6 @@ import type { IssuedCertificateKind } from "../storage/certificates.js";
 import type { Storage } from "../storage/storage.js";
 import { defaultWorkspaceQuotaConfig, type WorkspaceQuotaConfig } from "../workspaces/quotas.js";
 import type { IntegrationServices } from "./integrations.js";
-import type { PlatformState } from "./platform-state.js";
 
 /** Settings of a platform instance; every field has a documented default. */
 export interface PlatformConfig

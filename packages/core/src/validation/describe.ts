@@ -3,8 +3,9 @@
  *
  * @module
  */
+
+import type { RequestBounds } from "../platform/validation-table.js";
 import type { FoundBound } from "./bound.js";
-import type { RequestBounds } from "./table.js";
 
 function range(min: number | null, max: number | null, unit: string): string {
   const of = (n: number) => `${n} ${n === 1 ? unit.replace(/s$/, "") : unit}`;

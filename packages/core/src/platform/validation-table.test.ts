@@ -6,11 +6,11 @@ import type * as z from "zod";
 import { InvalidArgumentError } from "../errors.js";
 import { streamingOperations } from "../events/subscribe-workspace-events.js";
 import { presentFields } from "../lib/presence.js";
-import { allOperations } from "../operations/registry.js";
 import { requestArbitraries } from "../testing/arbitraries.js";
-import { renderValidationDoc } from "./describe.js";
-import { parseRequest } from "./parse.js";
-import { validationBounds } from "./table.js";
+import { renderValidationDoc } from "../validation/describe.js";
+import { parseRequest } from "../validation/parse.js";
+import { allOperations } from "./registry.js";
+import { validationBounds } from "./validation-table.js";
 
 const operations = new Map(
   [...allOperations, ...streamingOperations].map((operation) => [

@@ -8,8 +8,8 @@
  */
 import type * as z from "zod";
 import { streamingOperations } from "../events/subscribe-workspace-events.js";
-import { allOperations } from "../operations/registry.js";
-import { boundOf, type FoundBound, isRequired } from "./bound.js";
+import { boundOf, type FoundBound, isRequired } from "../validation/bound.js";
+import { allOperations } from "./registry.js";
 
 /** One bounded field of one request. */
 export interface FieldBound {

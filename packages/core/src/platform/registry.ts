@@ -1,21 +1,21 @@
 import { accessRequestOperations } from "../access-requests/operations.js";
 import { auditOperations } from "../audit/operations.js";
-import { accountOperations } from "../auth/account-operations.js";
 import { authOperations } from "../auth/operations.js";
 import { billingOperations } from "../billing/operations.js";
 import { certificateOperations } from "../certificates/operations.js";
 import { withDaemonNotifications } from "../daemons/change-notifications.js";
 import { daemonOperations } from "../daemons/operations.js";
-import { daemonProtocolOperations } from "../daemons/protocol.js";
 import { licenseOperations } from "../license/operations.js";
+import type { AnyOperation } from "../operations/operation.js";
 import { recordingOperations } from "../recordings/operations.js";
 import { serviceAccountOperations } from "../service-accounts/operations.js";
 import { ssoOperations } from "../sso/operations.js";
 import { utilOperations } from "../util/operations.js";
 import { webhookOperations } from "../webhooks/operations.js";
-import { workspaceAccessOperations } from "../workspaces/access-operations.js";
 import { workspaceOperations } from "../workspaces/operations.js";
-import type { AnyOperation } from "./operation.js";
+import { accountOperations } from "./account-operations.js";
+import { daemonProtocolOperations } from "./daemon-protocol-operations.js";
+import { workspaceAccessOperations } from "./workspace-access-operations.js";
 
 /** Every operation this build implements. RPCs of the contract not listed answer `unimplemented`. */
 // Wrapped so that changes to grants and authorities reach the daemons that enforce them.

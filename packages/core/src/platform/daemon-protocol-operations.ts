@@ -4,12 +4,13 @@
  *
  * @module
  */
+
+import { enrollmentOperations } from "../daemons/enrollment.js";
+import { syncDaemon } from "../daemons/sync.js";
 import type { AnyOperation } from "../operations/operation.js";
 import { appendSshRecording } from "../recordings/ssh-recording.js";
 import { sessionOperations } from "../sessions/operations.js";
 import { sshSessionOperations } from "../sessions/ssh-sessions.js";
-import { enrollmentOperations } from "./enrollment.js";
-import { syncDaemon } from "./sync.js";
 
 export const daemonProtocolOperations: readonly AnyOperation[] = [
   ...enrollmentOperations,

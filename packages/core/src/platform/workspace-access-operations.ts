@@ -12,7 +12,7 @@ import type { AnyOperation } from "../operations/operation.js";
 import { principalOperations } from "../principals/operations.js";
 import { targetOperations } from "../targets/operations.js";
 import { teamOperations } from "../teams/operations.js";
-import { updateWorkspaceSettings } from "./settings.js";
+import { updateWorkspaceSettings } from "../workspaces/settings.js";
 
 export const workspaceAccessOperations: readonly AnyOperation[] = [
   ...memberOperations,

@@ -1,3 +1,4 @@
+import { recoveryOperations } from "../auth/recovery.js";
 import { backupCodeOperations } from "../credentials/backup-codes.js";
 import { passkeyOperations } from "../credentials/passkeys.js";
 import { passwordOperations } from "../credentials/password-operations.js";
@@ -5,7 +6,6 @@ import { getCliLogin, verifyCliLogin } from "../devices/cli-login.js";
 import { deviceOperations } from "../devices/operations.js";
 import type { AnyOperation } from "../operations/operation.js";
 import { userOperations } from "../users/operations.js";
-import { recoveryOperations } from "./recovery.js";
 
 /** The account operations beyond sign-up and sign-in (issue 6): recovery, credentials, devices, profile. */
 export const accountOperations: readonly AnyOperation[] = [
