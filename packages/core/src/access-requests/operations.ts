@@ -12,6 +12,7 @@ import * as z from "zod";
 import { roleAllows } from "../access/permissions.js";
 import { accountLink } from "../auth/account-config.js";
 import type { Caller } from "../context.js";
+import { targetNotFound } from "../error-reasons/targets.js";
 import {
   FailedPreconditionError,
   InvalidArgumentError,
@@ -29,7 +30,6 @@ import type {
   AccessRequestState,
 } from "../storage/access-requests.js";
 import type { Repositories } from "../storage/storage.js";
-import { targetNotFound } from "../targets/messages.js";
 import { approvalLimits, principalUsername } from "../validation/bounds.js";
 import { defaultPage, durationSeconds, enumValue, paging, text, uuid } from "../validation/rules.js";
 import { approverIdsOf, type CallerActions, stateToWire, toAccessRequestMessage } from "./messages.js";

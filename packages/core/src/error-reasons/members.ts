@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { NotFoundError } from "../errors.js";
 import type { ReasonTable } from "./reason-table.js";
 
 export const memberReasons = {
@@ -35,3 +36,7 @@ export const memberReasons = {
     description: "Another service account of the workspace has this name; pick another.",
   },
 } as const satisfies ReasonTable;
+
+// Named by other areas too (a grant names a team), so it lives with its reason, below them.
+export const teamNotFound = (id: string) =>
+  new NotFoundError(`team ${id} not found`, { reason: "TEAM_NOT_FOUND" });

@@ -61,12 +61,7 @@ import type {
   OperationCall,
   WorkspaceScope,
 } from "../operations/operation.js";
-import {
-  defaultPlatformConfig,
-  type PlatformConfig,
-  type PlatformObserver,
-  type Services,
-} from "../operations/services.js";
+import type { PlatformConfig, PlatformObserver, Services } from "../operations/services.js";
 import { type Clock, type Random, systemClock, systemRandom } from "../runtime.js";
 import type { AuditEventRecord } from "../storage/audit.js";
 import {
@@ -80,6 +75,7 @@ import { uuid } from "../validation/rules.js";
 import { startWebhookDelivery } from "../webhooks/delivery.js";
 import { webhookSettings } from "../webhooks/options.js";
 import { authenticate, type CredentialSource, type Credentials } from "./authenticate.js";
+import { defaultPlatformConfig } from "./default-config.js";
 import { createPlatformState } from "./platform-state.js";
 import { allOperations } from "./registry.js";
 

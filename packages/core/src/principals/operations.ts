@@ -9,11 +9,11 @@
 
 import { PrincipalService, PrincipalTypeSchema } from "@wap/api";
 import * as z from "zod";
+import { targetNotFound } from "../error-reasons/targets.js";
 import { NotFoundError, PlatformError } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
 import type { SubjectKind } from "../storage/principals.js";
 import { UniqueViolationError } from "../storage/storage.js";
-import { targetNotFound } from "../targets/messages.js";
 import { principalsPerTarget, principalUsername, subjectIdCount } from "../validation/bounds.js";
 import { defaultPage, enumValue, paging, text, uuid } from "../validation/rules.js";
 import { grantTermsInput, termsOf } from "./grant-terms.js";

@@ -15,6 +15,7 @@ import { sameEndpoints } from "../certificates/host-names.js";
 import { authorityMessage } from "../certificates/messages.js";
 import { actorOf } from "../context.js";
 import { toDaemonMessage } from "../daemons/operations.js";
+import { targetNotFound } from "../error-reasons/targets.js";
 import { AlreadyExistsError, FailedPreconditionError, NotFoundError } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
 import { findSubject } from "../principals/subjects.js";
@@ -23,7 +24,7 @@ import type { TargetRecord } from "../storage/targets.js";
 import { description, endpoint, endpointLimits, resourceName, tagLimits } from "../validation/bounds.js";
 import { defaultPage, paging, text, uuid } from "../validation/rules.js";
 import { assertWithinQuota } from "../workspaces/quotas.js";
-import { targetNotFound, toTargetMessage } from "./messages.js";
+import { toTargetMessage } from "./messages.js";
 import { subjectAccess } from "./subject-access.js";
 
 const workspaceId = uuid.optional();

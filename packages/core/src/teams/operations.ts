@@ -9,7 +9,8 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type TeamSchema, TeamService } from "@wap/api";
 import * as z from "zod";
-import { AlreadyExistsError, NotFoundError } from "../errors.js";
+import { teamNotFound } from "../error-reasons/members.js";
+import { AlreadyExistsError } from "../errors.js";
 import { toWorkspaceMemberMessage } from "../members/messages.js";
 import { memberNotFound } from "../members/operations.js";
 import { defineOperation } from "../operations/operation.js";
@@ -34,8 +35,6 @@ function toTeamMessage(
   };
 }
 
-export const teamNotFound = (id: string) =>
-  new NotFoundError(`team ${id} not found`, { reason: "TEAM_NOT_FOUND" });
 const nameTaken = (name: string) =>
   new AlreadyExistsError(`a team named '${name}' already exists in this workspace`, {
     reason: "TEAM_NAME_TAKEN",

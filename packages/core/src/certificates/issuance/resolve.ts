@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { targetNotFound } from "../../error-reasons/targets.js";
 import { FailedPreconditionError, NotFoundError } from "../../errors.js";
 import type { AuthorityKind, CertificateAuthorityRecord } from "../../storage/certificate-authorities.js";
 import type { Repositories } from "../../storage/storage.js";
@@ -19,9 +20,6 @@ const kindName: Record<AuthorityKind, string> = { ssh: "an SSH", x509: "an X.509
 
 export const authorityNotFound = (id: string) =>
   new NotFoundError(`certificate authority ${id} not found`, { reason: "CERTIFICATE_AUTHORITY_NOT_FOUND" });
-
-export const targetNotFound = (id: string) =>
-  new NotFoundError(`target ${id} not found`, { reason: "TARGET_NOT_FOUND" });
 
 /**
  * The authority that signs: the one named, else the target's, else the workspace default of
