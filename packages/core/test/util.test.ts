@@ -2,10 +2,8 @@ import { readFile, writeFile } from "node:fs/promises";
 import { UtilService } from "@wap/api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { permissions, roles } from "../src/access/permissions.js";
-import { bidiStreamingOperations } from "../src/daemon-streams/streams.js";
-import { streamingOperations } from "../src/events/subscribe-workspace-events.js";
 import type { Access } from "../src/operations/operation.js";
-import { allOperations } from "../src/platform/registry.js";
+import { allOperations, bidiStreamingOperations, streamingOperations } from "../src/platform/registry.js";
 import { apiVersion } from "../src/version.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 

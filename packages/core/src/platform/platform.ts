@@ -26,7 +26,6 @@ import { loadServiceAccountTokens } from "../auth/service-account-tokens.js";
 import { actorOf, type CallContext, type Caller, type CallerKind, throwIfCancelled } from "../context.js";
 import type { KeyStore } from "../crypto/key-store.js";
 import type { Pkcs11Token } from "../crypto/pkcs11/token.js";
-import { bidiStreamingOperations } from "../daemon-streams/streams.js";
 import type { DaemonStreamHost, TerminalRelayHost } from "../daemons/stream-hosts.js";
 import type { DnsTxtResolver } from "../domains/dns.js";
 import {
@@ -48,7 +47,6 @@ import type {
   BidiStreamOptions,
   StreamingCall,
 } from "../events/streaming-operation.js";
-import { streamingOperations } from "../events/subscribe-workspace-events.js";
 import { toEventPayload, workspaceTopic } from "../events/workspace-events.js";
 import { presentFields } from "../lib/presence.js";
 import { alreadyExistsMessage } from "../lib/unique-violation.js";
@@ -77,7 +75,7 @@ import { webhookSettings } from "../webhooks/options.js";
 import { authenticate, type CredentialSource, type Credentials } from "./authenticate.js";
 import { defaultPlatformConfig } from "./default-config.js";
 import { createPlatformState } from "./platform-state.js";
-import { allOperations } from "./registry.js";
+import { allOperations, bidiStreamingOperations, streamingOperations } from "./registry.js";
 
 /** What `createPlatform` needs. Only `storage` and `keyStore` have no default. */
 export interface PlatformOptions extends IntegrationServices {

@@ -4,12 +4,11 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type * as z from "zod";
 import { InvalidArgumentError } from "../errors.js";
-import { streamingOperations } from "../events/subscribe-workspace-events.js";
 import { presentFields } from "../lib/presence.js";
 import { requestArbitraries } from "../testing/arbitraries.js";
 import { renderValidationDoc } from "../validation/describe.js";
 import { parseRequest } from "../validation/parse.js";
-import { allOperations } from "./registry.js";
+import { allOperations, streamingOperations } from "./registry.js";
 import { validationBounds } from "./validation-table.js";
 
 const operations = new Map(

@@ -7,9 +7,8 @@
  * @module
  */
 import type * as z from "zod";
-import { streamingOperations } from "../events/subscribe-workspace-events.js";
 import { boundOf, type FoundBound, isRequired } from "../validation/bound.js";
-import { allOperations } from "./registry.js";
+import { allOperations, streamingOperations } from "./registry.js";
 
 /** One bounded field of one request. */
 export interface FieldBound {
