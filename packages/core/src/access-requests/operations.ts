@@ -12,7 +12,6 @@ import * as z from "zod";
 import { roleAllows } from "../access/permissions.js";
 import { accountLink } from "../auth/account-config.js";
 import type { Caller } from "../context.js";
-import { targetNotFound } from "../error-reasons/targets.js";
 import {
   FailedPreconditionError,
   InvalidArgumentError,
@@ -24,6 +23,7 @@ import { sendInBackground } from "../mail/deliver.js";
 import { accessRequestMail } from "../mail/templates.js";
 import { defineOperation, type WorkspaceScope } from "../operations/operation.js";
 import type { Services } from "../operations/services.js";
+import { targetNotFound } from "../principals/not-found.js";
 import type {
   AccessRequestEventType,
   AccessRequestRecord,

@@ -3,7 +3,6 @@
  *
  * @module
  */
-import { NotFoundError } from "../errors.js";
 import type { ReasonTable } from "./reason-table.js";
 
 export const memberReasons = {
@@ -36,7 +35,3 @@ export const memberReasons = {
     description: "Another service account of the workspace has this name; pick another.",
   },
 } as const satisfies ReasonTable;
-
-// Named by other areas too (a grant names a team), so it lives with its reason, below them.
-export const teamNotFound = (id: string) =>
-  new NotFoundError(`team ${id} not found`, { reason: "TEAM_NOT_FOUND" });

@@ -3,7 +3,6 @@
  *
  * @module
  */
-import { NotFoundError } from "../errors.js";
 import type { ReasonTable } from "./reason-table.js";
 
 export const targetReasons = {
@@ -20,7 +19,3 @@ export const targetReasons = {
     description: "A daemon serves the target; delete the daemon before the target.",
   },
 } as const satisfies ReasonTable;
-
-// Named by other areas too (a grant names a target), so it lives with its reason, below them.
-export const targetNotFound = (id: string) =>
-  new NotFoundError(`target ${id} not found`, { reason: "TARGET_NOT_FOUND" });

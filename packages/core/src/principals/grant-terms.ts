@@ -16,13 +16,13 @@ import {
 } from "@wap/api";
 import * as z from "zod";
 import { workspaceRoles } from "../context.js";
-import { teamNotFound } from "../error-reasons/members.js";
 import { InvalidArgumentError } from "../errors.js";
 import type { GrantRecord, GrantTerms, SubjectKind } from "../storage/principals.js";
 import type { Repositories } from "../storage/storage.js";
 import { approvalLimits } from "../validation/bounds.js";
 import { durationSeconds, enumValue, timestamp, uuid } from "../validation/rules.js";
 import { type GrantLimitsInput, grantLimitsInput, limitsOf, toGrantLimitsMessage } from "./grant-limits.js";
+import { teamNotFound } from "./not-found.js";
 
 const noRepeats = (values: readonly string[], ctx: z.RefinementCtx) => {
   const seen = new Set<string>();

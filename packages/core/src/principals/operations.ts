@@ -9,7 +9,6 @@
 
 import { PrincipalService, PrincipalTypeSchema } from "@wap/api";
 import * as z from "zod";
-import { targetNotFound } from "../error-reasons/targets.js";
 import { NotFoundError, PlatformError } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
 import type { SubjectKind } from "../storage/principals.js";
@@ -17,6 +16,7 @@ import { UniqueViolationError } from "../storage/storage.js";
 import { principalsPerTarget, principalUsername, subjectIdCount } from "../validation/bounds.js";
 import { defaultPage, enumValue, paging, text, uuid } from "../validation/rules.js";
 import { grantTermsInput, termsOf } from "./grant-terms.js";
+import { targetNotFound } from "./not-found.js";
 import { subjectExists, subjectKindFromWire, subjectNotFound, toPrincipalMessage } from "./subjects.js";
 
 const workspaceId = uuid.optional();

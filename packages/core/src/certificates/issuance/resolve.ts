@@ -9,8 +9,9 @@
  *
  * @module
  */
-import { targetNotFound } from "../../error-reasons/targets.js";
+
 import { FailedPreconditionError, NotFoundError } from "../../errors.js";
+import { targetNotFound } from "../../principals/not-found.js";
 import type { AuthorityKind, CertificateAuthorityRecord } from "../../storage/certificate-authorities.js";
 import type { Repositories } from "../../storage/storage.js";
 import type { TargetRecord } from "../../storage/targets.js";
