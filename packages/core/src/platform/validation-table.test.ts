@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs";
 import { fromJson } from "@bufbuild/protobuf";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
@@ -6,7 +5,6 @@ import type * as z from "zod";
 import { InvalidArgumentError } from "../errors.js";
 import { presentFields } from "../lib/presence.js";
 import { requestArbitraries } from "../testing/arbitraries.js";
-import { renderValidationDoc } from "../validation/describe.js";
 import { parseRequest } from "../validation/parse.js";
 import { allOperations, streamingOperations } from "./registry.js";
 import { validationBounds } from "./validation-table.js";
@@ -80,11 +78,4 @@ describe("the table of validation bounds", () => {
       });
     }
   }
-});
-
-describe("docs/validation.md", () => {
-  it("is the table as it stands (run `pnpm generate` after changing a rule)", () => {
-    const doc = readFileSync(new URL("../../../../docs/validation.md", import.meta.url), "utf8");
-    expect(doc).toBe(renderValidationDoc(validationBounds));
-  });
 });
