@@ -7,7 +7,7 @@ const entries = [
   "packages/api/src/index\\.ts",
   "packages/ssh-wire/src/(index|encoding|forms|extensions)\\.ts",
   "packages/audit-chain/src/index\\.ts",
-  "packages/core/src/index\\.ts",
+  "packages/core/src/(index|internal)\\.ts",
   "packages/core/src/storage/index\\.ts",
   "packages/core/src/testing/index\\.ts",
   "packages/core/src/ssh-keys\\.ts",
@@ -57,7 +57,7 @@ const areaLevels = [
 ];
 const areas = areaLevels.flat();
 /** What composes the areas, and the package's entries. */
-const top = ["platform/", "testing/", "index\\.ts", "ssh-keys\\.ts", "audit-chain\\.ts"];
+const top = ["platform/", "testing/", "index\\.ts", "internal\\.ts", "ssh-keys\\.ts", "audit-chain\\.ts"];
 const under = (names) =>
   `^${core}/(${names.map((n) => (n.endsWith("/") || n.includes("\\.") ? n : `${n}/`)).join("|")})`;
 
