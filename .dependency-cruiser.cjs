@@ -7,7 +7,7 @@ const entries = [
   "packages/api/src/index\\.ts",
   "packages/ssh-wire/src/(index|encoding|forms|extensions)\\.ts",
   "packages/audit-chain/src/index\\.ts",
-  "packages/core/src/index\\.ts",
+  "packages/core/src/(index|internal)\\.ts",
   "packages/core/src/storage/index\\.ts",
   "packages/core/src/testing/index\\.ts",
   "packages/core/src/ssh-keys\\.ts",
@@ -23,9 +23,99 @@ const entries = [
   "packages/test-kit/src/[^/]+\\.ts",
 ];
 
+/**
+ * The layers of @wap/core (docs/architecture.md), bottom first. A layer imports only its own
+ * layer and those below; the one exception is operations/, whose `Services` and `PlatformConfig`
+ * name the types of the areas' settings and ports (for types only: the platform composes them).
+ */
+const core = "packages/core/src";
+const base = ["crypto", "lib"];
+const foundation = [
+  "errors\\.ts",
+  "context\\.ts",
+  "runtime\\.ts",
+  "version\\.ts",
+  "error-reasons/",
+  "operations/",
+  "validation/",
+  "storage/",
+  "access/",
+];
+/**
+ * The areas, in levels: an area imports only areas of lower levels, so that no two areas form a
+ * cycle. A new import between areas of one level moves the importing area up a level.
+ */
+const areaLevels = [
+  ["domains", "events", "license", "mail", "principals", "tokens", "util", "workspaces"],
+  ["audit"],
+  ["auth", "certificates", "recordings"],
+  ["billing", "credentials", "devices", "invitations", "members", "service-accounts"],
+  ["daemons", "teams"],
+  ["access-requests", "targets", "users"],
+  ["sessions", "sso", "webhooks"],
+  ["daemon-streams"],
+];
+const areas = areaLevels.flat();
+/** What composes the areas, and the package's entries. */
+const top = ["platform/", "testing/", "index\\.ts", "internal\\.ts", "ssh-keys\\.ts", "audit-chain\\.ts"];
+const under = (names) =>
+  `^${core}/(${names.map((n) => (n.endsWith("/") || n.includes("\\.") ? n : `${n}/`)).join("|")})`;
+
+const layerRules = [
+  {
+    name: "core-base-stands-alone",
+    severity: "error",
+    comment: "crypto/ and lib/ are the bottom of the core: they import nothing else of it.",
+    from: { path: under(base), pathNot: "\\.test\\.ts$" },
+    to: { path: `^${core}/`, pathNot: under(base) },
+  },
+  {
+    name: "core-foundation-below-areas",
+    severity: "error",
+    comment:
+      "Errors, call context, the operation's declaration, validation, the storage port and the role table know no area.",
+    from: { path: under(foundation), pathNot: [under(["operations/"]), "\\.test\\.ts$"] },
+    to: { path: `^${core}/`, pathNot: under([...base, ...foundation]) },
+  },
+  {
+    name: "core-services-name-area-types-only",
+    severity: "error",
+    comment:
+      "operations/ declares the Services and PlatformConfig the platform composes: it names the areas' types, never their code.",
+    from: { path: under(["operations/"]), pathNot: "\\.test\\.ts$" },
+    to: { path: `^${core}/`, pathNot: under([...base, ...foundation]), dependencyTypesNot: ["type-only"] },
+  },
+  {
+    name: "core-areas-below-platform",
+    severity: "error",
+    comment: "An area never imports what composes the areas (platform/) or an entry of the package.",
+    from: { path: under(areas), pathNot: "\\.test\\.ts$" },
+    to: { path: under(top) },
+  },
+  ...areaLevels.map((level, i) => ({
+    name: `core-area-level-${i}`,
+    severity: "error",
+    comment: `The areas ${level.join(", ")} import only areas of lower levels (no cycle between areas).`,
+    from: { path: under(level), pathNot: "\\.test\\.ts$" },
+    to: { path: under(areaLevels.slice(i).flat()), pathNot: `^${core}/$1` },
+  })),
+  {
+    name: "core-folders-have-a-layer",
+    severity: "error",
+    comment:
+      "Every file of the core sits in a layer: a new folder is added to one in .dependency-cruiser.cjs.",
+    from: {
+      path: `^${core}/`,
+      pathNot: [under([...base, ...foundation, ...areas, ...top]), "\\.test\\.ts$"],
+    },
+    to: {},
+  },
+];
+
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
+    ...layerRules,
     {
       name: "no-circular",
       severity: "error",

@@ -23,7 +23,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { defaultAuditExportOptions, exportAuditLog } from "@wap/core";
+import { defaultAuditExportOptions, exportAuditLog } from "@wap/core/internal";
 import type { AuditEventRecord, Storage } from "@wap/core/storage";
 import { createSqliteStorage } from "@wap/storage-sqlite";
 import type { BenchComparison, BenchFigure, BenchSection, BenchTarget } from "./results.js";

@@ -16,7 +16,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { encodeKrl } from "@wap/core";
+import { encodeKrl } from "@wap/core/internal";
 import type { IssuedCertificateFilter, IssuedCertificateRecord } from "@wap/core/storage";
 import { createSqliteStorage } from "@wap/storage-sqlite";
 import type { BenchFigure, BenchSection, BenchTarget } from "./results.js";

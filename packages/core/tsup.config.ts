@@ -3,6 +3,7 @@ import { defineConfig } from "tsup";
 export default defineConfig({
   entry: [
     "src/index.ts",
+    "src/internal.ts",
     "src/storage/index.ts",
     "src/testing/index.ts",
     "src/ssh-keys.ts",

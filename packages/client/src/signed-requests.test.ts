@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { type ConnectRouter, createClient, createRouterTransport } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { DaemonControlService, DaemonService, UserService } from "@wap/api";
-import { challengeSignatureValid, parsePlatformChallenge } from "@wap/core";
+import { challengeSignatureValid, parsePlatformChallenge } from "@wap/core/internal";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { createDaemonClient, createPlatformSigner } from "./signed-requests.js";

@@ -23,7 +23,7 @@ import fc from "fast-check";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { signAuditCheckpoints } from "../src/audit/checkpoints.js";
 import { createMasterKeyStore, generateMasterKey } from "../src/crypto/key-store.js";
-import { resealSecrets } from "../src/maintenance/reseal-secrets.js";
+import { resealSecrets } from "../src/platform/reseal-secrets.js";
 import { startSessionRecording } from "../src/recordings/recorder.js";
 import { memberWithRole, type Owner } from "./support/access.js";
 import { run, scratch } from "./support/certificates.js";

@@ -16,10 +16,8 @@ import { randomUUID } from "node:crypto";
 import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { platformServices } from "@wap/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bidiStreamingOperations } from "../src/daemons/streams.js";
-import { streamingOperations } from "../src/events/subscribe-workspace-events.js";
-import { allOperations } from "../src/operations/registry.js";
-import { procedureOf } from "../src/platform.js";
+import { procedureOf } from "../src/platform/platform.js";
+import { allOperations, bidiStreamingOperations, streamingOperations } from "../src/platform/registry.js";
 import {
   type AuditRow,
   createWalkFixture,

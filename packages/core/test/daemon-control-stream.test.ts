@@ -16,8 +16,8 @@ import {
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createCallContext, type DaemonCaller } from "../src/context.js";
+import { maxQueuedControlMessages } from "../src/daemon-streams/control-stream.js";
 import type { ConnectResponseInit } from "../src/daemons/control.js";
-import { maxQueuedControlMessages } from "../src/daemons/control-stream.js";
 import { notify, type TopicEvent } from "../src/daemons/events.js";
 import type { DaemonStreamHost, HeldControlStream } from "../src/daemons/stream-hosts.js";
 import type { EventPayload } from "../src/events/event-bus.js";

@@ -7,7 +7,7 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { DaemonSessionService, type SessionRequest, SessionRequestSchema } from "@wap/api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createCallContext, type DaemonCaller } from "../src/context.js";
-import { daemonSideEndReasons } from "../src/daemons/session-stream.js";
+import { daemonSideEndReasons } from "../src/daemon-streams/session-stream.js";
 import type { SessionStreamMessage, TerminalRelay, TerminalRelayHost } from "../src/daemons/stream-hosts.js";
 import type { BidiStreamOptions } from "../src/events/streaming-operation.js";
 import { endSession, sessionRelayOf } from "../src/sessions/lifecycle.js";

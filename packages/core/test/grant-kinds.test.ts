@@ -7,8 +7,8 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { GrantKind, PrincipalService, PrincipalType, TargetService, TeamService } from "@wap/api";
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { removeLapsedGrants } from "../src/access-requests/lapsed-grants.js";
 import { principalMapOf } from "../src/daemons/sync.js";
-import { removeLapsedGrants } from "../src/principals/lapsed-grants.js";
 import { memberWithRole, type Owner, type Person, sshAuthority } from "./support/access.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 

@@ -12,7 +12,7 @@ import { expect, it } from "vitest";
 
 const run = promisify(execFile);
 const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
-const entry = pathToFileURL(join(import.meta.dirname, "../src/index.ts")).href;
+const entryOf = (name: string) => pathToFileURL(join(import.meta.dirname, `../src/${name}.ts`)).href;
 
 /** Prints, as JSON, the package of every module resolved while `process.argv[1]` is imported. */
 const probe = `
@@ -40,23 +40,26 @@ for (const url of resolved) {
 process.stdout.write(JSON.stringify([...packages].sort()));
 `;
 
-it("imports none of the integrations with the core's entry", async () => {
-  const { stdout } = await run(
-    process.execPath,
-    ["--conditions=dev-source", "--import", tsx, "--input-type=module", "-e", probe, entry],
-    { cwd: join(import.meta.dirname, "..") },
-  );
-  const loaded = JSON.parse(stdout) as string[];
-  // The probe sees what the core does load.
-  expect(loaded).toEqual(expect.arrayContaining(["@bufbuild/protobuf", "zod"]));
-  for (const integration of [
-    "stripe",
-    "@node-saml/node-saml",
-    "openid-client",
-    "@simplewebauthn/server",
-    "nodemailer",
-    "undici",
-  ]) {
-    expect(loaded, integration).not.toContain(integration);
-  }
-});
+it.each(["index", "internal"])(
+  "imports none of the integrations with the core's entry %s.ts",
+  async (name) => {
+    const { stdout } = await run(
+      process.execPath,
+      ["--conditions=dev-source", "--import", tsx, "--input-type=module", "-e", probe, entryOf(name)],
+      { cwd: join(import.meta.dirname, "..") },
+    );
+    const loaded = JSON.parse(stdout) as string[];
+    // The probe sees what the core does load.
+    expect(loaded).toEqual(expect.arrayContaining(["@bufbuild/protobuf", "zod"]));
+    for (const integration of [
+      "stripe",
+      "@node-saml/node-saml",
+      "openid-client",
+      "@simplewebauthn/server",
+      "nodemailer",
+      "undici",
+    ]) {
+      expect(loaded, integration).not.toContain(integration);
+    }
+  },
+);

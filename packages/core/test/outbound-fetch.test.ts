@@ -7,7 +7,7 @@ import type { AddressInfo } from "node:net";
 import { gzipSync } from "node:zlib";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createOutboundFetch, isAllowedAddress, OutboundFetchError, parseNetworks } from "../src/index.js";
+import { createOutboundFetch, isAllowedAddress, OutboundFetchError, parseNetworks } from "../src/internal.js";
 import { createFailureMemory } from "../src/lib/outbound-fetch.js";
 
 const loopback = ["127.0.0.0/8"];

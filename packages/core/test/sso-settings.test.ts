@@ -6,8 +6,8 @@
 
 import { AuthService, SSOProvider_Type, SSOService, UtilService } from "@wap/api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { assertPasswordLoginAllowed, ssoEnforcedFor } from "../src/auth/directory.js";
 import { fromUtf8 } from "../src/lib/bytes.js";
-import { assertPasswordLoginAllowed, ssoEnforcedFor } from "../src/sso/directory.js";
 import { clientSecretContext } from "../src/sso/operations.js";
 import { addMember, verifyDomain } from "./support/enterprise.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";

@@ -15,7 +15,7 @@ import { createArgon2PasswordHasher } from "../src/auth/passwords.js";
 import { type Caller, createCallContext } from "../src/context.js";
 import { createMasterKeyStore, generateMasterKey } from "../src/crypto/key-store.js";
 import { PlatformError } from "../src/errors.js";
-import { createPlatform, type Platform, type PlatformOptions } from "../src/platform.js";
+import { createPlatform, type Platform, type PlatformOptions } from "../src/platform/platform.js";
 import { createManualClock } from "../src/runtime.js";
 
 export async function createTestPlatform(options: Partial<PlatformOptions> = {}) {

@@ -56,7 +56,7 @@ import { type CallContext, type Caller, createCallContext } from "../src/context
 import { createMasterKeyStore, generateMasterKey } from "../src/crypto/key-store.js";
 import { PlatformError } from "../src/errors.js";
 import type { AnyBidiStreamingOperation } from "../src/events/streaming-operation.js";
-import { createPlatform, type Platform } from "../src/platform.js";
+import { createPlatform, type Platform } from "../src/platform/platform.js";
 import { createManualClock } from "../src/runtime.js";
 import { whenOpened } from "./support/message-queue.js";
 

@@ -6,7 +6,7 @@
 import { WebhookService } from "@wap/api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createMasterKeyStore, generateMasterKey } from "../src/crypto/key-store.js";
-import { resealSecrets } from "../src/maintenance/reseal-secrets.js";
+import { resealSecrets } from "../src/platform/reseal-secrets.js";
 import { webhookSecretContext } from "../src/webhooks/secrets.js";
 import { memberWithRole, type Owner } from "./support/access.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";

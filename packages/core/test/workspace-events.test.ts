@@ -18,7 +18,7 @@ import { createMasterKeyStore, generateMasterKey } from "../src/crypto/key-store
 import { createAfterCommitWatch } from "../src/events/after-commit.js";
 import { createInProcessEventBus, type EventBus, type EventPayload } from "../src/events/event-bus.js";
 import { subscribeTopic } from "../src/events/topic-subscription.js";
-import { createPlatform } from "../src/platform.js";
+import { createPlatform } from "../src/platform/platform.js";
 import { createTestPlatform, expectCode, type TestPlatform } from "./support.js";
 
 type StreamedEvent = MessageShape<typeof SubscribeWorkspaceEventsResponseSchema>;

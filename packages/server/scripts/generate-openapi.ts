@@ -5,7 +5,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { platformServices } from "@wap/api";
-import { publicProcedures } from "@wap/core";
+import { publicProcedures } from "@wap/core/internal";
 import { buildOpenApiDocument } from "../src/openapi/document.js";
 
 const root = join(import.meta.dirname, "..");

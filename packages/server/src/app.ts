@@ -16,10 +16,10 @@ import {
   DeadlineExceededError,
   NotFoundError,
   PlatformError,
-  procedureOf,
   UnavailableError,
   UnimplementedError,
 } from "@wap/core";
+import { procedureOf } from "@wap/core/internal";
 import type { Storage } from "@wap/core/storage";
 import { Hono } from "hono";
 import { billingWebhookRoutes } from "./billing-webhook.js";

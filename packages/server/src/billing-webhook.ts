@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { BillingWebhookError, handleBillingWebhook } from "@wap/core";
+import { BillingWebhookError, handleBillingWebhook } from "@wap/core/internal";
 import { Hono } from "hono";
 import type { EdgeSettings } from "./edge.js";
 import { admitted, type Env, requestFacts } from "./endpoint-edge.js";

@@ -6,7 +6,7 @@
  */
 import { availableParallelism } from "node:os";
 import { type ParseArgsConfig, parseArgs } from "node:util";
-import { defaultWorkspaceQuotaConfig, parseNetworks } from "@wap/core";
+import { defaultWorkspaceQuotaConfig, parseNetworks } from "@wap/core/internal";
 import { parseListenAddress } from "./diagnostics.js";
 import {
   defaultIntegrationConfig,

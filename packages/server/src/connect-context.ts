@@ -10,7 +10,7 @@ import {
   createContextValues,
   type HandlerContext,
 } from "@connectrpc/connect";
-import { shuttingDownError } from "@wap/core";
+import { shuttingDownError } from "@wap/core/internal";
 import { type EdgeRequest, type EdgeSettings, edgeOf } from "./edge.js";
 import { answerNoted, toConnectError } from "./errors.js";
 

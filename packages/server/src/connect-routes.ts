@@ -26,7 +26,7 @@ import {
   type StreamCLILoginRequest,
   type StreamCLILoginResponseSchema,
 } from "@wap/api";
-import { cliLoginHeaders, procedureOf } from "@wap/core";
+import { cliLoginHeaders, procedureOf } from "@wap/core/internal";
 import { answer, requireEdge, shuttingDown } from "./connect-context.js";
 import { controlStreamHandler } from "./daemons/control-stream.js";
 import { sessionStreamHandler } from "./daemons/session-stream.js";

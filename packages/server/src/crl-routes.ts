@@ -6,7 +6,8 @@
  *
  * @module
  */
-import { NotFoundError, publicCrl } from "@wap/core";
+import { NotFoundError } from "@wap/core";
+import { publicCrl } from "@wap/core/internal";
 import { Hono } from "hono";
 import type { EdgeSettings } from "./edge.js";
 import { admitted, type Env, isUuid } from "./endpoint-edge.js";

@@ -3,7 +3,8 @@
  * it calls (Platform.accessOf), never from its name: these calls name procedures no contract has.
  */
 import type { DescMethod } from "@bufbuild/protobuf";
-import { type Access, type Credentials, type Platform, UnauthenticatedError } from "@wap/core";
+import { type Platform, UnauthenticatedError } from "@wap/core";
+import type { Access, Credentials } from "@wap/core/internal";
 import { describe, expect, it } from "vitest";
 import { admitRequest, callerFor, type EdgeSettings } from "./edge.js";
 import { createJsonLogger } from "./logger.js";

@@ -12,11 +12,9 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { DescMessage, DescMethod, DescMethodUnary, MessageShape } from "@bufbuild/protobuf";
 import { ConnectError } from "@connectrpc/connect";
 import {
-  type Access,
   anonymous,
   type CallContext,
   type Caller,
-  type CredentialSource,
   createCallContext,
   DeadlineExceededError,
   type ErrorCode,
@@ -24,10 +22,10 @@ import {
   InvalidArgumentError,
   type Platform,
   PlatformError,
-  procedureOf,
   ResourceExhaustedError,
   UnavailableError,
 } from "@wap/core";
+import { type Access, type CredentialSource, procedureOf } from "@wap/core/internal";
 import { clientAddress } from "./client-address.js";
 import { checkCsrf, crossSiteRefusal } from "./csrf.js";
 import type { Logger } from "./logger.js";

@@ -6,7 +6,8 @@
  * @module
  */
 import type { Http2Bindings, HttpBindings } from "@hono/node-server";
-import type { PlatformError, RequestFacts } from "@wap/core";
+import type { PlatformError } from "@wap/core";
+import type { RequestFacts } from "@wap/core/internal";
 import type { Context } from "hono";
 import { isCsrfExempt } from "./csrf.js";
 import { type EdgeRequest, edgeOf } from "./edge.js";

@@ -7,13 +7,8 @@
  * @module
  */
 import { Code, ConnectError } from "@connectrpc/connect";
-import {
-  type ErrorCode,
-  type ErrorReason,
-  type FieldViolation,
-  genericReason,
-  PlatformError,
-} from "@wap/core";
+import { type ErrorCode, type ErrorReason, type FieldViolation, PlatformError } from "@wap/core";
+import { genericReason } from "@wap/core/internal";
 import { StorageUnavailableError } from "@wap/core/storage";
 import { BadRequestSchema, ErrorInfoSchema, errorDomain } from "./error-details.js";
 import type { Logger } from "./logger.js";

@@ -9,12 +9,8 @@
  * @module
  */
 import { readFile } from "node:fs/promises";
-import {
-  createStripeBillingProvider,
-  type IntegrationServices,
-  inspectLicense,
-  type LicenseOptions,
-} from "@wap/core";
+import { createStripeBillingProvider, inspectLicense, type LicenseOptions } from "@wap/core";
+import type { IntegrationServices } from "@wap/core/internal";
 import type { Logger } from "./logger.js";
 import { StartupError } from "./startup-error.js";
 

@@ -8,14 +8,13 @@ import { readFile } from "node:fs/promises";
 import {
   createMasterKeyStore,
   createPlatform,
-  type IntegrationServices,
   type Mailer,
   type Pkcs11Token,
   type Platform,
   type PlatformOptions,
   SealedDataError,
-  signAuditCheckpoints,
 } from "@wap/core";
+import { type IntegrationServices, signAuditCheckpoints } from "@wap/core/internal";
 import type { Storage } from "@wap/core/storage";
 import { defaultConfig, type ServerConfig } from "./config.js";
 import { type ConsoleAssets, loadConsoleAssets } from "./console-assets.js";

@@ -13,7 +13,7 @@
  */
 import type { DescMethod } from "@bufbuild/protobuf";
 import { AuthService } from "@wap/api";
-import { procedureOf } from "@wap/core";
+import { procedureOf } from "@wap/core/internal";
 import { generateCookie } from "hono/cookie";
 import { parse } from "hono/utils/cookie";
 

@@ -21,6 +21,7 @@
  *
  * @module
  */
+import { InvalidArgumentError, NotFoundError } from "@wap/core";
 import {
   type BrowserBinding,
   beginOidcSignIn,
@@ -28,13 +29,11 @@ import {
   bindingCookieName,
   finishOidcSignIn,
   finishSamlSignIn,
-  InvalidArgumentError,
-  NotFoundError,
   type Services,
   type SsoFinish,
   samlServiceProviderMetadata,
   ssoUrls,
-} from "@wap/core";
+} from "@wap/core/internal";
 import { type Context, Hono } from "hono";
 import { generateCookie, getCookie } from "hono/cookie";
 import { cookieSettings, type EdgeRequest, type EdgeSettings } from "./edge.js";

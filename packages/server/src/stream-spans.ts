@@ -7,7 +7,7 @@
  * @module
  */
 import { platformServices } from "@wap/api";
-import { procedureOf } from "@wap/core";
+import { procedureOf } from "@wap/core/internal";
 import { type EdgeRequest, type ProcedureResolver, subjectIdOf } from "./edge.js";
 import type { StreamSpan, Tracing } from "./tracing.js";
 

@@ -8,7 +8,8 @@
  *
  * @module
  */
-import { NotFoundError, publishedTrust, type TrustDocument, trustDocuments } from "@wap/core";
+import { NotFoundError } from "@wap/core";
+import { publishedTrust, type TrustDocument, trustDocuments } from "@wap/core/internal";
 import { Hono } from "hono";
 import type { EdgeSettings } from "./edge.js";
 import { admitted, type Env, isUuid } from "./endpoint-edge.js";

@@ -13,8 +13,8 @@ import {
   createPlatform,
   generateMasterKey,
   type Platform,
-  procedureOf,
 } from "@wap/core";
+import { procedureOf } from "@wap/core/internal";
 import { createSqliteStorage } from "@wap/storage-sqlite";
 import { bearer, clientFor, transportFor } from "@wap/test-kit/clients";
 import { connectCall, restCall, signUp, signUpWithWorkspace } from "@wap/test-kit/http";

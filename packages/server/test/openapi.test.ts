@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { platformServices } from "@wap/api";
-import { publicProcedures } from "@wap/core";
+import { publicProcedures } from "@wap/core/internal";
 import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AppSettings, createApp } from "../src/app.js";

@@ -17,7 +17,7 @@ import {
   UserService,
   WorkspaceService,
 } from "@wap/api";
-import { createManualClock } from "@wap/core";
+import { createManualClock } from "@wap/core/internal";
 import { bearer, clientFor, clientsFor, transportFor } from "@wap/test-kit/clients";
 import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

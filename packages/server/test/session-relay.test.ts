@@ -11,7 +11,7 @@ import { rm } from "node:fs/promises";
 import { promisify } from "node:util";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { DaemonSessionService, PrincipalType, ServiceAccountService } from "@wap/api";
-import { claimSession, createManualClock } from "@wap/core";
+import { claimSession, createManualClock } from "@wap/core/internal";
 import { bearer, clientFor, transportFor } from "@wap/test-kit/clients";
 import { startTestServer, type TestServer } from "@wap/test-kit/server";
 import {

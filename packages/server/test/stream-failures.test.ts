@@ -11,7 +11,8 @@
 import { generateKeyPairSync } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { AuthService, DaemonControlService, RecordingService, WorkspaceService } from "@wap/api";
-import { createInProcessEventBus, type EventBus, workspaceTopic } from "@wap/core";
+import { createInProcessEventBus, type EventBus } from "@wap/core";
+import { workspaceTopic } from "@wap/core/internal";
 import type { Storage } from "@wap/core/storage";
 import { createSqliteStorage } from "@wap/storage-sqlite";
 import { clientFor, transportFor } from "@wap/test-kit/clients";

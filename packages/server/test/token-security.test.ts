@@ -24,7 +24,7 @@ import { createHash, generateKeyPairSync, type KeyObject, randomBytes, randomUUI
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { AuthorityType, AuthService, CertificateKeyType, CertificateService } from "@wap/api";
-import { createManualClock, defaultTokenLifetimes } from "@wap/core";
+import { createManualClock, defaultTokenLifetimes } from "@wap/core/internal";
 import { bearer, clientFor, transportFor } from "@wap/test-kit/clients";
 import {
   type CallOptions,

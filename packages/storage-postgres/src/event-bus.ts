@@ -10,7 +10,8 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import { createSubscriberTable, type EventBus, type EventPayload, encodeEvent } from "@wap/core";
+import type { EventBus } from "@wap/core";
+import { createSubscriberTable, type EventPayload, encodeEvent } from "@wap/core/internal";
 import pg from "pg";
 
 /** The channel of a schema's installation. Channel names are identifiers: at most 63 bytes. */

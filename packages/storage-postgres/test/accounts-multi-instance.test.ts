@@ -4,7 +4,8 @@
  */
 import { generateKeyPairSync, randomBytes, randomUUID, sign } from "node:crypto";
 import { AuthService } from "@wap/api";
-import { type Caller, createCallContext, startCliLogin } from "@wap/core";
+import { type Caller, createCallContext } from "@wap/core";
+import { startCliLogin } from "@wap/core/internal";
 import { describe, expect, it } from "vitest";
 import { call, codeOf, twoInstancesOverOnePostgres } from "./support/two-instances.js";
 

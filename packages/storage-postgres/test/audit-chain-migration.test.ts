@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { findChainBreak } from "@wap/core";
+import { findChainBreak } from "@wap/core/internal";
 import { genesisHash } from "@wap/core/storage";
 import { createPostgresStorage } from "@wap/storage-postgres";
 import { startTestPostgres, type TestPostgres } from "@wap/storage-postgres/testing";

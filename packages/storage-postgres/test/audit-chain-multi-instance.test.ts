@@ -10,8 +10,9 @@ import {
   UtilService,
   WorkspaceService,
 } from "@wap/api";
-import { type Caller, findChainBreak } from "@wap/core";
+import type { Caller } from "@wap/core";
 import { rawAuditPublicKey, readChainFile, verifyChainFile } from "@wap/core/audit-chain";
+import { findChainBreak } from "@wap/core/internal";
 import { genesisHash } from "@wap/core/storage";
 import pg from "pg";
 import { describe, expect, it } from "vitest";

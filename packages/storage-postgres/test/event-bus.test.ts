@@ -1,4 +1,5 @@
-import type { EventBus, EventPayload } from "@wap/core";
+import type { EventBus } from "@wap/core";
+import type { EventPayload } from "@wap/core/internal";
 import { createPostgresEventBus, eventChannelOf } from "@wap/storage-postgres";
 import { startTestPostgres, type TestPostgres } from "@wap/storage-postgres/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { findChainBreak } from "@wap/core";
+import { findChainBreak } from "@wap/core/internal";
 import { genesisHash } from "@wap/core/storage";
 import { migrationTableName } from "@wap/storage-sql";
 import { createSqliteStorage } from "@wap/storage-sqlite";

@@ -23,13 +23,13 @@ import { sendInBackground } from "../mail/deliver.js";
 import { accessRequestMail } from "../mail/templates.js";
 import { defineOperation, type WorkspaceScope } from "../operations/operation.js";
 import type { Services } from "../operations/services.js";
+import { targetNotFound } from "../principals/not-found.js";
 import type {
   AccessRequestEventType,
   AccessRequestRecord,
   AccessRequestState,
 } from "../storage/access-requests.js";
 import type { Repositories } from "../storage/storage.js";
-import { targetNotFound } from "../targets/messages.js";
 import { approvalLimits, principalUsername } from "../validation/bounds.js";
 import { defaultPage, durationSeconds, enumValue, paging, text, uuid } from "../validation/rules.js";
 import { approverIdsOf, type CallerActions, stateToWire, toAccessRequestMessage } from "./messages.js";

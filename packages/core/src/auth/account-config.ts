@@ -4,7 +4,6 @@
  *
  * @module
  */
-import type { Mailer } from "../mail/mailer.js";
 import type { Services } from "../operations/services.js";
 
 /** The account settings; every field has a documented default. */
@@ -63,11 +62,6 @@ export const defaultAccountConfig: AccountConfig = {
 /** The account settings of a platform (its config, with `publicBaseUrl` normalised). */
 export function accountConfig(services: Services): AccountConfig {
   return { ...services.config, publicBaseUrl: services.config.publicBaseUrl.replace(/\/+$/, "") };
-}
-
-/** The platform's mailer, if it has one. */
-export function mailerOf(services: Services): Mailer | undefined {
-  return services.mailer;
 }
 
 /** An absolute link into the web app at `publicBaseUrl`, e.g. `/reset-password?token=...`. */

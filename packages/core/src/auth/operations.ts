@@ -15,13 +15,13 @@ import { AlreadyExistsError, NotFoundError, UnauthenticatedError } from "../erro
 import { sendInBackground } from "../mail/deliver.js";
 import { verifyEmailMail } from "../mail/templates.js";
 import { defineOperation } from "../operations/operation.js";
-import { assertPasswordLoginAllowed } from "../sso/directory.js";
 import { UniqueViolationError } from "../storage/storage.js";
 import type { UserRecord } from "../storage/users.js";
 import { currentPassword, newPassword, personName, username } from "../validation/bounds.js";
 import { email, sitePath } from "../validation/rules.js";
 import { accountConfig, accountLink } from "./account-config.js";
 import { auditAccount } from "./audit.js";
+import { assertPasswordLoginAllowed } from "./directory.js";
 import { toUserMessage } from "./messages.js";
 import { issueOneTimeToken } from "./one-time-tokens.js";
 import { hashSecret } from "./service-account-tokens.js";

@@ -6,10 +6,10 @@
 import type { CallContext } from "../context.js";
 import { toHex } from "../lib/bytes.js";
 import type { Services } from "../operations/services.js";
-import { assertSignInAllowed, type SignInMethod } from "../sso/directory.js";
 import type { Repositories } from "../storage/storage.js";
 import type { UserRecord } from "../storage/users.js";
 import { auditAccount } from "./audit.js";
+import { assertSignInAllowed, type SignInMethod } from "./directory.js";
 import { hashSecret } from "./service-account-tokens.js";
 
 export const refreshTokenPrefix = "wapr_";

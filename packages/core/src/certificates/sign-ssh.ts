@@ -22,7 +22,6 @@ import {
   SignSSHCertificateRequest_CertificateTypeSchema,
 } from "@wap/api";
 import * as z from "zod";
-import { approvalFor, approvalWindow, keyIdUnder, usedBy } from "../access-requests/certificates.js";
 import { actorOf, type CallerKind, throwIfCancelled } from "../context.js";
 import type { SshCertificateType } from "../crypto/ssh/certificate.js";
 import {
@@ -38,6 +37,7 @@ import type { SubjectRef } from "../storage/principals.js";
 import { certificateTtlBounds, principalUsername } from "../validation/bounds.js";
 import { parseField } from "../validation/parse.js";
 import { durationSeconds, enumValue, text, uuid } from "../validation/rules.js";
+import { approvalFor, approvalWindow, keyIdUnder, usedBy } from "./access-request-approval.js";
 import {
   type ChosenGrant,
   chooseGrant,

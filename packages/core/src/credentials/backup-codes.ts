@@ -14,6 +14,7 @@ import * as z from "zod";
 import { recordSecurityEvent, signInResource } from "../audit/security-events.js";
 import { auditAccount } from "../auth/audit.js";
 import { callerUser } from "../auth/caller-user.js";
+import { assertSignInAllowed } from "../auth/directory.js";
 import { assertAddressVerified } from "../auth/mailbox-proof.js";
 import { hashSecret } from "../auth/service-account-tokens.js";
 import { startSession } from "../auth/sessions.js";
@@ -21,7 +22,6 @@ import { admitAttempt, attemptFailed, attemptSucceeded } from "../auth/throttle.
 import { UnauthenticatedError } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
 import type { Random } from "../runtime.js";
-import { assertSignInAllowed } from "../sso/directory.js";
 import { email, text } from "../validation/rules.js";
 
 const codesPerSet = 10;

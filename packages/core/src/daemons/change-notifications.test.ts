@@ -7,7 +7,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
-import { allOperations } from "../operations/registry.js";
+import { allOperations } from "../platform/registry.js";
 import { type DaemonChange, daemonNotifyingActions } from "./change-notifications.js";
 
 interface Scope {

@@ -24,13 +24,13 @@
  */
 import { DaemonService } from "@wap/api";
 import * as z from "zod";
+import { claimedByOtherTargets, claimedEndpoint, sameEndpoints } from "../certificates/host-names.js";
 import { UnauthenticatedError } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
 import { certificatePrincipalsOf } from "../principals/certificate-principals.js";
 import { loginsOf } from "../principals/subjects.js";
 import type { Repositories } from "../storage/storage.js";
 import type { TargetRecord } from "../storage/targets.js";
-import { claimedByOtherTargets, claimedEndpoint, sameEndpoints } from "../targets/host-names.js";
 import { endpointLimits } from "../validation/bounds.js";
 import { parseEndpoint } from "../validation/endpoint.js";
 import { text } from "../validation/rules.js";

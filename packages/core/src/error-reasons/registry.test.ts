@@ -1,14 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { type ErrorCode, errorCodes, genericReason, NotFoundError, PlatformError } from "../errors.js";
-import { renderErrorsDoc } from "./describe.js";
-import {
-  declaredReasons,
-  type ErrorReason,
-  errorReasons,
-  type ReasonFor,
-  reasonDeclaration,
-} from "./registry.js";
+import { declaredReasons, type ErrorReason, type ReasonFor, reasonDeclaration } from "./registry.js";
 
 /** The non-test sources of the packages that raise platform errors. */
 function sources(): Array<{ file: string; text: string }> {
@@ -82,12 +75,5 @@ describe("the error reason registry", () => {
       (entry) => entry.area !== "generic" && !text.includes(`"${entry.reason}"`),
     );
     expect(unused.map((entry) => entry.reason)).toEqual([]);
-  });
-});
-
-describe("docs/errors.md", () => {
-  it("is the registry as it stands (run `pnpm generate` after changing a reason)", () => {
-    const doc = readFileSync(new URL("../../../../docs/errors.md", import.meta.url), "utf8");
-    expect(doc).toBe(renderErrorsDoc(errorReasons));
   });
 });

@@ -9,8 +9,6 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { WorkspaceService } from "@wap/api";
 import * as z from "zod";
-import { streamCliLogin } from "../devices/cli-login.js";
-import { recordingStreamingOperations } from "../recordings/operations.js";
 import { uuid } from "../validation/rules.js";
 import { defineStreamingOperation } from "./streaming-operation.js";
 import { subscribeTopic } from "./topic-subscription.js";
@@ -43,10 +41,3 @@ export const subscribeWorkspaceEvents = defineStreamingOperation({
     }
   },
 });
-
-/** Every streaming operation this build implements. */
-export const streamingOperations = [
-  subscribeWorkspaceEvents,
-  ...recordingStreamingOperations,
-  streamCliLogin,
-];

@@ -1,6 +1,5 @@
-import { mailerOf } from "../auth/account-config.js";
 import type { Services } from "../operations/services.js";
-import type { MailMessage } from "./mailer.js";
+import { type MailMessage, mailerOf } from "./mailer.js";
 
 /**
  * Hands a mail to the platform's mailer without waiting. The answer of an account flow, and its

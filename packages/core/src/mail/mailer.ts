@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { Services } from "../operations/services.js";
 
 /** One email. `text` is always sent; `html` is an optional alternative body. */
 export interface MailMessage {
@@ -21,4 +22,9 @@ export interface Mailer {
   send(message: MailMessage): Promise<void>;
   /** Releases connections or files; the mailer is unusable afterwards. */
   close?(): Promise<void>;
+}
+
+/** The platform's mailer, if it has one. */
+export function mailerOf(services: Services): Mailer | undefined {
+  return services.mailer;
 }

@@ -1,6 +1,6 @@
-import { type AccessRequestConfig, defaultAccessRequestConfig } from "../access-requests/config.js";
+import type { AccessRequestConfig } from "../access-requests/config.js";
 import type { AccessTokens } from "../auth/access-tokens.js";
-import { type AccountConfig, defaultAccountConfig } from "../auth/account-config.js";
+import type { AccountConfig } from "../auth/account-config.js";
 import type { PasswordHasher } from "../auth/passwords.js";
 import type { ServiceAccountTokens } from "../auth/service-account-tokens.js";
 import type { KeyStore } from "../crypto/key-store.js";
@@ -9,14 +9,14 @@ import type { DaemonStreamHost, TerminalRelayHost } from "../daemons/stream-host
 import type { DnsTxtResolver } from "../domains/dns.js";
 import type { EventBus } from "../events/event-bus.js";
 import type { Mailer } from "../mail/mailer.js";
-import { defaultRecordingConfig, type RecordingConfig } from "../recordings/config.js";
+import type { PlatformState } from "../platform/platform-state.js";
+import type { RecordingConfig } from "../recordings/config.js";
 import type { Clock, Random } from "../runtime.js";
 import type { KeyAlgorithm } from "../storage/certificate-authorities.js";
 import type { IssuedCertificateKind } from "../storage/certificates.js";
 import type { Storage } from "../storage/storage.js";
-import { defaultWorkspaceQuotaConfig, type WorkspaceQuotaConfig } from "../workspaces/quotas.js";
+import type { WorkspaceQuotaConfig } from "../workspaces/quotas.js";
 import type { IntegrationServices } from "./integrations.js";
-import type { PlatformState } from "./platform-state.js";
 
 /** Settings of a platform instance; every field has a documented default. */
 export interface PlatformConfig
@@ -31,16 +31,6 @@ export interface PlatformConfig
   /** How often a service account's `lastUsedAt` is written at most. Default 60 s. */
   readonly lastUsedResolutionSeconds: number;
 }
-
-export const defaultPlatformConfig: PlatformConfig = {
-  ...defaultAccountConfig,
-  ...defaultRecordingConfig,
-  ...defaultWorkspaceQuotaConfig,
-  ...defaultAccessRequestConfig,
-  accessTokenTtlSeconds: 900,
-  refreshTokenTtlSeconds: 30 * 24 * 3600,
-  lastUsedResolutionSeconds: 60,
-};
 
 /**
  * Told of what happened, for metrics. Called after the fact, synchronously; it must not throw or

@@ -19,10 +19,10 @@ import { workspaceRoles } from "../context.js";
 import { InvalidArgumentError } from "../errors.js";
 import type { GrantRecord, GrantTerms, SubjectKind } from "../storage/principals.js";
 import type { Repositories } from "../storage/storage.js";
-import { teamNotFound } from "../teams/operations.js";
 import { approvalLimits } from "../validation/bounds.js";
 import { durationSeconds, enumValue, timestamp, uuid } from "../validation/rules.js";
 import { type GrantLimitsInput, grantLimitsInput, limitsOf, toGrantLimitsMessage } from "./grant-limits.js";
+import { teamNotFound } from "./not-found.js";
 
 const noRepeats = (values: readonly string[], ctx: z.RefinementCtx) => {
   const seen = new Set<string>();

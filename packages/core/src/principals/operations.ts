@@ -13,10 +13,10 @@ import { NotFoundError, PlatformError } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
 import type { SubjectKind } from "../storage/principals.js";
 import { UniqueViolationError } from "../storage/storage.js";
-import { targetNotFound } from "../targets/messages.js";
 import { principalsPerTarget, principalUsername, subjectIdCount } from "../validation/bounds.js";
 import { defaultPage, enumValue, paging, text, uuid } from "../validation/rules.js";
 import { grantTermsInput, termsOf } from "./grant-terms.js";
+import { targetNotFound } from "./not-found.js";
 import { subjectExists, subjectKindFromWire, subjectNotFound, toPrincipalMessage } from "./subjects.js";
 
 const workspaceId = uuid.optional();

@@ -1,7 +1,7 @@
+import { ssoForEmail } from "../auth/directory.js";
 import { NotFoundError } from "../errors.js";
 import type { Services } from "../operations/services.js";
 import type { OidcProviderRecord, SamlProviderRecord } from "../storage/sso.js";
-import { ssoForEmail } from "./directory.js";
 
 /**
  * Which provider a sign-in starts with: the id CheckSSO returned, a workspace, or an email

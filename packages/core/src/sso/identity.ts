@@ -15,6 +15,7 @@
  * @module
  */
 import { appendAudit, type RequestFacts } from "../audit/record.js";
+import { emailDomain } from "../auth/directory.js";
 import { startSession } from "../auth/sessions.js";
 import { FailedPreconditionError, PermissionDeniedError } from "../errors.js";
 import { toHex } from "../lib/bytes.js";
@@ -24,7 +25,6 @@ import { type Repositories, UniqueViolationError } from "../storage/storage.js";
 import type { UserRecord } from "../storage/users.js";
 import { checkPictureUrl } from "../users/picture.js";
 import { looksLikeUuid } from "../validation/rules.js";
-import { emailDomain } from "./directory.js";
 
 /** An identity an identity provider vouched for. */
 export interface ExternalIdentity {

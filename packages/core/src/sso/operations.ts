@@ -10,12 +10,12 @@
 
 import { SSOProvider_Type, SSOService } from "@wap/api";
 import * as z from "zod";
+import { ssoForEmail } from "../auth/directory.js";
 import { type FieldViolation, InvalidArgumentError, NotFoundError } from "../errors.js";
 import { utf8 } from "../lib/bytes.js";
 import { defineOperation } from "../operations/operation.js";
 import type { OidcProviderRecord, SamlProviderRecord } from "../storage/sso.js";
 import { email, uuid } from "../validation/rules.js";
-import { ssoForEmail } from "./directory.js";
 import { toOidcProviderMessage, toSamlProviderMessage } from "./messages.js";
 import {
   absoluteUri,

@@ -5,7 +5,7 @@
  */
 
 // What an entry of the audit hash chain covers: the storage links entries with it.
-export { auditEntryContent, chainHash, genesisHash } from "../audit/chain.js";
+export { auditEntryContent, chainHash, genesisHash } from "@wap/audit-chain";
 export type {
   AccessRequestEventRecord,
   AccessRequestEventType,

@@ -1,13 +1,9 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { TargetSchema } from "@wap/api";
-import { NotFoundError } from "../errors.js";
 import { toPrincipalMessage } from "../principals/subjects.js";
 import type { PrincipalGrantsRecord } from "../storage/principals.js";
 import type { TargetRecord } from "../storage/targets.js";
-
-export const targetNotFound = (id: string) =>
-  new NotFoundError(`target ${id} not found`, { reason: "TARGET_NOT_FOUND" });
 
 /** The API's view of a target, with the principals given (those of the target, or a subset). */
 export function toTargetMessage(

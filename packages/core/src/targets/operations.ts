@@ -11,19 +11,20 @@
 import { TargetService } from "@wap/api";
 import * as z from "zod";
 import { defaultAuthority } from "../certificates/default-authority.js";
+import { sameEndpoints } from "../certificates/host-names.js";
 import { authorityMessage } from "../certificates/messages.js";
 import { actorOf } from "../context.js";
 import { toDaemonMessage } from "../daemons/operations.js";
 import { AlreadyExistsError, FailedPreconditionError, NotFoundError } from "../errors.js";
 import { defineOperation } from "../operations/operation.js";
+import { targetNotFound } from "../principals/not-found.js";
 import { findSubject } from "../principals/subjects.js";
 import { type Repositories, UniqueViolationError } from "../storage/storage.js";
 import type { TargetRecord } from "../storage/targets.js";
 import { description, endpoint, endpointLimits, resourceName, tagLimits } from "../validation/bounds.js";
 import { defaultPage, paging, text, uuid } from "../validation/rules.js";
 import { assertWithinQuota } from "../workspaces/quotas.js";
-import { sameEndpoints } from "./host-names.js";
-import { targetNotFound, toTargetMessage } from "./messages.js";
+import { toTargetMessage } from "./messages.js";
 import { subjectAccess } from "./subject-access.js";
 
 const workspaceId = uuid.optional();

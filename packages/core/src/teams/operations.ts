@@ -9,10 +9,11 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type TeamSchema, TeamService } from "@wap/api";
 import * as z from "zod";
-import { AlreadyExistsError, NotFoundError } from "../errors.js";
+import { AlreadyExistsError } from "../errors.js";
 import { toWorkspaceMemberMessage } from "../members/messages.js";
 import { memberNotFound } from "../members/operations.js";
 import { defineOperation } from "../operations/operation.js";
+import { teamNotFound } from "../principals/not-found.js";
 import { type Repositories, UniqueViolationError } from "../storage/storage.js";
 import type { TeamMemberProfileRecord, TeamRecord } from "../storage/teams.js";
 import { description, plainName, tagLimits } from "../validation/bounds.js";
@@ -34,8 +35,6 @@ function toTeamMessage(
   };
 }
 
-export const teamNotFound = (id: string) =>
-  new NotFoundError(`team ${id} not found`, { reason: "TEAM_NOT_FOUND" });
 const nameTaken = (name: string) =>
   new AlreadyExistsError(`a team named '${name}' already exists in this workspace`, {
     reason: "TEAM_NAME_TAKEN",

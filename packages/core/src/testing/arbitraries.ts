@@ -18,9 +18,9 @@
 import type { DescField, DescMessage } from "@bufbuild/protobuf";
 import { platformServices } from "@wap/api";
 import fc from "fast-check";
+import type { FieldBound, RequestBounds } from "../platform/validation-table.js";
 import type { Bound } from "../validation/bound.js";
 import { hasControlCharacters } from "../validation/rules.js";
-import type { FieldBound, RequestBounds } from "../validation/table.js";
 
 /** A request in protobuf JSON form. */
 export type JsonRequest = { [field: string]: unknown };

@@ -12,7 +12,7 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { UserService } from "@wap/api";
 import * as z from "zod";
-import { accountConfig, accountLink, mailerOf } from "../auth/account-config.js";
+import { accountConfig, accountLink } from "../auth/account-config.js";
 import { auditAccount } from "../auth/audit.js";
 import { callerUser } from "../auth/caller-user.js";
 import { toUserMessage } from "../auth/messages.js";
@@ -23,6 +23,7 @@ import { signInMethods } from "../credentials/sign-in-methods.js";
 import { notifyDaemonsOfChanges } from "../daemons/change-notifications.js";
 import { FailedPreconditionError, NotFoundError } from "../errors.js";
 import { sendInBackground } from "../mail/deliver.js";
+import { mailerOf } from "../mail/mailer.js";
 import { changeEmailMail } from "../mail/templates.js";
 import { defineOperation } from "../operations/operation.js";
 import type { Services } from "../operations/services.js";

@@ -3,8 +3,8 @@
  *
  * @module
  */
+
 import type { FoundBound } from "./bound.js";
-import type { RequestBounds } from "./table.js";
 
 function range(min: number | null, max: number | null, unit: string): string {
   const of = (n: number) => `${n} ${n === 1 ? unit.replace(/s$/, "") : unit}`;
@@ -47,45 +47,4 @@ export function describeBound(bound: FoundBound): string {
     case "present":
       return "must be sent (its form is checked by the operation)";
   }
-}
-
-/** docs/validation.md: every bound of every request, by service and RPC. */
-export function renderValidationDoc(requests: readonly RequestBounds[]): string {
-  const lines = [
-    "# Validation rules",
-    "",
-    "Every bound the server enforces on a request field, by RPC. This page is generated from the",
-    "rules the operations enforce (`pnpm generate`; a test fails when it is stale); the same table is",
-    "exported as `validationBounds` from `@wap/core`, and `@wap/core/testing` derives fast-check",
-    "arbitraries from it (`requestArbitraries`) for property tests of code that calls the platform.",
-    "",
-    "Lengths count Unicode code points. Text refuses control characters (C0 and C1 controls such as",
-    "NUL, tab, CR, LF and ESC, DEL, U+2028 and U+2029, and the bidirectional embeddings, overrides and",
-    "isolates U+202A to U+202E and U+2066 to U+2069) unless its rule says they are allowed: names,",
-    "descriptions and endpoints end up in files such as ssh_config and in terminals, where these",
-    "characters would start a new line, an escape sequence or a reordering of the text.",
-    "",
-    "A field that is not required may be left out; a request that breaks a rule is refused with",
-    "`invalid_argument` and a `BadRequest` field violation naming the field.",
-    "RPCs with no rule beyond their field types are not listed.",
-    "",
-  ];
-  let service = "";
-  for (const request of requests) {
-    if (request.fields.length === 0) continue;
-    const [, serviceName, method] = /^\/platform\.v1\.([^/]+)\/(.+)$/.exec(request.procedure) ?? [];
-    if (serviceName !== service) {
-      service = serviceName ?? "";
-      lines.push(`## ${service}`, "");
-    }
-    lines.push(`### ${method}`, "");
-    if (request.crossFieldRules) lines.push("Fields are also checked against each other.", "");
-    lines.push("| field | required | rule |", "| --- | --- | --- |");
-    for (const field of request.fields) {
-      const rule = describeBound(field.bound).replaceAll("|", "\\|");
-      lines.push(`| \`${field.field}\` | ${field.required ? "yes" : "no"} | ${rule} |`);
-    }
-    lines.push("");
-  }
-  return `${lines.join("\n").trimEnd()}\n`;
 }

@@ -43,7 +43,7 @@ import { expect } from "vitest";
 import { issuanceResource } from "../../src/certificates/issuance/record.js";
 import { type Caller, createCallContext, type UserCaller } from "../../src/context.js";
 import { startCliLogin } from "../../src/devices/cli-login.js";
-import { procedureOf } from "../../src/platform.js";
+import { procedureOf } from "../../src/platform/platform.js";
 import { memberWithRole, type Owner, serviceAccountCaller, sshAuthority } from "./access.js";
 import { linkParam, publicBaseUrl } from "./accounts.js";
 import type {

@@ -15,7 +15,7 @@ import { aDaemonKey, type DaemonKey, signChallenge } from "@wap/test-kit/daemon-
 import { type Caller, createCallContext, type DaemonCaller } from "../../src/context.js";
 import { authenticateDaemon } from "../../src/daemons/authenticate.js";
 import { openControlStream } from "../../src/daemons/control.js";
-import { procedureOf } from "../../src/platform.js";
+import { procedureOf } from "../../src/platform/platform.js";
 import type { TestPlatform } from "../support.js";
 import { type Owner, sshAuthority } from "./access.js";
 

@@ -4,7 +4,7 @@
  */
 import type { WorkspaceRole } from "../../src/context.js";
 import type { IntegrationServices } from "../../src/operations/integrations.js";
-import type { Platform } from "../../src/platform.js";
+import type { Platform } from "../../src/platform/platform.js";
 import type { Storage } from "../../src/storage/storage.js";
 
 export { verifyDomain } from "@wap/test-kit/domains";

@@ -13,7 +13,8 @@
  */
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import { type ConnectRequest, DaemonControlService } from "@wap/api";
-import { type ConnectResponseInit, isPlatformError, procedureOf } from "@wap/core";
+import { isPlatformError } from "@wap/core";
+import { type ConnectResponseInit, procedureOf } from "@wap/core/internal";
 import { answer, requireEdge } from "../connect-context.js";
 import { callContextOf, type EdgeRequest, type EdgeSettings } from "../edge.js";
 import { describeFault } from "../errors.js";

@@ -24,7 +24,8 @@
  * @module
  */
 import { randomUUID } from "node:crypto";
-import type { Clock, DaemonStreamHost, HeldControlStream, Services } from "@wap/core";
+import type { Clock } from "@wap/core";
+import type { DaemonStreamHost, HeldControlStream, Services } from "@wap/core/internal";
 import type { DaemonRepository, Storage } from "@wap/core/storage";
 import type { Logger } from "../logger.js";
 

@@ -11,7 +11,7 @@
  *
  * @module
  */
-import { endSession } from "@wap/core";
+import { endSession } from "@wap/core/internal";
 import type { DaemonSessionRecord, SessionRelayRecord } from "@wap/core/storage";
 import { type RawData, WebSocket } from "ws";
 import type { SessionRelayHub } from "./relay-hub.js";

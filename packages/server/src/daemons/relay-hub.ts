@@ -11,7 +11,7 @@
  *
  * @module
  */
-import { abandonStaleSessions, type Services, type TerminalRelayHost } from "@wap/core";
+import { abandonStaleSessions, type Services, type TerminalRelayHost } from "@wap/core/internal";
 import type { DaemonSessionRecord, SessionRelayRecord } from "@wap/core/storage";
 import { type Logger, withFields } from "../logger.js";
 import { createRelayTokenVerifier, type RelayTokenVerifier } from "./relay-token.js";

@@ -25,7 +25,7 @@ import {
   type Services,
   type SessionRecorder,
   startSessionRecording,
-} from "@wap/core";
+} from "@wap/core/internal";
 import type { DaemonSessionRecord } from "@wap/core/storage";
 import type { RawData, WebSocket } from "ws";
 import type { Logger } from "../logger.js";

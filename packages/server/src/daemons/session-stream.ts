@@ -11,7 +11,7 @@
  */
 import type { HandlerContext } from "@connectrpc/connect";
 import { DaemonSessionService, type SessionRequest } from "@wap/api";
-import { procedureOf, type SessionStreamMessage, sessionDeadlineError } from "@wap/core";
+import { procedureOf, type SessionStreamMessage, sessionDeadlineError } from "@wap/core/internal";
 import { answer, requireEdge } from "../connect-context.js";
 import { callContextOf, type EdgeSettings } from "../edge.js";
 

@@ -8,8 +8,8 @@
  *
  * @module
  */
-import type { Services } from "@wap/core";
-import { sshWatchEndOf } from "@wap/core";
+import type { Services } from "@wap/core/internal";
+import { sshWatchEndOf } from "@wap/core/internal";
 import type { SshSessionRecord } from "@wap/core/storage";
 import type { WebSocket } from "ws";
 import { closeCodes, resizeFrame, terminalSizeBounds } from "./terminal-frames.js";

@@ -22,21 +22,23 @@ import type { IncomingMessage } from "node:http";
 import { STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import {
-  attachSession,
   type Caller,
-  endSession,
   InvalidArgumentError,
   NotFoundError,
-  openSshWatch,
   PermissionDeniedError,
+  UnauthenticatedError,
+} from "@wap/core";
+import {
+  attachSession,
+  endSession,
+  openSshWatch,
   parseSessionEvent,
   recheckSessionAccess,
   recheckSshWatch,
   sessionRelayOf,
   sessionTopic,
-  UnauthenticatedError,
   watchAccess,
-} from "@wap/core";
+} from "@wap/core/internal";
 import type { DaemonSessionRecord } from "@wap/core/storage";
 import { type WebSocket, WebSocketServer } from "ws";
 import { admitRequest, type EdgeRequest, type EdgeSettings, ownOrigin, subjectIdOf } from "../edge.js";

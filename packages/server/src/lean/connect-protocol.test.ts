@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { errorCodes, httpStatusOfCode } from "@wap/core";
+import { errorCodes } from "@wap/core";
+import { httpStatusOfCode } from "@wap/core/internal";
 import { describe, expect, it } from "vitest";
 import { connectCodeOf } from "../errors.js";
 import { checkedConnectVersion, codeToHttpStatus } from "./connect-protocol.js";

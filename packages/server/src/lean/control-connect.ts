@@ -16,7 +16,7 @@ import http2 from "node:http2";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type ConnectRequest, ConnectRequestSchema, ConnectResponseSchema } from "@wap/api";
-import { type ConnectResponseInit, heartbeatAck } from "@wap/core";
+import { type ConnectResponseInit, heartbeatAck } from "@wap/core/internal";
 import { answer } from "../connect-context.js";
 import { controlStream, endedByLeaving } from "../daemons/control-stream.js";
 import type { EdgeRequest, EdgeSettings } from "../edge.js";

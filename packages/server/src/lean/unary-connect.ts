@@ -20,7 +20,7 @@ import type { DescMessage, DescMethodUnary } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { platformServices } from "@wap/api";
-import { genericReason, procedureOf } from "@wap/core";
+import { genericReason, procedureOf } from "@wap/core/internal";
 import { answer } from "../connect-context.js";
 import { jsonRefusals } from "../connect-json-requests.js";
 import { callPlatform, type EdgeRequest, type EdgeSettings, refusalOf } from "../edge.js";

@@ -7,7 +7,8 @@ import {
   UpdateCertificateAuthorityResponseSchema,
   WorkspaceService,
 } from "@wap/api";
-import { errorCodes, httpStatusOfCode } from "@wap/core";
+import { errorCodes } from "@wap/core";
+import { httpStatusOfCode } from "@wap/core/internal";
 import { describe, expect, it } from "vitest";
 import { httpStatusOf, restErrorBody, rpcCodeOf, writeResponse } from "./index.js";
 

@@ -5,7 +5,7 @@
  */
 import http2 from "node:http2";
 import { brotliDecompressSync, gunzipSync } from "node:zlib";
-import { reasonDeclaration } from "@wap/core";
+import { reasonDeclaration } from "@wap/core/internal";
 import type { Exchange } from "./fuzz-send.js";
 import { framesOf } from "./fuzz-send.js";
 

@@ -9,7 +9,9 @@
  *
  * @module
  */
+
 import { FailedPreconditionError, NotFoundError } from "../../errors.js";
+import { targetNotFound } from "../../principals/not-found.js";
 import type { AuthorityKind, CertificateAuthorityRecord } from "../../storage/certificate-authorities.js";
 import type { Repositories } from "../../storage/storage.js";
 import type { TargetRecord } from "../../storage/targets.js";
@@ -19,9 +21,6 @@ const kindName: Record<AuthorityKind, string> = { ssh: "an SSH", x509: "an X.509
 
 export const authorityNotFound = (id: string) =>
   new NotFoundError(`certificate authority ${id} not found`, { reason: "CERTIFICATE_AUTHORITY_NOT_FOUND" });
-
-export const targetNotFound = (id: string) =>
-  new NotFoundError(`target ${id} not found`, { reason: "TARGET_NOT_FOUND" });
 
 /**
  * The authority that signs: the one named, else the target's, else the workspace default of

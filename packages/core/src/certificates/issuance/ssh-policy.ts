@@ -33,7 +33,7 @@ import type { WorkspaceScope } from "../../operations/operation.js";
 import type { CertificateAuthorityRecord } from "../../storage/certificate-authorities.js";
 import type { Repositories } from "../../storage/storage.js";
 import type { TargetRecord } from "../../storage/targets.js";
-import { claimedByOtherTargets } from "../../targets/host-names.js";
+import { claimedByOtherTargets } from "../host-names.js";
 import { allowedKeyTypes, backdate, lifetime, type ValidityDraft } from "./options.js";
 import type { SignOption } from "./pipeline.js";
 import { findTarget } from "./resolve.js";

@@ -25,7 +25,7 @@ import { PermissionDeniedError, PlatformError, UnauthenticatedError } from "../.
 import type { WorkspaceScope } from "../../operations/operation.js";
 import type { CertificateAuthorityRecord } from "../../storage/certificate-authorities.js";
 import type { Repositories } from "../../storage/storage.js";
-import { allTargets } from "../../targets/host-names.js";
+import { allTargets } from "../host-names.js";
 import { allowedKeyTypes, backdate, lifetime, type ValidityDraft } from "./options.js";
 import type { SignOption } from "./pipeline.js";
 

@@ -1,12 +1,12 @@
-import type { Caller } from "../context.js";
-import { authenticateSignedRequest } from "../daemons/authenticate.js";
-import { UnauthenticatedError } from "../errors.js";
-import type { Services } from "../operations/services.js";
 import {
   legacyServiceAccountTokenPrefix,
   parseLegacyServiceAccountToken,
   secretMatches,
-} from "./service-account-tokens.js";
+} from "../auth/service-account-tokens.js";
+import type { Caller } from "../context.js";
+import { authenticateSignedRequest } from "../daemons/authenticate.js";
+import { UnauthenticatedError } from "../errors.js";
+import type { Services } from "../operations/services.js";
 
 /** The credentials a request carried, as the transport found them. */
 export interface Credentials {

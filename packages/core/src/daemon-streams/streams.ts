@@ -16,7 +16,7 @@ import {
   type SessionResponseSchema,
 } from "@wap/api";
 import * as z from "zod";
-import type { AnyBidiStreamingOperation, BidiStreamingOperation } from "../events/streaming-operation.js";
+import type { BidiStreamingOperation } from "../events/streaming-operation.js";
 import { runControlStream } from "./control-stream.js";
 import { runSessionStream } from "./session-stream.js";
 
@@ -42,9 +42,3 @@ export const daemonSessionStream: BidiStreamingOperation<
   input: noInput,
   run: runSessionStream,
 };
-
-/** Every bidirectional stream this build serves. */
-export const bidiStreamingOperations: readonly AnyBidiStreamingOperation[] = [
-  daemonControlStream,
-  daemonSessionStream,
-];

@@ -7,10 +7,11 @@
  *
  * @module
  */
-import type { ValidityDraft } from "../certificates/issuance/options.js";
-import type { SignOption } from "../certificates/issuance/pipeline.js";
+
 import type { AccessRequestRecord } from "../storage/access-requests.js";
 import type { Repositories } from "../storage/storage.js";
+import type { ValidityDraft } from "./issuance/options.js";
+import type { SignOption } from "./issuance/pipeline.js";
 
 /** The caller's approved request for the target at `at` that ends last, or null. */
 export async function approvalFor(

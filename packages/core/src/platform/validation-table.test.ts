@@ -1,16 +1,13 @@
-import { readFileSync } from "node:fs";
 import { fromJson } from "@bufbuild/protobuf";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type * as z from "zod";
 import { InvalidArgumentError } from "../errors.js";
-import { streamingOperations } from "../events/subscribe-workspace-events.js";
 import { presentFields } from "../lib/presence.js";
-import { allOperations } from "../operations/registry.js";
 import { requestArbitraries } from "../testing/arbitraries.js";
-import { renderValidationDoc } from "./describe.js";
-import { parseRequest } from "./parse.js";
-import { validationBounds } from "./table.js";
+import { parseRequest } from "../validation/parse.js";
+import { allOperations, streamingOperations } from "./registry.js";
+import { validationBounds } from "./validation-table.js";
 
 const operations = new Map(
   [...allOperations, ...streamingOperations].map((operation) => [
@@ -81,11 +78,4 @@ describe("the table of validation bounds", () => {
       });
     }
   }
-});
-
-describe("docs/validation.md", () => {
-  it("is the table as it stands (run `pnpm generate` after changing a rule)", () => {
-    const doc = readFileSync(new URL("../../../../docs/validation.md", import.meta.url), "utf8");
-    expect(doc).toBe(renderValidationDoc(validationBounds));
-  });
 });

@@ -5,14 +5,11 @@
  *
  * @module
  */
-import {
-  auditSystemChange,
-  publishSystemEvents,
-  type SystemEvent,
-} from "../access-requests/system-changes.js";
+
 import { notifyDaemonsOfChanges } from "../daemons/change-notifications.js";
 import type { AuditEntry } from "../operations/operation.js";
 import type { Services } from "../operations/services.js";
+import { auditSystemChange, publishSystemEvents, type SystemEvent } from "./system-changes.js";
 
 /** How often each platform instance removes lapsed grants. */
 export const lapsedGrantSweepMs = 30_000;

@@ -21,6 +21,9 @@
  * @module
  */
 import type { SessionEnded, SessionRequest } from "@wap/api";
+import { admittedDaemon } from "../daemons/admitted-daemon.js";
+import { parseSessionEvent, sessionTopic } from "../daemons/events.js";
+import type { SessionStreamMessage, TerminalRelay } from "../daemons/stream-hosts.js";
 import {
   DeadlineExceededError,
   InvalidArgumentError,
@@ -29,9 +32,6 @@ import {
 } from "../errors.js";
 import type { BidiStreamingCall } from "../events/streaming-operation.js";
 import { claimSession, sessionReadyTimeoutSeconds } from "../sessions/lifecycle.js";
-import { admittedDaemon } from "./admitted-daemon.js";
-import { parseSessionEvent, sessionTopic } from "./events.js";
-import type { SessionStreamMessage, TerminalRelay } from "./stream-hosts.js";
 
 /**
  * How long a session stream may stay silent before its `ready`: as long as the session it names

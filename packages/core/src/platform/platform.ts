@@ -15,20 +15,19 @@ import {
   type MessageInitShape,
   type MessageShape,
 } from "@bufbuild/protobuf";
-import { roleAllows } from "./access/permissions.js";
-import { accessRequestSweepMs, sweepAccessRequests } from "./access-requests/sweep.js";
-import { auditRow } from "./audit/record.js";
-import { recordSecurityEvent } from "./audit/security-events.js";
-import { type AccessTokens, loadAccessTokens } from "./auth/access-tokens.js";
-import { authenticate, type CredentialSource, type Credentials } from "./auth/authenticate.js";
-import { createArgon2PasswordHasher, type PasswordHasher } from "./auth/passwords.js";
-import { loadServiceAccountTokens } from "./auth/service-account-tokens.js";
-import { actorOf, type CallContext, type Caller, type CallerKind, throwIfCancelled } from "./context.js";
-import type { KeyStore } from "./crypto/key-store.js";
-import type { Pkcs11Token } from "./crypto/pkcs11/token.js";
-import type { DaemonStreamHost, TerminalRelayHost } from "./daemons/stream-hosts.js";
-import { bidiStreamingOperations } from "./daemons/streams.js";
-import type { DnsTxtResolver } from "./domains/dns.js";
+import { roleAllows } from "../access/permissions.js";
+import { lapsedGrantSweepMs, removeLapsedGrants } from "../access-requests/lapsed-grants.js";
+import { accessRequestSweepMs, sweepAccessRequests } from "../access-requests/sweep.js";
+import { auditRow } from "../audit/record.js";
+import { recordSecurityEvent } from "../audit/security-events.js";
+import { type AccessTokens, loadAccessTokens } from "../auth/access-tokens.js";
+import { createArgon2PasswordHasher, type PasswordHasher } from "../auth/passwords.js";
+import { loadServiceAccountTokens } from "../auth/service-account-tokens.js";
+import { actorOf, type CallContext, type Caller, type CallerKind, throwIfCancelled } from "../context.js";
+import type { KeyStore } from "../crypto/key-store.js";
+import type { Pkcs11Token } from "../crypto/pkcs11/token.js";
+import type { DaemonStreamHost, TerminalRelayHost } from "../daemons/stream-hosts.js";
+import type { DnsTxtResolver } from "../domains/dns.js";
 import {
   AlreadyExistsError,
   InvalidArgumentError,
@@ -38,50 +37,45 @@ import {
   UnauthenticatedError,
   UnavailableError,
   UnimplementedError,
-} from "./errors.js";
-import { currentCaller, stageAccountChange, subjectIdOf, watchAccess } from "./events/access-watch.js";
-import type { AfterCommitEvents, StagedEvent } from "./events/after-commit.js";
-import { createInProcessEventBus, type EventBus } from "./events/event-bus.js";
+} from "../errors.js";
+import { currentCaller, stageAccountChange, subjectIdOf, watchAccess } from "../events/access-watch.js";
+import type { AfterCommitEvents, StagedEvent } from "../events/after-commit.js";
+import { createInProcessEventBus, type EventBus } from "../events/event-bus.js";
 import type {
   AnyBidiStreamingOperation,
   AnyStreamingOperation,
   BidiStreamOptions,
   StreamingCall,
-} from "./events/streaming-operation.js";
-import { streamingOperations } from "./events/subscribe-workspace-events.js";
-import { toEventPayload, workspaceTopic } from "./events/workspace-events.js";
-import { presentFields } from "./lib/presence.js";
-import { alreadyExistsMessage } from "./lib/unique-violation.js";
-import type { Mailer } from "./mail/mailer.js";
-import { type IntegrationServices, pickIntegrations } from "./operations/integrations.js";
+} from "../events/streaming-operation.js";
+import { toEventPayload, workspaceTopic } from "../events/workspace-events.js";
+import { presentFields } from "../lib/presence.js";
+import { alreadyExistsMessage } from "../lib/unique-violation.js";
+import type { Mailer } from "../mail/mailer.js";
+import { type IntegrationServices, pickIntegrations } from "../operations/integrations.js";
 import type {
   Access,
   AnyOperation,
   AuditEntry,
   OperationCall,
   WorkspaceScope,
-} from "./operations/operation.js";
-import { createPlatformState } from "./operations/platform-state.js";
-import { allOperations } from "./operations/registry.js";
-import {
-  defaultPlatformConfig,
-  type PlatformConfig,
-  type PlatformObserver,
-  type Services,
-} from "./operations/services.js";
-import { lapsedGrantSweepMs, removeLapsedGrants } from "./principals/lapsed-grants.js";
-import { type Clock, type Random, systemClock, systemRandom } from "./runtime.js";
-import type { AuditEventRecord } from "./storage/audit.js";
+} from "../operations/operation.js";
+import type { PlatformConfig, PlatformObserver, Services } from "../operations/services.js";
+import { type Clock, type Random, systemClock, systemRandom } from "../runtime.js";
+import type { AuditEventRecord } from "../storage/audit.js";
 import {
   type Repositories,
   type Storage,
   StorageUnavailableError,
   UniqueViolationError,
-} from "./storage/storage.js";
-import { parseRequest } from "./validation/parse.js";
-import { uuid } from "./validation/rules.js";
-import { startWebhookDelivery } from "./webhooks/delivery.js";
-import { webhookSettings } from "./webhooks/options.js";
+} from "../storage/storage.js";
+import { parseRequest } from "../validation/parse.js";
+import { uuid } from "../validation/rules.js";
+import { startWebhookDelivery } from "../webhooks/delivery.js";
+import { webhookSettings } from "../webhooks/options.js";
+import { authenticate, type CredentialSource, type Credentials } from "./authenticate.js";
+import { defaultPlatformConfig } from "./default-config.js";
+import { createPlatformState } from "./platform-state.js";
+import { allOperations, bidiStreamingOperations, streamingOperations } from "./registry.js";
 
 /** What `createPlatform` needs. Only `storage` and `keyStore` have no default. */
 export interface PlatformOptions extends IntegrationServices {

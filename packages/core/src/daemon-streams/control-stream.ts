@@ -24,6 +24,15 @@
  */
 import type { ConnectRequest } from "@wap/api";
 import type { DaemonCaller } from "../context.js";
+import { admittedDaemon } from "../daemons/admitted-daemon.js";
+import {
+  type ConnectResponseInit,
+  closeControlStream,
+  heartbeatAck,
+  openControlStream,
+} from "../daemons/control.js";
+import { daemonTopic, parseDaemonEvent, toConnectResponse } from "../daemons/events.js";
+import type { DaemonStreamHost, HeldControlStream } from "../daemons/stream-hosts.js";
 import {
   ResourceExhaustedError,
   shuttingDownError,
@@ -33,10 +42,6 @@ import {
 import type { BidiStreamingCall, StreamObserver } from "../events/streaming-operation.js";
 import type { Services } from "../operations/services.js";
 import { type SshWatch, watchSshSessions } from "../sessions/ssh-enforcement.js";
-import { admittedDaemon } from "./admitted-daemon.js";
-import { type ConnectResponseInit, closeControlStream, heartbeatAck, openControlStream } from "./control.js";
-import { daemonTopic, parseDaemonEvent, toConnectResponse } from "./events.js";
-import type { DaemonStreamHost, HeldControlStream } from "./stream-hosts.js";
 
 /** Messages held for a daemon that does not read them; beyond this the stream ends and it reconnects. */
 export const maxQueuedControlMessages = 256;
