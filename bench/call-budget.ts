@@ -21,6 +21,19 @@ interface Part {
 const parts: readonly Part[] = [
   { name: "garbage collection", claims: (_, fn) => fn === "(garbage collector)" },
   {
+    name: "native, no JS frame (TLS records, HTTP/2 frames, libuv)",
+    claims: (_, fn) => fn === "(program)",
+  },
+  {
+    name: "logging (request log lines)",
+    claims: (url) => /server\/src\/(logger|log-writer)/.test(url),
+  },
+  {
+    name: "worker-thread hand-off (messages to and from threads)",
+    claims: (url) => /^node:internal\/(worker|per_context\/messageport)/.test(url),
+  },
+  { name: "TLS (Node)", claims: (url) => /^node:(internal\/)?(_?tls|tls_wrap)/.test(url) },
+  {
     name: "storage (SQLite statements, row mapping)",
     claims: (url) => /storage-sqlite|storage-sql\/|better-sqlite3|kysely/.test(url),
   },
@@ -51,7 +64,7 @@ interface ProfileNode {
   readonly callFrame: { readonly functionName: string; readonly url: string };
   readonly children?: readonly number[];
 }
-interface Profile {
+export interface Profile {
   readonly nodes: readonly ProfileNode[];
   readonly samples: readonly number[];
   readonly timeDeltas: readonly number[];

@@ -30,6 +30,7 @@ import { callBudget, profileWhile } from "./call-budget.js";
 import { h2loadAvailable, runH2load } from "./h2load.js";
 import { intervalSeconds, type LoadResult, type RequestSpec, runLoadInChild } from "./http2-load.js";
 import type { BenchComparison, BenchFigure, BenchSection, BenchSeries } from "./results.js";
+import { ed25519PublicKeyLine } from "./ssh-key.js";
 import { signUpWorkspaceOwner } from "./workspace-owner.js";
 
 /** The measures of this benchmark, as BENCH_ONLY names them. */
@@ -423,18 +424,6 @@ function mainThreadCpuUs(): number {
   } catch {
     return 0;
   }
-}
-
-/** An OpenSSH authorized_keys line for a fresh Ed25519 key. */
-function ed25519PublicKeyLine(comment: string): string {
-  const spki = generateKeyPairSync("ed25519").publicKey.export({ type: "spki", format: "der" });
-  const field = (bytes: Buffer) => {
-    const length = Buffer.alloc(4);
-    length.writeUInt32BE(bytes.length);
-    return Buffer.concat([length, bytes]);
-  };
-  const blob = Buffer.concat([field(Buffer.from("ssh-ed25519")), field(spki.subarray(spki.length - 32))]);
-  return `ssh-ed25519 ${blob.toString("base64")} ${comment}`;
 }
 
 /** Ed25519 signatures per second over a certificate-sized message, on this thread. */
