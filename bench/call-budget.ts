@@ -66,8 +66,29 @@ interface ProfileNode {
 }
 export interface Profile {
   readonly nodes: readonly ProfileNode[];
+  /** µs on the monotonic clock (`process.hrtime`) when profiling started. */
+  readonly startTime?: number;
   readonly samples: readonly number[];
   readonly timeDeltas: readonly number[];
+}
+
+/**
+ * The samples of `profile` taken between `from` and `to` (µs on the monotonic clock, as
+ * `process.hrtime.bigint() / 1000n`): a whole process's profile cut to a load run, its start-up
+ * and shutdown left out.
+ */
+export function profileWindow(profile: Profile, from: number, to: number): Profile {
+  const samples: number[] = [];
+  const timeDeltas: number[] = [];
+  let at = profile.startTime ?? 0;
+  profile.samples.forEach((id, i) => {
+    const dt = profile.timeDeltas[i] ?? 0;
+    at += dt;
+    if (at < from || at > to) return;
+    samples.push(id);
+    timeDeltas.push(dt);
+  });
+  return { ...profile, samples, timeDeltas };
 }
 
 /** The share of the busy time each part took (idle samples left out), largest first. */

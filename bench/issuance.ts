@@ -20,7 +20,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
-import { copyFileSync, openSync, readdirSync, readFileSync } from "node:fs";
+import { openSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import http2 from "node:http2";
 import { createServer as createNetServer } from "node:net";
@@ -30,7 +30,7 @@ import { fileURLToPath } from "node:url";
 import { CertificateKeyType } from "@wap/api";
 import { createPlatformClient } from "@wap/client";
 import { createServer, silentLogger } from "@wap/server";
-import { callBudget, type Profile } from "./call-budget.js";
+import { callBudget, type Profile, profileWindow } from "./call-budget.js";
 import { type LoadResult, type RequestSpec, runLoadInChild } from "./http2-load.js";
 import type { BenchFigure, BenchSection } from "./results.js";
 import { ed25519PublicKeyLine } from "./ssh-key.js";
@@ -54,6 +54,11 @@ export interface IssuanceOptions {
   readonly peer?: boolean;
   /** Profile a second run of ours for the call budget (default true). */
   readonly profile?: boolean;
+  /**
+   * Another checkout of the repository (e.g. the commit before a change, with node_modules) whose
+   * server is measured first the same way, as "before", for a change's effect in one run.
+   */
+  readonly baselineRoot?: string;
 }
 
 interface ServerRun extends LoadResult {
@@ -69,6 +74,15 @@ export async function runIssuanceBench(options: IssuanceOptions): Promise<BenchS
     const tls = selfSignedCertificate(dir);
     const ours = await prepareOurs(dir, tls);
     const load = { seconds: options.seconds, concurrency: options.concurrency };
+    const beforeRun =
+      options.baselineRoot === undefined
+        ? undefined
+        : await withOurServer(
+            ours,
+            [],
+            (pid, url) => measure(pid, url, ours.spec, load, true),
+            options.baselineRoot,
+          );
     const oursRun = await withOurServer(ours, [], (pid, url) => measure(pid, url, ours.spec, load, true));
     const budget =
       options.profile === false
@@ -92,7 +106,7 @@ export async function runIssuanceBench(options: IssuanceOptions): Promise<BenchS
         }
       }
     }
-    return section(load, oursRun, budget, peerRun, peerNote, ours.logFile);
+    return section(load, oursRun, budget, peerRun, peerNote, ours.logFile, beforeRun);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -147,6 +161,7 @@ async function withOurServer<T>(
   ours: Ours,
   nodeOptions: readonly string[],
   run: (pid: number, url: string) => Promise<T>,
+  root = repository,
 ): Promise<T> {
   const port = await freePort();
   const log = openSync(ours.logFile, "a");
@@ -154,7 +169,7 @@ async function withOurServer<T>(
     process.execPath,
     [...nodeOptions, "--conditions=dev-source", "--import", "tsx", "packages/server/src/bin.ts"],
     {
-      cwd: repository,
+      cwd: root,
       stdio: ["ignore", "ignore", log],
       env: {
         ...process.env,
@@ -187,20 +202,27 @@ async function profileOurs(
   load: { seconds: number; concurrency: number },
 ): Promise<Profile> {
   const profileDir = join(dir, "profile");
+  const window = { from: 0, to: 0 };
   await withOurServer(
     ours,
     ["--cpu-prof", `--cpu-prof-dir=${profileDir}`, "--cpu-prof-interval=200"],
     async (_pid, url) => {
       await runLoadInChild(url, ours.spec, { ...load, seconds: 1 });
+      window.from = monotonicUs();
       await runLoadInChild(url, ours.spec, load);
+      window.to = monotonicUs();
     },
   );
   const file = readdirSync(profileDir).find((name) => name.endsWith(".cpuprofile"));
   if (file === undefined) throw new Error("the profiled server wrote no profile");
+  const profile = JSON.parse(readFileSync(join(profileDir, file), "utf8")) as Profile;
+  const measured = profileWindow(profile, window.from, window.to);
   // Kept for a closer look (Chrome DevTools, speedscope) when BENCH_PROFILE_OUT names a file.
-  if (process.env.BENCH_PROFILE_OUT) copyFileSync(join(profileDir, file), process.env.BENCH_PROFILE_OUT);
-  return JSON.parse(readFileSync(join(profileDir, file), "utf8")) as Profile;
+  if (process.env.BENCH_PROFILE_OUT) writeFileSync(process.env.BENCH_PROFILE_OUT, JSON.stringify(measured));
+  return measured;
 }
+
+const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
 
 // --- measuring -----------------------------------------------------------------------------------
 
@@ -336,6 +358,7 @@ function section(
   peer: ServerRun | undefined,
   peerNote: string | undefined,
   logFile: string,
+  before?: ServerRun,
 ): BenchSection {
   const oursName = "wap-server SignSSHCertificate";
   const peerName = "step-ca /1.0/ssh/sign";
@@ -348,9 +371,11 @@ function section(
     })),
   ];
   const peerFigures = peer ? figures(peerName, peer) : [];
+  const beforeName = "wap-server SignSSHCertificate, baseline checkout (before)";
+  const beforeFigures = before ? figures(beforeName, before) : [];
   const eventLoop = oursFigures.find((f) => f.label.endsWith("event loop per certificate"))!;
   const ratio = peer && peer.perSecond > 0 ? round(ours.perSecond / peer.perSecond, 3) : undefined;
-  for (const run of [ours, peer]) {
+  for (const run of [ours, peer, before]) {
     if (run && run.errors > 0) process.exitCode = 1;
   }
   const sectionFor: BenchSection = {
@@ -358,18 +383,16 @@ function section(
     method: `One HTTP/2 connection over ${ours.tls ?? "TLS"} from the Node load generator in a child process, ${load.concurrency} requests in flight (closed loop), ${load.seconds} s after a 1 s warm-up. Ours: wap-server started as \`pnpm start\` starts it, info-level request logs to a file, embedded SQLite (WAL, synchronous=FULL), rate limits off, SignSSHCertificate (Connect JSON) for an Ed25519 user key with an Ed25519 CA, 1 h. Peer: step-ca 0.19 built from Debian's sources, badger database, a JWK provisioner, /1.0/ssh/sign with a one-time token per request, same keys and validity, its default request logs to a file.`,
     figures: [
       ...oursFigures,
+      ...beforeFigures,
       ...peerFigures,
       ...(ratio === undefined
         ? []
         : [{ label: "wap-server throughput / step-ca throughput", value: ratio, unit: "×" }]),
     ],
-    comparisons: peer
-      ? [0, 1, 2].map((i) => ({
-          subject: oursFigures[i]!,
-          baseline: peerFigures[i]!,
-          ratio: peerFigures[i]!.value > 0 ? round(oursFigures[i]!.value / peerFigures[i]!.value, 3) : 0,
-        }))
-      : [],
+    comparisons: [
+      ...(before ? pairUp(oursFigures, beforeFigures, [0, 1, 2, 3, 4]) : []),
+      ...(peer ? pairUp(oursFigures, peerFigures, [0, 1, 2]) : []),
+    ],
     targets: [
       {
         figure: eventLoop.label,
@@ -391,6 +414,9 @@ function section(
           ]),
     ],
     series: [
+      ...(before
+        ? [{ label: beforeName, xUnit: "s", yUnit: "certificates/s", points: before.throughput }]
+        : []),
       { label: oursName, xUnit: "s", yUnit: "certificates/s", points: ours.throughput },
       { label: oursName, xUnit: "percentile", yUnit: "ms", points: ours.latencyCurve },
       ...(peer
@@ -408,6 +434,15 @@ function section(
     ],
   };
   return sectionFor;
+}
+
+/** Subject against baseline for the figures at `indexes` of both lists. */
+function pairUp(subject: BenchFigure[], baseline: BenchFigure[], indexes: readonly number[]) {
+  return indexes.map((i) => ({
+    subject: subject[i]!,
+    baseline: baseline[i]!,
+    ratio: baseline[i]!.value > 0 ? round(subject[i]!.value / baseline[i]!.value, 3) : 0,
+  }));
 }
 
 function countLines(file: string): number {

@@ -45,6 +45,8 @@
  * - BENCH_LOG_LEVEL (default silent; `info` logs every request to stderr as the server does by
  *   default: run with `2>/dev/null` or a file to see its cost);
  * - BENCH_PEER (default `1`): `0` leaves step-ca out of the issuance benchmark;
+ * - BENCH_BASELINE_ROOT (default none): another checkout of the repository (with node_modules)
+ *   whose server the issuance benchmark measures first, as "before" next to this one;
  * - BENCH_REPORT (default `1`): `0` prints the figures without writing REPORT.md and report.svg.
  */
 import { dirname } from "node:path";
@@ -159,6 +161,7 @@ if (only.has("issuance")) {
       seconds,
       concurrency,
       peer: process.env.BENCH_PEER !== "0",
+      ...(process.env.BENCH_BASELINE_ROOT && { baselineRoot: process.env.BENCH_BASELINE_ROOT }),
       profile: process.env.BENCH_PROFILE !== "0",
     }),
   );
