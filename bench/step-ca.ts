@@ -122,7 +122,16 @@ export async function startStepCa(dir: string, options: { tokens: number }): Pro
   const configFile = join(dir, "ca.json");
   writeFileSync(configFile, JSON.stringify(config, null, 2));
 
+  const log = openSync(join(dir, "step-ca.log"), "a");
   const url = `https://localhost:${port}`;
+  const child: ChildProcess = spawn(binary, [configFile], {
+    cwd: dir,
+    stdio: ["ignore", log, log],
+    env: { ...process.env, STEPPATH: dir, HOME: dir },
+  });
+  const ca = readFileSync(root, "utf8");
+  await waitReady(url, ca, child, "/health");
+  // Minted once it runs: step-ca refuses a token issued before it started.
   const publicKey = ed25519PublicKeyLine("bench@platform").split(" ")[1]!;
   const audience = `${url}/1.0/ssh/sign`;
   const signingKey = createPrivateKey(jwk.privateKey.export({ type: "pkcs8", format: "pem" }));
@@ -137,14 +146,6 @@ export async function startStepCa(dir: string, options: { tokens: number }): Pro
     }),
   );
 
-  const log = openSync(join(dir, "step-ca.log"), "a");
-  const child: ChildProcess = spawn(binary, [configFile], {
-    cwd: dir,
-    stdio: ["ignore", log, log],
-    env: { ...process.env, STEPPATH: dir, HOME: dir },
-  });
-  const ca = readFileSync(root, "utf8");
-  await waitReady(url, ca, child, "/health");
   return {
     pid: child.pid!,
     url,
@@ -163,14 +164,14 @@ const base64url = (value: string | Buffer) => Buffer.from(value).toString("base6
 
 /** A JWK provisioner's token for one SSH user certificate, as `step ssh certificate` makes it. */
 function oneTimeToken(key: ReturnType<typeof createPrivateKey>, kid: string, audience: string): string {
-  const now = Math.floor(Date.now() / 1000);
+  const now = Math.ceil(Date.now() / 1000);
   const header = base64url(JSON.stringify({ alg: "ES256", kid, typ: "JWT" }));
   const payload = base64url(
     JSON.stringify({
       iss: "bench",
       sub: "bench@platform",
       aud: audience,
-      nbf: now - 60,
+      nbf: now,
       iat: now,
       exp: now + 900,
       jti: randomUUID(),
