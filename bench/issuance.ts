@@ -32,6 +32,7 @@ import { createPlatformClient } from "@wap/client";
 import { createServer, silentLogger } from "@wap/server";
 import { callBudget, type Profile, profileWindow } from "./call-budget.js";
 import { type LoadResult, type RequestSpec, runLoadInChild } from "./http2-load.js";
+import { cpuUs } from "./process-cpu.js";
 import type { BenchFigure, BenchSection } from "./results.js";
 import { ed25519PublicKeyLine } from "./ssh-key.js";
 import { type StepCa, startStepCa, stepCaUnavailable } from "./step-ca.js";
@@ -253,28 +254,27 @@ async function measure(
   };
 }
 
-/** CPU time in µs of a process (every thread) or of one of its threads, from /proc. */
-function cpuUs(pid: number, thread?: number): number {
-  const stat = readFileSync(
-    thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`,
-    "utf8",
-  );
-  // Fields after the parenthesised command name; utime and stime are the 14th and 15th.
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100; // USER_HZ is 100 on Linux
-}
-
 // --- processes -----------------------------------------------------------------------------------
 
-/** A self-signed P-256 certificate for localhost (openssl), as files. */
-export function selfSignedCertificate(dir: string): { cert: string; key: string } {
-  const cert = join(dir, "tls.crt");
-  const key = join(dir, "tls.key");
+/**
+ * A self-signed P-256 certificate and its key (openssl), as files `<name>.crt` and `<name>.key` in
+ * `dir`: for localhost, or with `ca`, a CA certificate named `subject`.
+ */
+export function selfSignedCertificate(
+  dir: string,
+  options: { name?: string; ca?: boolean; subject?: string } = {},
+): { cert: string; key: string } {
+  const cert = join(dir, `${options.name ?? "tls"}.crt`);
+  const key = join(dir, `${options.name ?? "tls"}.key`);
+  const extensions = options.ca
+    ? ["basicConstraints=critical,CA:TRUE", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature"]
+    : ["subjectAltName=DNS:localhost,IP:127.0.0.1"];
   execFileSync(
     "openssl",
     [
       ...["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1"],
-      ...["-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+      ...["-subj", `/CN=${options.subject ?? "localhost"}`],
+      ...extensions.flatMap((extension) => ["-addext", extension]),
       ...["-keyout", key, "-out", cert],
     ],
     { stdio: "ignore" },

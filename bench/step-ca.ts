@@ -14,12 +14,12 @@
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { createPrivateKey, generateKeyPairSync, randomUUID, sign } from "node:crypto";
-import { existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { RequestSpec } from "./http2-load.js";
-import { freePort, stopChild, waitReady } from "./issuance.js";
+import { freePort, selfSignedCertificate, stopChild, waitReady } from "./issuance.js";
 import { ed25519PublicKeyLine } from "./ssh-key.js";
 
 export interface StepCa {
@@ -59,7 +59,7 @@ function buildStepCa(): void {
   const gopath = join(buildDir, "gopath");
   const main = join(gopath, "src/stepca-bench");
   mkdirSync(main, { recursive: true });
-  execFileSync("cp", [join(command, "main.go"), main]);
+  copyFileSync(join(command, "main.go"), join(main, "main.go"));
   console.log("building step-ca from Debian's sources (once; a few minutes)");
   execFileSync("go", ["build", "-o", binary, "stepca-bench"], {
     cwd: main,
@@ -79,18 +79,11 @@ function buildStepCa(): void {
 export async function startStepCa(dir: string, options: { tokens: number }): Promise<StepCa> {
   mkdirSync(dir, { recursive: true });
   const port = await freePort();
-  const root = join(dir, "root.crt");
-  const rootKey = join(dir, "root.key");
-  execFileSync(
-    "openssl",
-    [
-      ...["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1"],
-      ...["-subj", "/CN=bench root", "-addext", "basicConstraints=critical,CA:TRUE"],
-      ...["-addext", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature"],
-      ...["-keyout", rootKey, "-out", root],
-    ],
-    { stdio: "ignore" },
-  );
+  const { cert: root, key: rootKey } = selfSignedCertificate(dir, {
+    name: "root",
+    ca: true,
+    subject: "bench root",
+  });
   const sshUserKey = join(dir, "ssh_user_ca_key");
   writeFileSync(
     sshUserKey,
