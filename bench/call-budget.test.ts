@@ -4,8 +4,9 @@
  * profile of this process, to prove the inspector session round trip.
  */
 import { createHash } from "node:crypto";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { callBudget, chargeSamples, profileWhile } from "./call-budget.js";
+import { callBudget, chargeSamples, profileWhile, profileWindow } from "./call-budget.js";
 
 const frame = (id: number, functionName: string, url: string, children: number[] = []) => ({
   id,
@@ -53,6 +54,32 @@ describe("chargeSamples", () => {
 
   it("charges nothing when the profile was idle throughout", () => {
     expect(chargeSamples({ ...profile, samples: [2, 2], timeDeltas: [100, 100] })).toEqual([]);
+  });
+});
+
+describe("profileWindow", () => {
+  it("keeps exactly the samples taken between its bounds, with their own time deltas", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: 1000 }), { minLength: 1, maxLength: 50 }),
+        fc.integer({ min: 0, max: 100_000 }),
+        fc.integer({ min: 0, max: 60_000 }),
+        fc.integer({ min: 0, max: 60_000 }),
+        (deltas, startTime, a, b) => {
+          const [from, to] = [startTime + Math.min(a, b), startTime + Math.max(a, b)];
+          const taken = { ...profile, startTime, samples: deltas.map((_, i) => i), timeDeltas: deltas };
+          const window = profileWindow(taken, from, to);
+          let at = startTime;
+          const expected = deltas.flatMap((dt, i) => {
+            at += dt;
+            return at >= from && at <= to ? [i] : [];
+          });
+          expect(window.samples).toEqual(expected);
+          expect(window.timeDeltas).toEqual(expected.map((i) => deltas[i]));
+          expect(window.nodes).toBe(profile.nodes);
+        },
+      ),
+    );
   });
 });
 

@@ -21,6 +21,19 @@ interface Part {
 const parts: readonly Part[] = [
   { name: "garbage collection", claims: (_, fn) => fn === "(garbage collector)" },
   {
+    name: "native, no JS frame (TLS records, HTTP/2 frames, libuv)",
+    claims: (_, fn) => fn === "(program)",
+  },
+  {
+    name: "logging (request log lines)",
+    claims: (url) => /server\/src\/(logger|log-writer)/.test(url),
+  },
+  {
+    name: "worker-thread hand-off (messages to and from threads)",
+    claims: (url) => /^node:internal\/(worker|per_context\/messageport)/.test(url),
+  },
+  { name: "TLS (Node)", claims: (url) => /^node:(internal\/)?(_?tls|tls_wrap)/.test(url) },
+  {
     name: "storage (SQLite statements, row mapping)",
     claims: (url) => /storage-sqlite|storage-sql\/|better-sqlite3|kysely/.test(url),
   },
@@ -51,10 +64,31 @@ interface ProfileNode {
   readonly callFrame: { readonly functionName: string; readonly url: string };
   readonly children?: readonly number[];
 }
-interface Profile {
+export interface Profile {
   readonly nodes: readonly ProfileNode[];
+  /** µs on the monotonic clock (`process.hrtime`) when profiling started. */
+  readonly startTime?: number;
   readonly samples: readonly number[];
   readonly timeDeltas: readonly number[];
+}
+
+/**
+ * The samples of `profile` taken between `from` and `to` (µs on the monotonic clock, as
+ * `process.hrtime.bigint() / 1000n`): a whole process's profile cut to a load run, its start-up
+ * and shutdown left out.
+ */
+export function profileWindow(profile: Profile, from: number, to: number): Profile {
+  const samples: number[] = [];
+  const timeDeltas: number[] = [];
+  let at = profile.startTime ?? 0;
+  profile.samples.forEach((id, i) => {
+    const dt = profile.timeDeltas[i] ?? 0;
+    at += dt;
+    if (at < from || at > to) return;
+    samples.push(id);
+    timeDeltas.push(dt);
+  });
+  return { ...profile, samples, timeDeltas };
 }
 
 /** The share of the busy time each part took (idle samples left out), largest first. */

@@ -31,6 +31,8 @@ export interface LoadResult {
   readonly throughput: readonly (readonly [number, number])[];
   /** `[percentile, latency in ms]` for each of {@link reportedPercentiles}. */
   readonly latencyCurve: readonly (readonly [number, number])[];
+  /** The TLS version negotiated (e.g. `TLSv1.3`), over https. */
+  readonly tls?: string;
 }
 
 export interface RequestSpec {
@@ -38,6 +40,10 @@ export interface RequestSpec {
   readonly path: string;
   readonly headers?: Record<string, string>;
   readonly body?: string | Uint8Array;
+  /** One body per request, taken in turn instead of `body` (e.g. one-time tokens). */
+  readonly bodies?: readonly string[];
+  /** PEM certificate an https server's certificate is checked against. */
+  readonly ca?: string;
 }
 
 export async function runLoad(
@@ -45,18 +51,22 @@ export async function runLoad(
   spec: RequestSpec,
   options: { seconds: number; concurrency: number },
 ): Promise<LoadResult> {
-  const session = http2.connect(baseUrl);
+  const session = http2.connect(baseUrl, spec.ca === undefined ? {} : { ca: spec.ca });
   await new Promise<void>((resolve, reject) =>
     session.once("connect", () => resolve()).once("error", reject),
   );
+  const tls = (session.socket as { getProtocol?: () => string | null }).getProtocol?.() ?? null;
   const latencies = createLatencyHistogram();
   const completedPerInterval: number[] = [];
   let errors = 0;
   const deadline = performance.now() + options.seconds * 1000;
-  const body = spec.body === undefined ? undefined : Buffer.from(spec.body);
+  const fixedBody = spec.body === undefined ? undefined : Buffer.from(spec.body);
+  const bodies = spec.bodies?.map((b) => Buffer.from(b));
+  let next = 0;
 
   const one = () =>
     new Promise<number>((resolve) => {
+      const body = bodies === undefined ? fixedBody : bodies[next++ % bodies.length];
       const started = performance.now();
       const stream = session.request({
         ":method": spec.method,
@@ -70,7 +80,7 @@ export async function runLoad(
       });
       stream.on("data", () => {});
       stream.on("end", () => {
-        if (status !== 200) errors++;
+        if (status < 200 || status > 299) errors++;
         resolve(performance.now() - started);
       });
       stream.on("error", () => {
@@ -94,7 +104,10 @@ export async function runLoad(
   const elapsed = (performance.now() - started) / 1000;
   const cpu = process.cpuUsage(cpuBefore);
   session.close();
-  return summarize({ latencies, completedPerInterval, elapsed, errors, clientCpuUs: cpu.user + cpu.system });
+  return {
+    ...summarize({ latencies, completedPerInterval, elapsed, errors, clientCpuUs: cpu.user + cpu.system }),
+    ...(tls !== null && { tls }),
+  };
 }
 
 /**

@@ -14,7 +14,6 @@
  * child process. `load` chooses one.
  */
 import { generateKeyPairSync, sign } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -29,7 +28,9 @@ import { createJsonLogger, createServer, silentLogger } from "@wap/server";
 import { callBudget, profileWhile } from "./call-budget.js";
 import { h2loadAvailable, runH2load } from "./h2load.js";
 import { intervalSeconds, type LoadResult, type RequestSpec, runLoadInChild } from "./http2-load.js";
+import { cpuUs } from "./process-cpu.js";
 import type { BenchComparison, BenchFigure, BenchSection, BenchSeries } from "./results.js";
+import { ed25519PublicKeyLine } from "./ssh-key.js";
 import { signUpWorkspaceOwner } from "./workspace-owner.js";
 
 /** The measures of this benchmark, as BENCH_ONLY names them. */
@@ -409,32 +410,16 @@ function signingSection(
 // --- measuring -----------------------------------------------------------------------------------
 
 /**
- * CPU time of this process's main thread (the event loop) in µs, from /proc on Linux (0
- * elsewhere). Unlike `process.cpuUsage`, it leaves out the GC and libuv helper threads: the
- * event loop's share bounds the request rate, at most 1e6 / (main-thread µs per request).
+ * CPU time of this process's main thread (the event loop) in µs (0 where /proc is missing).
+ * Unlike `process.cpuUsage`, it leaves out the GC and libuv helper threads: the event loop's
+ * share bounds the request rate, at most 1e6 / (main-thread µs per request).
  */
 function mainThreadCpuUs(): number {
   try {
-    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, "utf8");
-    // Fields after the parenthesised command name; utime and stime are the 14th and 15th.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const ticks = Number(fields[11]) + Number(fields[12]);
-    return (ticks * 1e6) / 100; // USER_HZ is 100 on Linux
+    return cpuUs(process.pid, process.pid);
   } catch {
     return 0;
   }
-}
-
-/** An OpenSSH authorized_keys line for a fresh Ed25519 key. */
-function ed25519PublicKeyLine(comment: string): string {
-  const spki = generateKeyPairSync("ed25519").publicKey.export({ type: "spki", format: "der" });
-  const field = (bytes: Buffer) => {
-    const length = Buffer.alloc(4);
-    length.writeUInt32BE(bytes.length);
-    return Buffer.concat([length, bytes]);
-  };
-  const blob = Buffer.concat([field(Buffer.from("ssh-ed25519")), field(spki.subarray(spki.length - 32))]);
-  return `ssh-ed25519 ${blob.toString("base64")} ${comment}`;
 }
 
 /** Ed25519 signatures per second over a certificate-sized message, on this thread. */

@@ -19,6 +19,9 @@
  *    `node -e 0`.
  * 8. Webhook delivery (webhooks.ts): audit events delivered in order to one receiver on loopback,
  *    against the same bodies POSTed by node:http alone.
+ * 9. SSH certificate issuance as deployed (issuance.ts): `wap-server` started as `pnpm start`
+ *    starts it, over TLS 1.3 with info request logs and the durable SQLite, against step-ca
+ *    (step-ca.ts) driven by the same load generator.
  *
  * Benchmarks are chosen by name on the command line (`pnpm bench ledger`, `pnpm bench sign raw`)
  * or by BENCH_ONLY; none named means all. `ledger` is the certificate lifecycle's name too.
@@ -26,7 +29,7 @@
  * Settings:
  * - BENCH_SECONDS (default 5) and BENCH_CONCURRENCY (default 32): each load run of the request
  *   path;
- * - BENCH_ONLY (comma-separated subset of `healthz,get-ca,sign,raw,audit-export,daemon-streams,agent,ssh-wrapper,certificate-lifecycle,workers,wap-ssh,webhooks`,
+ * - BENCH_ONLY (comma-separated subset of `healthz,get-ca,sign,raw,audit-export,daemon-streams,agent,ssh-wrapper,certificate-lifecycle,workers,wap-ssh,webhooks,issuance`,
  *   default all), e.g. to profile one request path alone;
  * - BENCH_AUDIT_ROWS (default 1,000,000): events in the exported window;
  * - BENCH_LEDGER_ROWS (default 1,000,000), BENCH_KRL_SERIALS (default 100,000) and
@@ -41,6 +44,9 @@
  * - BENCH_WEBHOOK_EVENTS (default 10,000): events delivered by the webhook benchmark;
  * - BENCH_LOG_LEVEL (default silent; `info` logs every request to stderr as the server does by
  *   default: run with `2>/dev/null` or a file to see its cost);
+ * - BENCH_PEER (default `1`): `0` leaves step-ca out of the issuance benchmark;
+ * - BENCH_BASELINE_ROOT (default none): another checkout of the repository (with node_modules)
+ *   whose server the issuance benchmark measures first, as "before" next to this one;
  * - BENCH_REPORT (default `1`): `0` prints the figures without writing REPORT.md and report.svg.
  */
 import { dirname } from "node:path";
@@ -49,6 +55,7 @@ import { runAgentBench } from "./agent.js";
 import { runAuditExportBench } from "./audit-export.js";
 import { runCertificateLifecycleBench } from "./certificate-lifecycle.js";
 import { runDaemonStreamsBench } from "./daemon-streams.js";
+import { runIssuanceBench } from "./issuance.js";
 import {
   type BenchReport,
   describeCommit,
@@ -74,6 +81,7 @@ const benchmarks = [
   "workers",
   "wap-ssh",
   "webhooks",
+  "issuance",
 ] as const;
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
@@ -144,6 +152,19 @@ if (only.has("wap-ssh")) {
 if (only.has("webhooks")) {
   console.log("\nWebhook delivery");
   sections.push(await runWebhooksBench());
+}
+
+if (only.has("issuance")) {
+  console.log("\nSSH certificate issuance as deployed, against step-ca");
+  sections.push(
+    await runIssuanceBench({
+      seconds,
+      concurrency,
+      peer: process.env.BENCH_PEER !== "0",
+      ...(process.env.BENCH_BASELINE_ROOT && { baselineRoot: process.env.BENCH_BASELINE_ROOT }),
+      profile: process.env.BENCH_PROFILE !== "0",
+    }),
+  );
 }
 
 for (const section of sections) console.log(sectionText(section));

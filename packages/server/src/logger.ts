@@ -3,11 +3,12 @@
  * callers never pass headers, cookies, bodies or keys.
  *
  * At `info` every request is logged, so a line must be cheap: it is written by hand around one
- * `JSON.stringify` of the fields, and lines to stderr are gathered and written once per turn of
- * the event loop (one system call for all the requests answered in that turn), and at exit.
+ * `JSON.stringify` of the fields, and lines to stderr are gathered once per turn of the event
+ * loop and written by a thread of their own (log-writer.ts), flushed at exit.
  *
  * @module
  */
+import { flushLogLines, startLogWriter, writeLogLine } from "./log-writer.js";
 
 export const logLevels = ["debug", "info", "warn", "error", "silent"] as const;
 export type LogLevel = (typeof logLevels)[number];
@@ -29,7 +30,8 @@ export interface Logger {
  */
 export function createJsonLogger(level: LogLevel = "info", write?: (line: string) => void): Logger {
   const threshold = logLevels.indexOf(level);
-  const out = write ?? stderrLines;
+  const out = write ?? writeLogLine;
+  if (write === undefined && level !== "silent") startLogWriter();
   const enabled = (at: Exclude<LogLevel, "silent">) => logLevels.indexOf(at) >= threshold;
   const log = (at: Exclude<LogLevel, "silent">) => {
     if (!enabled(at)) return ignore;
@@ -37,7 +39,7 @@ export function createJsonLogger(level: LogLevel = "info", write?: (line: string
     const urgent = at === "error" && write === undefined;
     return (message: string, fields?: LogFields) => {
       out(formatLine(at, message, fields));
-      if (urgent) flushStderr();
+      if (urgent) flushLogLines();
     };
   };
   return { debug: log("debug"), info: log("info"), warn: log("warn"), error: log("error"), enabled };
@@ -64,27 +66,6 @@ function formatLine(level: string, message: string, fields: LogFields | undefine
   const rest = fields === undefined ? "{}" : JSON.stringify(fields);
   return rest === "{}" ? `${head}}\n` : `${head},${rest.slice(1)}\n`;
 }
-
-let pending = "";
-let flushScheduled = false;
-
-function stderrLines(line: string): void {
-  pending += line;
-  if (flushScheduled) return;
-  flushScheduled = true;
-  setImmediate(flushStderr);
-}
-
-function flushStderr(): void {
-  flushScheduled = false;
-  if (pending === "") return;
-  const chunk = pending;
-  pending = "";
-  process.stderr.write(chunk);
-}
-
-// stderr is written synchronously for files, pipes and terminals: nothing is lost at exit.
-process.once("exit", flushStderr);
 
 /** A logger adding `fields` to every line (e.g. which worker process wrote it). */
 export function withFields(logger: Logger, fields: LogFields): Logger {

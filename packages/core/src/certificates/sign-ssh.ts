@@ -232,7 +232,7 @@ export const signSshCertificate = defineOperation({
       const serial = randomSshSerial(services);
       const usual = keyIdOf(workspaceId, actorType, actorId, id);
       const keyId = approval ? keyIdUnder(usual, approval) : usual;
-      const signedCertificate = signer.sign({
+      const signedCertificate = await signer.signAsync({
         publicKey: key,
         type: draft.type,
         serial,

@@ -23,6 +23,11 @@ export interface CaSigningKey {
    * SHA-384, P-521 SHA-512), as IEEE P1363 `r || s`. RSA: PKCS#1 v1.5 with `rsaHash`.
    */
   sign(data: Uint8Array, rsaHash: RsaHash): Uint8Array;
+  /**
+   * The same signature made off the event loop (libuv's thread pool), for keys whose signing
+   * is worth the hand-off; absent, callers sign with {@link CaSigningKey.sign}.
+   */
+  signAsync?(data: Uint8Array, rsaHash: RsaHash): Promise<Uint8Array>;
 }
 
 /** The hash ECDSA signatures of a curve use, as node:crypto names it. */
@@ -57,22 +62,36 @@ export function softwareSigningKey(privateKeyPkcs8Der: Uint8Array, spec: CaKeySp
   const key = createPrivateKey({ key: Buffer.from(privateKeyPkcs8Der), format: "der", type: "pkcs8" });
   assertKeyMatchesSpec(key, spec);
   const publicKeySpkiDer = toUint8Array(createPublicKey(key).export({ type: "spki", format: "der" }));
-  const signWith = (() => {
+  // The digest and key options node:crypto signs with: Ed25519 none (pure EdDSA), ECDSA its
+  // curve's hash as r || s, RSA the caller's.
+  const how = (rsaHash: RsaHash) => {
     switch (spec.type) {
       case "ed25519":
-        return (data: Uint8Array) => sign(null, data, key);
-      case "ecdsa": {
-        const options = { key, dsaEncoding: "ieee-p1363" } as const;
-        const hash = ecdsaHashOf[spec.curve];
-        return (data: Uint8Array) => sign(hash, data, options);
-      }
+        return { hash: null, key };
+      case "ecdsa":
+        return { hash: ecdsaHashOf[spec.curve], key: { key, dsaEncoding: "ieee-p1363" } as const };
       case "rsa":
-        return (data: Uint8Array, rsaHash: RsaHash) => sign(rsaHash, data, key);
+        return { hash: rsaHash, key };
     }
-  })();
+  };
+  // Only RSA's digest varies by call: the others are worked out once.
+  const fixed = spec.type === "rsa" ? undefined : how("sha512");
   return {
     spec,
     publicKeySpkiDer,
-    sign: (data, rsaHash) => toUint8Array(signWith(data, rsaHash)),
+    sign: (data, rsaHash) => {
+      const { hash, key: signingKey } = fixed ?? how(rsaHash);
+      return toUint8Array(sign(hash, data, signingKey));
+    },
+    // With a callback, node:crypto signs on a thread of libuv's pool: the event loop goes on
+    // serving other requests meanwhile.
+    signAsync: (data, rsaHash) => {
+      const { hash, key: signingKey } = fixed ?? how(rsaHash);
+      return new Promise((resolve, reject) =>
+        sign(hash, data, signingKey, (error, signature) =>
+          error ? reject(error) : resolve(toUint8Array(signature)),
+        ),
+      );
+    },
   };
 }

@@ -322,6 +322,32 @@ describe("encoding details", () => {
     );
   });
 
+  it.each(caSpecs.map((spec) => describeKeySpec(spec)).filter((ca) => !ca.startsWith("ecdsa")))(
+    "signs off the event loop with %s to the very certificate it signs in place",
+    async (ca) => {
+      // Ed25519 and RSA PKCS#1 v1.5 are deterministic: with the nonce fixed, both lines are one.
+      const p = params(userKeys.get("ed25519")!, { nonce: new Uint8Array(16).fill(2) });
+      expect(await signers.get(ca)!.signAsync(p)).toBe(signers.get(ca)!.sign(p));
+    },
+  );
+
+  it("signs many certificates off the event loop at once without mixing their fields", async () => {
+    // The encoder is shared between calls: certificates in flight together must each keep theirs.
+    const signer = signers.get("ecdsa-P-256")!;
+    const subjects = Array.from({ length: 24 }, (_, i) => ({
+      key: userKeys.get(userKeySpecs.map((spec) => describeKeySpec(spec))[i % userKeySpecs.length]!)!,
+      keyId: `cert-${i}`,
+    }));
+    const lines = await Promise.all(
+      subjects.map(({ key, keyId }) => signer.signAsync(params(key, { keyId, principals: [keyId] }))),
+    );
+    for (const [i, line] of lines.entries()) {
+      const listing = await keygenList(line);
+      expect(listing).toContain(`Key ID: "cert-${i}"`);
+      expect(listing).toContain(subjects[i]!.key.fingerprint);
+    }
+  });
+
   it("uses a fresh random nonce per certificate when none is given", () => {
     const p = params(userKeys.get("ed25519")!);
     const a = decode(signers.get("ed25519")!.sign(p));

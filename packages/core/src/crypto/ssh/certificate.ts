@@ -38,7 +38,7 @@ export interface SshCertificateParams {
   readonly comment?: string;
 }
 
-/** A CA key parsed once, signing any number of certificates synchronously. */
+/** A CA key parsed once, signing any number of certificates. */
 export interface SshCertificateSigner {
   readonly spec: CaKeySpec;
   /** The CA's public key blob, which certificates carry as their signature key. */
@@ -49,6 +49,11 @@ export interface SshCertificateSigner {
   readonly signatureAlgorithm: string;
   /** Returns the `<type>-cert-v01@openssh.com <base64>[ <comment>]` line. */
   sign(params: SshCertificateParams): string;
+  /**
+   * The same line, its signature made off the event loop where the key can (a software key, on
+   * libuv's thread pool), so that one process signs on more than one core.
+   */
+  signAsync(params: SshCertificateParams): Promise<string>;
 }
 
 /** The extensions `ssh-keygen -s` grants user certificates by default; stock sshd needs `permit-pty` for a terminal. */
@@ -63,6 +68,7 @@ export const standardUserExtensions: Readonly<Record<string, string>> = Object.f
 interface SigningMethod {
   readonly signatureAlgorithm: string;
   sign(data: Uint8Array): Uint8Array;
+  signAsync(data: Uint8Array): Promise<Uint8Array>;
 }
 
 /** Splits an IEEE P1363 ECDSA signature (r || s) into the SSH form: mpint r, mpint s (RFC 5656 section 3.1.2). */
@@ -90,17 +96,29 @@ function mpintParts(unsigned: Uint8Array): { magnitude: Uint8Array; length: numb
 
 function signingMethod(key: CaSigningKey): SigningMethod {
   const spec = key.spec;
+  // A key without an off-loop signature (a PKCS#11 token's) signs in place.
+  const raw = (data: Uint8Array) =>
+    key.signAsync ? key.signAsync(data, "sha512") : Promise.resolve(key.sign(data, "sha512"));
   switch (spec.type) {
     case "ed25519":
-      return { signatureAlgorithm: "ssh-ed25519", sign: (data) => key.sign(data, "sha512") };
+      return {
+        signatureAlgorithm: "ssh-ed25519",
+        sign: (data) => key.sign(data, "sha512"),
+        signAsync: raw,
+      };
     case "ecdsa":
       return {
         signatureAlgorithm: specAlgorithm[spec.curve]!,
         sign: (data) => ecdsaSignatureBlob(key.sign(data, "sha512")),
+        signAsync: async (data) => ecdsaSignatureBlob(await raw(data)),
       };
     case "rsa":
       // OpenSSH 8.2+ refuses ssh-rsa (SHA-1) signatures on certificates (CASignatureAlgorithms).
-      return { signatureAlgorithm: "rsa-sha2-512", sign: (data) => key.sign(data, "sha512") };
+      return {
+        signatureAlgorithm: "rsa-sha2-512",
+        sign: (data) => key.sign(data, "sha512"),
+        signAsync: raw,
+      };
   }
 }
 
@@ -307,7 +325,8 @@ export function sshCertificateSignerOf(caKey: CaSigningKey): SshCertificateSigne
   const method = signingMethod(caKey);
   const publicKeyBlob = sshPublicKeyBlob(caKey.publicKeySpkiDer);
   const publicKeyLine = `${specAlgorithm[caSpec.type === "ecdsa" ? caSpec.curve : caSpec.type]} ${encodeBase64(publicKeyBlob)}`;
-  // Reused across calls: sign() is synchronous, so no two certificates share it at once.
+  // Reused across calls: it is written and read within one synchronous stretch each time (the
+  // off-loop signature works on a copy), so no two certificates share it at once.
   const out = new CertificateEncoder();
 
   return {
@@ -316,52 +335,70 @@ export function sshCertificateSignerOf(caKey: CaSigningKey): SshCertificateSigne
     publicKeyLine,
     signatureAlgorithm: method.signatureAlgorithm,
     sign(params) {
-      const { publicKey, principals } = params;
-      const after = seconds(params.validAfter, "validAfter");
-      const before = seconds(params.validBefore, "validBefore");
-      if (after >= before) throw new RangeError("validAfter must be before validBefore (in whole seconds)");
-      const nonce = params.nonce ?? freshNonce();
-      if (nonce.length < 16 || nonce.length > 64) throw new RangeError("nonce must be 16 to 64 bytes");
-      if (principals.length === 0) throw new TypeError("a certificate needs at least one principal");
-      assertText(params.keyId, "keyId");
-      const typeCode = params.type === "user" ? 1 : params.type === "host" ? 2 : undefined;
-      if (typeCode === undefined) throw new TypeError(`unknown certificate type ${String(params.type)}`);
-      const comment = params.comment ?? publicKey.comment;
-      if (/[\r\n\0]/.test(comment)) throw new TypeError("comment must not contain line breaks or NUL");
-      // sk-ssh-ed25519@openssh.com becomes sk-ssh-ed25519-cert-v01@openssh.com.
-      const certType = `${publicKey.algorithm.replace(/@openssh\.com$/, "")}-cert-v01@openssh.com`;
-
+      const { certType, comment } = writeToBeSigned(out, params);
+      return finish(out, certType, comment, method.sign(out.view()));
+    },
+    async signAsync(params) {
+      const { certType, comment } = writeToBeSigned(out, params);
+      // The encoder is shared: the bytes to sign are copied out before the thread hand-off, and
+      // the certificate is written again from them once the signature is back.
+      const toBeSigned = out.view().slice();
+      const signature = await method.signAsync(toBeSigned);
       out.reset();
-      out.text(certType);
-      out.bytes(nonce);
-      out.raw(keyFields(publicKey));
-      out.uint64(params.serial);
-      out.uint32(typeCode);
-      out.text(params.keyId);
-      const principalList = out.open();
-      for (const principal of principals) {
-        if (principal === "") throw new TypeError("principals must not be empty strings");
-        assertText(principal, "principal");
-        out.text(principal);
-      }
-      out.close(principalList);
-      out.uint64(after);
-      out.uint64(before);
-      writeOptionList(out, params.criticalOptions, "critical option");
-      writeOptionList(out, params.extensions, "extension");
-      out.uint32(0); // reserved
-      out.bytes(publicKeyBlob);
-
-      const signature = method.sign(out.view());
-      const signatureBlob = out.open();
-      out.text(method.signatureAlgorithm);
-      out.bytes(signature);
-      out.close(signatureBlob);
-
-      const line = `${certType} ${toBase64(out.view())}`;
-      return comment === "" ? line : `${line} ${comment}`;
+      out.raw(toBeSigned);
+      return finish(out, certType, comment, signature);
     },
   };
+
+  /** Appends the signature to the signed part in `encoder` and returns the certificate line. */
+  function finish(encoder: CertificateEncoder, certType: string, comment: string, signature: Uint8Array) {
+    const signatureBlob = encoder.open();
+    encoder.text(method.signatureAlgorithm);
+    encoder.bytes(signature);
+    encoder.close(signatureBlob);
+    const line = `${certType} ${toBase64(encoder.view())}`;
+    return comment === "" ? line : `${line} ${comment}`;
+  }
+
+  /** Checks `params` and writes the certificate up to its signature into `encoder`. */
+  function writeToBeSigned(out: CertificateEncoder, params: SshCertificateParams) {
+    const { publicKey, principals } = params;
+    const after = seconds(params.validAfter, "validAfter");
+    const before = seconds(params.validBefore, "validBefore");
+    if (after >= before) throw new RangeError("validAfter must be before validBefore (in whole seconds)");
+    const nonce = params.nonce ?? freshNonce();
+    if (nonce.length < 16 || nonce.length > 64) throw new RangeError("nonce must be 16 to 64 bytes");
+    if (principals.length === 0) throw new TypeError("a certificate needs at least one principal");
+    assertText(params.keyId, "keyId");
+    const typeCode = params.type === "user" ? 1 : params.type === "host" ? 2 : undefined;
+    if (typeCode === undefined) throw new TypeError(`unknown certificate type ${String(params.type)}`);
+    const comment = params.comment ?? publicKey.comment;
+    if (/[\r\n\0]/.test(comment)) throw new TypeError("comment must not contain line breaks or NUL");
+    // sk-ssh-ed25519@openssh.com becomes sk-ssh-ed25519-cert-v01@openssh.com.
+    const certType = `${publicKey.algorithm.replace(/@openssh\.com$/, "")}-cert-v01@openssh.com`;
+
+    out.reset();
+    out.text(certType);
+    out.bytes(nonce);
+    out.raw(keyFields(publicKey));
+    out.uint64(params.serial);
+    out.uint32(typeCode);
+    out.text(params.keyId);
+    const principalList = out.open();
+    for (const principal of principals) {
+      if (principal === "") throw new TypeError("principals must not be empty strings");
+      assertText(principal, "principal");
+      out.text(principal);
+    }
+    out.close(principalList);
+    out.uint64(after);
+    out.uint64(before);
+    writeOptionList(out, params.criticalOptions, "critical option");
+    writeOptionList(out, params.extensions, "extension");
+    out.uint32(0); // reserved
+    out.bytes(publicKeyBlob);
+    return { certType, comment };
+  }
 }
 
 /**
