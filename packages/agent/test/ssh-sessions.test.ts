@@ -6,7 +6,7 @@
  * home), so its rc files are the test's.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -589,7 +589,8 @@ describe("plain ssh logins as sessions of the platform", () => {
       }
       return text;
     };
-    // asciinema is not installed here: the structure of asciicast v2 is checked instead.
+    // asciinema reads them as asciinema files; their structure is checked too.
+    for (const r of recordings) expect(await asciinemaCat(await file(r.id))).not.toBe("");
     const parsed = await Promise.all(
       recordings.map(async (r) => {
         const [header, ...events] = (await file(r.id))
@@ -622,6 +623,7 @@ describe("plain ssh logins as sessions of the platform", () => {
         .map((e) => e[2])
         .join(""),
     ).toBe("out\n");
+    expect(await asciinemaCat(await file(recordings.find((r) => r.kind === "exec")!.id))).toBe("out\n");
     expect(command.events.at(-1)).toEqual([expect.any(Number), "m", "exit status 4"]);
     await ada.daemons.updateDaemon({ workspaceId, id: daemonId, config: { recordSessions: false } });
   });
@@ -678,7 +680,127 @@ describe("plain ssh logins as sessions of the platform", () => {
     const from = agent.lines.length;
     const open = await ssh(first, [], ["echo ran"]).done;
     expect(open.stdout).toBe("ran\n");
-    await agent.waitFor((l) => l.msg === "ssh login not registered: the server cannot be reached", from);
+    await agent.waitFor((l) => l.msg === "ssh login held offline: the server cannot be reached", from);
     await back();
   });
+
+  it("keeps logins made while the control stream is cut on disk, across a restart of the agent, and registers them with their recordings once it is back", {
+    timeout: 180_000,
+  }, async () => {
+    const { port } = server;
+    const spoolDir = join(dir, "state", "ssh-spool");
+    await until(async () => (await readFile(join(sshdDir, "login_policy"), "utf8")) === "open\n");
+    let from = agent.lines.length;
+    await ada.daemons.updateDaemon({ workspaceId, id: daemonId, config: { recordSessions: true } });
+    await agent.waitFor((l) => l.msg === "synced", from);
+    // Whatever the login before left in the spool is uploaded and gone.
+    await until(async () => (await readdir(spoolDir)).length === 0);
+    from = agent.lines.length;
+    await server.close();
+    await agent.waitFor((l) => l.msg === "control stream ended: reconnecting", from);
+
+    // A command that ends while the server is away...
+    const offlineStart = new Date();
+    const exec = await ssh(first, [], ["echo ran-offline; exit 7"]).done;
+    expect(exec).toMatchObject({ code: 7, stdout: "ran-offline\n" });
+    const held = await agent.waitFor(
+      (l) => l.msg === "ssh login held offline: the server cannot be reached",
+      from,
+    );
+    expect(held.level).toBe("warn");
+    const [folder] = await readdir(spoolDir);
+    expect((await stat(spoolDir)).mode & 0o777).toBe(0o700);
+    expect((await stat(join(spoolDir, folder!))).mode & 0o777).toBe(0o700);
+    await until(async () => (await readdir(join(spoolDir, folder!))).includes("end.json"));
+    for (const file of await readdir(join(spoolDir, folder!))) {
+      expect((await stat(join(spoolDir, folder!, file))).mode & 0o777, file).toBe(0o600);
+    }
+    // ...is still there after the agent restarted, the server still away.
+    await agent.stop();
+    agent = runAgent(agentArgs);
+    await agent.waitFor((l) => l.msg === "control stream ended: reconnecting", 0);
+    expect(await readdir(spoolDir)).toEqual([folder]);
+
+    // A login that began while the server was away and still runs when it is back.
+    const live = ssh(first, [], ["echo begun; sleep 60"]);
+    let liveOut = "";
+    live.child.stdout!.on("data", (d: Buffer) => {
+      liveOut += d.toString("utf8");
+    });
+    await until(() => liveOut.includes("begun"));
+    expect(await readdir(spoolDir)).toHaveLength(2);
+
+    from = agent.lines.length;
+    const backAt = Date.now();
+    server = await startServer(port);
+    await agent.waitFor((l) => l.msg === "synced", from);
+    const listed = await until(async () =>
+      (await liveLogins()).find((s) => s.command === "echo begun; sleep 60"),
+    );
+    expect(listed).toMatchObject({ subjectName: "Ada Lovelace", username: login, kind: SessionKind.EXEC });
+    expect(Number(listed.startedAt!.seconds) * 1000).toBeLessThan(backAt);
+    // Registered, it is a login like any other: an administrator closes it.
+    await ada.daemons.closeSession({ workspaceId, daemonId, sessionId: listed.sessionId });
+    const closed = await live.done;
+    expect(closed.stderr).toContain("this session was ended: closed from the platform by Ada Lovelace");
+
+    const recordings = await until(async () => {
+      const { recordings } = await ada.recordings.listRecordings({ workspaceId, limit: 100 });
+      const offline = recordings.filter(
+        (r) =>
+          r.complete &&
+          (r.command === "echo ran-offline; exit 7" || r.command === "echo begun; sleep 60") &&
+          Number(r.startedAt!.seconds) >= Math.floor(offlineStart.getTime() / 1000),
+      );
+      return offline.length === 2 && offline;
+    });
+    const execRecording = recordings.find((r) => r.command === "echo ran-offline; exit 7")!;
+    expect(Number(execRecording.startedAt!.seconds) * 1000).toBeLessThan(backAt);
+    const execCast = await castOf(execRecording.id);
+    expect(execCast.output).toBe("ran-offline\n");
+    expect(execCast.events.at(-1)).toEqual([expect.any(Number), "m", "exit status 7"]);
+    expect(await asciinemaCat(execCast.text)).toBe("ran-offline\n");
+    const liveCast = await castOf(recordings.find((r) => r.command === "echo begun; sleep 60")!.id);
+    expect(liveCast.output).toContain("begun");
+    // Both are audited, the command with how it ended while the server was away.
+    const entries = await until(async () => {
+      const found = await auditOf(execRecording.id);
+      return found.length === 2 && found;
+    });
+    expect(entries.find((e) => e.action === "ssh_session.end")?.resourceName).toContain(
+      "ended: the login ended (exit 7)",
+    );
+    // Uploaded, the spool is empty.
+    await until(async () => (await readdir(spoolDir)).length === 0);
+    await ada.daemons.updateDaemon({ workspaceId, id: daemonId, config: { recordSessions: false } });
+  });
 });
+
+/** The recording's file: its text, header, events and the output events' text joined. */
+async function castOf(recordingId: string) {
+  let text = "";
+  for await (const message of ada.recordings.getRecording({ workspaceId, recordingId })) {
+    if (message.msg.case === "chunk") text += Buffer.from(message.msg.value).toString("utf8");
+  }
+  const [header, ...events] = text
+    .trimEnd()
+    .split("\n")
+    .map((l) => JSON.parse(l));
+  const typed = events as [number, string, string][];
+  const output = typed
+    .filter((e) => e[1] === "o")
+    .map((e) => e[2])
+    .join("");
+  return { text, header, events: typed, output };
+}
+
+/**
+ * What `asciinema cat` (Debian's asciinema 2.2) prints of a recording: asciinema itself reads the
+ * file, and fails on one it cannot. It opens /dev/tty, so it runs in a terminal of `script`'s.
+ */
+async function asciinemaCat(cast: string): Promise<string> {
+  const file = join(dir, `${Math.random().toString(36).slice(2)}.cast`);
+  await writeFile(file, cast);
+  const { stdout } = await run("script", ["-qec", `asciinema cat ${file}`, "/dev/null"]);
+  return stdout;
+}
