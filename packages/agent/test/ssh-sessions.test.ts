@@ -653,7 +653,7 @@ describe("plain ssh logins as sessions of the platform", () => {
     expect((await ssh(first, [], ["echo back"]).done).stdout).toBe("back\n");
   });
 
-  it("with the control stream cut, follows the daemon's policy: refuses logins when it requires recording, runs them unregistered otherwise", {
+  it("with the control stream cut, follows the daemon's policy: refuses logins when it requires recording, keeps them for later otherwise", {
     timeout: 120_000,
   }, async () => {
     const { port } = server;
