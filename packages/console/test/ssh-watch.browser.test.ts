@@ -1,7 +1,8 @@
 /**
  * Watching a live SSH login in the console, in Debian's chromium against a real server: the
  * owner sees a Watch button beside a live SSH login of a recording daemon, and the read-only view
- * shows what the login wrote so far, then what the daemon appends, then that it ended and how.
+ * shows what the login wrote so far, then what the daemon appends (within a second), then that it
+ * ended and how; the Recordings page then lists the login with who, where, as whom, what and how long.
  */
 import { spawnSync } from "node:child_process";
 import { createServer as createNetServer } from "node:net";
@@ -112,8 +113,11 @@ describe("watching an SSH login in the console", { timeout: 90_000 }, () => {
     const screen = page.locator(".xterm-rows");
     await screen.filter({ hasText: "first-line-before-watch" }).waitFor();
 
+    const appendedAt = Date.now();
     await append(`${JSON.stringify([0.5, "o", "appended-while-watching\r\n"])}\n`);
     await screen.filter({ hasText: "appended-while-watching" }).waitFor();
+    // From the agent's append to the watcher's screen: well within a second.
+    expect(Date.now() - appendedAt).toBeLessThan(1_000);
 
     await agent.endSSHSession({ sessionId: login.id, exitStatus: 0, reason: "the login ended (exit 0)" });
     await append(`${JSON.stringify([1, "m", "exit status 0"])}\n`, true);
@@ -121,6 +125,24 @@ describe("watching an SSH login in the console", { timeout: 90_000 }, () => {
       .getByTestId("watch-state")
       .filter({ hasText: "Login ended: the login ended: the login ended (exit 0)" })
       .waitFor();
+
+    // The recordings list says who, where, as whom, what, when and for how long.
+    await page.goto(`${base}/w/${world.workspaceId}/recordings`);
+    const row = page
+      .getByRole("row")
+      .filter({ has: page.getByRole("button", { name: `Play recording ${login.id.slice(0, 8)}` }) });
+    await row.waitFor();
+    const [started, who, where, as, what, howLong, , state] = await row.getByRole("cell").allInnerTexts();
+    expect(started).not.toBe("");
+    expect(who).not.toBe("");
+    expect(who).not.toBe(world.userId.slice(0, 8));
+    expect({ where, as, what, state }).toEqual({
+      where: "watch-web-1",
+      as: "ubuntu",
+      what: "ssh from 203.0.113.7:50022",
+      state: "complete",
+    });
+    expect(howLong).toMatch(/^\d+ s$/);
     await context.close();
   });
 });
