@@ -238,7 +238,7 @@ export const beginSshSession = defineOperation({
       throw new PermissionDeniedError(decision.message, { reason: "SSH_COMMAND_NOT_ALLOWED" });
     }
     const session: SshSessionRecord = {
-      id: services.random.uuid(),
+      id: offline?.id ?? services.random.uuid(),
       workspaceId: caller.workspaceId,
       daemonId: daemon.id,
       subjectId: issued.requesterId,
