@@ -145,4 +145,67 @@ describe("watching an SSH login in the console", { timeout: 90_000 }, () => {
     expect(howLong).toMatch(/^\d+ s$/);
     await context.close();
   });
+
+  it("closes a watched login from the Sessions page, and the watch says who closed it", async () => {
+    const daemon = await world.daemonOnline("watch-web-2");
+    await world.admin.updateDaemon(
+      { workspaceId: world.workspaceId, id: daemon.id, config: { recordSessions: true } },
+      world.auth,
+    );
+    const storage = server.platform.services.storage;
+    const target = await storage.targets.findById(world.workspaceId, daemon.targetId);
+    const id = crypto.randomUUID();
+    await storage.sshSessions.insert({
+      id,
+      workspaceId: world.workspaceId,
+      daemonId: daemon.id,
+      subjectId: world.userId,
+      subjectType: "user",
+      username: "ubuntu",
+      caId: target!.caId,
+      certificateSerial: "4343",
+      keyId: "owner@laptop",
+      clientAddress: "203.0.113.8:50022",
+      kind: "exec",
+      command: "tail -f /var/log/syslog",
+      tty: false,
+      recorded: true,
+      startedAt: new Date(),
+      endedAt: null,
+      exitStatus: null,
+      bytesIn: 0,
+      bytesOut: 0,
+      endedBy: "",
+      endReason: "",
+    });
+    const agent = createClient(DaemonService, daemonTransport(server.url, daemon.daemon));
+    await agent.appendSSHRecording({
+      sessionId: id,
+      offset: 0n,
+      data: new TextEncoder().encode(
+        `{"version":2,"width":80,"height":24,"timestamp":1795262400}\n${JSON.stringify([0.1, "o", "watched-before-close\r\n"])}\n`,
+      ),
+    });
+    const owner = await storage.users.findById(world.userId);
+
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    await page.goto(`${base}/w/${world.workspaceId}/sessions`);
+    await page.getByRole("heading", { level: 1, name: "Sign in" }).waitFor();
+    await page.getByLabel("Email", { exact: true }).fill(world.email);
+    await page.getByLabel("Password", { exact: true }).fill(world.password);
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
+    await page.getByRole("button", { name: `Watch session ${id.slice(0, 8)}` }).click();
+    await page.locator(".xterm-rows").filter({ hasText: "watched-before-close" }).waitFor();
+    await page.getByRole("button", { name: `Close session ${id.slice(0, 8)}` }).click();
+    await page.getByRole("button", { name: `Yes, close session ${id.slice(0, 8)}` }).click();
+    await page
+      .getByTestId("watch-state")
+      .filter({ hasText: `(closed from the platform by ${owner!.name})` })
+      .waitFor();
+    expect(await storage.sshSessions.findById(world.workspaceId, id)).toMatchObject({
+      endedBy: `user:${world.userId}`,
+    });
+    await context.close();
+  });
 });
