@@ -196,7 +196,7 @@ describe("watching an SSH login in the console", { timeout: 90_000 }, () => {
     await page.getByLabel("Password", { exact: true }).fill(world.password);
     await page.getByRole("button", { name: "Sign in", exact: true }).click();
     await page.getByRole("button", { name: `Watch session ${id.slice(0, 8)}` }).click();
-    await page.locator(".xterm-rows").filter({ hasText: "watched-before-close" }).waitFor();
+    await page.getByTestId("watch-state").filter({ hasText: "Watching (read-only)" }).waitFor();
     await page.getByRole("button", { name: `Close session ${id.slice(0, 8)}` }).click();
     await page.getByRole("button", { name: `Yes, close session ${id.slice(0, 8)}` }).click();
     await page
