@@ -426,7 +426,7 @@ export class SshSpool {
 }
 
 /** An asciicast marker line at the time `atMs` (or now) since the login's start. */
-export function markerLine(
+function markerLine(
   login: Pick<LoginFile, "startedAt">,
   atMs: number | undefined,
   text: string,
