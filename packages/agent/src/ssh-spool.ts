@@ -426,11 +426,7 @@ export class SshSpool {
 }
 
 /** An asciicast marker line at the time `atMs` (or now) since the login's start. */
-function markerLine(
-  login: Pick<LoginFile, "startedAt">,
-  atMs: number | undefined,
-  text: string,
-): Buffer {
+function markerLine(login: Pick<LoginFile, "startedAt">, atMs: number | undefined, text: string): Buffer {
   const seconds = Math.max(0, Math.round((atMs ?? Date.now()) - Date.parse(login.startedAt)) / 1000);
   return Buffer.from(`${JSON.stringify([seconds, "m", text])}\n`);
 }
