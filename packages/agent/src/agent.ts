@@ -54,6 +54,7 @@ import { cannotRunAs } from "./pty-shell.js";
 import { type RunningSession, runSession } from "./session.js";
 import { keyBlobOf, parseSshCertificate, type SshCertificate } from "./ssh-key.js";
 import { SshLoginServer } from "./ssh-logins.js";
+import { readLoginSettings, SshSpool, spoolLimits, writeLoginSettings } from "./ssh-spool.js";
 import { defaultSshdDir, type PrincipalsMap, SshdFiles, usernamePattern } from "./sshd-files.js";
 import { prepareLoginControl, writeLoginPolicy } from "./sshd-match.js";
 import { AgentState, type Enrolment } from "./state.js";
@@ -79,6 +80,8 @@ export interface AgentOptions {
   readonly backoff?: BackoffOptions;
   /** The Unix socket the session wrappers report SSH logins to; `<stateDir>/sessions.sock` by default. */
   readonly sessionsSocket?: string;
+  /** The most the spool of logins begun while the server cannot be reached holds, in bytes (64 MiB). */
+  readonly sshSpoolMaxBytes?: number;
   /** Between heartbeats on the control stream (5 minutes). */
   readonly heartbeatIntervalMs?: number;
 }
@@ -142,13 +145,24 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
   let principals: PrincipalsMap = await files.readPrincipals();
   // Certificates sshd's principals command refused are reported (and audited) at once.
   await watchRefusals(files.dir, () => void requestSync(false), stopping.signal);
-  let requireRecording = false;
-  const logins = new SshLoginServer({
+  // The daemon's recording settings as last synced, kept for logins that begin while the server
+  // cannot be reached, also across a restart of the agent.
+  let { requireRecording, recordSessions } = await readLoginSettings(options.stateDir);
+  const spool = await SshSpool.open({
+    dir: join(options.stateDir, "ssh-spool"),
+    maxBytes: options.sshSpoolMaxBytes ?? spoolLimits.defaultMaxBytes,
+    client,
+    log,
+    onRegistered: (login) => logins.adopt(login),
+  });
+  const logins: SshLoginServer = new SshLoginServer({
     // The command line gives /run/wap-agent/sessions.sock; a library caller gets its own.
     socketPath: options.sessionsSocket ?? join(options.stateDir, "sessions.sock"),
     client,
     log,
     requireRecording: () => requireRecording,
+    recordSessions: () => recordSessions,
+    spool,
     events: {
       begun: (login) => events.emit("ssh-login-begun", login),
       refused: (login) => events.emit("ssh-login-refused", login),
@@ -227,7 +241,13 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
     if (await files.writePrincipals(next)) changed.push("principals");
     principals = next;
     requireRecording = res.config?.requireRecording ?? false;
+    recordSessions = res.config?.recordSessions ?? false;
     if (await writeLoginPolicy(files.dir, requireRecording)) changed.push("login_policy");
+    await writeLoginSettings(options.stateDir, { requireRecording, recordSessions }).catch((error) =>
+      log({ level: "warn", msg: "the recording settings cannot be kept", error: explain(error) }),
+    );
+    // Logins kept while the server could not be reached: it can be now.
+    if (spool.size > 0) void spool.drain();
     let renewIn = fullSyncEveryMs;
     if (res.status === DaemonStatus.ACCEPTED) {
       const current = await currentCertificate();
@@ -466,6 +486,7 @@ export async function startAgent(options: AgentOptions): Promise<Agent> {
       clearTimeout(nextSync);
       await Promise.all([...sessions.values()].map((s) => s.end("the agent is stopping")));
       await logins.close();
+      spool.close();
       client.close();
       finish({ exitCode, reason });
     })();

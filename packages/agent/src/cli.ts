@@ -35,6 +35,15 @@ function withPrincipalsCommand(
 }
 
 /** `ip:port` (IPv6 in brackets), as SyncDaemon takes endpoints. */
+/** A size in bytes: a whole number from 1 MiB to 64 GiB. */
+function spoolBytes(value: string): number {
+  const bytes = Number(value);
+  if (!/^\d+$/.test(value) || bytes < 1024 * 1024 || bytes > 64 * 1024 ** 3) {
+    throw new InvalidArgumentError("expected a number of bytes from 1048576 (1 MiB) to 68719476736 (64 GiB)");
+  }
+  return bytes;
+}
+
 function sshAddress(value: string, previous: string[] = []): string[] {
   const match = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(value);
   const host = match?.[1] ?? match?.[2] ?? "";
@@ -115,6 +124,11 @@ export function program(): Command {
       "the Unix socket the session wrapper reports SSH logins to",
       defaultSessionsSocket,
     )
+    .option(
+      "--ssh-spool-max-bytes <bytes>",
+      "the most the files of SSH logins kept while the server cannot be reached hold (default 67108864: 64 MiB)",
+      spoolBytes,
+    )
     .action(
       async (opts: {
         stateDir: string;
@@ -123,12 +137,14 @@ export function program(): Command {
         sshAddress?: string[];
         hostKey: string;
         sessionsSocket: string;
+        sshSpoolMaxBytes?: number;
       }) => {
         const agent = await startAgent({
           stateDir: opts.stateDir,
           sshdDir: opts.sshdDir,
           hostKeyFile: opts.hostKey,
           sessionsSocket: opts.sessionsSocket,
+          ...(opts.sshSpoolMaxBytes !== undefined && { sshSpoolMaxBytes: opts.sshSpoolMaxBytes }),
           ...(opts.reloadCommand && { reloadCommand: opts.reloadCommand }),
           ...(opts.sshAddress && { sshAddresses: opts.sshAddress }),
           log: jsonLineLogger(),

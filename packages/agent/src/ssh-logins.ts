@@ -38,6 +38,7 @@ import { explain, isRefusal } from "./errors.js";
 import type { Logger } from "./log.js";
 import { isSftpServerCommand } from "./sftp-transfers.js";
 import { LoginRecording } from "./ssh-recording.js";
+import type { SpooledLogin, SshSpool } from "./ssh-spool.js";
 
 export const defaultSessionsSocket = "/run/wap-agent/sessions.sock";
 
@@ -66,11 +67,14 @@ export interface LoginFacts {
 
 /** A login the agent follows. */
 interface Login {
-  readonly id: string;
+  /** The server's session id (`local-<offline id>` until a login kept offline is registered). */
+  id: string;
   readonly pid: number;
   readonly facts: LoginFacts;
   readonly socket: Socket;
   readonly recording: LoginRecording | undefined;
+  /** A login that began while the server could not be reached, kept in the spool. */
+  readonly spooled: SpooledLogin | undefined;
   ended: boolean;
   terminating?: string;
 }
@@ -88,6 +92,10 @@ export interface SshLoginServerOptions {
   readonly events: SshLoginEvents;
   /** The daemon's policy: refuse logins that cannot be registered. */
   readonly requireRecording: () => boolean;
+  /** Whether the daemon recorded sessions at the last sync (for logins begun offline). */
+  readonly recordSessions: () => boolean;
+  /** Where logins that begin while the server cannot be reached are kept until it can. */
+  readonly spool?: SshSpool;
   /** Read instead of /proc (tests of the parsing only). */
   readonly procRoot?: string;
 }
@@ -214,6 +222,16 @@ export class SshLoginServer {
     return [...this.#logins.keys()];
   }
 
+  /** A login kept offline was registered: from now on it answers to the server's id. */
+  adopt(spooled: SpooledLogin): void {
+    const login = [...this.#logins.values()].find((l) => l.spooled === spooled);
+    if (!login || login.ended || spooled.sessionId === undefined) return;
+    this.#logins.delete(login.id);
+    login.id = spooled.sessionId;
+    this.#logins.set(login.id, login);
+    this.#options.log({ level: "info", msg: "ssh login held offline: registered", sessionId: login.id });
+  }
+
   /** Ends a login the server says must end (`terminateSession`); unknown ids are ignored. */
   terminate(sessionId: string, reason: string): boolean {
     const login = this.#logins.get(sessionId);
@@ -322,6 +340,7 @@ export class SshLoginServer {
     if (this.#logins.size >= loginLimits.maxLogins) return refuse(`${loginLimits.maxLogins} logins are live`);
     let sessionId: string;
     let record = false;
+    let spooled: SpooledLogin | undefined;
     let requireRecording = this.#options.requireRecording();
     try {
       const res = await client.daemons.beginSSHSession(
@@ -346,11 +365,16 @@ export class SshLoginServer {
       // within the command list the certificate carries (the server applies it when reachable).
       const decision = commandDecision(facts);
       if (!decision.allowed) return refuse(decision.message);
-      sessionId = `local-${randomUUID()}`;
+      spooled = await this.#hold(facts);
+      sessionId = `local-${spooled?.login.offlineId ?? randomUUID()}`;
+      record = spooled?.login.recorded ?? false;
       log({
         level: "warn",
-        msg: "ssh login not registered: the server cannot be reached",
+        msg: spooled
+          ? "ssh login held offline: the server cannot be reached"
+          : "ssh login not registered: the server cannot be reached",
         error: explain(error),
+        ...(!spooled && { spool: "full" }),
       });
     }
     if (socket.destroyed) return undefined;
@@ -365,9 +389,10 @@ export class SshLoginServer {
           size,
           requireRecording,
           onCannotStore: (reason) => this.terminate(sessionId, reason),
+          ...(spooled && { spool: spooled }),
         })
       : undefined;
-    const login: Login = { id: sessionId, pid, facts, socket, recording, ended: false };
+    const login: Login = { id: sessionId, pid, facts, socket, recording, spooled, ended: false };
     this.#logins.set(sessionId, login);
     send(socket, { type: "ok", sessionId, record });
     log({
@@ -382,6 +407,22 @@ export class SshLoginServer {
     return login;
   }
 
+  /** Keeps the login in the spool; undefined when there is none or it is full. */
+  async #hold(facts: LoginFacts): Promise<SpooledLogin | undefined> {
+    const { spool, log } = this.#options;
+    if (!spool || facts.certificate === undefined) return undefined;
+    const { certificate, username, kind, command, tty, clientAddress } = facts;
+    try {
+      return await spool.begin(
+        { certificate, username, kind, command, tty, clientAddress },
+        this.#options.recordSessions(),
+      );
+    } catch (error) {
+      log({ level: "error", msg: "ssh spool: the login cannot be written", error: explain(error) });
+      return undefined;
+    }
+  }
+
   async #end(
     login: Login,
     end: { exitStatus: number; bytesIn: number; bytesOut: number; reason: string },
@@ -391,6 +432,27 @@ export class SshLoginServer {
     this.#logins.delete(login.id);
     this.#options.events.ended({ sessionId: login.id, reason: end.reason });
     this.#options.log({ level: "info", msg: "ssh login ended", sessionId: login.id, ...end });
+    if (login.spooled) {
+      await login.recording?.finish(end.exitStatus);
+      try {
+        login.spooled.writeEnd({
+          endedAt: new Date().toISOString(),
+          ...end,
+          reason: login.spooled.gap
+            ? `${end.reason}; the recording stops early: the agent's spool was full`
+            : end.reason,
+        });
+      } catch (error) {
+        // Found at the next start without an end, it is registered as one whose end is unknown.
+        this.#options.log({
+          level: "error",
+          msg: "ssh spool: the end cannot be written",
+          error: explain(error),
+        });
+      }
+      void this.#options.spool?.drain();
+      return;
+    }
     if (login.id.startsWith("local-")) return;
     await login.recording?.finish(end.exitStatus);
     try {

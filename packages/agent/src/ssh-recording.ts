@@ -21,6 +21,7 @@ import type { DaemonClient } from "@wap/client";
 import { explain, isRefusal } from "./errors.js";
 import type { Logger } from "./log.js";
 import { SftpMarkers } from "./sftp-markers.js";
+import type { SpooledLogin } from "./ssh-spool.js";
 
 export const recordingLimits = {
   /** Output recorded of a command run without a terminal. */
@@ -47,6 +48,8 @@ export interface LoginRecordingOptions {
   readonly requireRecording: boolean;
   /** The recording cannot be stored and the daemon requires it: the login must end. */
   readonly onCannotStore: (reason: string) => void;
+  /** A login kept offline: the recording goes to its folder in the spool, not to the server. */
+  readonly spool?: SpooledLogin;
 }
 
 const validDimension = (n: unknown): n is number =>
@@ -62,6 +65,8 @@ export class LoginRecording {
   #stored = 0;
   #outputBytes = 0;
   #stopped = false;
+  /** Something of the recording is in the spool (its header at least). */
+  #spooled = false;
   #finishing = false;
   #uploading: Promise<void> | undefined;
   #timer: NodeJS.Timeout | undefined;
@@ -120,6 +125,7 @@ export class LoginRecording {
     if (!this.#stopped) this.#event("m", exitStatus < 0 ? "ended by a signal" : `exit status ${exitStatus}`);
     this.#finishing = true;
     clearTimeout(this.#timer);
+    if (this.#options.spool) return;
     for (let attempt = 0; attempt < 5 && !this.#stopped; attempt++) {
       await this.#upload(true);
       if (this.#pendingBytes === 0 && this.#failingSince === undefined) return;
@@ -134,13 +140,38 @@ export class LoginRecording {
   }
 
   #event(type: "o" | "r" | "m", data: string): void {
+    this.#push(this.#line(type, data));
+  }
+
+  #line(type: "o" | "r" | "m", data: string): string {
     const elapsed = Math.round(Date.now() - this.#startedAt) / 1000;
     this.#lastTime = Math.max(this.#lastTime, elapsed);
-    this.#push(`${JSON.stringify([this.#lastTime, type, data])}\n`);
+    return `${JSON.stringify([this.#lastTime, type, data])}\n`;
   }
 
   #push(line: string): void {
     const bytes = Buffer.from(line, "utf8");
+    const spool = this.#options.spool;
+    if (spool) {
+      if (this.#stopped) return;
+      if (spool.appendRecording(bytes)) {
+        this.#spooled = true;
+        return;
+      }
+      // The spool is full: the recording stops here, and says so with the login's reserve
+      // (unless not even its header fitted: then there is no recording to mark).
+      this.#stopped = true;
+      spool.gap = true;
+      if (!this.#spooled) return;
+      const full = `recording stopped: the agent's spool is full (${spool.budget.max} bytes); the rest of the login was not recorded`;
+      spool.appendFromReserve(Buffer.from(this.#line("m", full), "utf8"));
+      this.#options.log({
+        level: "warn",
+        msg: "ssh login recording stopped: the spool is full",
+        sessionId: this.#options.sessionId,
+      });
+      return;
+    }
     if (this.#pendingBytes + bytes.byteLength > recordingLimits.pendingBytes) {
       this.#cannotStore(`more than ${recordingLimits.pendingBytes} bytes of recording wait for the server`);
       return;
@@ -177,6 +208,13 @@ export class LoginRecording {
     }
   }
 
+  /** Drops the first `bytes` of what waits: the server has them. */
+  #dropSent(bytes: number): void {
+    const rest = Buffer.concat(this.#pending).subarray(bytes);
+    this.#pending = rest.byteLength > 0 ? [rest] : [];
+    this.#pendingBytes = rest.byteLength;
+  }
+
   async #send(final: boolean): Promise<void> {
     const { client, sessionId } = this.#options;
     try {
@@ -190,9 +228,8 @@ export class LoginRecording {
         );
         const acknowledged = Number(res.size) - this.#stored;
         this.#stored = Number(res.size);
-        const rest = all.subarray(Math.max(data.byteLength, acknowledged));
-        this.#pending = rest.byteLength > 0 ? [rest] : [];
-        this.#pendingBytes = rest.byteLength;
+        // What was pushed while the append was in flight (the exit marker, more output) stays.
+        this.#dropSent(Math.min(all.byteLength, Math.max(data.byteLength, acknowledged)));
         this.#failingSince = undefined;
         if (res.truncated) {
           this.#cannotStore("the recording reached its size limit");

@@ -6,30 +6,28 @@
  */
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { CertificateKeyType, DaemonStatus, SignSSHCertificateRequest_CertificateType } from "@wap/api";
-import { createPlatformClient, type PlatformClient } from "@wap/client";
-import { createArgon2PasswordHasher } from "@wap/core";
-import { createServer, type RunningServer, silentLogger } from "@wap/server";
-import { type AgentProcess, runAgent, wapAgent } from "@wap/test-kit/agent-process";
+import type { PlatformClient } from "@wap/client";
 import { findOrInstallSftpServer } from "@wap/test-kit/sftp-server-binary";
-import { type RunningSshd, startSshd } from "@wap/test-kit/sshd";
+import {
+  sshClientEnv as clientEnv,
+  sshLogin as login,
+  type SshUserCertificate,
+  type SshWorld,
+  startSshWorld,
+} from "@wap/test-kit/ssh-world";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const run = promisify(execFile);
-const login = "wapuser";
 
+let world: SshWorld;
 let dir: string;
 let home: string;
-let server: RunningServer;
-let sshd: RunningSshd;
-let agent: AgentProcess;
 let ada: PlatformClient;
 let workspaceId: string;
-let identityFile: string;
+let certificate: SshUserCertificate;
 const seen = new Set<string>();
 
 async function until<T>(probe: () => T | Promise<T>): Promise<NonNullable<T>> {
@@ -40,33 +38,8 @@ async function until<T>(probe: () => T | Promise<T>): Promise<NonNullable<T>> {
   }
 }
 
-/** Options every client gets: the test's certificate, no config, no host key checks. */
-const clientOptions = () => [
-  "-F",
-  "/dev/null",
-  "-P",
-  String(sshd.port),
-  "-o",
-  "BatchMode=yes",
-  "-o",
-  "IdentitiesOnly=yes",
-  "-o",
-  `IdentityFile=${identityFile}`,
-  "-o",
-  `CertificateFile=${identityFile}-cert.pub`,
-  "-o",
-  "StrictHostKeyChecking=no",
-  "-o",
-  "UserKnownHostsFile=/dev/null",
-  "-o",
-  "LogLevel=ERROR",
-];
-
-function clientEnv(): NodeJS.ProcessEnv {
-  const env = { ...process.env };
-  delete env.SSH_AUTH_SOCK;
-  return env;
-}
+/** Options every client gets (sftp and scp name the port -P): the test's certificate, no config, no host key checks. */
+const clientOptions = () => world.clientOptions(certificate, "-P");
 
 /** The next recording completed after the ones seen: its header and events. */
 async function nextRecording(): Promise<{
@@ -94,99 +67,22 @@ async function nextRecording(): Promise<{
 const markers = (events: [number, string, string][]) => events.filter((e) => e[1] === "m").map((e) => e[2]);
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "wap-sftp-recordings-"));
-  home = join(dir, "home");
-  const sshdDir = join(dir, "sshd");
-  const socket = join(dir, "sessions.sock");
-  await mkdir(join(home, ".ssh"), { recursive: true, mode: 0o755 });
-  server = await createServer({
-    host: "127.0.0.1",
-    port: 0,
-    dataDir: join(dir, "server"),
-    logger: silentLogger,
-    rateLimit: { authenticatedPoints: 0, anonymousPoints: 0 },
-    shutdownGraceSeconds: 1,
-    platformOptions: { passwords: createArgon2PasswordHasher({ memoryCost: 1024, timeCost: 1 }) },
+  world = await startSshWorld({
+    name: "wap-sftp-recordings",
+    daemonName: "files-1",
+    sftpServer: await findOrInstallSftpServer(),
   });
-  ada = createPlatformClient({ baseUrl: server.url });
-  await ada.auth.register({
-    name: "Ada Lovelace",
-    email: "ada@example.com",
-    username: "ada",
-    password: "correct horse battery staple",
-  });
-  await ada.login("ada@example.com", "correct horse battery staple");
-  const userId = (await ada.users.whoami({})).user!.id;
-  workspaceId = (await ada.workspaces.createWorkspace({ name: "Engines" })).workspace!.id;
-  const caId = (
-    await ada.certificates.createCertificateAuthority({
-      workspaceId,
-      name: "ssh",
-      keyType: CertificateKeyType.ED25519,
-    })
-  ).certificateAuthority!.id;
-  const token = (await ada.daemons.refreshEnrollToken({ workspaceId })).token;
-  const config = await wapAgent(["sshd-config", "--sshd-dir", sshdDir, "--sessions-socket", socket]);
-  expect(config.code).toBe(0);
-  const lines = config.stdout.trim().split("\n");
-  sshd = await startSshd({
-    authConfig: [`Subsystem sftp ${await findOrInstallSftpServer()}`, ...lines],
-    passwdLines: [`${login}:x:0:0:wap test:${home}:/bin/bash`],
-  });
-  await writeFile(join(dir, "host_key.pub"), `${sshd.hostKeyLine}\n`);
-  const enrolled = await wapAgent(
-    ["enroll", "--server", server.url, "--state-dir", join(dir, "state"), "--name", "files-1"],
-    { WAP_ENROLL_TOKEN: token },
-  );
-  expect(enrolled.code).toBe(0);
-  const { daemonId, targetId } = JSON.parse(await readFile(join(dir, "state", "enrolment.json"), "utf8"));
-  agent = runAgent([
-    "--state-dir",
-    join(dir, "state"),
-    "--sshd-dir",
-    sshdDir,
-    "--reload-command",
-    `kill -HUP ${sshd.pid}`,
-    "--ssh-address",
-    `127.0.0.1:${sshd.port}`,
-    "--host-key",
-    join(dir, "host_key.pub"),
-    "--sessions-socket",
-    socket,
-  ]);
-  await agent.waitFor((l) => l.msg === "control stream open", 0);
-  await ada.daemons.updateDaemon({ workspaceId, id: daemonId, status: DaemonStatus.ACCEPTED });
-  await agent.waitFor((l) => l.msg === "sshd reloaded", 0);
-  await ada.principals.setPrincipals({ workspaceId, targetId, usernames: [login] });
-  const { principals } = await ada.principals.listPrincipals({ workspaceId, targetId, limit: 10, offset: 0 });
-  const from = agent.lines.length;
-  await ada.principals.addSubjectsToPrincipal({
-    workspaceId,
-    id: principals.find((p) => p.username === login)!.id,
-    subjectIds: [userId],
-    type: 1,
-  });
-  await agent.waitFor((l) => l.msg === "synced" && (l.logins as Record<string, number>)[login] === 1, from);
+  ({ dir, home, ada, workspaceId } = world);
+  const { daemonId } = world;
   await ada.daemons.updateDaemon({ workspaceId, id: daemonId, config: { recordSessions: true } });
   await until(
     async () => (await ada.daemons.getDaemon({ workspaceId, id: daemonId })).daemon?.config?.recordSessions,
   );
-  identityFile = join(dir, "ada");
-  await run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "ada", "-f", identityFile]);
-  const signed = await ada.certificates.signSSHCertificate({
-    workspaceId,
-    caId,
-    type: SignSSHCertificateRequest_CertificateType.USER,
-    publicKey: await readFile(`${identityFile}.pub`, "utf8"),
-  });
-  await writeFile(`${identityFile}-cert.pub`, signed.signedCertificate);
+  certificate = await world.userCertificate("ada");
 }, 120_000);
 
 afterAll(async () => {
-  await agent?.stop();
-  await sshd?.stop();
-  await server?.close();
-  await rm(dir, { recursive: true, force: true });
+  await world?.close();
 });
 
 describe("recordings of sftp and scp logins", () => {

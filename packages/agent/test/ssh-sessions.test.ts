@@ -6,42 +6,34 @@
  * home), so its rc files are the test's.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { PrincipalType, SessionKind, SignSSHCertificateRequest_CertificateType } from "@wap/api";
+import type { PlatformClient } from "@wap/client";
+import { runAgent } from "@wap/test-kit/agent-process";
 import {
-  CertificateKeyType,
-  DaemonStatus,
-  PrincipalType,
-  SessionKind,
-  SignSSHCertificateRequest_CertificateType,
-} from "@wap/api";
-import { createPlatformClient, type PlatformClient } from "@wap/client";
-import { createArgon2PasswordHasher } from "@wap/core";
-import { createServer, type RunningServer, silentLogger } from "@wap/server";
-import { type AgentProcess, runAgent, wapAgent } from "@wap/test-kit/agent-process";
-import { type RunningSshd, startSshd } from "@wap/test-kit/sshd";
+  type SshUserCertificate as Certificate,
+  sshLogin as login,
+  type SshWorld,
+  sshClientEnv,
+  startSshWorld,
+} from "@wap/test-kit/ssh-world";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const run = promisify(execFile);
-const login = "wapuser";
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
+let world: SshWorld;
 let dir: string;
 let home: string;
-let server: RunningServer;
-let sshd: RunningSshd;
-let agent: AgentProcess;
 let ada: PlatformClient;
 let userId: string;
 let workspaceId: string;
 let caId: string;
 let daemonId: string;
 let targetId: string;
-let socket: string;
 let sshdDir: string;
-let agentArgs: string[];
 
 type Truthy<T> = Exclude<T, false | null | undefined | 0 | "">;
 
@@ -53,27 +45,7 @@ async function until<T>(probe: () => T | Promise<T>): Promise<Truthy<T>> {
   }
 }
 
-interface Certificate {
-  readonly identityFile: string;
-  readonly certificateFile: string;
-  readonly serial: string;
-}
-
-async function userCertificate(name: string): Promise<Certificate> {
-  const identityFile = join(dir, name);
-  await run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", name, "-f", identityFile]);
-  const res = await ada.certificates.signSSHCertificate({
-    workspaceId,
-    caId,
-    type: SignSSHCertificateRequest_CertificateType.USER,
-    publicKey: await readFile(`${identityFile}.pub`, "utf8"),
-  });
-  const certificateFile = `${identityFile}-cert.pub`;
-  await writeFile(certificateFile, res.signedCertificate);
-  const { stdout } = await run("ssh-keygen", ["-L", "-f", certificateFile]);
-  const serial = /Serial: (\d+)/.exec(stdout)![1]!;
-  return { identityFile, certificateFile, serial };
-}
+const userCertificate = (name: string) => world.userCertificate(name);
 
 /** The real ssh client with `flags` before the host, `command` after it; stdin from `input`. */
 function ssh(
@@ -82,34 +54,8 @@ function ssh(
   command: readonly string[] = [],
   input = "",
 ): { child: ChildProcess; done: Promise<{ code: number | null; stdout: string; stderr: string }> } {
-  const args = [
-    "-F",
-    "/dev/null",
-    "-p",
-    String(sshd.port),
-    "-l",
-    login,
-    "-o",
-    "BatchMode=yes",
-    "-o",
-    "IdentitiesOnly=yes",
-    "-o",
-    `IdentityFile=${certificate.identityFile}`,
-    "-o",
-    `CertificateFile=${certificate.certificateFile}`,
-    "-o",
-    "StrictHostKeyChecking=no",
-    "-o",
-    "UserKnownHostsFile=/dev/null",
-    "-o",
-    "LogLevel=ERROR",
-    ...flags,
-    "127.0.0.1",
-    ...command,
-  ];
-  const env = { ...process.env };
-  delete env.SSH_AUTH_SOCK;
-  const child = spawn("ssh", args, { env, stdio: ["pipe", "pipe", "pipe"] });
+  const args = [...world.clientOptions(certificate), "-l", login, ...flags, "127.0.0.1", ...command];
+  const child = spawn("ssh", args, { env: sshClientEnv(), stdio: ["pipe", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   child.stdout!.setEncoding("utf8").on("data", (d: string) => {
@@ -139,125 +85,36 @@ async function liveLogins() {
   return sessions.filter((s) => s.kind !== SessionKind.TERMINAL);
 }
 
-async function principalId(): Promise<string> {
-  const { principals } = await ada.principals.listPrincipals({
-    workspaceId,
-    targetId,
-    limit: 100,
-    offset: 0,
-  });
-  return principals.find((p) => p.username === login)!.id;
-}
-
-async function grant(): Promise<void> {
-  const from = agent.lines.length;
-  await ada.principals.addSubjectsToPrincipal({
-    workspaceId,
-    id: await principalId(),
-    subjectIds: [userId],
-    type: PrincipalType.USER,
-  });
-  await agent.waitFor((l) => l.msg === "synced" && (l.logins as Record<string, number>)[login] === 1, from);
-}
-
-async function revoke(): Promise<void> {
-  await ada.principals.removeSubjectsFromPrincipal({
-    workspaceId,
-    id: await principalId(),
-    subjectIds: [userId],
-    type: PrincipalType.USER,
-  });
-}
-
-const startServer = (port: number) =>
-  createServer({
-    host: "127.0.0.1",
-    port,
-    dataDir: join(dir, "server"),
-    logger: silentLogger,
-    rateLimit: { authenticatedPoints: 0, anonymousPoints: 0 },
-    shutdownGraceSeconds: 1,
-    platformOptions: { passwords: createArgon2PasswordHasher({ memoryCost: 1024, timeCost: 1 }) },
-  });
+const principalId = () => world.principalId();
+const grant = () => world.grant();
+const revoke = () => world.revoke();
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "wap-ssh-sessions-"));
-  home = join(dir, "home");
-  sshdDir = join(dir, "sshd");
-  socket = join(dir, "sessions.sock");
-  await mkdir(join(home, ".ssh"), { recursive: true, mode: 0o755 });
-  server = await startServer(0);
-  ada = createPlatformClient({ baseUrl: server.url });
-  await ada.auth.register({
-    name: "Ada Lovelace",
-    email: "ada@example.com",
-    username: "ada",
-    password: "correct horse battery staple",
+  let emptyDir: string | undefined;
+  world = await startSshWorld({
+    name: "wap-ssh-sessions",
+    daemonName: "web-1",
+    checkConfig(lines) {
+      const socket = lines.find((l) => l.includes("ForceCommand"));
+      const match = lines.slice(lines.indexOf("Match all"));
+      const empty = /ZDOTDIR=(\S+)\/empty/.exec(match[3] ?? "")?.[1];
+      emptyDir = empty;
+      expect(match.slice(0, 4)).toEqual([
+        "Match all",
+        "\tExposeAuthInfo yes",
+        "\tPermitUserRC no",
+        `\tSetEnv SHLVL=1 ZDOTDIR=${empty}/empty XDG_CONFIG_HOME=${empty}/empty BASH_ENV= ENV=`,
+      ]);
+      expect(socket).toMatch(/^\tForceCommand .*session-wrapper\.ts --socket /);
+    },
   });
-  await ada.login("ada@example.com", "correct horse battery staple");
-  userId = (await ada.users.whoami({})).user!.id;
-  workspaceId = (await ada.workspaces.createWorkspace({ name: "Engines" })).workspace!.id;
-  caId = (
-    await ada.certificates.createCertificateAuthority({
-      workspaceId,
-      name: "ssh",
-      keyType: CertificateKeyType.ED25519,
-    })
-  ).certificateAuthority!.id;
-  const token = (await ada.daemons.refreshEnrollToken({ workspaceId })).token;
-
-  const config = await wapAgent(["sshd-config", "--sshd-dir", sshdDir, "--sessions-socket", socket]);
-  expect(config.code).toBe(0);
-  const lines = config.stdout.trim().split("\n");
-  const match = lines.slice(lines.indexOf("Match all"));
-  expect(match.slice(0, 4)).toEqual([
-    "Match all",
-    "\tExposeAuthInfo yes",
-    "\tPermitUserRC no",
-    `\tSetEnv SHLVL=1 ZDOTDIR=${sshdDir}/empty XDG_CONFIG_HOME=${sshdDir}/empty BASH_ENV= ENV=`,
-  ]);
-  expect(match[4]).toMatch(/^\tForceCommand .*session-wrapper\.ts --socket /);
-  sshd = await startSshd({
-    // A subsystem sshd hands to the forced command as its program (none is installed here).
-    authConfig: ["Subsystem sftp /usr/lib/openssh/sftp-server", ...lines],
-    passwdLines: [`${login}:x:0:0:wap test:${home}:/bin/bash`],
-  });
-  await writeFile(join(dir, "host_key.pub"), `${sshd.hostKeyLine}\n`);
-  const enrolled = await wapAgent(
-    ["enroll", "--server", server.url, "--state-dir", join(dir, "state"), "--name", "web-1"],
-    { WAP_ENROLL_TOKEN: token },
-  );
-  expect(enrolled.code).toBe(0);
-  const enrolment = JSON.parse(await readFile(join(dir, "state", "enrolment.json"), "utf8"));
-  daemonId = enrolment.daemonId;
-  targetId = enrolment.targetId;
-  agentArgs = [
-    "--state-dir",
-    join(dir, "state"),
-    "--sshd-dir",
-    sshdDir,
-    "--reload-command",
-    `kill -HUP ${sshd.pid}`,
-    "--ssh-address",
-    `127.0.0.1:${sshd.port}`,
-    "--host-key",
-    join(dir, "host_key.pub"),
-    "--sessions-socket",
-    socket,
-  ];
-  agent = runAgent(agentArgs);
-  await agent.waitFor((l) => l.msg === "control stream open", 0);
-  await ada.daemons.updateDaemon({ workspaceId, id: daemonId, status: DaemonStatus.ACCEPTED });
-  await agent.waitFor((l) => l.msg === "sshd reloaded", 0);
-  await ada.principals.setPrincipals({ workspaceId, targetId, usernames: [login] });
-  await grant();
+  ({ dir, home, ada, userId, workspaceId, caId, daemonId, targetId, sshdDir } = world);
+  // The block names the agent's sshd folder for the hardened shells.
+  expect(emptyDir).toBe(sshdDir);
 }, 120_000);
 
 afterAll(async () => {
-  await agent?.stop();
-  await sshd?.stop();
-  await server?.close();
-  await rm(dir, { recursive: true, force: true });
+  await world?.close();
 });
 
 describe("plain ssh logins as sessions of the platform", () => {
@@ -286,7 +143,7 @@ describe("plain ssh logins as sessions of the platform", () => {
       expect(entry.resourceName).toContain("from 127.0.0.1:");
       expect(entry.resourceName).toContain("ended: the login ended (exit 3)");
     }
-    const log = await agent.waitFor((l) => l.msg === "ssh login ended" && l.sessionId === sessionId, 0);
+    const log = await world.agent.waitFor((l) => l.msg === "ssh login ended" && l.sessionId === sessionId, 0);
     expect(log).toMatchObject({ exitStatus: 3, bytesIn: 5 });
     expect(log.bytesOut).toBe(`session ${sessionId}\nhello`.length);
   });
@@ -296,7 +153,7 @@ describe("plain ssh logins as sessions of the platform", () => {
   }, async () => {
     // The grant of the login now lists one command; the certificate signed for it carries the list.
     await revoke();
-    const from = agent.lines.length;
+    const from = world.agent.lines.length;
     await ada.principals.addSubjectsToPrincipal({
       workspaceId,
       id: await principalId(),
@@ -304,7 +161,7 @@ describe("plain ssh logins as sessions of the platform", () => {
       type: PrincipalType.USER,
       limits: { commands: ["echo listed"] },
     });
-    await agent.waitFor((l) => l.msg === "synced", from);
+    await world.agent.waitFor((l) => l.msg === "synced", from);
     const identityFile = join(dir, "listed");
     await run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "listed", "-f", identityFile]);
     const signed = await ada.certificates.signSSHCertificate({
@@ -393,11 +250,11 @@ describe("plain ssh logins as sessions of the platform", () => {
     ];
     for (const [name, flags, command, input] of attempts) {
       await writeFile(rcLog, "");
-      const from = agent.lines.length;
+      const from = world.agent.lines.length;
       const { done } = ssh(first, flags, command, input);
       await done;
-      const begun = await agent.waitFor((l) => l.msg === "ssh login begun", from);
-      const ended = await agent.waitFor(
+      const begun = await world.agent.waitFor((l) => l.msg === "ssh login begun", from);
+      const ended = await world.agent.waitFor(
         (l) => l.msg === "ssh login ended" && l.sessionId === begun.sessionId,
         from,
       );
@@ -437,7 +294,7 @@ describe("plain ssh logins as sessions of the platform", () => {
     expect(end.actorType).toBe("system");
     expect(end.resourceName).toContain("ended: access revoked: the grant to log in as 'wapuser' was removed");
     // And the next login is refused by sshd (the principals file no longer names the subject).
-    await agent.waitFor(
+    await world.agent.waitFor(
       (l) => l.msg === "synced" && (l.logins as Record<string, number>)[login] === undefined,
       0,
     );
@@ -489,14 +346,17 @@ describe("plain ssh logins as sessions of the platform", () => {
       name: "deployer",
       roleName: "editor",
     });
-    const from = agent.lines.length;
+    const from = world.agent.lines.length;
     await ada.principals.addSubjectsToPrincipal({
       workspaceId,
       id: await principalId(),
       subjectIds: [serviceAccount!.id],
       type: PrincipalType.SERVICE_ACCOUNT,
     });
-    await agent.waitFor((l) => l.msg === "synced" && (l.logins as Record<string, number>)[login] === 2, from);
+    await world.agent.waitFor(
+      (l) => l.msg === "synced" && (l.logins as Record<string, number>)[login] === 2,
+      from,
+    );
     const cli = join(process.cwd(), "packages/cli/src/bin.ts");
     const child = spawn(
       process.execPath,
@@ -518,7 +378,7 @@ describe("plain ssh logins as sessions of the platform", () => {
           PATH: process.env.PATH,
           HOME: dir,
           WAP_CONFIG_DIR: join(dir, "wap-config"),
-          WAP_SERVER: server.url,
+          WAP_SERVER: world.server.url,
           WAP_TOKEN: token,
         },
         stdio: ["ignore", "pipe", "pipe"],
@@ -589,7 +449,8 @@ describe("plain ssh logins as sessions of the platform", () => {
       }
       return text;
     };
-    // asciinema is not installed here: the structure of asciicast v2 is checked instead.
+    // asciinema reads them as asciinema files; their structure is checked too.
+    for (const r of recordings) expect(await asciinemaCat(await file(r.id))).not.toBe("");
     const parsed = await Promise.all(
       recordings.map(async (r) => {
         const [header, ...events] = (await file(r.id))
@@ -622,6 +483,7 @@ describe("plain ssh logins as sessions of the platform", () => {
         .map((e) => e[2])
         .join(""),
     ).toBe("out\n");
+    expect(await asciinemaCat(await file(recordings.find((r) => r.kind === "exec")!.id))).toBe("out\n");
     expect(command.events.at(-1)).toEqual([expect.any(Number), "m", "exit status 4"]);
     await ada.daemons.updateDaemon({ workspaceId, id: daemonId, config: { recordSessions: false } });
   });
@@ -629,7 +491,7 @@ describe("plain ssh logins as sessions of the platform", () => {
   it("with requireRecording, refuses logins and ends live ones when the agent is gone", {
     timeout: 90_000,
   }, async () => {
-    const reloads = agent.lines.filter((l) => l.msg === "sshd reloaded").length;
+    const reloads = world.agent.lines.filter((l) => l.msg === "sshd reloaded").length;
     await ada.daemons.updateDaemon({
       workspaceId,
       id: daemonId,
@@ -637,33 +499,33 @@ describe("plain ssh logins as sessions of the platform", () => {
     });
     await until(async () => (await readFile(join(sshdDir, "login_policy"), "utf8")) === "fail-closed\n");
     // The toggle asked for a plain sync: no new host certificate, no reload.
-    expect(agent.lines.filter((l) => l.msg === "sshd reloaded")).toHaveLength(reloads);
+    expect(world.agent.lines.filter((l) => l.msg === "sshd reloaded")).toHaveLength(reloads);
     const { done } = ssh(first, [], ["sleep 60"]);
     await until(async () => (await liveLogins()).length === 1);
-    await agent.stop();
+    await world.agent.stop();
     const result = await done;
     expect(result.stderr).toContain("this session was ended: the platform's agent went away");
     const refused = await ssh(first, [], ["true"]).done;
     expect(refused.code).toBe(255);
     expect(refused.stderr).toContain("this login cannot be registered with the platform");
-    agent = runAgent(agentArgs);
-    await agent.waitFor((l) => l.msg === "synced", 0);
+    world.agent = runAgent(world.agentArgs);
+    await world.agent.waitFor((l) => l.msg === "synced", 0);
     expect((await ssh(first, [], ["echo back"]).done).stdout).toBe("back\n");
   });
 
-  it("with the control stream cut, follows the daemon's policy: refuses logins when it requires recording, runs them unregistered otherwise", {
+  it("with the control stream cut, follows the daemon's policy: refuses logins when it requires recording, keeps them for later otherwise", {
     timeout: 120_000,
   }, async () => {
-    const { port } = server;
+    const { port } = world.server;
     const cut = async () => {
-      const from = agent.lines.length;
-      await server.close();
-      await agent.waitFor((l) => l.msg === "control stream ended: reconnecting", from);
+      const from = world.agent.lines.length;
+      await world.server.close();
+      await world.agent.waitFor((l) => l.msg === "control stream ended: reconnecting", from);
     };
     const back = async () => {
-      const from = agent.lines.length;
-      server = await startServer(port);
-      await agent.waitFor((l) => l.msg === "synced", from);
+      const from = world.agent.lines.length;
+      await world.startServer(port);
+      await world.agent.waitFor((l) => l.msg === "synced", from);
     };
     // requireRecording is on (the test before): fail closed.
     await cut();
@@ -675,10 +537,130 @@ describe("plain ssh logins as sessions of the platform", () => {
     await ada.daemons.updateDaemon({ workspaceId, id: daemonId, config: { requireRecording: false } });
     await until(async () => (await readFile(join(sshdDir, "login_policy"), "utf8")) === "open\n");
     await cut();
-    const from = agent.lines.length;
+    const from = world.agent.lines.length;
     const open = await ssh(first, [], ["echo ran"]).done;
     expect(open.stdout).toBe("ran\n");
-    await agent.waitFor((l) => l.msg === "ssh login not registered: the server cannot be reached", from);
+    await world.agent.waitFor((l) => l.msg === "ssh login held offline: the server cannot be reached", from);
     await back();
   });
+
+  it("keeps logins made while the control stream is cut on disk, across a restart of the agent, and registers them with their recordings once it is back", {
+    timeout: 180_000,
+  }, async () => {
+    const { port } = world.server;
+    const spoolDir = join(dir, "state", "ssh-spool");
+    await until(async () => (await readFile(join(sshdDir, "login_policy"), "utf8")) === "open\n");
+    let from = world.agent.lines.length;
+    await ada.daemons.updateDaemon({ workspaceId, id: daemonId, config: { recordSessions: true } });
+    await world.agent.waitFor((l) => l.msg === "synced", from);
+    // Whatever the login before left in the spool is uploaded and gone.
+    await until(async () => (await readdir(spoolDir)).length === 0);
+    from = world.agent.lines.length;
+    await world.server.close();
+    await world.agent.waitFor((l) => l.msg === "control stream ended: reconnecting", from);
+
+    // A command that ends while the server is away...
+    const offlineStart = new Date();
+    const exec = await ssh(first, [], ["echo ran-offline; exit 7"]).done;
+    expect(exec).toMatchObject({ code: 7, stdout: "ran-offline\n" });
+    const held = await world.agent.waitFor(
+      (l) => l.msg === "ssh login held offline: the server cannot be reached",
+      from,
+    );
+    expect(held.level).toBe("warn");
+    const [folder] = await readdir(spoolDir);
+    expect((await stat(spoolDir)).mode & 0o777).toBe(0o700);
+    expect((await stat(join(spoolDir, folder!))).mode & 0o777).toBe(0o700);
+    await until(async () => (await readdir(join(spoolDir, folder!))).includes("end.json"));
+    for (const file of await readdir(join(spoolDir, folder!))) {
+      expect((await stat(join(spoolDir, folder!, file))).mode & 0o777, file).toBe(0o600);
+    }
+    // ...is still there after the agent restarted, the server still away.
+    await world.agent.stop();
+    world.agent = runAgent(world.agentArgs);
+    await world.agent.waitFor((l) => l.msg === "control stream ended: reconnecting", 0);
+    expect(await readdir(spoolDir)).toEqual([folder]);
+
+    // A login that began while the server was away and still runs when it is back.
+    const live = ssh(first, [], ["echo begun; sleep 60"]);
+    let liveOut = "";
+    live.child.stdout!.on("data", (d: Buffer) => {
+      liveOut += d.toString("utf8");
+    });
+    await until(() => liveOut.includes("begun"));
+    expect(await readdir(spoolDir)).toHaveLength(2);
+
+    from = world.agent.lines.length;
+    const backAt = Date.now();
+    await world.startServer(port);
+    await world.agent.waitFor((l) => l.msg === "synced", from);
+    const listed = await until(async () =>
+      (await liveLogins()).find((s) => s.command === "echo begun; sleep 60"),
+    );
+    expect(listed).toMatchObject({ subjectName: "Ada Lovelace", username: login, kind: SessionKind.EXEC });
+    expect(Number(listed.startedAt!.seconds) * 1000).toBeLessThan(backAt);
+    // Registered, it is a login like any other: an administrator closes it.
+    await ada.daemons.closeSession({ workspaceId, daemonId, sessionId: listed.sessionId });
+    const closed = await live.done;
+    expect(closed.stderr).toContain("this session was ended: closed from the platform by Ada Lovelace");
+
+    const recordings = await until(async () => {
+      const { recordings } = await ada.recordings.listRecordings({ workspaceId, limit: 100 });
+      const offline = recordings.filter(
+        (r) =>
+          r.complete &&
+          (r.command === "echo ran-offline; exit 7" || r.command === "echo begun; sleep 60") &&
+          Number(r.startedAt!.seconds) >= Math.floor(offlineStart.getTime() / 1000),
+      );
+      return offline.length === 2 && offline;
+    });
+    const execRecording = recordings.find((r) => r.command === "echo ran-offline; exit 7")!;
+    expect(Number(execRecording.startedAt!.seconds) * 1000).toBeLessThan(backAt);
+    const execCast = await castOf(execRecording.id);
+    expect(execCast.output).toBe("ran-offline\n");
+    expect(execCast.events.at(-1)).toEqual([expect.any(Number), "m", "exit status 7"]);
+    expect(await asciinemaCat(execCast.text)).toBe("ran-offline\n");
+    const liveCast = await castOf(recordings.find((r) => r.command === "echo begun; sleep 60")!.id);
+    expect(liveCast.output).toContain("begun");
+    // Both are audited, the command with how it ended while the server was away.
+    const entries = await until(async () => {
+      const found = await auditOf(execRecording.id);
+      return found.length === 2 && found;
+    });
+    expect(entries.find((e) => e.action === "ssh_session.end")?.resourceName).toContain(
+      "ended: the login ended (exit 7)",
+    );
+    // Uploaded, the spool is empty.
+    await until(async () => (await readdir(spoolDir)).length === 0);
+    await ada.daemons.updateDaemon({ workspaceId, id: daemonId, config: { recordSessions: false } });
+  });
 });
+
+/** The recording's file: its text, header, events and the output events' text joined. */
+async function castOf(recordingId: string) {
+  let text = "";
+  for await (const message of ada.recordings.getRecording({ workspaceId, recordingId })) {
+    if (message.msg.case === "chunk") text += Buffer.from(message.msg.value).toString("utf8");
+  }
+  const [header, ...events] = text
+    .trimEnd()
+    .split("\n")
+    .map((l) => JSON.parse(l));
+  const typed = events as [number, string, string][];
+  const output = typed
+    .filter((e) => e[1] === "o")
+    .map((e) => e[2])
+    .join("");
+  return { text, header, events: typed, output };
+}
+
+/**
+ * What `asciinema cat` (Debian's asciinema 2.2) prints of a recording: asciinema itself reads the
+ * file, and fails on one it cannot. It opens /dev/tty, so it runs in a terminal of `script`'s.
+ */
+async function asciinemaCat(cast: string): Promise<string> {
+  const file = join(dir, `${Math.random().toString(36).slice(2)}.cast`);
+  await writeFile(file, cast);
+  const { stdout } = await run("script", ["-qec", `asciinema cat ${file}`, "/dev/null"]);
+  return stdout;
+}

@@ -1,7 +1,8 @@
 /**
  * Watching a live SSH login in the console, in Debian's chromium against a real server: the
  * owner sees a Watch button beside a live SSH login of a recording daemon, and the read-only view
- * shows what the login wrote so far, then what the daemon appends, then that it ended and how.
+ * shows what the login wrote so far, then what the daemon appends (within a second), then that it
+ * ended and how; the Recordings page then lists the login with who, where, as whom, what and how long.
  */
 import { spawnSync } from "node:child_process";
 import { createServer as createNetServer } from "node:net";
@@ -112,8 +113,11 @@ describe("watching an SSH login in the console", { timeout: 90_000 }, () => {
     const screen = page.locator(".xterm-rows");
     await screen.filter({ hasText: "first-line-before-watch" }).waitFor();
 
+    const appendedAt = Date.now();
     await append(`${JSON.stringify([0.5, "o", "appended-while-watching\r\n"])}\n`);
     await screen.filter({ hasText: "appended-while-watching" }).waitFor();
+    // From the agent's append to the watcher's screen: well within a second.
+    expect(Date.now() - appendedAt).toBeLessThan(1_000);
 
     await agent.endSSHSession({ sessionId: login.id, exitStatus: 0, reason: "the login ended (exit 0)" });
     await append(`${JSON.stringify([1, "m", "exit status 0"])}\n`, true);
@@ -121,6 +125,87 @@ describe("watching an SSH login in the console", { timeout: 90_000 }, () => {
       .getByTestId("watch-state")
       .filter({ hasText: "Login ended: the login ended: the login ended (exit 0)" })
       .waitFor();
+
+    // The recordings list says who, where, as whom, what, when and for how long.
+    await page.goto(`${base}/w/${world.workspaceId}/recordings`);
+    const row = page
+      .getByRole("row")
+      .filter({ has: page.getByRole("button", { name: `Play recording ${login.id.slice(0, 8)}` }) });
+    await row.waitFor();
+    const [started, who, where, as, what, howLong, , state] = await row.getByRole("cell").allInnerTexts();
+    expect(started).not.toBe("");
+    expect(who).not.toBe("");
+    expect(who).not.toBe(world.userId.slice(0, 8));
+    expect({ where, as, what, state }).toEqual({
+      where: "watch-web-1",
+      as: "ubuntu",
+      what: "ssh from 203.0.113.7:50022",
+      state: "complete",
+    });
+    expect(howLong).toMatch(/^\d+ s$/);
+    await context.close();
+  });
+
+  it("closes a watched login from the Sessions page, and the watch says who closed it", async () => {
+    const daemon = await world.daemonOnline("watch-web-2");
+    await world.admin.updateDaemon(
+      { workspaceId: world.workspaceId, id: daemon.id, config: { recordSessions: true } },
+      world.auth,
+    );
+    const storage = server.platform.services.storage;
+    const target = await storage.targets.findById(world.workspaceId, daemon.targetId);
+    const id = crypto.randomUUID();
+    await storage.sshSessions.insert({
+      id,
+      workspaceId: world.workspaceId,
+      daemonId: daemon.id,
+      subjectId: world.userId,
+      subjectType: "user",
+      username: "ubuntu",
+      caId: target!.caId,
+      certificateSerial: "4343",
+      keyId: "owner@laptop",
+      clientAddress: "203.0.113.8:50022",
+      kind: "exec",
+      command: "tail -f /var/log/syslog",
+      tty: false,
+      recorded: true,
+      startedAt: new Date(),
+      endedAt: null,
+      exitStatus: null,
+      bytesIn: 0,
+      bytesOut: 0,
+      endedBy: "",
+      endReason: "",
+    });
+    const agent = createClient(DaemonService, daemonTransport(server.url, daemon.daemon));
+    await agent.appendSSHRecording({
+      sessionId: id,
+      offset: 0n,
+      data: new TextEncoder().encode(
+        `{"version":2,"width":80,"height":24,"timestamp":1795262400}\n${JSON.stringify([0.1, "o", "watched-before-close\r\n"])}\n`,
+      ),
+    });
+    const owner = await storage.users.findById(world.userId);
+
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    await page.goto(`${base}/w/${world.workspaceId}/sessions`);
+    await page.getByRole("heading", { level: 1, name: "Sign in" }).waitFor();
+    await page.getByLabel("Email", { exact: true }).fill(world.email);
+    await page.getByLabel("Password", { exact: true }).fill(world.password);
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
+    await page.getByRole("button", { name: `Watch session ${id.slice(0, 8)}` }).click();
+    await page.getByTestId("watch-state").filter({ hasText: "Watching (read-only)" }).waitFor();
+    await page.getByRole("button", { name: `Close session ${id.slice(0, 8)}` }).click();
+    await page.getByRole("button", { name: `Yes, close session ${id.slice(0, 8)}` }).click();
+    await page
+      .getByTestId("watch-state")
+      .filter({ hasText: `(closed from the platform by ${owner!.name})` })
+      .waitFor();
+    expect(await storage.sshSessions.findById(world.workspaceId, id)).toMatchObject({
+      endedBy: `user:${world.userId}`,
+    });
     await context.close();
   });
 });

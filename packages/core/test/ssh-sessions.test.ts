@@ -5,6 +5,8 @@
  * member removed, service account deleted) is ended by the enforcement check, audited by the
  * platform with the reason, and its daemon told `terminate`.
  */
+
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import {
   AccessRequestService,
   CertificateService,
@@ -138,6 +140,81 @@ describe("BeginSSHSession", () => {
       "permission_denied",
     );
     await expectCode(begin("ssh-ed25519-cert-v01@openssh.com AAAA"), "permission_denied");
+    expect(await t.storage.sshSessions.listLiveByDaemon(ada.workspaceId, d.id)).toHaveLength(before);
+  });
+});
+
+describe("a login the agent held while the server could not be reached", () => {
+  const now = () => t.platform.services.clock.now().getTime();
+  const held = (certificate: string, offlineId: string, startedAt: Date, username = "ubuntu") =>
+    callAsDaemon(t, d, DaemonService.method.beginSSHSession, {
+      certificate,
+      username,
+      clientAddress: "203.0.113.7:50022",
+      kind: SessionKind.EXEC,
+      command: "uptime",
+      offlineId,
+      startedAt: timestampFromDate(startedAt),
+      recorded: true,
+    });
+
+  it("is registered as it was, once however often it is sent, with its own start and end", async () => {
+    const certificate = await certificateFor(ada.caller);
+    const offlineId = crypto.randomUUID();
+    const startedAt = new Date(now() - 60_000);
+    const first = await held(certificate, offlineId, startedAt);
+    const again = await held(certificate, offlineId, startedAt);
+    expect(again.sessionId).toBe(first.sessionId);
+    expect(first.record).toBe(true);
+    expect(first.sessionId).not.toBe(offlineId);
+    const stored = await t.storage.sshSessions.findById(ada.workspaceId, first.sessionId!);
+    expect(stored).toMatchObject({ recorded: true, command: "uptime", endedAt: null });
+    expect(stored!.startedAt.getTime()).toBe(startedAt.getTime());
+    const endedAt = new Date(now() - 30_000);
+    await callAsDaemon(t, d, DaemonService.method.endSSHSession, {
+      sessionId: first.sessionId!,
+      exitStatus: 0,
+      reason: "the login ended (exit 0)",
+      endedAt: timestampFromDate(endedAt),
+    });
+    const ended = await t.storage.sshSessions.findById(ada.workspaceId, first.sessionId!);
+    expect(ended!.endedAt!.getTime()).toBe(endedAt.getTime());
+    const { logs } = await t.call(ada.caller, UtilService.method.listAuditLogs, {
+      workspaceId: ada.workspaceId,
+      limit: 100,
+    });
+    expect(
+      logs
+        .filter((l) => l.resource === `ssh_session:${first.sessionId}`)
+        .map((l) => l.action)
+        .sort(),
+    ).toEqual(["ssh_session.end", "ssh_session.start"]);
+  });
+
+  it("is registered even when its grant went away since (sshd let it in), and ended at once if it still runs", async () => {
+    const certificate = await certificateFor(ada.caller);
+    const { sessionId } = await held(certificate, crypto.randomUUID(), new Date(now() - 5_000), "root");
+    expect(await endedBy(sessionId!)).toMatchObject({ endedBy: expect.stringMatching(/^system:/) });
+  });
+
+  it("refuses, storing nothing: a certificate the platform did not issue, a start in the future, a start without offlineId", async () => {
+    const before = (await t.storage.sshSessions.listLiveByDaemon(ada.workspaceId, d.id)).length;
+    await expectCode(
+      held("ssh-ed25519-cert-v01@openssh.com AAAA", crypto.randomUUID(), new Date(now())),
+      "permission_denied",
+    );
+    const certificate = await certificateFor(ada.caller);
+    const future = held(certificate, crypto.randomUUID(), new Date(now() + 3_600_000));
+    await expectCode(future, "invalid_argument");
+    await expect(future).rejects.toMatchObject({ violations: [{ field: "startedAt" }] });
+    const alone = callAsDaemon(t, d, DaemonService.method.beginSSHSession, {
+      certificate,
+      username: "ubuntu",
+      kind: SessionKind.SHELL,
+      startedAt: timestampFromDate(new Date(now())),
+    });
+    await expectCode(alone, "invalid_argument");
+    await expect(alone).rejects.toMatchObject({ violations: [{ field: "offlineId" }] });
     expect(await t.storage.sshSessions.listLiveByDaemon(ada.workspaceId, d.id)).toHaveLength(before);
   });
 });

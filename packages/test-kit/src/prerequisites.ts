@@ -135,6 +135,12 @@ export const PREREQUISITES: readonly Prerequisite[] = [
     isPresent: commands("curl"),
   },
   {
+    what: "asciinema",
+    debianPackage: "asciinema",
+    why: "the recordings of SSH logins must be files asciinema itself reads (asciinema cat)",
+    isPresent: commands("asciinema"),
+  },
+  {
     what: "chromium",
     debianPackage: "chromium",
     why: "the console's browser tests drive Debian's chromium with playwright-core",

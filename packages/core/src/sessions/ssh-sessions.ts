@@ -13,6 +13,7 @@
  *
  * @module
  */
+import { createHash } from "node:crypto";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { DaemonService, SessionKind, type SessionSchema } from "@wap/api";
@@ -24,6 +25,7 @@ import { daemonTopic, publishCommitted } from "../daemons/events.js";
 import { principalMapOf } from "../daemons/sync.js";
 import {
   FailedPreconditionError,
+  InvalidArgumentError,
   NotFoundError,
   PermissionDeniedError,
   UnauthenticatedError,
@@ -33,7 +35,7 @@ import type { DaemonRecord } from "../storage/daemons.js";
 import type { SshSessionKind, SshSessionRecord } from "../storage/ssh-sessions.js";
 import type { Repositories } from "../storage/storage.js";
 import { principalUsername } from "../validation/bounds.js";
-import { text, uuid } from "../validation/rules.js";
+import { text, timestamp, uuid } from "../validation/rules.js";
 
 /** Bounds of what an agent reports about a login. */
 export const sshSessionLimits = {
@@ -168,10 +170,23 @@ export const beginSshSession = defineOperation({
       .refine((value) => kindFromWire.has(value), { message: "must be SHELL, EXEC or SUBSYSTEM" }),
     command: text({ max: sshSessionLimits.commandLength }).optional(),
     tty: z.boolean().optional(),
+    offlineId: uuid.optional(),
+    startedAt: timestamp.optional(),
+    recorded: z.boolean().optional(),
   }),
   async run({ input, services, now, ctx, audit }) {
     if (ctx.caller.kind !== "daemon") throw new UnauthenticatedError("this call is for daemons");
     const caller = ctx.caller;
+    const offline = offlineLogin(input, caller.daemonId, now);
+    if (offline) {
+      const known = await services.storage.sshSessions.findById(caller.workspaceId, offline.id);
+      if (known) {
+        if (known.daemonId !== caller.daemonId) {
+          throw fieldProblem("offlineId", "is already used by another daemon's login");
+        }
+        return sessionAnswer(known.id, known.recorded, services, caller);
+      }
+    }
     let certificate: ReturnType<typeof readSshCertificate>;
     try {
       certificate = readSshCertificate(input.certificate);
@@ -223,7 +238,7 @@ export const beginSshSession = defineOperation({
       throw new PermissionDeniedError(decision.message, { reason: "SSH_COMMAND_NOT_ALLOWED" });
     }
     const session: SshSessionRecord = {
-      id: services.random.uuid(),
+      id: offline?.id ?? services.random.uuid(),
       workspaceId: caller.workspaceId,
       daemonId: daemon.id,
       subjectId: issued.requesterId,
@@ -236,8 +251,8 @@ export const beginSshSession = defineOperation({
       kind,
       command: input.command ?? "",
       tty: input.tty ?? false,
-      recorded: daemon.recordSessions,
-      startedAt: now,
+      recorded: offline ? offline.recorded : daemon.recordSessions,
+      startedAt: offline ? offline.startedAt : now,
       endedAt: null,
       exitStatus: null,
       bytesIn: 0,
@@ -246,7 +261,10 @@ export const beginSshSession = defineOperation({
       endReason: "",
     };
     await storage.transaction(async (tx) => {
-      await checkSshAccess(tx, daemon, session, now);
+      // A login held offline happened already: sshd let it in with the files the agent had.
+      // It is registered as it was; if it is still live, the check that follows (sshBegun)
+      // ends it when its access is gone now.
+      if (!offline) await checkSshAccess(tx, daemon, session, now);
       await tx.sshSessions.insert(session);
       await audit(tx, {
         action: "ssh_session.start",
@@ -258,11 +276,55 @@ export const beginSshSession = defineOperation({
     await publishCommitted(services, [{ topic: daemonTopic(daemon.id), payload: { kind: "sshBegun" } }]);
     return {
       sessionId: session.id,
-      record: daemon.recordSessions,
+      record: session.recorded,
       requireRecording: daemon.requireRecording ?? false,
     };
   },
 });
+
+/**
+ * A login the agent kept on disk while the server could not be reached: its session id, derived
+ * from the daemon and the agent's own id for it (so a begin sent again answers the same session,
+ * and no daemon can name another's), when it began, and whether the agent recorded it.
+ */
+function offlineLogin(
+  input: { offlineId?: string | undefined; startedAt?: Date | undefined; recorded?: boolean | undefined },
+  daemonId: string,
+  now: Date,
+): { id: string; startedAt: Date; recorded: boolean } | undefined {
+  if (input.offlineId === undefined) {
+    if (input.startedAt !== undefined || input.recorded !== undefined) {
+      throw fieldProblem("offlineId", "is required with startedAt or recorded (a login held offline)");
+    }
+    return undefined;
+  }
+  if (input.startedAt === undefined || input.startedAt.getTime() > now.getTime() + clockSkewMs) {
+    throw fieldProblem("startedAt", "is required with offlineId, and not in the future");
+  }
+  const hash = createHash("sha256").update(`ssh-offline:${daemonId}:${input.offlineId}`).digest("hex");
+  // A UUID (version 8: custom) from the hash.
+  const id = `${hash.slice(0, 8)}-${hash.slice(8, 12)}-8${hash.slice(13, 16)}-${((Number.parseInt(hash[16]!, 16) & 0x3) | 0x8).toString(16)}${hash.slice(17, 20)}-${hash.slice(20, 32)}`;
+  const startedAt = input.startedAt > now ? now : input.startedAt;
+  return { id, startedAt, recorded: input.recorded ?? false };
+}
+
+const fieldProblem = (field: string, description: string) =>
+  new InvalidArgumentError(`invalid request: ${field}: ${description}`, {
+    violations: [{ field, description }],
+  });
+
+/** How far ahead of the server's clock an agent's times may be (they are then read as now). */
+const clockSkewMs = 5 * 60 * 1000;
+
+async function sessionAnswer(
+  sessionId: string,
+  recorded: boolean,
+  services: { storage: Repositories },
+  caller: DaemonCaller,
+) {
+  const daemon = await daemonOf(services.storage, caller);
+  return { sessionId, record: recorded, requireRecording: daemon.requireRecording ?? false };
+}
 
 /** Counters as stored: non-negative, at most 2^53 - 1. */
 const counter = z
@@ -279,17 +341,26 @@ export const endSshSession = defineOperation({
     bytesIn: counter.optional(),
     bytesOut: counter.optional(),
     reason: text({ max: sshSessionLimits.reasonLength }).optional(),
+    endedAt: timestamp.optional(),
   }),
   async run({ input, services, now, ctx, audit }) {
     if (ctx.caller.kind !== "daemon") throw new UnauthenticatedError("this call is for daemons");
     const caller = ctx.caller;
+    if (input.endedAt !== undefined && input.endedAt.getTime() > now.getTime() + clockSkewMs) {
+      throw fieldProblem("endedAt", "must not be in the future");
+    }
     await services.storage.transaction(async (tx) => {
       const session = await tx.sshSessions.findById(caller.workspaceId, input.sessionId);
       if (!session || session.daemonId !== caller.daemonId) {
         throw new NotFoundError(`session ${input.sessionId} not found`, { reason: "SESSION_NOT_FOUND" });
       }
+      // A login the agent held offline ended when it says, within its start and now.
+      const at =
+        input.endedAt === undefined
+          ? now
+          : new Date(Math.min(now.getTime(), Math.max(session.startedAt.getTime(), input.endedAt.getTime())));
       const ended = await tx.sshSessions.end(caller.workspaceId, session.id, {
-        at: now,
+        at,
         exitStatus: input.exitStatus === undefined || input.exitStatus < 0 ? null : input.exitStatus,
         bytesIn: input.bytesIn ?? 0,
         bytesOut: input.bytesOut ?? 0,
