@@ -201,7 +201,7 @@ async function world(dir: string, wap: string) {
   });
   const url = new URL(/(https?:\/\/\S+\/cli-login\?\S+)/.exec(printed)![1]!);
   await clientFor(AuthService, transport).verifyCLILogin(
-    { loginCode: url.searchParams.get("code")!, userCode: /shows this code: (\S+)/.exec(printed)?.[1] ?? "" },
+    { loginCode: url.searchParams.get("code")!, userCode: /Type this code on the page, then approve: (\S+)/.exec(printed)?.[1] ?? "" },
     auth,
   );
   const signedIn = await done;

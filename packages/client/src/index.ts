@@ -21,7 +21,13 @@ export { createAuthInterceptor, createMemoryTokenStore } from "./session.js";
 export type {
   DaemonClient,
   DaemonClientOptions,
+  DaemonTransport,
   PlatformSigner,
   PlatformSignerOptions,
 } from "./signed-requests.js";
-export { createDaemonClient, createPlatformSigner, signChallenge } from "./signed-requests.js";
+export {
+  createDaemonClient,
+  createDaemonTransport,
+  createPlatformSigner,
+  signChallenge,
+} from "./signed-requests.js";

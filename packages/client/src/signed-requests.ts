@@ -104,11 +104,18 @@ export interface DaemonClient extends ServiceClients {
   close(): void;
 }
 
+/** The daemon's own HTTP/2 connection, with no service client built on it. */
+export interface DaemonTransport {
+  readonly transport: Transport;
+  /** Closes the connection, and with it every open stream. */
+  close(): void;
+}
+
 /**
- * A client that talks as the agent daemon does: Connect with binary protobuf over HTTP/2 only
- * (h2c for `http://`), uncompressed requests, no HTTP/2 PINGs, every call signed.
+ * The transport of {@link createDaemonClient} alone: for a caller that builds the clients of the
+ * few services it calls, so that only their part of the contract is loaded and built.
  */
-export function createDaemonClient(options: DaemonClientOptions): DaemonClient {
+export function createDaemonTransport(options: DaemonClientOptions): DaemonTransport {
   const sessions = new Http2SessionManager(
     options.baseUrl,
     options.pingIntervalMs === undefined
@@ -132,5 +139,14 @@ export function createDaemonClient(options: DaemonClientOptions): DaemonClient {
     sessionManager: sessions,
     interceptors,
   });
-  return { ...createServiceClients(transport), transport, close: () => sessions.abort() };
+  return { transport, close: () => sessions.abort() };
+}
+
+/**
+ * A client that talks as the agent daemon does: Connect with binary protobuf over HTTP/2 only
+ * (h2c for `http://`), uncompressed requests, no HTTP/2 PINGs, every call signed.
+ */
+export function createDaemonClient(options: DaemonClientOptions): DaemonClient {
+  const { transport, close } = createDaemonTransport(options);
+  return { ...createServiceClients(transport), transport, close };
 }
