@@ -47,6 +47,9 @@ export interface Session<Clients extends object = ServiceClients> {
   close(): void;
 }
 
+/** A session with the clients of these services at least. */
+export type SessionWith<Service extends keyof ServiceClients> = Session<Pick<ServiceClients, Service>>;
+
 /** Builds the clients a command calls over the session's transport. */
 export type ClientsFor<Clients extends object> = (transport: Transport) => Clients;
 

@@ -5,7 +5,7 @@
  * @module
  */
 import { createClient, type Transport } from "@connectrpc/connect";
-import { CertificateService } from "@wap/api";
+import { CertificateService } from "@wap/api/gen/platform/v1/certificates_pb";
 
 export const certificateClients = (transport: Transport) => ({
   certificates: createClient(CertificateService, transport),

@@ -8,21 +8,18 @@
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
-import {
-  type AccessRequest,
-  AccessRequestState,
-  type GetSubjectAccessResponse,
-  type Workspace,
-} from "@wap/api";
+import type { AccessRequest, GetSubjectAccessResponse, Workspace } from "@wap/api";
+import { AccessRequestState } from "@wap/api/gen/platform/v1/access_request_pb";
 import { findTarget, type Reachable, subjectAccess } from "../access.js";
 import type { SshOptions } from "../commands/ssh.js";
 import { CliError } from "../exit-codes.js";
 import { printable } from "../output.js";
 import { RpcError } from "../rpc-errors.js";
-import { type CommandContext, type Session, withSession } from "../session.js";
+import { type CommandContext, openSessionWith, type SessionWith } from "../session.js";
 import { resolveWorkspace } from "../workspaces.js";
 import { removeEndedRequestCertificates } from "./certificate-files.js";
 import { type CachedLogin, saveLogin } from "./login-cache.js";
+import { loginClients } from "./login-clients.js";
 import { defaultRenewBeforeMs } from "./renewal.js";
 import type { LoginPlan } from "./run-ssh.js";
 import { isLoginName, usableEndpoints, writeKnownHosts } from "./targets.js";
@@ -42,6 +39,8 @@ export function chooseLogin(reachable: Reachable, requested: string | undefined)
   return requested;
 }
 
+type LoginSession = SessionWith<"workspaces" | "targets" | "accessRequests" | "certificates">;
+
 const endOf = (r: AccessRequest) => (r.endsAt === undefined ? 0 : timestampDate(r.endsAt).getTime());
 
 /**
@@ -52,7 +51,7 @@ const endOf = (r: AccessRequest) => (r.endsAt === undefined ? 0 : timestampDate(
  */
 async function ensureApproval(
   ctx: CommandContext,
-  session: Session,
+  session: LoginSession,
   workspace: Workspace,
   reachable: Reachable,
   login: string,
@@ -112,7 +111,7 @@ const requestRenewBeforeMs = 30_000;
  */
 async function workspaceAccess(
   ctx: CommandContext,
-  session: Session,
+  session: LoginSession,
   known: CachedLogin | undefined,
 ): Promise<{ workspace: Workspace; access: GetSubjectAccessResponse }> {
   if (known !== undefined) {
@@ -151,7 +150,8 @@ export async function planLogin(
   cache: { readonly key: string; readonly known: CachedLogin | undefined },
 ): Promise<LoginPlan> {
   const { name, requested } = destination;
-  return withSession(ctx, async (session) => {
+  const session = await openSessionWith(ctx, loginClients);
+  try {
     const { workspace, access } = await workspaceAccess(ctx, session, cache.known);
     const reachable = findTarget(access, name, workspace.name);
     const login = chooseLogin(reachable, requested);
@@ -210,5 +210,7 @@ export async function planLogin(
       standing: approval === undefined && !limited,
       agentOffline: reachable.daemon !== undefined && !reachable.daemon.online,
     };
-  });
+  } finally {
+    session.close();
+  }
 }

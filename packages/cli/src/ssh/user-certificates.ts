@@ -7,12 +7,11 @@
  */
 import { generateKeyPairSync } from "node:crypto";
 import { rm } from "node:fs/promises";
-import { SignSSHCertificateRequest_CertificateType } from "@wap/api";
-import type { ServiceClients } from "@wap/client";
+import { SignSSHCertificateRequest_CertificateType } from "@wap/api/gen/platform/v1/certificates_pb";
 import { opensshPrivateKey, readSshCertificate, sshPublicKeyLine } from "@wap/ssh-wire";
 import type { ConfigStore } from "../config.js";
 import { CliError } from "../exit-codes.js";
-import type { Session } from "../session.js";
+import type { SessionWith } from "../session.js";
 import { addToAgent, agentAvailable } from "./agent.js";
 import {
   certificatePaths,
@@ -22,7 +21,7 @@ import {
 } from "./certificate-files.js";
 
 /** What signing a certificate needs of a session: the certificates client. */
-export type SigningSession = Pick<Session<Pick<ServiceClients, "certificates">>, "clients">;
+export type SigningSession = Pick<SessionWith<"certificates">, "clients">;
 
 export interface IssueOptions {
   readonly workspaceId: string;
