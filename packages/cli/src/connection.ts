@@ -4,4 +4,4 @@
  *
  * @module
  */
-export { createDaemonTransport, createPlatformSigner } from "@wap/client";
+export { createDaemonTransport, createPlatformSigner } from "@wap/client/signed-transport";
