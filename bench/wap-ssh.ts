@@ -201,7 +201,10 @@ async function world(dir: string, wap: string) {
   });
   const url = new URL(/(https?:\/\/\S+\/cli-login\?\S+)/.exec(printed)![1]!);
   await clientFor(AuthService, transport).verifyCLILogin(
-    { loginCode: url.searchParams.get("code")!, userCode: /Type this code on the page, then approve: (\S+)/.exec(printed)?.[1] ?? "" },
+    {
+      loginCode: url.searchParams.get("code")!,
+      userCode: /Type this code on the page, then approve: (\S+)/.exec(printed)?.[1] ?? "",
+    },
     auth,
   );
   const signedIn = await done;
@@ -255,7 +258,10 @@ export async function runWapSshBench(): Promise<BenchSection> {
   const comparisons: BenchComparison[] = [];
   const series_: BenchSection["series"][number][] = [];
   // The machine's load: the wall times below wait for a core when it is high.
-  const load = () => loadavg().map((l) => l.toFixed(1)).join(", ");
+  const load = () =>
+    loadavg()
+      .map((l) => l.toFixed(1))
+      .join(", ");
   const loadAtStart = load();
   let loadAtEnd = loadAtStart;
   try {

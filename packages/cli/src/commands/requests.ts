@@ -10,7 +10,7 @@ import { findTarget, subjectAccess } from "../access.js";
 import { formatDuration } from "../duration.js";
 import { CliError, usageError } from "../exit-codes.js";
 import { printable, table } from "../output.js";
-import { type CommandContext, type Session, type SessionWith, withSession } from "../session.js";
+import { type CommandContext, type SessionWith, withSession } from "../session.js";
 import { resolveWorkspace } from "../workspaces.js";
 
 /** How often a waiting `wap request` reads its request again. */
