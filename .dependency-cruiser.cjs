@@ -5,6 +5,8 @@
  */
 const entries = [
   "packages/api/src/index\\.ts",
+  // Each file of the contract on its own, for a program that calls few services.
+  "packages/api/src/gen/platform/v1/[a-z_]+_pb\\.ts",
   "packages/ssh-wire/src/(index|encoding|forms|extensions)\\.ts",
   "packages/audit-chain/src/index\\.ts",
   "packages/core/src/(index|internal)\\.ts",
@@ -12,7 +14,7 @@ const entries = [
   "packages/core/src/testing/index\\.ts",
   "packages/core/src/ssh-keys\\.ts",
   "packages/core/src/audit-chain\\.ts",
-  "packages/client/src/index(\\.browser)?\\.ts",
+  "packages/client/src/(index(\\.browser)?|signed-transport)\\.ts",
   "packages/storage-sql/src/index\\.ts",
   "packages/storage-sqlite/src/index\\.ts",
   "packages/storage-postgres/src/(testing/)?index\\.ts",

@@ -22,7 +22,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir, userInfo } from "node:os";
+import { loadavg, tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
@@ -201,7 +201,10 @@ async function world(dir: string, wap: string) {
   });
   const url = new URL(/(https?:\/\/\S+\/cli-login\?\S+)/.exec(printed)![1]!);
   await clientFor(AuthService, transport).verifyCLILogin(
-    { loginCode: url.searchParams.get("code")!, userCode: /shows this code: (\S+)/.exec(printed)?.[1] ?? "" },
+    {
+      loginCode: url.searchParams.get("code")!,
+      userCode: /Type this code on the page, then approve: (\S+)/.exec(printed)?.[1] ?? "",
+    },
     auth,
   );
   const signedIn = await done;
@@ -254,6 +257,13 @@ export async function runWapSshBench(): Promise<BenchSection> {
   const targets: BenchTarget[] = [];
   const comparisons: BenchComparison[] = [];
   const series_: BenchSection["series"][number][] = [];
+  // The machine's load: the wall times below wait for a core when it is high.
+  const load = () =>
+    loadavg()
+      .map((l) => l.toFixed(1))
+      .join(", ");
+  const loadAtStart = load();
+  let loadAtEnd = loadAtStart;
   try {
     const node = process.execPath;
     const marks = join(dir, "ssh-marks");
@@ -374,6 +384,8 @@ export async function runWapSshBench(): Promise<BenchSection> {
       });
     target("cachedOwn", 300);
     target("issuedOwn", 500);
+    loadAtEnd = load();
+    log(`load average (1, 5, 15 min): ${loadAtStart} at the start, ${loadAtEnd} at the end`);
   } finally {
     await w.close();
     await rm(dir, { recursive: true, force: true });
@@ -389,6 +401,7 @@ export async function runWapSshBench(): Promise<BenchSection> {
     notes: [
       "wap's own time is marked by a bash wrapper around the real ssh (first on wap's PATH): bash's start-up, a few ms, counts as wap's.",
       "wap's CPU time is /usr/bin/time's user and system time of the run less ssh's (bash's `times` after ssh): on a loaded machine it moves less than the wall times.",
+      `Load average (1, 5, 15 min): ${loadAtStart} at the start, ${loadAtEnd} at the end.`,
     ],
   };
 }

@@ -1,7 +1,8 @@
 import { defineConfig } from "tsup";
 
 export default defineConfig({
-  entry: ["src/index.ts", "src/index.browser.ts"],
+  // signed-transport: the signed connection alone, for a program that builds its own few clients.
+  entry: ["src/index.ts", "src/index.browser.ts", "src/signed-transport.ts"],
   format: ["esm"],
   target: "node18",
   dts: true,

@@ -5,15 +5,11 @@
  * @module
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import {
-  type CertificateAuthority,
-  type Daemon,
-  type GetSubjectAccessResponse,
-  GrantKind,
-  type Target,
-} from "@wap/api";
+import type { CertificateAuthority, Daemon, GetSubjectAccessResponse, Target } from "@wap/api";
+// From its own file: `wap ssh` loads only the parts of the contract it uses.
+import { GrantKind } from "@wap/api/gen/platform/v1/principal_pb";
 import { CliError } from "./exit-codes.js";
-import type { Session } from "./session.js";
+import type { SessionWith } from "./session.js";
 
 export interface Reachable {
   readonly target: Target;
@@ -31,7 +27,7 @@ export interface Reachable {
 }
 
 export async function subjectAccess(
-  session: Session,
+  session: SessionWith<"targets">,
   workspaceId: string,
 ): Promise<GetSubjectAccessResponse> {
   return session.clients.targets.getSubjectAccess({ workspaceId });

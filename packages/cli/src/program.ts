@@ -43,6 +43,7 @@ const commands = {
   audit: () => import("./commands/audit.js"),
   auth: () => import("./commands/auth.js"),
   certs: () => import("./commands/certs.js"),
+  configSsh: () => import("./commands/config-ssh.js"),
   lists: () => import("./commands/lists.js"),
   requests: () => import("./commands/requests.js"),
   ssh: () => import("./commands/ssh.js"),
@@ -277,7 +278,7 @@ export function createProgram(runner: Runner, env: NodeJS.ProcessEnv = process.e
     )
     .action(
       action(async (ctx, options: { renewIfUnder: number }) =>
-        (await commands.ssh()).configSsh(ctx, { renewBeforeMs: options.renewIfUnder }),
+        (await commands.configSsh()).configSsh(ctx, { renewBeforeMs: options.renewIfUnder }),
       ),
     );
 

@@ -8,12 +8,12 @@
  */
 import { createPrivateKey, type KeyObject } from "node:crypto";
 import { hostname } from "node:os";
-import type { Interceptor } from "@connectrpc/connect";
-import { createDaemonClient, createPlatformSigner, type ServiceClients } from "@wap/client";
+import type { Interceptor, Transport } from "@connectrpc/connect";
+import type { ServiceClients } from "@wap/client";
 import { type CliConfig, ConfigStore, configDir } from "./config.js";
 import { CliError, notSignedIn, usageError } from "./exit-codes.js";
 import { createOutput, type Output } from "./output.js";
-import { explainingClients, type SignInKind } from "./rpc-errors.js";
+import type { SignInKind } from "./rpc-errors.js";
 import { cliVersion } from "./version.js";
 
 /** The options every command takes. */
@@ -37,15 +37,21 @@ export function commandContext(options: GlobalOptions, env: NodeJS.ProcessEnv = 
 }
 
 /** A connection to the server with credentials. Close it when the command is done. */
-export interface Session {
+export interface Session<Clients extends object = ServiceClients> {
   readonly server: string;
   readonly kind: SignInKind;
   readonly config: CliConfig;
-  readonly clients: ServiceClients;
+  readonly clients: Clients;
   /** The caller's subject id: the user's, or the service account's (from its token). */
   readonly subjectId: string;
   close(): void;
 }
+
+/** A session with the clients of these services at least. */
+export type SessionWith<Service extends keyof ServiceClients> = Session<Pick<ServiceClients, Service>>;
+
+/** Builds the clients a command calls over the session's transport. */
+export type ClientsFor<Clients extends object> = (transport: Transport) => Clients;
 
 /** The `Platform-Client-*` headers: which machine and build is calling. */
 export function clientHeaders(deviceId?: string): Record<string, string> {
@@ -72,7 +78,7 @@ export function normalizeServer(url: string): string {
 }
 
 /** The token for scripts: `--token`, else `WAP_TOKEN`. */
-function tokenOf(ctx: CommandContext): string | undefined {
+export function tokenOf(ctx: CommandContext): string | undefined {
   const token = ctx.options.token ?? ctx.env.WAP_TOKEN;
   return token === undefined || token === "" ? undefined : token;
 }
@@ -105,13 +111,27 @@ function serviceAccountId(token: string): string {
   }
 }
 
+/** A session with a client of every service. */
 export async function openSession(ctx: CommandContext): Promise<Session> {
+  const { createServiceClients } = await import("@wap/client");
+  return openSessionWith(ctx, createServiceClients);
+}
+
+/**
+ * A session with only the clients `clientsFor` builds: the contract's descriptors of the other
+ * services are then neither loaded nor built.
+ */
+export async function openSessionWith<Clients extends object>(
+  ctx: CommandContext,
+  clientsFor: ClientsFor<Clients>,
+): Promise<Session<Clients>> {
   const config = await ctx.store.read();
   const token = tokenOf(ctx);
   if (token !== undefined) {
     const server = ctx.options.server ?? ctx.env.WAP_SERVER;
     if (!server) throw notSignedIn("a token needs a server: set WAP_SERVER or pass --server");
-    return connect(normalizeServer(server), "token", config, serviceAccountId(token), [bearer(token)]);
+    const auth = [bearer(token)];
+    return connect(normalizeServer(server), "token", config, serviceAccountId(token), auth, clientsFor);
   }
   const server = serverOf(ctx, config);
   if (config.deviceId === undefined || config.user === undefined || config.server === undefined) {
@@ -121,25 +141,32 @@ export async function openSession(ctx: CommandContext): Promise<Session> {
     throw notSignedIn(`not signed in to ${server} (this device is signed in to ${config.server})`);
   }
   const key = await readDeviceKey(ctx.store);
+  // The client and Node's HTTP/2 load only when a command calls the server.
+  const { createPlatformSigner } = await import("./connection.js");
   const signer = createPlatformSigner({ id: config.deviceId, privateKey: key });
-  return connect(server, "device", config, config.user.id, [signer.interceptor], config.deviceId);
+  return connect(server, "device", config, config.user.id, [signer.interceptor], clientsFor, config.deviceId);
 }
 
-function connect(
+async function connect<Clients extends object>(
   server: string,
   kind: SignInKind,
   config: CliConfig,
   subjectId: string,
   auth: Interceptor[],
+  clientsFor: ClientsFor<Clients>,
   deviceId?: string,
-): Session {
-  const client = createDaemonClient({
+): Promise<Session<Clients>> {
+  const [{ createDaemonTransport }, { explainingClients }] = await Promise.all([
+    import("./connection.js"),
+    import("./rpc-errors.js"),
+  ]);
+  const { transport, close } = createDaemonTransport({
     baseUrl: server,
     headers: clientHeaders(deviceId),
     interceptors: auth,
   });
-  const clients = explainingClients<ServiceClients>(client, server, kind);
-  return { server, kind, config, clients, subjectId, close: () => client.close() };
+  const clients = explainingClients(clientsFor(transport), server, kind);
+  return { server, kind, config, clients, subjectId, close };
 }
 
 function bearer(token: string): Interceptor {

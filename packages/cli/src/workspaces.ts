@@ -6,9 +6,9 @@
  */
 import type { Workspace } from "@wap/api";
 import { CliError } from "./exit-codes.js";
-import type { CommandContext, Session } from "./session.js";
+import type { CommandContext, SessionWith } from "./session.js";
 
-export async function listWorkspaces(session: Session): Promise<Workspace[]> {
+export async function listWorkspaces(session: SessionWith<"workspaces">): Promise<Workspace[]> {
   return (await session.clients.workspaces.listWorkspaces({})).workspaces;
 }
 
@@ -24,7 +24,10 @@ export function findWorkspace(list: readonly Workspace[], wanted: string): Works
   return found;
 }
 
-export async function resolveWorkspace(ctx: CommandContext, session: Session): Promise<Workspace> {
+export async function resolveWorkspace(
+  ctx: CommandContext,
+  session: SessionWith<"workspaces">,
+): Promise<Workspace> {
   const list = await listWorkspaces(session);
   const wanted =
     ctx.options.workspace ?? (session.kind === "device" ? session.config.workspace?.id : undefined);

@@ -319,6 +319,34 @@ describe("wap as a signed-in user", { timeout: 180_000 }, () => {
     expect(failing.code).toBe(7);
   });
 
+  it("wap ssh with a valid certificate and a fresh answer at hand calls no server; without a certificate it must", async () => {
+    // A copy of the signed-in state whose server address leads nowhere: what runs, ran unasked.
+    const copy = join(scratch, "cached-config");
+    await cp(configDir, copy, { recursive: true });
+    const nowhere = "http://127.0.0.1:9";
+    for (const file of [join(copy, "config.json"), join(copy, "ssh", "logins.json")]) {
+      const state = JSON.parse(await readFile(file, "utf8")) as { server: string };
+      expect(state.server).toBe(server.url);
+      await writeFile(file, JSON.stringify({ ...state, server: nowhere }));
+    }
+    const offline = (args: readonly string[]) => wap(args, { WAP_CONFIG_DIR: copy });
+    const cached = await offline(["ssh", `${login}@web-01`, "--", "echo", "cached"]);
+    expect(cached, `${cached.stderr}\n${sshd.logs()}`).toMatchObject({
+      code: 0,
+      stdout: "cached\n",
+      stderr: "",
+    });
+    // A login the cache does not hold outright, or no certificate to use: the server is asked.
+    const other = await offline(["ssh", "deploy@web-01", "--", "true"]);
+    expect(other.code).toBe(1);
+    expect(other.stderr).toMatch(/^wap: cannot reach the server at http:\/\/127\.0\.0\.1:9 /);
+    for (const file of await readdir(join(copy, "ssh")))
+      if (file.endsWith("-cert.pub")) await rm(join(copy, "ssh", file));
+    const unsigned = await offline(["ssh", `${login}@web-01`, "--", "true"]);
+    expect(unsigned.code).toBe(1);
+    expect(unsigned.stderr).toMatch(/^wap: cannot reach the server at http:\/\/127\.0\.0\.1:9 /);
+  });
+
   it("wap ssh signs a certificate for a login whose grant carries limits, and sshd enforces them", async () => {
     const auth = bearer(owner.accessToken);
     const principals = clientFor(PrincipalService, transportFor("connect-binary-h2", server.url));

@@ -20,7 +20,9 @@ describe("the browser entry", () => {
     expect(result.errors).toEqual([]);
     const inputs = Object.keys(result.metafile.inputs);
     expect(inputs.some((path) => path.includes("connect-web"))).toBe(true);
-    expect(inputs.filter((path) => /connect-node|^node:|signed-requests/.test(path))).toEqual([]);
+    expect(
+      inputs.filter((path) => /connect-node|^node:|signed-requests|signed-transport/.test(path)),
+    ).toEqual([]);
     expect(result.outputFiles[0]?.text).toContain("createPlatformClient");
   });
 });

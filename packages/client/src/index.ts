@@ -18,10 +18,12 @@ export { paginate } from "./paginate.js";
 export type { BaseClientOptions, PlatformClient } from "./platform-client.js";
 export type { TokenStore, Tokens } from "./session.js";
 export { createAuthInterceptor, createMemoryTokenStore } from "./session.js";
+export type { DaemonClient } from "./signed-requests.js";
+export { createDaemonClient } from "./signed-requests.js";
 export type {
-  DaemonClient,
   DaemonClientOptions,
+  DaemonTransport,
   PlatformSigner,
   PlatformSignerOptions,
-} from "./signed-requests.js";
-export { createDaemonClient, createPlatformSigner, signChallenge } from "./signed-requests.js";
+} from "./signed-transport.js";
+export { createDaemonTransport, createPlatformSigner, signChallenge } from "./signed-transport.js";

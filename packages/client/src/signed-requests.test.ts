@@ -7,7 +7,8 @@ import { DaemonControlService, DaemonService, UserService } from "@wap/api";
 import { challengeSignatureValid, parsePlatformChallenge } from "@wap/core/internal";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { createDaemonClient, createPlatformSigner } from "./signed-requests.js";
+import { createDaemonClient } from "./signed-requests.js";
+import { createPlatformSigner } from "./signed-transport.js";
 
 const daemonId = "0b7c6a52-3f1e-4d2a-9c5b-8e1f2a3b4c5d";
 

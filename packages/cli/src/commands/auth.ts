@@ -16,7 +16,7 @@ import { CliError, usageError } from "../exit-codes.js";
 import { printable, table } from "../output.js";
 import { explainRpcError, RpcError } from "../rpc-errors.js";
 import { type CommandContext, clientHeaders, serverOf, withSession } from "../session.js";
-import { readCertificateFile } from "../ssh/user-certificates.js";
+import { readCertificateFile } from "../ssh/certificate-files.js";
 import { listWorkspaces } from "../workspaces.js";
 
 export interface LoginOptions {

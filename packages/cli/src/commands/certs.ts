@@ -22,7 +22,8 @@ import { formatDuration } from "../duration.js";
 import { CliError, usageError } from "../exit-codes.js";
 import { printable } from "../output.js";
 import { type CommandContext, withSession } from "../session.js";
-import { currentCertificate, ensureCertificate } from "../ssh/user-certificates.js";
+import { currentCertificate } from "../ssh/certificate-files.js";
+import { ensureCertificate } from "../ssh/user-certificates.js";
 import { resolveWorkspace } from "../workspaces.js";
 
 export interface CertSshOptions {

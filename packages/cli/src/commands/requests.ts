@@ -10,7 +10,7 @@ import { findTarget, subjectAccess } from "../access.js";
 import { formatDuration } from "../duration.js";
 import { CliError, usageError } from "../exit-codes.js";
 import { printable, table } from "../output.js";
-import { type CommandContext, type Session, withSession } from "../session.js";
+import { type CommandContext, type SessionWith, withSession } from "../session.js";
 import { resolveWorkspace } from "../workspaces.js";
 
 /** How often a waiting `wap request` reads its request again. */
@@ -67,7 +67,7 @@ export interface AskOptions {
  */
 export async function ask(
   ctx: CommandContext,
-  session: Session,
+  session: SessionWith<"workspaces" | "targets" | "accessRequests">,
   targetName: string,
   options: AskOptions,
 ): Promise<AccessRequest> {

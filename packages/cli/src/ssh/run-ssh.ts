@@ -8,7 +8,19 @@ import { spawn } from "node:child_process";
 import { connect } from "node:net";
 import { CliError } from "../exit-codes.js";
 import { configValue } from "./ssh-config.js";
-import type { Endpoint } from "./targets.js";
+import { type Endpoint, type SshFiles, sshSettings, type TargetAddress } from "./targets.js";
+
+/** How one `wap ssh` runs ssh: the target, the login, the files, the checked endpoints. */
+export interface LoginPlan {
+  readonly target: TargetAddress;
+  readonly login: string;
+  readonly files: SshFiles;
+  readonly endpoints: readonly Endpoint[];
+  /** Whether the login is held outright: the authority's shared certificate, no request, no limits. */
+  readonly standing: boolean;
+  /** Whether the server said the target's agent is offline. */
+  readonly agentOffline: boolean;
+}
 
 export const sshMissing = () =>
   new CliError("ssh is not installed: install the OpenSSH client (e.g. `apt-get install openssh-client`)");
@@ -77,4 +89,13 @@ export async function firstReachable(
     if (open) return endpoint;
   }
   return undefined;
+}
+
+/** Runs ssh as `plan` says, with `command`; resolves to ssh's exit status. */
+export async function runPlan(plan: LoginPlan, command: readonly string[], env: NodeJS.ProcessEnv) {
+  // With one address there is nothing to choose: ssh connects (and says why it cannot) itself,
+  // and sshd is not made to start a connection only to have it dropped.
+  const { endpoints } = plan;
+  const endpoint = (endpoints.length > 1 ? await firstReachable(endpoints) : undefined) ?? endpoints[0]!;
+  return runSsh(sshArguments(sshSettings(plan.files, plan.target), endpoint, plan.login, command), env);
 }

@@ -16,12 +16,13 @@ import { hasControlCharacters } from "@wap/ssh-wire/forms";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Reachable } from "../access.js";
-import { aliasesFor, configProblem, hostBlock, knownHostsPath, parseDestination } from "../commands/ssh.js";
+import { aliasesFor, configProblem, hostBlock } from "../commands/config-ssh.js";
+import { parseDestination } from "../commands/ssh.js";
 import type { ConfigStore } from "../config.js";
+import { certificatePaths } from "./certificate-files.js";
 import { sshArguments } from "./run-ssh.js";
 import { renderSshConfig } from "./ssh-config.js";
-import { endpointOf, knownHostsFile, knownHostsName, targetProblem } from "./targets.js";
-import { certificatePaths } from "./user-certificates.js";
+import { endpointOf, knownHostsFile, knownHostsName, knownHostsPath, targetProblem } from "./targets.js";
 
 const run = promisify(execFile);
 let scratch: string;

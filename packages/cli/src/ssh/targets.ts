@@ -5,10 +5,15 @@
  *
  * @module
  */
-import type { CertificateAuthority, Target } from "@wap/api";
+import { join } from "node:path";
+import type { CertificateAuthority, GetSubjectAccessResponse, Target } from "@wap/api";
 import { endpointForm, loginNamePattern, parseEndpoint, resourceNamePattern } from "@wap/ssh-wire/forms";
+import type { ConfigStore } from "../config.js";
 import { CliError } from "../exit-codes.js";
 import { withoutComment } from "./agent.js";
+
+/** What of a target reaches ssh: its id (the host certificate's name), its name, its endpoints. */
+export type TargetAddress = Pick<Target, "id" | "name" | "endpoints">;
 
 export interface Endpoint {
   readonly host: string;
@@ -35,7 +40,7 @@ const quoted = (value: string) => JSON.stringify(value);
  * A server answers only what its rules accepted; anything else came from a row written before a
  * rule existed, or from a server that is not ours.
  */
-export function targetProblem(target: Target): string | undefined {
+export function targetProblem(target: TargetAddress): string | undefined {
   if (!isId(target.id)) return `its id ${quoted(target.id)} is not a UUID`;
   if (!resourceNamePattern.test(target.name)) return `its name ${quoted(target.name)} is not a target name`;
   const bad = target.endpoints.find((e) => endpointOf(e) === undefined);
@@ -47,7 +52,7 @@ export function targetProblem(target: Target): string | undefined {
 export const isLoginName = (login: string) => login.length <= 32 && loginNamePattern.test(login);
 
 /** The endpoints of a target, refused with a clear message when any is not one. */
-export function usableEndpoints(target: Target): Endpoint[] {
+export function usableEndpoints(target: TargetAddress): Endpoint[] {
   const problem = targetProblem(target);
   if (problem !== undefined) {
     throw new CliError(
@@ -64,7 +69,7 @@ export const knownHostsName = ({ host, port }: Endpoint) => (port === 22 ? host 
  * The name ssh checks the host certificate against. Host certificates name the target's id as
  * their principal, so ssh is told to look for that name rather than the address it dials.
  */
-export const hostKeyAlias = (target: Target) => target.id;
+export const hostKeyAlias = (target: Pick<Target, "id">) => target.id;
 
 /** Every name ssh may look a target up by: its alias, its name, each endpoint. */
 export function knownHostsPatterns(target: Target): string[] {
@@ -116,7 +121,7 @@ export interface SshFiles {
 }
 
 /** ssh_config settings (name, value) shared by `wap ssh` and `wap config ssh`. */
-export function sshSettings(files: SshFiles, target: Target): Array<[string, string]> {
+export function sshSettings(files: SshFiles, target: Pick<Target, "id">): Array<[string, string]> {
   return [
     ["IdentityFile", files.identityFile],
     ["CertificateFile", files.certificateFile],
@@ -125,4 +130,24 @@ export function sshSettings(files: SshFiles, target: Target): Array<[string, str
     ["StrictHostKeyChecking", "yes"],
     ["HostKeyAlias", hostKeyAlias(target)],
   ];
+}
+
+export function knownHostsPath(store: ConfigStore, workspaceId: string): string {
+  // The id names a file: only ever a UUID, never a path.
+  if (!isId(workspaceId))
+    throw new CliError(`the server named a workspace ${JSON.stringify(workspaceId)}, which is not an id`);
+  return join(store.sshDir, `known_hosts-${workspaceId}`);
+}
+
+/** Writes the workspace's known_hosts file (its host CAs) and returns its path. */
+export async function writeKnownHosts(
+  store: ConfigStore,
+  workspaceId: string,
+  access: GetSubjectAccessResponse,
+): Promise<string> {
+  const path = knownHostsPath(store, workspaceId);
+  const text = knownHostsFile(access.certificateAuthorities, access.targets);
+  // Usually unchanged since the last command: one read instead of a rewrite.
+  if ((await store.readFile(path)) !== text) await store.writeFile(path, text);
+  return path;
 }

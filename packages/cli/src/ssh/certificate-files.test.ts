@@ -16,7 +16,7 @@ import {
   currentCertificate,
   removeEndedRequestCertificates,
   requestOfKeyId,
-} from "./user-certificates.js";
+} from "./certificate-files.js";
 
 const caId = "0193f1c2-7a0e-7d4b-9d55-0a3c2f9b1e77";
 const requestA = "0193f1c2-7a0e-7d4b-9d55-0a3c2f9b1e01";
