@@ -30,10 +30,14 @@ import {
   targetProblem,
   usableEndpoints,
 } from "../ssh/targets.js";
+import { issueUnderStepUp, markHanded, runStepUp } from "../ssh/step-up.js";
 import {
+  certificatePaths,
   ensureCertificate,
   issueCertificate,
+  type LoginBinding,
   removeEndedRequestCertificates,
+  type UserCertificate,
 } from "../ssh/user-certificates.js";
 import { listWorkspaces, resolveWorkspace } from "../workspaces.js";
 
@@ -143,6 +147,30 @@ async function ensureApproval(
   return { request: asked, approved: approved.add(asked.id) };
 }
 
+/**
+ * A login whose grants require a step-up: a ceremony for it alone, then its single-use
+ * certificate, handed to this ssh (the ssh hook will not hand it again).
+ */
+async function stepUpCertificate(
+  ctx: CommandContext,
+  session: Session,
+  workspaceId: string,
+  caId: string,
+  binding: LoginBinding,
+  targetName: string,
+): Promise<UserCertificate> {
+  const stepUpId = await runStepUp(
+    session,
+    ctx.out,
+    workspaceId,
+    [binding],
+    `logging in as "${binding.login}" on ${printable(targetName)}`,
+  );
+  const certificate = await issueUnderStepUp(session, ctx.store, ctx.env, { workspaceId, caId, stepUpId, binding });
+  await markHanded(ctx.store, caId, binding, certificate.info.serial.toString());
+  return certificate;
+}
+
 /** Reuse margin of a certificate bound to a request: it ends with the approval, never later. */
 const requestRenewBeforeMs = 30_000;
 
@@ -179,11 +207,14 @@ export async function ssh(
     // is the request's own: never one of another request, or of one since ended or withdrawn.
     const request =
       approval === undefined ? undefined : { id: approval.request.id, targetId: reachable.target.id };
-    const certificate = reachable.limited.includes(login)
+    const binding = { targetId: reachable.target.id, login };
+    const certificate = reachable.stepUp.includes(login)
+      ? await stepUpCertificate(ctx, session, workspace.id, reachable.authority.id, binding, reachable.target.name)
+      : reachable.limited.includes(login)
       ? await issueCertificate(session, ctx.store, ctx.env, {
           workspaceId: workspace.id,
           caId: reachable.authority.id,
-          binding: { targetId: reachable.target.id, login },
+          binding,
           ...(request && { request }),
         })
       : await ensureCertificate(session, ctx.store, ctx.env, {
@@ -320,8 +351,46 @@ export async function configSsh(ctx: CommandContext, options: ConfigSshOptions):
     const hooks = new Map<string, RenewalHook & { aliases: string[] }>();
     const hosts: HostBlock[] = [];
     const wap = selfCommand();
+    const renewIfUnder = `${Math.round(options.renewBeforeMs / 1000)}s`;
     for (const [i, { workspace, reachable, knownHosts }] of entries.entries()) {
       const ca = reachable.authority!;
+      const alias = aliases[i]!;
+      const user = reachable.logins.find(isLoginName)!;
+      if (reachable.limited.includes(user)) {
+        // The login's own certificate (its grant's limits), from a hook of its own that signs it
+        // when ssh needs it: after a passkey step-up when the grant requires one.
+        const binding = { targetId: reachable.target.id, login: user };
+        const paths = certificatePaths(ctx.store, ca.id, { binding });
+        hooks.set(`${workspace.id}/${ca.id}/${binding.targetId}/${user}`, {
+          aliases: [alias],
+          command: shellQuote([
+            "env",
+            `WAP_CONFIG_DIR=${ctx.store.dir}`,
+            ...wap,
+            "cert",
+            "ssh",
+            "--workspace",
+            workspace.id,
+            "--ca",
+            ca.id,
+            "--target",
+            binding.targetId,
+            "--login",
+            user,
+            "--renew-if-under",
+            renewIfUnder,
+            "--quiet",
+          ]),
+        });
+        hosts.push(
+          hostBlock(workspace, reachable, alias, {
+            identityFile: paths.privateKey,
+            certificateFile: paths.certificate,
+            knownHostsFile: knownHosts,
+          }),
+        );
+        continue;
+      }
       // Signed now so plain ssh works at once; the hook renews it later.
       const certificate = await ensureCertificate(session, ctx.store, ctx.env, {
         workspaceId: workspace.id,
@@ -329,7 +398,6 @@ export async function configSsh(ctx: CommandContext, options: ConfigSshOptions):
         caPublicKey: ca.publicKey,
         renewBeforeMs: options.renewBeforeMs,
       });
-      const alias = aliases[i]!;
       const hookKey = `${workspace.id}/${ca.id}`;
       const hook = hooks.get(hookKey) ?? {
         aliases: [],
@@ -344,7 +412,7 @@ export async function configSsh(ctx: CommandContext, options: ConfigSshOptions):
           "--ca",
           ca.id,
           "--renew-if-under",
-          `${Math.round(options.renewBeforeMs / 1000)}s`,
+          renewIfUnder,
           "--quiet",
         ]),
       };

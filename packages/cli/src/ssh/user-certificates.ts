@@ -18,6 +18,9 @@
  *
  *     ssh/<ca id>.<target id>.<login>      (and .pub, -cert.pub)
  *
+ * A login whose grants require a passkey step-up gets, under a completed step-up, a single-use
+ * certificate valid 60 s in the same files (./step-up.ts).
+ *
  * A certificate is reused while it has more than the renewal margin left, was signed by the CA's
  * current key, its key is still at hand, and its key id names the request it is wanted for (none
  * for a standing login): one issued under another request, or under one that has since ended or
@@ -173,6 +176,8 @@ export interface IssueOptions {
    * for the target (the server binds it to the caller's approved request there) and kept apart.
    */
   readonly request?: { readonly id: string; readonly targetId: string };
+  /** For a login whose grant requires a step-up: the completed step-up it is signed under. */
+  readonly stepUpId?: string;
 }
 
 /** Signs a fresh Ed25519 key with the CA and stores it (agent or file) with its certificate. */
@@ -193,6 +198,7 @@ export async function issueCertificate(
     ...(options.ttlMs === undefined ? {} : { ttl: { seconds: BigInt(Math.round(options.ttlMs / 1000)) } }),
     ...(options.request === undefined ? {} : { targetId: options.request.targetId }),
     ...(options.binding && { targetId: options.binding.targetId, login: options.binding.login }),
+    ...(options.stepUpId && { stepUpId: options.stepUpId }),
   });
   if (signed.caId !== options.caId) {
     throw new CliError(

@@ -178,7 +178,9 @@ export function chooseGrant(
   asked: GrantLimitsInput | undefined,
   clientAddress: string,
 ): ChosenGrant {
-  const ordered = [...grants].sort((a, b) => breadth(b) - breadth(a));
+  // A grant that lets in without a passkey step-up comes before any that requires one.
+  const stepUp = (g: GrantLimits | undefined) => (g?.requireStepUp === true ? 1 : 0);
+  const ordered = [...grants].sort((a, b) => stepUp(a) - stepUp(b) || breadth(b) - breadth(a));
   let firstFailure: unknown;
   for (const grant of ordered) {
     if (grant === undefined && asked === undefined) return { grant, limits: undefined };
