@@ -308,7 +308,10 @@ export function createProgram(runner: Runner, env: NodeJS.ProcessEnv = process.e
       duration,
     )
     .option("-q, --quiet", "print nothing on success")
-    .option("--target <id>", "with --login: the certificate of one login of a target (the ssh hook of `wap config ssh`)")
+    .option(
+      "--target <id>",
+      "with --login: the certificate of one login of a target (the ssh hook of `wap config ssh`)",
+    )
     .option("--login <login>", "with --target: the login")
     .action(
       action(
@@ -333,12 +336,12 @@ export function createProgram(runner: Runner, env: NodeJS.ProcessEnv = process.e
                 quiet: options.quiet === true,
               })
             : (await commands.certs()).certSsh(ctx, {
-            ...(options.key === undefined ? {} : { key: options.key }),
-            ...(options.ca === undefined ? {} : { ca: options.ca }),
-            ...(options.ttl === undefined ? {} : { ttlMs: options.ttl }),
-            ...(options.renewIfUnder === undefined ? {} : { renewBeforeMs: options.renewIfUnder }),
-            quiet: options.quiet === true,
-          }),
+                ...(options.key === undefined ? {} : { key: options.key }),
+                ...(options.ca === undefined ? {} : { ca: options.ca }),
+                ...(options.ttl === undefined ? {} : { ttlMs: options.ttl }),
+                ...(options.renewIfUnder === undefined ? {} : { renewBeforeMs: options.renewIfUnder }),
+                quiet: options.quiet === true,
+              }),
       ),
     );
   cert

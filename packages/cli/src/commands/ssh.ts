@@ -21,6 +21,7 @@ import { type CommandContext, type Session, withSession } from "../session.js";
 import { defaultRenewBeforeMs } from "../ssh/renewal.js";
 import { firstReachable, runSsh, sshArguments } from "../ssh/run-ssh.js";
 import { configValue, type HostBlock, type RenewalHook, renderSshConfig } from "../ssh/ssh-config.js";
+import { issueUnderStepUp, markHanded, runStepUp } from "../ssh/step-up.js";
 import {
   isId,
   isLoginName,
@@ -30,7 +31,6 @@ import {
   targetProblem,
   usableEndpoints,
 } from "../ssh/targets.js";
-import { issueUnderStepUp, markHanded, runStepUp } from "../ssh/step-up.js";
 import {
   certificatePaths,
   ensureCertificate,
@@ -166,7 +166,12 @@ async function stepUpCertificate(
     [binding],
     `logging in as "${binding.login}" on ${printable(targetName)}`,
   );
-  const certificate = await issueUnderStepUp(session, ctx.store, ctx.env, { workspaceId, caId, stepUpId, binding });
+  const certificate = await issueUnderStepUp(session, ctx.store, ctx.env, {
+    workspaceId,
+    caId,
+    stepUpId,
+    binding,
+  });
   await markHanded(ctx.store, caId, binding, certificate.info.serial.toString());
   return certificate;
 }
@@ -209,21 +214,28 @@ export async function ssh(
       approval === undefined ? undefined : { id: approval.request.id, targetId: reachable.target.id };
     const binding = { targetId: reachable.target.id, login };
     const certificate = reachable.stepUp.includes(login)
-      ? await stepUpCertificate(ctx, session, workspace.id, reachable.authority.id, binding, reachable.target.name)
-      : reachable.limited.includes(login)
-      ? await issueCertificate(session, ctx.store, ctx.env, {
-          workspaceId: workspace.id,
-          caId: reachable.authority.id,
+      ? await stepUpCertificate(
+          ctx,
+          session,
+          workspace.id,
+          reachable.authority.id,
           binding,
-          ...(request && { request }),
-        })
-      : await ensureCertificate(session, ctx.store, ctx.env, {
-          workspaceId: workspace.id,
-          caId: reachable.authority.id,
-          caPublicKey: reachable.authority.publicKey,
-          renewBeforeMs: approval === undefined ? defaultRenewBeforeMs : requestRenewBeforeMs,
-          ...(request && { request }),
-        });
+          reachable.target.name,
+        )
+      : reachable.limited.includes(login)
+        ? await issueCertificate(session, ctx.store, ctx.env, {
+            workspaceId: workspace.id,
+            caId: reachable.authority.id,
+            binding,
+            ...(request && { request }),
+          })
+        : await ensureCertificate(session, ctx.store, ctx.env, {
+            workspaceId: workspace.id,
+            caId: reachable.authority.id,
+            caPublicKey: reachable.authority.publicKey,
+            renewBeforeMs: approval === undefined ? defaultRenewBeforeMs : requestRenewBeforeMs,
+            ...(request && { request }),
+          });
     // The keys and certificates of this authority's requests no longer approved go.
     if (approval !== undefined)
       await removeEndedRequestCertificates(ctx.store, reachable.authority.id, approval.approved);

@@ -31,11 +31,16 @@ function planned(reachable: Reachable, requested: string | undefined): Planned {
   const name = printable(reachable.target.name);
   const login = requested ?? reachable.stepUp[0];
   if (login === undefined)
-    throw new CliError(`none of your logins on ${name} needs a step-up: log in with plain ssh or \`wap ssh\``);
+    throw new CliError(
+      `none of your logins on ${name} needs a step-up: log in with plain ssh or \`wap ssh\``,
+    );
   if (!reachable.stepUp.includes(login))
-    throw new CliError(`your login "${printable(login)}" on ${name} needs no step-up (those that do: ${reachable.stepUp.map((l) => printable(l)).join(", ") || "none"})`);
+    throw new CliError(
+      `your login "${printable(login)}" on ${name} needs no step-up (those that do: ${reachable.stepUp.map((l) => printable(l)).join(", ") || "none"})`,
+    );
   const problem = targetProblem(reachable.target);
-  if (problem !== undefined) throw new CliError(`wap will not sign for ${JSON.stringify(reachable.target.name)}: ${problem}`);
+  if (problem !== undefined)
+    throw new CliError(`wap will not sign for ${JSON.stringify(reachable.target.name)}: ${problem}`);
   if (!isLoginName(login)) throw new CliError(`the login ${JSON.stringify(login)} is not a Unix login name`);
   if (reachable.authority === undefined || !isId(reachable.authority.id))
     throw new CliError(`the certificate authority of ${name} is not available to you`);
@@ -52,7 +57,7 @@ export async function stepUp(
   destinations: readonly string[],
   options: StepUpOptions,
 ): Promise<void> {
-  if (options.all === (destinations.length > 0))
+  if (options.all === destinations.length > 0)
     throw usageError("name the targets ([login@]target ...) or give --all, not both");
   await withSession(ctx, async (session) => {
     const workspace = await resolveWorkspace(ctx, session);
@@ -117,7 +122,8 @@ export async function loginCertificate(ctx: CommandContext, options: LoginCertif
   const stored = await usableLoginCertificate(ctx.store, options.ca, binding, renewBeforeMs);
   if (stored !== undefined) {
     if (stored.singleUse) await markHanded(ctx.store, options.ca, binding, stored.serial);
-    if (!options.quiet) ctx.out.result({ ...stored, renewed: false }, () => `Certificate: ${stored.certificateFile}`);
+    if (!options.quiet)
+      ctx.out.result({ ...stored, renewed: false }, () => `Certificate: ${stored.certificateFile}`);
     return;
   }
   await withSession(ctx, async (session) => {
@@ -125,9 +131,13 @@ export async function loginCertificate(ctx: CommandContext, options: LoginCertif
     const access = await subjectAccess(session, workspace.id);
     const reachable = findTarget(access, options.target, workspace.name);
     if (reachable.authority?.id !== options.ca)
-      throw new CliError(`${printable(reachable.target.name)} no longer trusts that authority: run \`wap config ssh\` again`);
+      throw new CliError(
+        `${printable(reachable.target.name)} no longer trusts that authority: run \`wap config ssh\` again`,
+      );
     if (!reachable.logins.includes(options.login))
-      throw new CliError(`you no longer hold the login "${options.login}" on ${printable(reachable.target.name)}`);
+      throw new CliError(
+        `you no longer hold the login "${options.login}" on ${printable(reachable.target.name)}`,
+      );
     const certificate = reachable.stepUp.includes(options.login)
       ? await (async () => {
           const stepUpId = await runStepUp(
@@ -152,6 +162,9 @@ export async function loginCertificate(ctx: CommandContext, options: LoginCertif
           binding,
         });
     if (!options.quiet)
-      ctx.out.result({ certificateFile: certificate.certificateFile, renewed: true }, () => `Certificate: ${certificate.certificateFile}`);
+      ctx.out.result(
+        { certificateFile: certificate.certificateFile, renewed: true },
+        () => `Certificate: ${certificate.certificateFile}`,
+      );
   });
 }

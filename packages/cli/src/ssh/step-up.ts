@@ -95,7 +95,9 @@ export async function usableLoginCertificate(
   caId: string,
   binding: LoginBinding,
   renewBeforeMs: number,
-): Promise<{ singleUse: boolean; serial: string; certificateFile: string; identityFile: string } | undefined> {
+): Promise<
+  { singleUse: boolean; serial: string; certificateFile: string; identityFile: string } | undefined
+> {
   const paths = certificatePaths(store, caId, { binding });
   const info = await readCertificateFile(store, paths.certificate);
   if (info === undefined) return undefined;
