@@ -29,11 +29,11 @@ import {
   AuthService,
   CertificateKeyType,
   CertificateService,
+  SignSSHCertificateRequest_CertificateType as CertType,
   DaemonService,
   DaemonStatus,
   PrincipalService,
   PrincipalType,
-  SignSSHCertificateRequest_CertificateType as CertType,
   TargetService,
   UserService,
 } from "@wap/api";
@@ -137,11 +137,16 @@ function watch(child: ChildProcess, pattern?: RegExp) {
 }
 
 const wap = (args: readonly string[]) =>
-  spawn(process.execPath, [bin, ...args], { env: environment(), cwd: scratch, stdio: ["ignore", "pipe", "pipe"] });
+  spawn(process.execPath, [bin, ...args], {
+    env: environment(),
+    cwd: scratch,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
 
 const sshConfig = () => join(configDir, "ssh", "config");
-const ssh = (host: string, command: string) =>
-  spawn("ssh", ["-F", sshConfig(), "-o", "BatchMode=yes", host, command], {
+/** Plain ssh through the generated config; `within` seconds at most (then it is stopped: a hook waiting for a passkey). */
+const ssh = (host: string, command: string, within = 240) =>
+  spawn("timeout", [String(within), "ssh", "-F", sshConfig(), "-o", "BatchMode=yes", host, command], {
     env: environment(),
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -163,7 +168,10 @@ beforeAll(async () => {
   expect(built.stderr).not.toMatch(/error/i);
   scratch = await mkdtemp(join(tmpdir(), "wap-step-up-test-"));
   configDir = join(scratch, "config");
-  await Promise.all([bundle(join(cliRoot, "src", "bin.ts"), bin), bundle(join(cliRoot, "..", "agent", "src", "bin.ts"), agentBin)]);
+  await Promise.all([
+    bundle(join(cliRoot, "src", "bin.ts"), bin),
+    bundle(join(cliRoot, "..", "agent", "src", "bin.ts"), agentBin),
+  ]);
   const port = await freePort();
   base = `http://localhost:${port}`;
   server = await startTestServer({ port, publicUrl: base, daemonKeepaliveSeconds: 3600 });
@@ -191,7 +199,13 @@ beforeAll(async () => {
     { workspaceId, id: daemon.id!, status: DaemonStatus.ACCEPTED },
     auth,
   );
-  const probe = await wapAgent(["sshd-config", "--sshd-dir", "/SSHD-DIR", "--principals-command", `${process.execPath} ${agentBin}`]);
+  const probe = await wapAgent([
+    "sshd-config",
+    "--sshd-dir",
+    "/SSHD-DIR",
+    "--principals-command",
+    `${process.execPath} ${agentBin}`,
+  ]);
   expect(probe, probe.stderr).toMatchObject({ code: 0 });
   const probeLines = probe.stdout.trim().split("\n");
   // The session wrapper's Match block needs an agent serving its socket: sshd gets the lines before it.
@@ -199,11 +213,12 @@ beforeAll(async () => {
   for (let i = 0; i < hostCount; i++) {
     const name = `web-${String(i).padStart(2, "0")}`;
     const targetId =
-      i === 0
-        ? firstTarget
-        : (await targets.createTarget({ workspaceId, caId, name }, auth)).target!.id;
+      i === 0 ? firstTarget : (await targets.createTarget({ workspaceId, caId, name }, auth)).target!.id;
     await principals.setPrincipals({ workspaceId, targetId, usernames: [login] }, auth);
-    const { principals: listed } = await principals.listPrincipals({ workspaceId, targetId, limit: 10 }, auth);
+    const { principals: listed } = await principals.listPrincipals(
+      { workspaceId, targetId, limit: 10 },
+      auth,
+    );
     await principals.addSubjectsToPrincipal(
       {
         workspaceId,
@@ -275,7 +290,10 @@ beforeAll(async () => {
   const printed = await match;
   const url = new URL(/(https?:\/\/\S+\/cli-login\?\S+)/.exec(printed)![1]!);
   const userCode = /Type this code on the page, then approve: (\S+)/.exec(printed)?.[1] ?? "";
-  await clientFor(AuthService, api()).verifyCLILogin({ loginCode: url.searchParams.get("code")!, userCode }, auth);
+  await clientFor(AuthService, api()).verifyCLILogin(
+    { loginCode: url.searchParams.get("code")!, userCode },
+    auth,
+  );
   expect((await done).code).toBe(0);
   const configured = await watch(wap(["config", "ssh"])).done;
   expect(configured, configured.stderr).toMatchObject({ code: 0 });
@@ -295,7 +313,11 @@ const identityFile = (targetId: string) => join(configDir, "ssh", `${caId}.${tar
 
 /** The same certificate offered again, straight to sshd (no hook): what a replay looks like. */
 const replay = (host: (typeof hosts)[number], targetId = host.targetId) =>
-  host.sshd.ssh({ identityFile: identityFile(targetId), certificateFile: certificateFile(targetId), command: "echo again" });
+  host.sshd.ssh({
+    identityFile: identityFile(targetId),
+    certificateFile: certificateFile(targetId),
+    command: "echo again",
+  });
 
 async function refusals(sshdDir: string): Promise<string[]> {
   const dir = join(sshdDir, "refused-certificates");
@@ -350,10 +372,13 @@ describe("a grant requiring a passkey step-up, through plain ssh", { timeout: 30
     const { done, match } = watch(ssh(first.name, "echo stepped-up"), ceremonyPattern);
     await givePasskey(ceremonyPattern.exec(await match)![1]!);
     const result = await done;
-    expect(result, `${result.stderr}\n${first.sshd.logs()}`).toMatchObject({ code: 0, stdout: "stepped-up\n" });
+    expect(result, `${result.stderr}\n${first.sshd.logs()}`).toMatchObject({
+      code: 0,
+      stdout: "stepped-up\n",
+    });
     expect(await stepUpsBegun()).toBe(before + 1);
     const { stdout } = await run("ssh-keygen", ["-L", "-f", certificateFile(first.targetId)]);
-    expect(stdout).toMatch(new RegExp(`target@wap UNKNOWN OPTION`));
+    expect(stdout).toMatch(/target@wap UNKNOWN OPTION/);
     expect(stdout).toMatch(/single-use@wap/);
     const valid = /Valid: from (\S+) to (\S+)/.exec(stdout)!;
     expect(Date.parse(valid[2]!) - Date.parse(valid[1]!)).toBe(60_000);
@@ -383,12 +408,19 @@ describe("a grant requiring a passkey step-up, through plain ssh", { timeout: 30
     const stepUpId = url.slice(url.lastIndexOf("/") + 1);
 
     // Like `ansible all -m ping` with 20 forks: plain ssh to every host at once.
-    const results = await Promise.all(hosts.map((h) => watch(ssh(h.name, `echo ${h.name}`)).done));
+    const signedAt = Date.now();
+    const results = await Promise.all(hosts.map((h) => watch(ssh(h.name, `echo ${h.name}`, 90)).done));
+    const loggedInWithin = Date.now() - signedAt;
     for (const [i, r] of results.entries()) {
-      expect(r, `${r.stderr}\n${hosts[i]!.sshd.logs()}`).toMatchObject({ code: 0, stdout: `${hosts[i]!.name}\n` });
+      expect(r, `${r.stderr}\n${hosts[i]!.sshd.logs()}`).toMatchObject({
+        code: 0,
+        stdout: `${hosts[i]!.name}\n`,
+      });
       expect(r.stderr).not.toMatch(/needs your passkey/);
     }
-    expect(Date.now() - started).toBeLessThan(60_000);
+    // All 20 within the certificates' minute (measured: printed for the record).
+    console.log(`20 logins after one step-up: ${loggedInWithin} ms after the certificates were signed, ${Date.now() - started} ms in all`);
+    expect(loggedInWithin).toBeLessThan(60_000);
     expect(await stepUpsBegun()).toBe(before + 1);
     const { certificates } = await clientFor(CertificateService, api()).listIssuedCertificates(
       { workspaceId: owner.workspaceId, subjectId: ownerId, limit: 100 },
