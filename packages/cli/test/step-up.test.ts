@@ -9,8 +9,9 @@
  * - `ssh <host>` through the ssh_config of `wap config ssh` runs the ceremony in its hook, the
  *   passkey is given on the console's page, and the login goes in; the same certificate a second
  *   time, or on another host, is refused by sshd;
- * - `wap step-up --all` before a run over 20 hosts asks once: 20 single-use certificates in the
- *   ledger under one step-up, then plain `ssh` to each of the 20 goes in without another ceremony.
+ * - `wap step-up --all` before a run over 20 hosts asks once; plain `ssh` to each of the 20 (all
+ *   at once, as Ansible's forks) goes in without another ceremony, each with a single-use
+ *   certificate its hook signed under that step-up: 20 ledger entries naming it.
  *
  * The 20 hosts are 20 sshd processes on loopback (one per target: a host certificate names one
  * target, which the principals command checks), each a target of the workspace with its own name
@@ -404,13 +405,13 @@ describe("a grant requiring a passkey step-up, through plain ssh", { timeout: 30
     await givePasskey(url);
     const stepped = await done;
     expect(stepped, stepped.stderr).toMatchObject({ code: 0 });
-    expect(stepped.stdout).toMatch(/Signed 20 certificates/);
+    expect(stepped.stdout).toMatch(/Confirmed 20 logins/);
     const stepUpId = url.slice(url.lastIndexOf("/") + 1);
 
     // Like `ansible all -m ping` with 20 forks: plain ssh to every host at once.
-    const signedAt = Date.now();
-    const results = await Promise.all(hosts.map((h) => watch(ssh(h.name, `echo ${h.name}`, 90)).done));
-    const loggedInWithin = Date.now() - signedAt;
+    const confirmedAt = Date.now();
+    const results = await Promise.all(hosts.map((h) => watch(ssh(h.name, `echo ${h.name}`, 150)).done));
+    const loggedInWithin = Date.now() - confirmedAt;
     for (const [i, r] of results.entries()) {
       expect(r, `${r.stderr}\n${hosts[i]!.sshd.logs()}`).toMatchObject({
         code: 0,
@@ -418,9 +419,10 @@ describe("a grant requiring a passkey step-up, through plain ssh", { timeout: 30
       });
       expect(r.stderr).not.toMatch(/needs your passkey/);
     }
-    // All 20 within the certificates' minute (measured: printed for the record).
-    console.log(`20 logins after one step-up: ${loggedInWithin} ms after the certificates were signed, ${Date.now() - started} ms in all`);
-    expect(loggedInWithin).toBeLessThan(60_000);
+    // Measured, for the record: the 20 logins after the passkey, and the whole run.
+    console.log(
+      `20 logins after one step-up: ${loggedInWithin} ms after the passkey, ${Date.now() - started} ms in all`,
+    );
     expect(await stepUpsBegun()).toBe(before + 1);
     const { certificates } = await clientFor(CertificateService, api()).listIssuedCertificates(
       { workspaceId: owner.workspaceId, subjectId: ownerId, limit: 100 },

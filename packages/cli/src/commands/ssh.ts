@@ -159,7 +159,7 @@ async function stepUpCertificate(
   binding: LoginBinding,
   targetName: string,
 ): Promise<UserCertificate> {
-  const stepUpId = await runStepUp(
+  const { id: stepUpId } = await runStepUp(
     session,
     ctx.out,
     workspaceId,

@@ -1,7 +1,7 @@
 /**
- * `wap step-up [<login>@]<target>... | --all`: one passkey ceremony for a run across many hosts,
- * then one single-use certificate per login, which the ssh hook hands to plain `ssh` (and scp,
- * rsync, Ansible) once each.
+ * `wap step-up [<login>@]<target>... | --all`: one passkey ceremony for a run across many hosts;
+ * then, within the server's signing window, the ssh hook of each host signs one single-use
+ * certificate for its login under it and hands it to plain `ssh` (and scp, rsync, Ansible) once.
  *
  * `wap cert ssh --target <id> --login <login>`, the hook `wap config ssh` writes for a login whose
  * grants carry limits: it hands ssh the login's own certificate, signing a new one when needed,
@@ -14,7 +14,14 @@ import { CliError, usageError } from "../exit-codes.js";
 import { printable } from "../output.js";
 import { type CommandContext, withSession } from "../session.js";
 import { defaultRenewBeforeMs } from "../ssh/renewal.js";
-import { issueUnderStepUp, markHanded, runStepUp, usableLoginCertificate } from "../ssh/step-up.js";
+import {
+  issueUnderStepUp,
+  keepStepUp,
+  keptStepUp,
+  markHanded,
+  runStepUp,
+  usableLoginCertificate,
+} from "../ssh/step-up.js";
 import { isId, isLoginName, targetProblem } from "../ssh/targets.js";
 import { issueCertificate, type LoginBinding } from "../ssh/user-certificates.js";
 import { resolveWorkspace } from "../workspaces.js";
@@ -72,34 +79,27 @@ export async function stepUp(
         });
     if (plan.length === 0) throw new CliError("none of your logins in this workspace needs a step-up");
     const names = plan.map((p) => `${p.binding.login}@${printable(p.reachable.target.name)}`);
-    const stepUpId = await runStepUp(
+    const bindings = plan.map((p) => p.binding);
+    const completed = await runStepUp(
       session,
       ctx.out,
       workspace.id,
-      plan.map((p) => p.binding),
+      bindings,
       plan.length === 1 ? `logging in as ${names[0]}` : `logging in to ${plan.length} hosts`,
     );
-    const signed = [];
-    for (const p of plan) {
-      const certificate = await issueUnderStepUp(session, ctx.store, ctx.env, {
-        workspaceId: workspace.id,
-        caId: p.caId,
-        stepUpId,
-        binding: p.binding,
-      });
-      signed.push({
-        target: p.reachable.target.name,
-        targetId: p.binding.targetId,
-        login: p.binding.login,
-        certificateFile: certificate.certificateFile,
-        validBefore: certificate.info.validBefore.toISOString(),
-      });
-    }
-    ctx.out.result({ stepUpId, certificates: signed }, () =>
-      [
-        `Signed ${signed.length} certificate${signed.length === 1 ? "" : "s"}, each for one connection within 60 s: ${names.join(", ")}.`,
-        "Run ssh (or scp, rsync, ansible) now.",
-      ].join("\n"),
+    // Each host's certificate is signed when ssh connects there: its minute starts then.
+    await keepStepUp(ctx.store, workspace.id, completed, bindings);
+    ctx.out.result(
+      {
+        stepUpId: completed.id,
+        signUntil: completed.signUntil.toISOString(),
+        logins: plan.map((p) => p.binding),
+      },
+      () =>
+        [
+          `Confirmed ${plan.length} login${plan.length === 1 ? "" : "s"}: ${names.join(", ")}.`,
+          `Until ${completed.signUntil.toISOString()}, ssh (or scp, rsync, ansible) to each gets a certificate for one connection.`,
+        ].join("\n"),
     );
   });
 }
@@ -140,13 +140,19 @@ export async function loginCertificate(ctx: CommandContext, options: LoginCertif
       );
     const certificate = reachable.stepUp.includes(options.login)
       ? await (async () => {
-          const stepUpId = await runStepUp(
-            session,
-            ctx.out,
-            workspace.id,
-            [binding],
-            `logging in as "${options.login}" on ${printable(reachable.target.name)}`,
-          );
+          // Under the step-up of `wap step-up` when it covers this login, else a ceremony of its own.
+          const kept = await keptStepUp(ctx.store, workspace.id, binding);
+          const stepUpId =
+            kept ??
+            (
+              await runStepUp(
+                session,
+                ctx.out,
+                workspace.id,
+                [binding],
+                `logging in as "${options.login}" on ${printable(reachable.target.name)}`,
+              )
+            ).id;
           const issued = await issueUnderStepUp(session, ctx.store, ctx.env, {
             workspaceId: workspace.id,
             caId: options.ca,

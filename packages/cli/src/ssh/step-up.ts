@@ -3,11 +3,17 @@
  * user gives a passkey; wap waits for it), the single-use certificates signed under it, one per
  * login, and how the ssh hook hands each of them to ssh once.
  *
+ * A step-up of `wap step-up` covers a run across many hosts: it is kept until the server's
+ * signing window ends, and the hook of each host signs that host's certificate under it when ssh
+ * connects there, so each certificate's minute starts when it is used.
+ *
  *     ssh/<ca id>.<target id>.<login>-cert.pub          the certificate (valid 60 s, used once)
  *     ssh/<ca id>.<target id>.<login>-cert.pub.handed   the serial the hook last handed to ssh
+ *     ssh/step-up-<workspace id>.json                   the step-up of the last `wap step-up`
  *
  * @module
  */
+import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { StepUpState } from "@wap/api";
 import { SINGLE_USE_EXTENSION } from "@wap/ssh-wire/extensions";
 import type { ConfigStore } from "../config.js";
@@ -15,6 +21,7 @@ import { CliError } from "../exit-codes.js";
 import type { Output } from "../output.js";
 import { printable } from "../output.js";
 import type { Session } from "../session.js";
+import { isId } from "./targets.js";
 import {
   certificatePaths,
   issueCertificate,
@@ -51,7 +58,7 @@ export async function runStepUp(
   workspaceId: string,
   bindings: readonly LoginBinding[],
   describe: string,
-): Promise<string> {
+): Promise<{ id: string; signUntil: Date }> {
   const { stepUp } = await session.clients.certificates.beginSSHStepUp({
     workspaceId,
     targets: bindings.map((b) => ({ targetId: b.targetId, login: b.login })),
@@ -62,7 +69,8 @@ export async function runStepUp(
   );
   for (;;) {
     const { stepUp: now } = await session.clients.certificates.getSSHStepUp({ workspaceId, id: stepUp.id });
-    if (now?.state === StepUpState.COMPLETED) return stepUp.id;
+    if (now?.state === StepUpState.COMPLETED)
+      return { id: stepUp.id, signUntil: now.expiresAt ? timestampDate(now.expiresAt) : new Date() };
     if (now?.state !== StepUpState.PENDING)
       throw new CliError("the step-up expired before the passkey was given: run the command again");
     await new Promise((resolve) => setTimeout(resolve, pollMs));
@@ -116,4 +124,45 @@ export async function usableLoginCertificate(
 export async function markHanded(store: ConfigStore, caId: string, binding: LoginBinding, serial: string) {
   const paths = certificatePaths(store, caId, { binding });
   await store.writeFile(handedPath(paths.certificate), `${serial}\n`);
+}
+
+interface KeptStepUp {
+  readonly id: string;
+  readonly signUntil: number;
+  readonly logins: readonly LoginBinding[];
+}
+
+function keptPath(store: ConfigStore, workspaceId: string): string {
+  if (!isId(workspaceId))
+    throw new CliError(`the server named a workspace ${JSON.stringify(workspaceId)}, which is not an id`);
+  return `${store.sshDir}/step-up-${workspaceId}.json`;
+}
+
+/** Keeps a completed step-up for the hooks of the hosts it covers. */
+export async function keepStepUp(
+  store: ConfigStore,
+  workspaceId: string,
+  stepUp: { id: string; signUntil: Date },
+  logins: readonly LoginBinding[],
+): Promise<void> {
+  const kept: KeptStepUp = { id: stepUp.id, signUntil: stepUp.signUntil.getTime(), logins };
+  await store.writeFile(keptPath(store, workspaceId), `${JSON.stringify(kept)}\n`);
+}
+
+/** The kept step-up covering `binding`, while certificates may still be signed under it. */
+export async function keptStepUp(
+  store: ConfigStore,
+  workspaceId: string,
+  binding: LoginBinding,
+): Promise<string | undefined> {
+  const text = await store.readFile(keptPath(store, workspaceId));
+  if (text === undefined) return undefined;
+  let kept: KeptStepUp;
+  try {
+    kept = JSON.parse(text) as KeptStepUp;
+  } catch {
+    return undefined;
+  }
+  const covers = kept.logins?.some?.((l) => l.targetId === binding.targetId && l.login === binding.login);
+  return covers && isId(kept.id) && kept.signUntil - Date.now() > handOverMarginMs ? kept.id : undefined;
 }

@@ -341,7 +341,9 @@ describe("files named by server ids", () => {
       `/home/ada/.config/wap/ssh/${caId}.${caId}.deploy-cert.pub`,
     );
     for (const login of ["../x", "-oProxyCommand=x", "a b", "a\nb"])
-      expect(() => certificatePaths(store, caId, { binding: { targetId: caId, login } })).toThrow(/cannot name a file/);
+      expect(() => certificatePaths(store, caId, { binding: { targetId: caId, login } })).toThrow(
+        /cannot name a file/,
+      );
     for (const id of ["../../.bashrc", "/etc/passwd", "", `${caId}/x`]) {
       expect(() => certificatePaths(store, id)).toThrow(/is not an id/);
       expect(() => knownHostsPath(store, id)).toThrow(/is not an id/);
