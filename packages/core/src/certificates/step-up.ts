@@ -43,13 +43,13 @@ import type { ValidityDraft } from "./issuance/options.js";
 import type { SignOption } from "./issuance/pipeline.js";
 
 /** How long the passkey may take to be given. */
-export const pendingSeconds = 300;
+const pendingSeconds = 300;
 /** After the passkey, how long certificates may be asked for under the step-up. */
-export const signWindowSeconds = 120;
+const signWindowSeconds = 300;
 /** The whole validity of a certificate signed under a step-up. */
-export const stepUpCertificateSeconds = 60;
+const stepUpCertificateSeconds = 60;
 /** Logins one step-up covers at most (a run across many hosts). */
-export const maxStepUpTargets = 100;
+const maxStepUpTargets = 100;
 
 type Call = Pick<OperationCall<unknown>, "services" | "workspace" | "now" | "ctx" | "audit">;
 
@@ -297,7 +297,7 @@ export const completeSshStepUp = defineOperation({
 });
 
 /** A certificate request under a grant that requires a step-up: the step-up and the login it claims. */
-export interface StepUpUse {
+interface StepUpUse {
   readonly stepUp: SshStepUpWithUses;
   readonly target: StepUpTarget;
 }
