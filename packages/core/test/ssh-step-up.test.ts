@@ -400,7 +400,7 @@ describe("service accounts", () => {
     );
     expect(error.reason).toBe("STEP_UP_NOT_FOR_SERVICE_ACCOUNTS");
     expect(error.message).toMatch(/limits\.requireStepUp/);
-    const principal = await t.storage.principals.findById(ada.workspaceId, principalIds.get(targets[3]!)!);
+    const [principal] = await t.storage.principals.listByTargets(ada.workspaceId, [targets[3]!]);
     expect(principal?.serviceAccountIds ?? []).not.toContain(sa.serviceAccountId);
     await t.call(ada.caller, PrincipalService.method.addSubjectsToPrincipal, {
       workspaceId: ada.workspaceId,
