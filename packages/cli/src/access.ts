@@ -22,6 +22,11 @@ export interface Reachable {
    * that login (carrying the grant's limits) logs in there.
    */
   readonly limited: string[];
+  /**
+   * Those of `limited` whose every grant requires a passkey step-up: each connection needs a
+   * ceremony (`wap step-up`) and a single-use certificate.
+   */
+  readonly stepUp: string[];
   readonly daemon: Daemon | undefined;
   readonly authority: CertificateAuthority | undefined;
 }
@@ -50,6 +55,9 @@ export function reachableTargets(access: GetSubjectAccessResponse): Reachable[] 
       .map((p) => p.username),
     limited: target.principals
       .filter((p) => p.grants.length > 0 && p.grants.every((g) => g.limits !== undefined))
+      .map((p) => p.username),
+    stepUp: target.principals
+      .filter((p) => p.grants.length > 0 && p.grants.every((g) => g.limits?.requireStepUp === true))
       .map((p) => p.username),
     daemon: access.daemons.find((d) => d.id === target.daemonId),
     authority: access.certificateAuthorities.find((ca) => ca.id === target.caId),

@@ -47,6 +47,7 @@ const commands = {
   lists: () => import("./commands/lists.js"),
   requests: () => import("./commands/requests.js"),
   ssh: () => import("./commands/ssh.js"),
+  stepUp: () => import("./commands/step-up.js"),
   webhooks: () => import("./commands/webhooks.js"),
 };
 
@@ -155,6 +156,19 @@ export function createProgram(runner: Runner, env: NodeJS.ProcessEnv = process.e
             ...(options.request ? { request: { durationMs: options.duration, reason: options.reason } } : {}),
             ...(options.useRequest === undefined ? {} : { useRequest: options.useRequest }),
           }),
+      ),
+    );
+
+  program
+    .command("step-up")
+    .description(
+      "give your passkey once for logins that require a step-up, then ssh to each of them once within 60 s",
+    )
+    .argument("[destinations...]", "[login@]target: the logins to cover")
+    .option("--all", "every login of the workspace that requires a step-up")
+    .action(
+      action(async (ctx, destinations: string[], options: { all?: boolean }) =>
+        (await commands.stepUp()).stepUp(ctx, destinations, { all: options.all === true }),
       ),
     );
 
@@ -295,19 +309,40 @@ export function createProgram(runner: Runner, env: NodeJS.ProcessEnv = process.e
       duration,
     )
     .option("-q, --quiet", "print nothing on success")
+    .option(
+      "--target <id>",
+      "with --login: the certificate of one login of a target (the ssh hook of `wap config ssh`)",
+    )
+    .option("--login <login>", "with --target: the login")
     .action(
       action(
         async (
           ctx,
-          options: { key?: string; ca?: string; ttl?: number; renewIfUnder?: number; quiet?: boolean },
+          options: {
+            key?: string;
+            ca?: string;
+            ttl?: number;
+            renewIfUnder?: number;
+            quiet?: boolean;
+            target?: string;
+            login?: string;
+          },
         ) =>
-          (await commands.certs()).certSsh(ctx, {
-            ...(options.key === undefined ? {} : { key: options.key }),
-            ...(options.ca === undefined ? {} : { ca: options.ca }),
-            ...(options.ttl === undefined ? {} : { ttlMs: options.ttl }),
-            ...(options.renewIfUnder === undefined ? {} : { renewBeforeMs: options.renewIfUnder }),
-            quiet: options.quiet === true,
-          }),
+          options.target !== undefined || options.login !== undefined
+            ? (await commands.stepUp()).loginCertificate(ctx, {
+                ca: options.ca ?? "",
+                target: options.target ?? "",
+                login: options.login ?? "",
+                ...(options.renewIfUnder === undefined ? {} : { renewBeforeMs: options.renewIfUnder }),
+                quiet: options.quiet === true,
+              })
+            : (await commands.certs()).certSsh(ctx, {
+                ...(options.key === undefined ? {} : { key: options.key }),
+                ...(options.ca === undefined ? {} : { ca: options.ca }),
+                ...(options.ttl === undefined ? {} : { ttlMs: options.ttl }),
+                ...(options.renewIfUnder === undefined ? {} : { renewBeforeMs: options.renewIfUnder }),
+                quiet: options.quiet === true,
+              }),
       ),
     );
   cert

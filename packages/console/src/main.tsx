@@ -29,6 +29,7 @@ import {
 import { AuthoritiesPage } from "./pages/certificates";
 import { CliLoginPage, InvitePage } from "./pages/links";
 import { RecordingsPage, SessionsPage, TerminalPage } from "./pages/sessions";
+import { StepUpPage } from "./pages/step-up";
 import { DaemonsPage, TargetsPage } from "./pages/targets";
 import { WebhooksPage } from "./pages/webhooks";
 import { MembersPage, OverviewPage, ServiceAccountsPage, TeamsPage, WorkspacesPage } from "./pages/workspace";
@@ -119,6 +120,11 @@ const routeTree = root.addChildren([
       "/w/$ws/access-requests",
       AccessRequestsPage,
       "Ask for just-in-time access, and approve or deny the requests waiting for you.",
+    ),
+    inShell(
+      "/w/$ws/step-up/$id",
+      StepUpPage,
+      "Confirm with a passkey the SSH logins the wap command line asked for.",
     ),
     inShell("/w/$ws/daemons", DaemonsPage, "Enrol machines with the agent, and accept them."),
     inShell("/w/$ws/sessions", SessionsPage, "Open a terminal on a machine, and the open sessions."),

@@ -436,7 +436,8 @@ describe("upgrade repair", () => {
          drop table access_requests; drop index principal_subjects_valid_until_idx;
          alter table principal_subjects drop column grant_kind; alter table principal_subjects drop column valid_until;
          alter table principal_subjects drop column approval_policy;
-         alter table principal_subjects drop column limits; alter table issued_certificates drop column limits; alter table issued_certificates drop column single_use;`,
+         alter table principal_subjects drop column limits; alter table issued_certificates drop column limits; alter table issued_certificates drop column single_use;
+         drop table ssh_step_up_certificates; drop table ssh_step_ups; alter table issued_certificates drop column step_up_id;`,
       );
       execFileSync("sqlite3", [db, `.read ${script}`]);
       server = await start();

@@ -36,7 +36,10 @@ describe("014_audit_chain on PostgreSQL", () => {
       await c.query(
         `alter table ${schema}.principal_subjects drop column grant_kind, drop column valid_until, drop column approval_policy, drop column limits`,
       );
-      await c.query(`alter table ${schema}.issued_certificates drop column limits, drop column single_use`);
+      await c.query(
+        `alter table ${schema}.issued_certificates drop column limits, drop column single_use, drop column step_up_id`,
+      );
+      await c.query(`drop table ${schema}.ssh_step_up_certificates, ${schema}.ssh_step_ups`);
       await c.query(`delete from ${schema}.wap_schema_migration where name >= '014_audit_chain'`);
       await c.query(
         `insert into ${schema}.workspaces (id, name, description, created_by, enroll_auto_approve, created_at, updated_at) values ($1, 'old', '', 'u', 0, 0, 0)`,

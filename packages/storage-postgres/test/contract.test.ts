@@ -103,7 +103,10 @@ describe("postgres adapter", () => {
       await c.query(
         `alter table ${schema}.principal_subjects drop column grant_kind, drop column valid_until, drop column approval_policy, drop column limits`,
       );
-      await c.query(`alter table ${schema}.issued_certificates drop column limits, drop column single_use`);
+      await c.query(
+        `alter table ${schema}.issued_certificates drop column limits, drop column single_use, drop column step_up_id`,
+      );
+      await c.query(`drop table ${schema}.ssh_step_up_certificates, ${schema}.ssh_step_ups`);
       await c.query(`drop index ${schema}.users_username_lower_key`);
       await c.query(`drop index ${schema}.cli_logins_address_idx`);
       await c.query(`drop index ${schema}.daemon_sessions_workspace_state_idx`);

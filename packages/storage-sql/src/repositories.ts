@@ -35,6 +35,7 @@ import { createSealedValueRepository, createSecretRepository } from "./repositor
 import { createServiceAccountRepository } from "./repositories/service-accounts.js";
 import { createAuthSessionRepository, createRefreshTokenRepository } from "./repositories/sessions.js";
 import { createSshSessionRepository } from "./repositories/ssh-sessions.js";
+import { createSshStepUpRepository } from "./repositories/ssh-step-ups.js";
 import {
   createOidcProviderRepository,
   createSamlProviderRepository,
@@ -111,5 +112,6 @@ export function createRepositories(run: QueryRunner, dialect: SqlDialectTraits):
     sealedValues: createSealedValueRepository(run),
     accessRequests: createAccessRequestRepository(run),
     webhookEndpoints: createWebhookEndpointRepository(run),
+    sshStepUps: createSshStepUpRepository(run),
   };
 }

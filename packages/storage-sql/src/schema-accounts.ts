@@ -99,6 +99,28 @@ export interface RequestNoncesTable {
   expires_at: MillisColumn;
 }
 
+/** A passkey step-up of SSH logins (020_ssh_step_ups). */
+export interface SshStepUpsTable {
+  id: string;
+  workspace_id: string;
+  user_id: string;
+  /** The logins it covers: JSON [{targetId, login}]. */
+  targets: string;
+  challenge: string;
+  created_at: MillisColumn;
+  expires_at: MillisColumn;
+  completed_at: NullableMillisColumn;
+  passkey_id: string | null;
+}
+
+/** The logins a certificate has been signed for under a step-up, one each. */
+export interface SshStepUpCertificatesTable {
+  step_up_id: string;
+  target_id: string;
+  login: string;
+  certificate_id: string;
+}
+
 export interface AccountTables {
   one_time_tokens: OneTimeTokensTable;
   passkeys: PasskeysTable;
@@ -108,4 +130,6 @@ export interface AccountTables {
   linked_accounts: LinkedAccountsTable;
   login_throttles: LoginThrottlesTable;
   request_nonces: RequestNoncesTable;
+  ssh_step_ups: SshStepUpsTable;
+  ssh_step_up_certificates: SshStepUpCertificatesTable;
 }

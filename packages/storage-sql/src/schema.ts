@@ -234,6 +234,8 @@ export interface IssuedCertificatesTable {
   limits: string | null;
   /** 1 for single-use certificates. */
   single_use: number;
+  /** The step-up it was signed under; null for others. */
+  step_up_id: string | null;
 }
 
 export interface CertificateAuthorityKeysTable {

@@ -30,7 +30,7 @@ describe("014_audit_chain on SQLite", () => {
     for (const column of ["grant_kind", "valid_until", "approval_policy", "limits"])
       raw.exec(`alter table principal_subjects drop column ${column}`);
     raw.exec(
-      "alter table issued_certificates drop column limits; alter table issued_certificates drop column single_use",
+      "alter table issued_certificates drop column limits; alter table issued_certificates drop column single_use; drop table ssh_step_up_certificates; drop table ssh_step_ups; alter table issued_certificates drop column step_up_id",
     );
     raw.prepare(`delete from ${migrationTableName} where name >= '014_audit_chain'`).run();
     const workspaces = [randomUUID(), randomUUID()];

@@ -36,7 +36,7 @@ describe("011_account_security on SQLite", () => {
       raw.exec(`alter table principal_subjects drop column ${column}`);
     }
     raw.exec(
-      "alter table issued_certificates drop column limits; alter table issued_certificates drop column single_use",
+      "alter table issued_certificates drop column limits; alter table issued_certificates drop column single_use; drop table ssh_step_up_certificates; drop table ssh_step_ups; alter table issued_certificates drop column step_up_id",
     );
     raw.prepare(`delete from ${migrationTableName} where name >= '011_account_security'`).run();
     const insert = raw.prepare(

@@ -12,6 +12,7 @@ import { selfCommand, shellQuote } from "../invocation.js";
 import { printable } from "../output.js";
 import { RpcError } from "../rpc-errors.js";
 import { type CommandContext, type Session, withSession } from "../session.js";
+import { certificatePaths } from "../ssh/certificate-files.js";
 import { configValue, type HostBlock, type RenewalHook, renderSshConfig } from "../ssh/ssh-config.js";
 import {
   isId,
@@ -125,8 +126,46 @@ export async function configSsh(ctx: CommandContext, options: ConfigSshOptions):
     const hooks = new Map<string, RenewalHook & { aliases: string[] }>();
     const hosts: HostBlock[] = [];
     const wap = selfCommand();
+    const renewIfUnder = `${Math.round(options.renewBeforeMs / 1000)}s`;
     for (const [i, { workspace, reachable, knownHosts }] of entries.entries()) {
       const ca = reachable.authority!;
+      const alias = aliases[i]!;
+      const user = reachable.logins.find(isLoginName)!;
+      if (reachable.limited.includes(user)) {
+        // The login's own certificate (its grant's limits), from a hook of its own that signs it
+        // when ssh needs it: after a passkey step-up when the grant requires one.
+        const binding = { targetId: reachable.target.id, login: user };
+        const paths = certificatePaths(ctx.store, ca.id, { binding });
+        hooks.set(`${workspace.id}/${ca.id}/${binding.targetId}/${user}`, {
+          aliases: [alias],
+          command: shellQuote([
+            "env",
+            `WAP_CONFIG_DIR=${ctx.store.dir}`,
+            ...wap,
+            "cert",
+            "ssh",
+            "--workspace",
+            workspace.id,
+            "--ca",
+            ca.id,
+            "--target",
+            binding.targetId,
+            "--login",
+            user,
+            "--renew-if-under",
+            renewIfUnder,
+            "--quiet",
+          ]),
+        });
+        hosts.push(
+          hostBlock(workspace, reachable, alias, {
+            identityFile: paths.privateKey,
+            certificateFile: paths.certificate,
+            knownHostsFile: knownHosts,
+          }),
+        );
+        continue;
+      }
       // Signed now so plain ssh works at once; the hook renews it later.
       const certificate = await ensureCertificate(session, ctx.store, ctx.env, {
         workspaceId: workspace.id,
@@ -134,7 +173,6 @@ export async function configSsh(ctx: CommandContext, options: ConfigSshOptions):
         caPublicKey: ca.publicKey,
         renewBeforeMs: options.renewBeforeMs,
       });
-      const alias = aliases[i]!;
       const hookKey = `${workspace.id}/${ca.id}`;
       const hook = hooks.get(hookKey) ?? {
         aliases: [],
@@ -149,7 +187,7 @@ export async function configSsh(ctx: CommandContext, options: ConfigSshOptions):
           "--ca",
           ca.id,
           "--renew-if-under",
-          `${Math.round(options.renewBeforeMs / 1000)}s`,
+          renewIfUnder,
           "--quiet",
         ]),
       };

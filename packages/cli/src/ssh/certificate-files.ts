@@ -18,6 +18,9 @@
  *
  *     ssh/<ca id>.<target id>.<login>      (and .pub, -cert.pub)
  *
+ * A login whose grants require a passkey step-up gets, under a completed step-up, a single-use
+ * certificate valid 60 s in the same files (./step-up.ts).
+ *
  * A certificate is reused while it has more than the renewal margin left, was signed by the CA's
  * current key, its key is still at hand, and its key id names the request it is wanted for (none
  * for a standing login): one issued under another request, or under one that has since ended or

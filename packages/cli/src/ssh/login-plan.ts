@@ -17,13 +17,18 @@ import { printable } from "../output.js";
 import { RpcError } from "../rpc-errors.js";
 import { type CommandContext, openSessionWith, type SessionWith } from "../session.js";
 import { resolveWorkspace } from "../workspaces.js";
-import { removeEndedRequestCertificates } from "./certificate-files.js";
+import {
+  type LoginBinding,
+  removeEndedRequestCertificates,
+  type UserCertificate,
+} from "./certificate-files.js";
 import { type CachedLogin, saveLogin } from "./login-cache.js";
 import { loginClients } from "./login-clients.js";
 import { defaultRenewBeforeMs } from "./renewal.js";
 import type { LoginPlan } from "./run-ssh.js";
+import { issueUnderStepUp, markHanded, runStepUp } from "./step-up.js";
 import { isLoginName, usableEndpoints, writeKnownHosts } from "./targets.js";
-import { ensureCertificate, issueCertificate } from "./user-certificates.js";
+import { ensureCertificate, issueCertificate, type SigningSession } from "./user-certificates.js";
 
 /** The login to use: the one asked for if granted, else the first granted one. */
 export function chooseLogin(reachable: Reachable, requested: string | undefined): string {
@@ -142,6 +147,35 @@ function cacheEntry(key: string, workspace: Workspace, reachable: Reachable): Ca
   };
 }
 
+/**
+ * A login whose grants require a step-up: a ceremony for it alone, then its single-use
+ * certificate, handed to this ssh (the ssh hook will not hand it again).
+ */
+async function stepUpCertificate(
+  ctx: CommandContext,
+  session: SigningSession,
+  workspaceId: string,
+  caId: string,
+  binding: LoginBinding,
+  targetName: string,
+): Promise<UserCertificate> {
+  const { id: stepUpId } = await runStepUp(
+    session,
+    ctx.out,
+    workspaceId,
+    [binding],
+    `logging in as "${binding.login}" on ${printable(targetName)}`,
+  );
+  const certificate = await issueUnderStepUp(session, ctx.store, ctx.env, {
+    workspaceId,
+    caId,
+    stepUpId,
+    binding,
+  });
+  await markHanded(ctx.store, caId, binding, certificate.info.serial.toString());
+  return certificate;
+}
+
 /** Asks the server what a `wap ssh` to `name` needs, signs a certificate if needed, and says how to run ssh. */
 export async function planLogin(
   ctx: CommandContext,
@@ -177,20 +211,30 @@ export async function planLogin(
     const request =
       approval === undefined ? undefined : { id: approval.request.id, targetId: reachable.target.id };
     const limited = reachable.limited.includes(login);
-    const certificate = limited
-      ? await issueCertificate(session, ctx.store, ctx.env, {
-          workspaceId: workspace.id,
-          caId: reachable.authority.id,
-          binding: { targetId: reachable.target.id, login },
-          ...(request && { request }),
-        })
-      : await ensureCertificate(session, ctx.store, ctx.env, {
-          workspaceId: workspace.id,
-          caId: reachable.authority.id,
-          caPublicKey: reachable.authority.publicKey,
-          renewBeforeMs: approval === undefined ? defaultRenewBeforeMs : requestRenewBeforeMs,
-          ...(request && { request }),
-        });
+    const binding = { targetId: reachable.target.id, login };
+    const certificate = reachable.stepUp.includes(login)
+      ? await stepUpCertificate(
+          ctx,
+          session,
+          workspace.id,
+          reachable.authority.id,
+          binding,
+          reachable.target.name,
+        )
+      : limited
+        ? await issueCertificate(session, ctx.store, ctx.env, {
+            workspaceId: workspace.id,
+            caId: reachable.authority.id,
+            binding,
+            ...(request && { request }),
+          })
+        : await ensureCertificate(session, ctx.store, ctx.env, {
+            workspaceId: workspace.id,
+            caId: reachable.authority.id,
+            caPublicKey: reachable.authority.publicKey,
+            renewBeforeMs: approval === undefined ? defaultRenewBeforeMs : requestRenewBeforeMs,
+            ...(request && { request }),
+          });
     // The keys and certificates of this authority's requests no longer approved go.
     if (approval !== undefined)
       await removeEndedRequestCertificates(ctx.store, reachable.authority.id, approval.approved);

@@ -177,6 +177,7 @@ const entry = fc
       logins: e.logins,
       onRequest: [],
       limited: [],
+      stepUp: [],
       daemon: undefined,
       authority,
     };
@@ -324,6 +325,9 @@ describe("targets wap hands to ssh", () => {
     );
     expect(targetProblem(target({ name: "a\nb" }))).toBe('its name "a\\nb" is not a target name');
     expect(targetProblem(target({ id: "x" }))).toBe('its id "x" is not a UUID');
+    // A hostile target name never becomes a Host alias, a pattern or an option.
+    for (const name of ["-oProxyCommand=touch /tmp/x", "web-01\n  ProxyCommand x", "web,*", "*", 'w" x'])
+      expect(targetProblem(target({ name }))).toBe(`its name ${JSON.stringify(name)} is not a target name`);
   });
 });
 
@@ -332,6 +336,15 @@ describe("files named by server ids", () => {
     const store = { sshDir: "/home/ada/.config/wap/ssh" } as ConfigStore;
     expect(certificatePaths(store, caId).privateKey).toBe(`/home/ada/.config/wap/ssh/${caId}`);
     expect(knownHostsPath(store, caId)).toBe(`/home/ada/.config/wap/ssh/known_hosts-${caId}`);
+    // A login's own certificate (limits, step-up) adds the target id and a Unix login name only.
+    const binding = { targetId: caId, login: "deploy" };
+    expect(certificatePaths(store, caId, { binding }).certificate).toBe(
+      `/home/ada/.config/wap/ssh/${caId}.${caId}.deploy-cert.pub`,
+    );
+    for (const login of ["../x", "-oProxyCommand=x", "a b", "a\nb"])
+      expect(() => certificatePaths(store, caId, { binding: { targetId: caId, login } })).toThrow(
+        /cannot name a file/,
+      );
     for (const id of ["../../.bashrc", "/etc/passwd", "", `${caId}/x`]) {
       expect(() => certificatePaths(store, id)).toThrow(/is not an id/);
       expect(() => knownHostsPath(store, id)).toThrow(/is not an id/);

@@ -35,6 +35,8 @@ export interface IssueOptions {
    * for the target (the server binds it to the caller's approved request there) and kept apart.
    */
   readonly request?: { readonly id: string; readonly targetId: string };
+  /** For a login whose grant requires a step-up: the completed step-up it is signed under. */
+  readonly stepUpId?: string;
 }
 
 /** Signs a fresh Ed25519 key with the CA and stores it (agent or file) with its certificate. */
@@ -55,6 +57,7 @@ export async function issueCertificate(
     ...(options.ttlMs === undefined ? {} : { ttl: { seconds: BigInt(Math.round(options.ttlMs / 1000)) } }),
     ...(options.request === undefined ? {} : { targetId: options.request.targetId }),
     ...(options.binding && { targetId: options.binding.targetId, login: options.binding.login }),
+    ...(options.stepUpId && { stepUpId: options.stepUpId }),
   });
   if (signed.caId !== options.caId) {
     throw new CliError(

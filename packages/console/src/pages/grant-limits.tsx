@@ -2,12 +2,13 @@
  * A grant's limits on the target page: what certificates signed under the grant allow (shown as
  * a short summary), and a form to change them. Saving grants the subject again with the same
  * kind, end and approval policy and the new limits; "No limits" lets certificates carry the
- * authority's own options.
+ * authority's own options. A passkey step-up is offered for users and teams, never for service
+ * accounts (which have no passkey).
  *
  * @module
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { Grant, GrantLimits, GrantLimitsSchema } from "@wap/api";
+import { type Grant, type GrantLimits, type GrantLimitsSchema, PrincipalType } from "@wap/api";
 import { useState } from "react";
 import { api } from "../api";
 import { ActionForm, Check, useAction } from "../ui";
@@ -31,6 +32,7 @@ export function describeLimits(limits: GrantLimits | undefined): string {
     limits.commands.length > 0 && `commands: ${limits.commands.join("; ")}`,
     limits.verifyRequired && "FIDO user verification",
     limits.skKeysOnly && "hardware (sk-) keys only",
+    limits.requireStepUp && "a passkey step-up for each connection",
   ].filter(Boolean);
   return parts.join("; ");
 }
@@ -54,6 +56,7 @@ function limitsOf(form: FormData): MessageInitShape<typeof GrantLimitsSchema> | 
     verifyRequired: on("verifyRequired"),
     skKeysOnly: on("skKeysOnly"),
     commands: lines(form.get("commands")),
+    requireStepUp: on("requireStepUp"),
   };
 }
 
@@ -142,6 +145,13 @@ export function GrantLimitsEditor({
             defaultChecked={limits?.verifyRequired}
           />
           <Check label="Hardware (sk-) keys only" name="skKeysOnly" defaultChecked={limits?.skKeysOnly} />
+          {grant.type !== PrincipalType.SERVICE_ACCOUNT && (
+            <Check
+              label="Require a passkey step-up for each connection (single-use certificates, valid 60 s)"
+              name="requireStepUp"
+              defaultChecked={limits?.requireStepUp}
+            />
+          )}
           <div className="field">
             <label htmlFor={`commands-${grant.subjectId}`}>Allowed commands (one per line; none: any)</label>
             <textarea

@@ -75,6 +75,7 @@ export function toIssuedCertificateMessage(
     revokedBy: entry.revokedBy ?? "",
     ...(entry.limits && { limits: toCertificateLimitsMessage(entry.limits) }),
     singleUse: entry.singleUse === true,
+    ...(entry.stepUpId && { stepUpId: entry.stepUpId }),
   };
 }
 

@@ -8,7 +8,8 @@
  * 5. key: parsed strictly (`invalid_argument`), its type allowed by the authority;
  * 6. options: template, backdating, lifetime (clamped to the maximum and the authority's end);
  *    A user certificate for a `login` of the target is signed under the caller's grant of that
- *    login and carries its limits (issuance/limits.ts);
+ *    login and carries its limits (issuance/limits.ts); a grant requiring a step-up signs only
+ *    under a completed one, single-use and valid 60 s (step-up.ts);
  * 7. serial (random uint64, unique per authority) and key id (`wap:<workspace>:<requester
  *    type>:<requester id>:<ledger id>`), signed by the cached signer of the current key;
  * 8. record: ledger entry and audit event, group-committed; the answer waits for the commit.
@@ -65,6 +66,7 @@ import {
 } from "./issuance/ssh-policy.js";
 import { retiredKeysOf, sshTrustedKeysText } from "./issuance/trust.js";
 import { signingView } from "./rotation.js";
+import { checkStepUp, claimStepUp, stepUpValidity } from "./step-up.js";
 
 /** An id the clients may send as an explicit empty string to mean "none" (docs/agent-protocol.md). */
 export const optionalId = z.union([z.literal("").transform(() => undefined), uuid]).optional();
@@ -174,6 +176,7 @@ export const signSshCertificate = defineOperation({
     login: principalUsername.optional(),
     limits: grantLimitsInput.optional(),
     singleUse: z.boolean().optional(),
+    stepUpId: optionalId,
   }),
   async run(call) {
     const { input, ctx, workspace, services, now } = call;
@@ -210,7 +213,15 @@ export const signSshCertificate = defineOperation({
         }),
       );
     }
-    const singleUse = input.singleUse === true;
+    // A grant requiring a step-up signs only under a completed one: single-use, 60 s.
+    const stepUp = await checkStepUp(call, {
+      required: chosen?.limits?.requireStepUp === true,
+      stepUpId: input.stepUpId,
+      targetId: subject.target?.id,
+      login: input.login,
+    });
+    if (stepUp) options.push(stepUpValidity(now));
+    const singleUse = input.singleUse === true || stepUp !== undefined;
     if (singleUse) options.push(singleUseOption(singleUseTarget(type, subject.target?.id)));
     const key = parsePublicKeyField(input.publicKey);
     const draft = applySignOptions<ParsedSshPublicKey, SshDraft>(options, key, {
@@ -227,8 +238,9 @@ export const signSshCertificate = defineOperation({
       retiredKeysOf(services, storage, authority),
     ]);
     const { actorType, actorId } = actorOf(ctx.caller);
+    // The ledger id is the step-up's record of the certificate: one id for every attempt.
+    const id = services.random.uuid();
     for (let attempt = 1; ; attempt++) {
-      const id = services.random.uuid();
       const serial = randomSshSerial(services);
       const usual = keyIdOf(workspaceId, actorType, actorId, id);
       const keyId = approval ? keyIdUnder(usual, approval) : usual;
@@ -261,12 +273,15 @@ export const signSshCertificate = defineOperation({
         createdAt: now,
         ...(chosen?.limits && { limits: chosen.limits }),
         ...(singleUse && { singleUse }),
+        ...(stepUp && { stepUpId: stepUp.stepUp.id }),
       };
       // Nothing is recorded for a caller that has gone away.
       throwIfCancelled(ctx);
       // The request names the certificate before it is recorded: one that is never recorded is
       // skipped when the request's certificates are revoked, one that is can never escape it.
       if (approval) await recordUse(call, approval.id, actorId, id);
+      // Claimed before it is recorded, as above: a login's certificate is signed once per step-up.
+      if (stepUp && attempt === 1) await claimStepUp(call, stepUp, id);
       try {
         await recordIssuance(call, entry, ca.keyType);
       } catch (error) {

@@ -11,7 +11,6 @@
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type * as WebAuthn from "@simplewebauthn/server";
 import { AuthService, CredentialService, type PasskeySchema } from "@wap/api";
 import * as z from "zod";
 import { recordSecurityEvent } from "../audit/security-events.js";
@@ -36,11 +35,14 @@ import { UniqueViolationError } from "../storage/storage.js";
 import { passkeyName } from "../validation/bounds.js";
 import { text } from "../validation/rules.js";
 import { signInMethods } from "./sign-in-methods.js";
-import { maxCredentialJsonLength, readAuthentication, readRegistration, relyingParty } from "./webauthn.js";
-
-/** @simplewebauthn/server, loaded at the first passkey call (it is large and most calls never need it). */
-let webauthnModule: Promise<typeof WebAuthn> | undefined;
-const webauthn = () => (webauthnModule ??= import("@simplewebauthn/server"));
+import {
+  maxCredentialJsonLength,
+  owned,
+  readAuthentication,
+  readRegistration,
+  relyingParty,
+  webauthn,
+} from "./webauthn.js";
 
 export function toPasskeyMessage(passkey: PasskeyRecord): MessageInitShape<typeof PasskeySchema> {
   return {
@@ -55,8 +57,6 @@ const notFound = (id: string) => new NotFoundError(`passkey ${id} not found`);
 const credentialJson = text({ min: 1, max: maxCredentialJsonLength, controlCharacters: "allowed" });
 /** WebAuthn user handles are the user id's bytes: stable, and no personal data. */
 const userHandle = (userId: string) => utf8(userId);
-/** The library wants plain ArrayBuffer-backed arrays. */
-const owned = (bytes: Uint8Array) => new Uint8Array(bytes);
 
 export const listPasskeys = defineOperation({
   method: CredentialService.method.listPasskeys,

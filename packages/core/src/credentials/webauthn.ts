@@ -4,11 +4,19 @@
  *
  * @module
  */
+import type * as WebAuthn from "@simplewebauthn/server";
 import type { AuthenticationResponseJSON, RegistrationResponseJSON } from "@simplewebauthn/server";
 import * as z from "zod";
 import type { AccountConfig } from "../auth/account-config.js";
 import { decodeBase64Lenient } from "../lib/base64.js";
 import { fromUtf8 } from "../lib/bytes.js";
+
+/** @simplewebauthn/server, loaded at the first passkey call (it is large and most calls never need it). */
+let webauthnModule: Promise<typeof WebAuthn> | undefined;
+export const webauthn = () => (webauthnModule ??= import("@simplewebauthn/server"));
+
+/** The library wants plain ArrayBuffer-backed arrays. */
+export const owned = (bytes: Uint8Array) => new Uint8Array(bytes);
 
 /** The relying party a platform presents to authenticators. */
 export interface RelyingParty {

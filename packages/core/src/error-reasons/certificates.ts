@@ -60,6 +60,55 @@ export const certificateReasons = {
     description:
       "The request asks for more than the caller's grant of the login allows (a forwarding, the PTY, an address, a command, or without a requirement of the grant); ask for less.",
   },
+  STEP_UP_NOT_FOR_SERVICE_ACCOUNTS: {
+    code: "invalid_argument",
+    description:
+      "A grant to a service account asks for `limits.requireStepUp`: a step-up is a passkey a person gives, so grant the login without it, or to a user or team.",
+  },
+  STEP_UP_REQUIRED: {
+    code: "failed_precondition",
+    description:
+      "The caller's grant of the login requires a passkey step-up for each connection and the request names none: begin one (BeginSSHStepUp, or `wap ssh`), give the passkey on its page, then sign with `stepUpId`.",
+  },
+  STEP_UP_NOT_REQUIRED: {
+    code: "failed_precondition",
+    description:
+      "A step-up was asked for (or named) for a login whose grant to the caller does not require one; sign its certificate without a step-up.",
+  },
+  STEP_UP_NOT_FOUND: {
+    code: "not_found",
+    description:
+      "No step-up of the caller in this workspace has this id (another user's step-up is not found either); begin a new one.",
+  },
+  STEP_UP_NO_PASSKEY: {
+    code: "failed_precondition",
+    description: "A step-up needs a passkey and the caller has none; add one on the account page first.",
+  },
+  STEP_UP_PENDING: {
+    code: "failed_precondition",
+    description:
+      "The step-up has not been completed with a passkey yet; give the passkey on its ceremony page, then ask again.",
+  },
+  STEP_UP_EXPIRED: {
+    code: "failed_precondition",
+    description:
+      "The step-up expired (its passkey was not given in time, or its certificates were not asked for in time); begin a new one.",
+  },
+  STEP_UP_COMPLETED: {
+    code: "failed_precondition",
+    description:
+      "The step-up was already completed: its challenge is spent. Begin a new one for another run.",
+  },
+  STEP_UP_NOT_COVERED: {
+    code: "failed_precondition",
+    description:
+      "The step-up does not list this target and login, or a certificate for them was already signed under it (one each); begin a new step-up.",
+  },
+  INVALID_STEP_UP_ASSERTION: {
+    code: "permission_denied",
+    description:
+      "The passkey assertion does not answer the step-up's challenge with a verified passkey of the user who began it; the refusal is audited. Try again with your own passkey.",
+  },
   SOURCE_ADDRESS_NOT_ALLOWED: {
     code: "permission_denied",
     description:

@@ -1,6 +1,7 @@
 /**
  * The limits of a grant: what an SSH certificate signed under it may allow (source addresses,
- * forwarding, PTY, FIDO user verification, sk- keys only, a command allowlist). How they are read
+ * forwarding, PTY, FIDO user verification, sk- keys only, a command allowlist, a passkey step-up
+ * for each connection). How they are read
  * from a request, written to the wire, and which certificate principal they go with.
  *
  * A grant without limits lets certificates carry the authority's own options, as before limits
@@ -12,6 +13,7 @@ import { createHash } from "node:crypto";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { GrantLimitsSchema } from "@wap/api";
 import * as z from "zod";
+import { InvalidArgumentError } from "../errors.js";
 import type { CertificateLimits } from "../storage/certificates.js";
 import type { GrantLimits } from "../storage/principals.js";
 import { grantLimitBounds } from "../validation/bounds.js";
@@ -60,6 +62,7 @@ export const grantLimitsInput = z.object({
     .array(command)
     .max(grantLimitBounds.commands, `at most ${grantLimitBounds.commands} commands`)
     .superRefine(noRepeats),
+  requireStepUp: z.boolean().optional(),
 });
 
 export type GrantLimitsInput = z.output<typeof grantLimitsInput>;
@@ -76,11 +79,17 @@ export function limitsOf(input: GrantLimitsInput): GrantLimits {
     verifyRequired: input.verifyRequired ?? false,
     skKeysOnly: input.skKeysOnly ?? false,
     commands: input.commands,
+    ...(input.requireStepUp === true && { requireStepUp: true }),
   };
 }
 
 export function toGrantLimitsMessage(limits: GrantLimits): MessageInitShape<typeof GrantLimitsSchema> {
-  return { ...limits, sourceCidrs: [...limits.sourceCidrs], commands: [...limits.commands] };
+  return {
+    ...limits,
+    sourceCidrs: [...limits.sourceCidrs],
+    commands: [...limits.commands],
+    requireStepUp: limits.requireStepUp === true,
+  };
 }
 
 /** What a certificate carries, in the same message (its source addresses as `sourceCidrs`). */
@@ -93,11 +102,16 @@ export function toCertificateLimitsMessage(
     pinClientAddress: false,
     sourceCidrs: [...sourceAddresses],
     commands: [...limits.commands],
+    requireStepUp: limits.requireStepUp === true,
   };
 }
 
-/** The limits in a fixed order, so equal limits give equal text. */
+/**
+ * The limits in a fixed order, so equal limits give equal text. A step-up requirement is added
+ * only when set, so the principals of grants made before it existed stay the same.
+ */
 function canonical(limits: GrantLimits): string {
+  const stepUp = limits.requireStepUp === true ? ["step-up"] : [];
   return JSON.stringify([
     limits.pinClientAddress,
     [...limits.sourceCidrs].sort(),
@@ -108,6 +122,7 @@ function canonical(limits: GrantLimits): string {
     limits.verifyRequired,
     limits.skKeysOnly,
     [...limits.commands].sort(),
+    ...stepUp,
   ]);
 }
 
@@ -122,4 +137,21 @@ export function grantPrincipal(subjectId: string, limits: GrantLimits | undefine
   if (limits === undefined) return subjectId;
   const digest = createHash("sha256").update(canonical(limits)).digest("hex").slice(0, 16);
   return `${subjectId}+${digest}`;
+}
+
+/**
+ * A step-up is a passkey given by a person at each connection: a service account has no passkey,
+ * so a grant to one cannot require it (`invalid_argument` naming the field). Teams hold users only.
+ */
+export function refuseStepUpForServiceAccounts(
+  kind: string,
+  limits: Pick<GrantLimitsInput, "requireStepUp"> | undefined,
+): void {
+  if (kind !== "service_account" || limits?.requireStepUp !== true) return;
+  const description =
+    "cannot be set on a grant to a service account: a step-up is a passkey a person gives at each connection";
+  throw new InvalidArgumentError(`invalid request: limits.requireStepUp: ${description}`, {
+    reason: "STEP_UP_NOT_FOR_SERVICE_ACCOUNTS",
+    violations: [{ field: "limits.requireStepUp", description }],
+  });
 }

@@ -15,6 +15,7 @@ import type { SubjectKind } from "../storage/principals.js";
 import { UniqueViolationError } from "../storage/storage.js";
 import { principalsPerTarget, principalUsername, subjectIdCount } from "../validation/bounds.js";
 import { defaultPage, enumValue, paging, text, uuid } from "../validation/rules.js";
+import { refuseStepUpForServiceAccounts } from "./grant-limits.js";
 import { grantTermsInput, termsOf } from "./grant-terms.js";
 import { targetNotFound } from "./not-found.js";
 import { subjectExists, subjectKindFromWire, subjectNotFound, toPrincipalMessage } from "./subjects.js";
@@ -120,6 +121,7 @@ export const addSubjectsToPrincipal = defineOperation({
   access: { kind: "workspace", permission: "principals.manage" },
   input: z.object({ workspaceId, id: uuid, subjectIds, type: subjectType, ...grantTermsInput }),
   async run({ input, workspace, services, now, audit }) {
+    refuseStepUpForServiceAccounts(input.type, input.limits);
     await services.storage.transaction(async (tx) => {
       if (!(await tx.principals.findById(workspace.workspaceId, input.id))) throw principalNotFound(input.id);
       for (const id of input.subjectIds) {

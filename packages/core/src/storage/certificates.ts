@@ -28,6 +28,8 @@ export interface CertificateLimits {
   readonly skKeysOnly: boolean;
   /** The command allowlist; empty: any. */
   readonly commands: readonly string[];
+  /** Signed under a grant that requires a passkey step-up for each connection. */
+  readonly requireStepUp?: boolean;
 }
 
 export interface IssuedCertificateRecord {
@@ -62,6 +64,8 @@ export interface IssuedCertificateRecord {
   readonly limits?: CertificateLimits | null;
   /** Set (true) on SSH user certificates valid once, on `targetId` only. */
   readonly singleUse?: boolean;
+  /** The step-up it was signed under (SSH user certificates of a grant requiring one). */
+  readonly stepUpId?: string | null;
   /** Set once, when the certificate is revoked; revocation is final. */
   readonly revokedAt?: Date | null;
   readonly revocationReason?: RevocationReasonName | null;

@@ -169,6 +169,12 @@ export type {
   SshSessionRepository,
 } from "./ssh-sessions.js";
 export type {
+  SshStepUpRecord,
+  SshStepUpRepository,
+  SshStepUpWithUses,
+  StepUpTarget,
+} from "./ssh-step-ups.js";
+export type {
   OidcProviderRecord,
   OidcProviderRepository,
   SamlIdpMetadata,

@@ -58,6 +58,8 @@ export interface GrantLimits {
   readonly skKeysOnly: boolean;
   /** The commands allowed; empty: any. */
   readonly commands: readonly string[];
+  /** Each connection needs a fresh passkey step-up (absent in grants stored before it existed). */
+  readonly requireStepUp?: boolean;
 }
 
 /**

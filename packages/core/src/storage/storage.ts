@@ -43,6 +43,7 @@ import type { SealedValueRepository, SecretRepository } from "./secrets.js";
 import type { ServiceAccountRepository } from "./service-accounts.js";
 import type { AuthSessionRepository, RefreshTokenRepository } from "./sessions.js";
 import type { SshSessionRepository } from "./ssh-sessions.js";
+import type { SshStepUpRepository } from "./ssh-step-ups.js";
 import type {
   OidcProviderRepository,
   SamlProviderRepository,
@@ -97,6 +98,7 @@ export interface Repositories {
   readonly sealedValues: SealedValueRepository;
   readonly accessRequests: AccessRequestRepository;
   readonly webhookEndpoints: WebhookEndpointRepository;
+  readonly sshStepUps: SshStepUpRepository;
 }
 
 /** What a storage backend can do beyond the port's guarantees. */

@@ -362,6 +362,18 @@ const grantToOwner = (owner: Owner, principal: string) => ({
   type: PrincipalType.USER,
 });
 
+/** A login of the owner whose grant requires a passkey step-up, and the owner's passkey. */
+async function aStepUpLogin(f: WalkFixture, o: Owner) {
+  const target = await aTarget(f, o);
+  const principal = await grantLogin(f, o, target.id, "ubuntu", PrincipalType.USER, []);
+  await f.call(o.caller, Pr.addSubjectsToPrincipal, {
+    ...grantToOwner(o, principal),
+    limits: { requireStepUp: true },
+  });
+  const { key, passkey } = await withPasskey(f, o.caller);
+  return { targets: [{ targetId: target.id, login: "ubuntu" }], key, passkey };
+}
+
 /** The recording of a closed session on `daemon`, written straight to storage; returns its id. */
 async function aClosedSessionRecording(f: WalkFixture, owner: Owner, daemon: TestDaemon): Promise<string> {
   const now = f.clock.now();
@@ -648,6 +660,23 @@ const steps: ReadonlyArray<Row> = [
         publicKey: line,
       },
       resource: () => latestIssuedCertificate(f, o),
+    };
+  }),
+  ownerStep(Cert.beginSSHStepUp, "ssh_step_up.begin", async (f, o) => {
+    const { targets } = await aStepUpLogin(f, o);
+    return {
+      request: { workspaceId: o.workspaceId, targets },
+      resource: (response) => `ssh_step_up:${response.stepUp!.id} logins=1`,
+    };
+  }),
+  ownerStep(Cert.completeSSHStepUp, "ssh_step_up.complete", async (f, o) => {
+    const { targets, key, passkey } = await aStepUpLogin(f, o);
+    const { stepUp } = await f.call(o.caller, Cert.beginSSHStepUp, { workspaceId: o.workspaceId, targets });
+    const id = stepUp!.id;
+    const { optionsJson } = await f.call(o.caller, Cert.getSSHStepUp, { workspaceId: o.workspaceId, id });
+    return {
+      request: { workspaceId: o.workspaceId, id, credentialJson: key.get(optionsJson!) },
+      resource: `ssh_step_up:${id} passkey=${passkey.id}`,
     };
   }),
   ownerStep(Cert.revokeCertificate, "certificate.revoke", async (f, o) => {

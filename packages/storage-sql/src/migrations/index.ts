@@ -32,6 +32,7 @@ import { accessRequestsMigration } from "./016-access-requests.js";
 import { sshSessionsMigration } from "./017-ssh-sessions.js";
 import { grantLimitsMigration } from "./018-grant-limits.js";
 import { webhooksMigration } from "./019-webhooks.js";
+import { sshStepUpsMigration } from "./020-ssh-step-ups.js";
 
 /** Our own bookkeeping tables, so an application's Kysely migrations in the same schema never collide. */
 export const migrationTableName = "wap_schema_migration";
@@ -59,6 +60,7 @@ export function createMigrations(dialect: SqlDialectName): Record<string, Migrat
     "017_ssh_sessions": sshSessionsMigration(dialect),
     "018_grant_limits": grantLimitsMigration(),
     "019_webhooks": webhooksMigration(dialect),
+    "020_ssh_step_ups": sshStepUpsMigration(dialect),
   };
 }
 

@@ -51,6 +51,7 @@ export function issuedCertificateToRow(c: IssuedCertificateRecord): Insertable<I
     revoked_by: c.revokedBy ?? null,
     limits: c.limits ? toJson(c.limits) : null,
     single_use: c.singleUse ? 1 : 0,
+    step_up_id: c.stepUpId ?? null,
   };
 }
 
@@ -73,6 +74,7 @@ function rowToIssuedCertificate(r: Selectable<IssuedCertificatesTable>): IssuedC
     createdAt: toDate(r.created_at),
     ...(r.limits !== null && r.limits !== undefined && { limits: JSON.parse(r.limits) as CertificateLimits }),
     ...(Number(r.single_use) === 1 && { singleUse: true }),
+    ...(r.step_up_id !== null && r.step_up_id !== undefined && { stepUpId: r.step_up_id }),
     // Revocation fields only on revoked entries, as every adapter's read path returns them.
     ...(r.revoked_at !== null &&
       r.revoked_at !== undefined && {

@@ -10,6 +10,8 @@
  *   grant does not give, dropping `verify-required`, `sk` keys or the pin the grant imposes, an
  *   address outside its blocks or a command outside its list is `invalid_argument` naming the
  *   field. Fields left unset take the grant's value.
+ * - **Step-up.** A grant that requires one signs only under a completed passkey step-up
+ *   (../step-up.ts); a grant without the requirement is tried first.
  * - **Pinning.** `pinClientAddress` writes the address the server saw at issuance into
  *   `source-address`; it must lie within the grant's blocks when it has any.
  *
@@ -43,6 +45,7 @@ const unlimited: GrantLimits = {
   verifyRequired: false,
   skKeysOnly: false,
   commands: [],
+  requireStepUp: false,
 };
 
 const permissions = [
@@ -51,7 +54,7 @@ const permissions = [
   "permitX11Forwarding",
   "permitPty",
 ] as const;
-const requirements = ["verifyRequired", "skKeysOnly", "pinClientAddress"] as const;
+const requirements = ["verifyRequired", "skKeysOnly", "pinClientAddress", "requireStepUp"] as const;
 
 interface Violation {
   readonly field: string;
@@ -90,14 +93,14 @@ function narrow(
   };
   const required = (name: (typeof requirements)[number]) => {
     const want = asked?.[name];
-    if (want === false && grant[name]) {
+    if (want === false && grant[name] === true) {
       violations.push({ field: `limits.${name}`, description: "is required by your grant of this login" });
     }
-    return grant[name] || want === true;
+    return grant[name] === true || want === true;
   };
   const [permitPortForwarding, permitAgentForwarding, permitX11Forwarding, permitPty] =
     permissions.map(value);
-  const [verifyRequired, skKeysOnly, pin] = requirements.map(required);
+  const [verifyRequired, skKeysOnly, pin, requireStepUp] = requirements.map(required);
 
   const grantBlocks = grant.sourceCidrs.map((c) => parseCidr(c)!);
   const askedCidrs = asked?.sourceCidrs ?? [];
@@ -139,6 +142,7 @@ function narrow(
     verifyRequired: verifyRequired!,
     skKeysOnly: skKeysOnly!,
     commands: askedCommands.length > 0 ? askedCommands : [...grant.commands],
+    ...(requireStepUp && { requireStepUp: true }),
   };
 }
 
@@ -152,6 +156,7 @@ function breadth(limits: GrantLimits | undefined): number {
     !limits.verifyRequired,
     !limits.skKeysOnly,
     limits.commands.length === 0,
+    limits.requireStepUp !== true,
   ].filter(Boolean).length;
   return flags + open;
 }
@@ -173,7 +178,9 @@ export function chooseGrant(
   asked: GrantLimitsInput | undefined,
   clientAddress: string,
 ): ChosenGrant {
-  const ordered = [...grants].sort((a, b) => breadth(b) - breadth(a));
+  // A grant that lets in without a passkey step-up comes before any that requires one.
+  const stepUp = (g: GrantLimits | undefined) => (g?.requireStepUp === true ? 1 : 0);
+  const ordered = [...grants].sort((a, b) => stepUp(a) - stepUp(b) || breadth(b) - breadth(a));
   let firstFailure: unknown;
   for (const grant of ordered) {
     if (grant === undefined && asked === undefined) return { grant, limits: undefined };
