@@ -52,7 +52,7 @@ const areaLevels = [
   ["audit"],
   ["auth", "certificates", "recordings"],
   ["billing", "credentials", "devices", "invitations", "members", "service-accounts"],
-  ["daemons", "teams"],
+  ["daemons", "step-ups", "teams"],
   ["access-requests", "targets", "users"],
   ["sessions", "sso", "webhooks"],
   ["daemon-streams"],

@@ -40,7 +40,6 @@ import { rolloverCertificateAuthority } from "./rollover.js";
 import { rotateCertificateAuthority } from "./rotation.js";
 import { signSshCertificate } from "./sign-ssh.js";
 import { signX509Certificate } from "./sign-x509.js";
-import { stepUpOperations } from "./step-up.js";
 
 const keyType = enumValue(CertificateKeyTypeSchema, { definedOnly: true, notUnspecified: true }).transform(
   (value) => keyAlgorithmFromWire.get(value) as KeyAlgorithm,
@@ -307,7 +306,6 @@ export const certificateOperations = [
   rolloverCertificateAuthority,
   rotateCertificateAuthority,
   signSshCertificate,
-  ...stepUpOperations,
   signX509Certificate,
   listIssuedCertificates,
   getIssuedCertificate,

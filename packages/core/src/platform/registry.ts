@@ -36,6 +36,7 @@ import { serviceAccountOperations } from "../service-accounts/operations.js";
 import { sessionOperations } from "../sessions/operations.js";
 import { sshSessionOperations } from "../sessions/ssh-sessions.js";
 import { ssoOperations } from "../sso/operations.js";
+import { stepUpOperations } from "../step-ups/ceremony.js";
 import { targetOperations } from "../targets/operations.js";
 import { teamOperations } from "../teams/operations.js";
 import { userOperations } from "../users/operations.js";
@@ -66,6 +67,7 @@ export const allOperations: readonly AnyOperation[] = withDaemonNotifications([
   ...targetOperations,
   ...principalOperations,
   ...certificateOperations,
+  ...stepUpOperations,
   ...serviceAccountOperations,
   ...daemonOperations,
   // The daemon protocol: enrolment, sync, terminal sessions and SSH logins.
