@@ -94,11 +94,14 @@ export function boundOf(schema: z.ZodType): FoundBound | undefined {
       const item = def.element ? boundOf(def.element) : undefined;
       let min = 0;
       let max: number | null = null;
+      // A rule of the list's own (`.superRefine`, e.g. no repeats across items) is a further check.
+      let custom = false;
       for (const check of def.checks ?? []) {
         const c = check._zod.def;
         if (c.check === "max_length") max = c.maximum as number;
         if (c.check === "min_length") min = c.minimum as number;
         if (c.check === "length_equals") min = max = c.length as number;
+        if (c.check === "custom") custom = true;
       }
       // A list whose items have further checks has them too.
       return max === null && min === 0 && !item
@@ -108,7 +111,7 @@ export function boundOf(schema: z.ZodType): FoundBound | undefined {
             min,
             max,
             ...(item && { item }),
-            ...(item?.refined && { refined: true as const }),
+            ...((item?.refined || custom) && { refined: true as const }),
           };
     }
     default:

@@ -383,6 +383,16 @@ const addedRoutes = [
     "/v1/workspaces/{workspace_id}/certificate_authorities/{id}:rotate",
     "*",
   ],
+  // docs/certificates.md (passkey step-up)
+  ["CertificateService", "BeginSSHStepUp", "POST", "/v1/workspaces/{workspace_id}/ssh-step-ups", "*"],
+  ["CertificateService", "GetSSHStepUp", "GET", "/v1/workspaces/{workspace_id}/ssh-step-ups/{id}", ""],
+  [
+    "CertificateService",
+    "CompleteSSHStepUp",
+    "POST",
+    "/v1/workspaces/{workspace_id}/ssh-step-ups/{id}:complete",
+    "*",
+  ],
 ] as const;
 
 const uuid = "3f1c2a9e-8b7d-4c6e-9a5f-0d1e2f3a4b5c";

@@ -1654,7 +1654,7 @@ export type BeginSSHStepUpRequest = Message<"platform.v1.BeginSSHStepUpRequest">
   workspaceId: string;
 
   /**
-   * 1-100 items, no repeats; each a login the caller holds under a grant requiring a step-up
+   * 1-100 items (always checked), no repeats; each a login the caller holds under a grant requiring a step-up
    *
    * @generated from field: repeated platform.v1.SSHStepUpTarget targets = 2;
    */
