@@ -99,8 +99,7 @@ describe("the sshd files", () => {
   });
 
   it("keeps revoked_keys when only the KRL's version and generation date differ", async () => {
-    const files = new SshdFiles(join(dir, "krl-dates"));
-    await files.prepare();
+    let run = 0;
     const krl = (header: Uint8Array, body: Uint8Array) => {
       const bytes = Buffer.concat([Buffer.from(emptyKrl()), Buffer.from(body)]);
       bytes.set(header, 12);
@@ -113,6 +112,9 @@ describe("the sshd files", () => {
         fc.uint8Array({ maxLength: 64 }),
         fc.uint8Array({ minLength: 1, maxLength: 64 }),
         async (first, second, body, other) => {
+          // Each run starts from no file: what an earlier run left would decide the first write.
+          const files = new SshdFiles(join(dir, `krl-dates-${run++}`));
+          await files.prepare();
           await files.writeRevokedKeys(krl(first, body));
           expect(await files.writeRevokedKeys(krl(second, body))).toBe(false);
           expect((await readFile(files.revokedKeys)).equals(krl(first, body))).toBe(true);
