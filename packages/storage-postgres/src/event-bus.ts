@@ -62,29 +62,44 @@ export async function createPostgresEventBus(options: PostgresEventBusOptions): 
       scheduleReconnect(client);
     });
     client.on("end", () => scheduleReconnect(client));
-    await client.connect();
-    if (channel === undefined) {
-      const { rows } = await client.query<{ schema: string | null }>("select current_schema() as schema");
-      channel = eventChannelOf(rows[0]?.schema ?? "public");
+    try {
+      await client.connect();
+      if (channel === undefined) {
+        const { rows } = await client.query<{ schema: string | null }>("select current_schema() as schema");
+        channel = eventChannelOf(rows[0]?.schema ?? "public");
+      }
+      await client.query(`LISTEN "${channel}"`);
+    } catch (error) {
+      // Not the listener yet: its "end" reconnects nothing; the caller retries.
+      client.end().catch(() => undefined);
+      throw error;
     }
-    await client.query(`LISTEN "${channel}"`);
+    if (closed) {
+      await client.end().catch(() => undefined);
+      return;
+    }
     listener = client;
     retryDelay = 100;
+  };
+
+  /** Connects again after a delay (doubling up to 5 s) until it succeeds or the bus closes. */
+  const reconnectLater = () => {
+    const delay = retryDelay;
+    retryDelay = Math.min(retryDelay * 2, 5_000);
+    setTimeout(() => {
+      if (closed) return;
+      connect().catch((error) => {
+        report(error);
+        reconnectLater();
+      });
+    }, delay).unref();
   };
 
   const scheduleReconnect = (client: pg.Client) => {
     if (closed || listener !== client) return;
     listener = undefined;
     client.end().catch(() => undefined);
-    const delay = retryDelay;
-    retryDelay = Math.min(retryDelay * 2, 5_000);
-    setTimeout(() => {
-      if (!closed)
-        connect().catch((error) => {
-          report(error);
-          if (!closed) setTimeout(() => void connect().catch(report), retryDelay);
-        });
-    }, delay).unref();
+    reconnectLater();
   };
 
   await connect();

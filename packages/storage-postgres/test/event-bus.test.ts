@@ -1,3 +1,4 @@
+import { createServer, type Socket, connect as tcpConnect } from "node:net";
 import type { EventBus } from "@wap/core";
 import type { EventPayload } from "@wap/core/internal";
 import { createPostgresEventBus, eventChannelOf } from "@wap/storage-postgres";
@@ -75,6 +76,53 @@ describe("PostgreSQL event bus", () => {
       return seen.length > 0;
     });
     expect(seen[0]).toBe("after-reconnect");
+  });
+
+  it("keeps trying to listen again while its reconnections fail", async () => {
+    // The listener reaches PostgreSQL through a relay that can refuse new connections.
+    const target = new URL(url);
+    let refusing = false;
+    let refused = 0;
+    const open = new Set<Socket>();
+    const relay = createServer((inbound) => {
+      if (refusing) {
+        refused++;
+        inbound.destroy();
+        return;
+      }
+      const outbound = tcpConnect(Number(target.port || 5432), target.hostname);
+      for (const socket of [inbound, outbound]) {
+        open.add(socket);
+        socket.on("error", () => socket.destroy());
+        socket.on("close", () => open.delete(socket));
+      }
+      inbound.pipe(outbound).pipe(inbound);
+    });
+    await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
+    try {
+      const relayed = new URL(url);
+      relayed.hostname = "127.0.0.1";
+      relayed.port = String((relay.address() as { port: number }).port);
+      relayed.searchParams.set("application_name", "wap_bus_relayed");
+      const listening = await createPostgresEventBus({ connectionString: relayed.toString() });
+      buses.push(listening);
+      const publisher = await bus("wap_bus_e");
+      const seen: EventPayload[] = [];
+      await listening.subscribe("ping", (payload) => seen.push(payload));
+      // The connection drops and the next three attempts (0.1, 0.2 and 0.4 s later) are refused.
+      refusing = true;
+      for (const socket of open) socket.destroy();
+      await eventually(async () => refused >= 3);
+      refusing = false;
+      await eventually(async () => {
+        await publisher.publish("ping", "after-three-refusals");
+        return seen.length > 0;
+      });
+      expect(seen[0]).toBe("after-three-refusals");
+    } finally {
+      for (const socket of open) socket.destroy();
+      relay.close();
+    }
   });
 
   it("keeps installations in different schemas of one database apart", async () => {
