@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { emptyKrl, principalPattern, SshdFiles, usernamePattern } from "./sshd-files.js";
+import { emptyKrl, principalPattern, SshdFiles, sameRevocations, usernamePattern } from "./sshd-files.js";
 
 const run = promisify(execFile);
 
@@ -115,9 +115,13 @@ describe("the sshd files", () => {
           // Each run starts from no file: what an earlier run left would decide the first write.
           const files = new SshdFiles(join(dir, `krl-dates-${run++}`));
           await files.prepare();
+          // The first write may itself be kept out: the empty list prepare() wrote says the same
+          // when the body is empty.
           await files.writeRevokedKeys(krl(first, body));
+          const kept = await readFile(files.revokedKeys);
+          expect(sameRevocations(kept, krl(first, body))).toBe(true);
           expect(await files.writeRevokedKeys(krl(second, body))).toBe(false);
-          expect((await readFile(files.revokedKeys)).equals(krl(first, body))).toBe(true);
+          expect((await readFile(files.revokedKeys)).equals(kept)).toBe(true);
           const changed = !Buffer.from(other).equals(Buffer.from(body));
           expect(await files.writeRevokedKeys(krl(second, other))).toBe(changed);
         },
