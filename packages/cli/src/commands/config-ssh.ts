@@ -126,7 +126,23 @@ export async function configSsh(ctx: CommandContext, options: ConfigSshOptions):
     const hooks = new Map<string, RenewalHook & { aliases: string[] }>();
     const hosts: HostBlock[] = [];
     const wap = selfCommand();
-    const renewIfUnder = `${Math.round(options.renewBeforeMs / 1000)}s`;
+    /** The renewal hook's command: `wap cert ssh` for an authority, or for one login of a target. */
+    const hookCommand = (workspaceId: string, caId: string, login?: { targetId: string; user: string }) =>
+      shellQuote([
+        "env",
+        `WAP_CONFIG_DIR=${ctx.store.dir}`,
+        ...wap,
+        "cert",
+        "ssh",
+        "--workspace",
+        workspaceId,
+        "--ca",
+        caId,
+        ...(login === undefined ? [] : ["--target", login.targetId, "--login", login.user]),
+        "--renew-if-under",
+        `${Math.round(options.renewBeforeMs / 1000)}s`,
+        "--quiet",
+      ]);
     for (const [i, { workspace, reachable, knownHosts }] of entries.entries()) {
       const ca = reachable.authority!;
       const alias = aliases[i]!;
@@ -138,24 +154,7 @@ export async function configSsh(ctx: CommandContext, options: ConfigSshOptions):
         const paths = certificatePaths(ctx.store, ca.id, { binding });
         hooks.set(`${workspace.id}/${ca.id}/${binding.targetId}/${user}`, {
           aliases: [alias],
-          command: shellQuote([
-            "env",
-            `WAP_CONFIG_DIR=${ctx.store.dir}`,
-            ...wap,
-            "cert",
-            "ssh",
-            "--workspace",
-            workspace.id,
-            "--ca",
-            ca.id,
-            "--target",
-            binding.targetId,
-            "--login",
-            user,
-            "--renew-if-under",
-            renewIfUnder,
-            "--quiet",
-          ]),
+          command: hookCommand(workspace.id, ca.id, { targetId: binding.targetId, user }),
         });
         hosts.push(
           hostBlock(workspace, reachable, alias, {
@@ -176,20 +175,7 @@ export async function configSsh(ctx: CommandContext, options: ConfigSshOptions):
       const hookKey = `${workspace.id}/${ca.id}`;
       const hook = hooks.get(hookKey) ?? {
         aliases: [],
-        command: shellQuote([
-          "env",
-          `WAP_CONFIG_DIR=${ctx.store.dir}`,
-          ...wap,
-          "cert",
-          "ssh",
-          "--workspace",
-          workspace.id,
-          "--ca",
-          ca.id,
-          "--renew-if-under",
-          renewIfUnder,
-          "--quiet",
-        ]),
+        command: hookCommand(workspace.id, ca.id),
       };
       hook.aliases.push(alias);
       hooks.set(hookKey, hook);
